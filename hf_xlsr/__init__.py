@@ -1,0 +1,16 @@
+"""hf_xlsr: cross-lingual sentence representations for the Hugging Face ecosystem.
+
+Importing the package registers every model with ``AutoConfig`` / ``AutoModel``.
+"""
+
+from transformers import AutoConfig, AutoModel
+
+from .modeling import DualMomentumConfig, DualMomentumModel, DualMomentumOutput
+
+__version__ = "0.1.0"
+
+for _config, _model in ((DualMomentumConfig, DualMomentumModel),):
+    AutoConfig.register(_config.model_type, _config, exist_ok=True)
+    AutoModel.register(_config, _model, exist_ok=True)
+
+__all__ = ["DualMomentumConfig", "DualMomentumModel", "DualMomentumOutput", "__version__"]

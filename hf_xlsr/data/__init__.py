@@ -1,0 +1,29 @@
+"""Data: parallel corpora from files, datasets and the Hub; the offline corpora; the MLDoc-like Bible task."""
+
+from .bitext import BitextFormatError, load_bitext, read_jsonl, read_tsv, unique_pairs
+from .corpora import (
+    BIBLE_TRANSLATIONS,
+    BOOK_GROUPS,
+    DEFAULT_BIBLE_TRANSLATIONS,
+    HELDOUT_BOOKS,
+    HSK_HELDOUT_TOPICS,
+    load_bible,
+    load_hsk,
+    resolve_reference,
+)
+
+__all__ = [
+    "BIBLE_TRANSLATIONS",
+    "BOOK_GROUPS",
+    "BitextFormatError",
+    "DEFAULT_BIBLE_TRANSLATIONS",
+    "HELDOUT_BOOKS",
+    "HSK_HELDOUT_TOPICS",
+    "load_bible",
+    "load_bitext",
+    "load_hsk",
+    "read_jsonl",
+    "read_tsv",
+    "resolve_reference",
+    "unique_pairs",
+]

@@ -1,0 +1,142 @@
+"""Parallel corpora into ``datasets.Dataset``: TSV and JSONL files, ``Dataset`` objects, Hub dataset ids.
+
+Files are validated line by line; a bad line raises :class:`BitextFormatError` naming the file and the line.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import datasets
+
+logger = logging.getLogger(__name__)
+
+TSV_SUFFIXES = (".tsv", ".tab", ".txt")
+JSONL_SUFFIXES = (".jsonl", ".json")
+
+
+class BitextFormatError(ValueError):
+    """A parallel-corpus file or dataset does not have the expected shape; the message names where."""
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, text)`` with the line ending removed, decoding each line as strict UTF-8."""
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise BitextFormatError(
+                    f"{path}:{number}: invalid UTF-8 (byte 0x{raw[error.start]:02x} at column {error.start + 1})"
+                ) from None
+            yield number, text.rstrip("\r\n")
+
+
+def read_tsv(path: str | os.PathLike, columns: Sequence[str]) -> datasets.Dataset:
+    """Read a headerless file of tab-separated columns, one sentence pair (or tuple) per line."""
+    path = Path(path)
+    rows: dict[str, list[str]] = {name: [] for name in columns}
+    for number, line in _lines(path):
+        if not line.strip():
+            raise BitextFormatError(f"{path}:{number}: empty line")
+        fields = line.split("\t")
+        if len(fields) != len(columns):
+            raise BitextFormatError(
+                f"{path}:{number}: expected {len(columns)} tab-separated columns ({', '.join(columns)}), "
+                f"found {len(fields)}"
+            )
+        for name, field in zip(columns, fields, strict=True):
+            if not field.strip():
+                raise BitextFormatError(f"{path}:{number}: column '{name}' is empty")
+            rows[name].append(field.strip())
+    if not rows[columns[0]]:
+        raise BitextFormatError(f"{path}: no sentence pairs")
+    return datasets.Dataset.from_dict(rows)
+
+
+def read_jsonl(path: str | os.PathLike, columns: Sequence[str]) -> datasets.Dataset:
+    """Read one JSON object per line; each must hold a non-empty string under every name in ``columns``.
+
+    Other fields of the objects are kept when every line has them (NLI columns, labels, ids).
+    """
+    path = Path(path)
+    records = []
+    for number, line in _lines(path):
+        if not line.strip():
+            raise BitextFormatError(f"{path}:{number}: empty line")
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise BitextFormatError(f"{path}:{number}: invalid JSON ({error.msg} at column {error.colno})") from None
+        if not isinstance(record, dict):
+            raise BitextFormatError(f"{path}:{number}: expected a JSON object, found {type(record).__name__}")
+        for name in columns:
+            if name not in record:
+                raise BitextFormatError(f"{path}:{number}: missing field '{name}'")
+            if not isinstance(record[name], str) or not record[name].strip():
+                raise BitextFormatError(f"{path}:{number}: field '{name}' must be a non-empty string")
+        records.append(record)
+    if not records:
+        raise BitextFormatError(f"{path}: no sentence pairs")
+    shared = set(records[0]).intersection(*records[1:])
+    keep = list(columns) + sorted(shared - set(columns))
+    return datasets.Dataset.from_dict({name: [record[name] for record in records] for name in keep})
+
+
+def check_columns(dataset: datasets.Dataset, columns: Sequence[str], where: str) -> datasets.Dataset:
+    """Flatten nested columns (``translation.en``) when asked for, and fail clearly on a missing column."""
+    if any("." in name for name in columns) and any(name not in dataset.column_names for name in columns):
+        dataset = dataset.flatten()
+    missing = [name for name in columns if name not in dataset.column_names]
+    if missing:
+        raise BitextFormatError(f"{where}: no column {missing[0]!r} (columns: {', '.join(dataset.column_names)})")
+    return dataset
+
+
+def load_bitext(
+    source: str | os.PathLike | datasets.Dataset,
+    columns: Sequence[str] = ("x", "y"),
+    split: str = "train",
+    **load_dataset_kwargs,
+) -> datasets.Dataset:
+    """Load a parallel corpus whose sentences sit in ``columns`` (one column per language).
+
+    ``source`` is a ``datasets.Dataset``, a ``.tsv``/``.txt`` file (headerless, tab-separated, one column per
+    name in ``columns``), a ``.jsonl`` file, or the id of a Hub dataset (loaded with ``datasets.load_dataset``,
+    nested columns addressed as ``translation.en``).
+    """
+    columns = list(columns)
+    if isinstance(source, datasets.Dataset):
+        return check_columns(source, columns, "dataset")
+    path = Path(source)
+    if path.exists():
+        if path.is_dir():
+            raise BitextFormatError(f"{path}: is a directory, expected a .tsv or .jsonl file")
+        if path.suffix.lower() in TSV_SUFFIXES:
+            return read_tsv(path, columns)
+        if path.suffix.lower() in JSONL_SUFFIXES:
+            return read_jsonl(path, columns)
+        raise BitextFormatError(f"{path}: unknown file type {path.suffix!r} (use {TSV_SUFFIXES + JSONL_SUFFIXES})")
+    if path.suffix.lower() in TSV_SUFFIXES + JSONL_SUFFIXES:
+        raise FileNotFoundError(f"{path}: no such file")
+    logger.info("loading Hub dataset %s (split %s)", source, split)
+    dataset = datasets.load_dataset(str(source), split=split, **load_dataset_kwargs)
+    return check_columns(dataset, columns, f"dataset {source}")
+
+
+def unique_pairs(dataset: datasets.Dataset, columns: Sequence[str]) -> datasets.Dataset:
+    """Keep the first occurrence of every sentence in each column, so that retrieval has one right answer."""
+    seen: list[set[str]] = [set() for _ in columns]
+    keep = []
+    for index, texts in enumerate(zip(*(dataset[name] for name in columns), strict=True)):
+        if all(text not in seen_texts for text, seen_texts in zip(texts, seen, strict=True)):
+            keep.append(index)
+        for text, seen_texts in zip(texts, seen, strict=True):
+            seen_texts.add(text)
+    if len(keep) < len(dataset):
+        logger.info("dropped %d pairs whose sentence repeats an earlier one", len(dataset) - len(keep))
+    return dataset.select(keep)

@@ -1,0 +1,87 @@
+"""One interface for every model an evaluator can score: ``encoder(sentences, language) -> float32 array``.
+
+:func:`as_encoder` turns an hf_xlsr model (with its tokenizers), a ``SentenceTransformer``, a mapping from
+language code to ``SentenceTransformer`` (the per-language exports of a dual encoder), or a callable into such an
+encoder. Returned vectors are L2-normalised rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+import torch
+from sentence_transformers import SentenceTransformer
+from transformers import PreTrainedTokenizerBase
+
+Encoder = Callable[[Sequence[str], str], np.ndarray]
+
+
+class ModelEncoder:
+    """Encode with an hf_xlsr model's ``get_sentence_embeddings``, batching sentences of similar length."""
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        tokenizers: Mapping[str, PreTrainedTokenizerBase],
+        batch_size: int = 64,
+        max_length: int = 128,
+    ):
+        self.model, self.tokenizers, self.batch_size, self.max_length = model, tokenizers, batch_size, max_length
+
+    @torch.no_grad()
+    def __call__(self, sentences: Sequence[str], language: str) -> np.ndarray:
+        model = self.model
+        side = model.language_side(language)
+        tokenizer = self.tokenizers[side]
+        was_training = model.training
+        model.eval()
+        device = next(model.parameters()).device
+        order = np.argsort([-len(s) for s in sentences], kind="stable")
+        vectors = np.empty((len(sentences), model.sentence_embedding_dimension), dtype=np.float32)
+        for start in range(0, len(sentences), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            inputs = tokenizer(
+                [sentences[i] for i in rows],
+                padding=True,
+                truncation=True,
+                max_length=self.max_length,
+                return_tensors="pt",
+            ).to(device)
+            embeddings = model.get_sentence_embeddings(
+                inputs["input_ids"], inputs["attention_mask"], inputs.get("token_type_ids"), language=side
+            )
+            vectors[rows] = embeddings.float().cpu().numpy()
+        model.train(was_training)
+        return vectors
+
+
+def as_encoder(
+    model: object,
+    tokenizers: Mapping[str, PreTrainedTokenizerBase] | None = None,
+    batch_size: int = 64,
+    max_length: int = 128,
+) -> Encoder:
+    """Wrap ``model`` as an :data:`Encoder` (see the module docstring for what ``model`` may be)."""
+    if isinstance(model, SentenceTransformer):
+        return lambda sentences, language: model.encode(
+            list(sentences), batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True
+        ).astype(np.float32)
+    if isinstance(model, Mapping):
+        encoders = {language: as_encoder(m, tokenizers, batch_size, max_length) for language, m in model.items()}
+
+        def by_language(sentences: Sequence[str], language: str) -> np.ndarray:
+            if language not in encoders:
+                raise KeyError(f"no model for language {language!r} (have {sorted(encoders)})")
+            return encoders[language](sentences, language)
+
+        return by_language
+    if hasattr(model, "get_sentence_embeddings"):
+        if tokenizers is None:
+            raise ValueError(
+                "an hf_xlsr model needs its tokenizers to encode text: pass tokenizers={'x': ..., 'y': ...}"
+            )
+        return ModelEncoder(model, tokenizers, batch_size, max_length)
+    if callable(model):
+        return model
+    raise TypeError(f"cannot encode text with a {type(model).__name__}")

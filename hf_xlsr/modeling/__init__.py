@@ -1,0 +1,10 @@
+"""Models of hf_xlsr, one configuration_*.py + modeling_*.py pair per paper (transformers style).
+
+Files here import only torch, transformers and each other (relative imports), so a checkpoint pushed with its
+code loads through ``trust_remote_code`` where hf_xlsr is not installed.
+"""
+
+from .configuration_dual_momentum import DualMomentumConfig
+from .modeling_dual_momentum import DualMomentumModel, DualMomentumOutput
+
+__all__ = ["DualMomentumConfig", "DualMomentumModel", "DualMomentumOutput"]

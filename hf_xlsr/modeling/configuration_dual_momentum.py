@@ -1,0 +1,111 @@
+"""Configuration of :class:`DualMomentumModel` (Wang, Zhao and Liu, EMNLP 2021, "MoCo-BERT")."""
+
+import copy
+from typing import Literal
+
+from huggingface_hub.dataclasses import strict
+from transformers import AutoConfig, PreTrainedConfig
+from transformers.configuration_utils import SubConfigSpec
+
+# Encoder-config attribute names that hold dropout probabilities, across BERT, RoBERTa/XLM-R, DistilBERT, ...
+DROPOUT_FIELDS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "dropout", "attention_dropout")
+
+
+@strict
+class DualMomentumConfig(PreTrainedConfig):
+    r"""Dual momentum contrast: one query encoder per language, each with an EMA momentum encoder and a memory queue.
+
+    Defaults are the paper's (Section 3.1 and Table 9). ``encoder_x`` / ``encoder_y`` are configurations of any
+    ``AutoModel`` encoder; with ``shared_encoder=True`` one encoder (and one momentum encoder) serves both languages.
+
+    Example:
+
+    ```python
+    >>> from hf_xlsr import DualMomentumConfig, DualMomentumModel
+    >>> config = DualMomentumConfig(encoder_x={"model_type": "bert", "hidden_size": 128, "num_hidden_layers": 2,
+    ...                                        "num_attention_heads": 2, "intermediate_size": 256}, queue_size=1024)
+    >>> model = DualMomentumModel(config)
+    ```
+    """
+
+    model_type = "xlsr_dual_momentum"
+    sub_configs_defaults = {
+        "encoder_x": SubConfigSpec(AutoConfig, model_type="bert"),
+        "encoder_y": SubConfigSpec(AutoConfig, model_type="bert", optional=True),
+    }
+
+    # Encoders (Section 2: "language-specific BERT models")
+    encoder_x: PreTrainedConfig | dict | None = None  # configuration of the x-language query encoder (any AutoModel)
+    encoder_y: PreTrainedConfig | dict | None = None  # y-language encoder; a copy of encoder_x's when left out
+    shared_encoder: bool = False  # one query encoder and one momentum encoder for both languages
+    language_x: str = "x"  # language code of the x side (names exports, logs and model cards)
+    language_y: str = "y"  # language code of the y side
+    pooling: Literal["mean", "max", "cls"] = "mean"  # sentence vector: pooling of the last layer, then L2 (Table 6)
+
+    # Dual momentum contrast (Section 2, Table 9)
+    queue_size: int = 409600  # K, keys per memory queue ("409k", Table 9)
+    temperature: float = 0.04  # tau in Eq. 2 (Table 4)
+    momentum: float = 0.999  # m in Eq. 1
+    queue_dtype: Literal["float32", "float16", "bfloat16"] = "float32"  # storage of queued keys; float16 halves it
+
+    # Multi-task NLI head (Appendix B)
+    nli_head: bool = False  # add the NLI classifier and train it from premise/hypothesis/label columns
+    nli_hidden_size: int = 256  # hidden units of the two-layer MLP
+    nli_num_labels: int = 3  # entailment / neutral / contradiction
+    nli_dropout: float = 0.1  # dropout on the MLP's hidden units
+    nli_weight: float = 0.1  # alpha in Eq. 5
+    nli_language: Literal["x", "y"] = "x"  # whose encoder embeds premise and hypothesis
+
+    # Training hyperparameters (Table 9): the trainer takes them where a run does not set its own
+    num_train_epochs: int = 15  # epochs
+    learning_rate: float = 4e-5  # peak learning rate of AdamW
+    lr_scheduler_type: str = "cosine"  # "cosine decay"
+    warmup_steps: int = 400  # warmup steps
+    max_grad_norm: float = 10.0  # gradient clip
+    train_batch_size: int = 1024  # batch size, over all devices
+    weight_decay: float = 1e-4  # weight decay
+    dropout: float | None = 0.1  # written into the encoders' dropout fields; None keeps the encoders' own
+
+    def __post_init__(self, **kwargs):
+        super().__post_init__(**kwargs)
+        if self.shared_encoder:
+            self.encoder_y = None
+        elif self.encoder_y is None:
+            self.encoder_y = copy.deepcopy(self.encoder_x)
+        if self.dropout is not None:
+            for encoder in self.encoders():
+                for name in DROPOUT_FIELDS:
+                    if hasattr(encoder, name):
+                        setattr(encoder, name, self.dropout)
+
+    def encoders(self) -> list[PreTrainedConfig]:
+        """The query encoders' configurations: ``[encoder_x]`` when shared, else ``[encoder_x, encoder_y]``."""
+        return [self.encoder_x] if self.shared_encoder else [self.encoder_x, self.encoder_y]
+
+    @property
+    def training_defaults(self) -> dict[str, float | int | str]:
+        """Table 9 as ``TrainingArguments`` fields (batch size per device is derived by the trainer)."""
+        return {
+            "num_train_epochs": self.num_train_epochs,
+            "learning_rate": self.learning_rate,
+            "lr_scheduler_type": self.lr_scheduler_type,
+            "warmup_steps": self.warmup_steps,
+            "max_grad_norm": self.max_grad_norm,
+            "weight_decay": self.weight_decay,
+        }
+
+    def validate_dual_momentum(self):
+        if self.queue_size < 1:
+            raise ValueError(f"queue_size must be at least 1, got {self.queue_size}")
+        if not self.temperature > 0:
+            raise ValueError(f"temperature must be positive, got {self.temperature}")
+        if not 0.0 <= self.momentum <= 1.0:
+            raise ValueError(f"momentum must lie in [0, 1], got {self.momentum}")
+        if self.dropout is not None and not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must lie in [0, 1), got {self.dropout}")
+        hidden = {getattr(encoder, "hidden_size", None) for encoder in self.encoders()}
+        if len(hidden) > 1:
+            raise ValueError(f"encoder_x and encoder_y must have the same hidden_size to share queues, got {hidden}")
+
+
+__all__ = ["DualMomentumConfig"]

@@ -1,0 +1,301 @@
+"""Dual momentum contrast ("MoCo-BERT"): Wang, Zhao and Liu, "Aligning Cross-lingual Sentence Representations with
+Dual Momentum Contrast", EMNLP 2021.
+
+Each language has a query encoder and a momentum encoder updated by EMA (Eq. 1) and a memory queue of the momentum
+encoder's most recent keys. Sentences are mean-pooled and L2-normalised; the loss is InfoNCE of each language's
+queries against the other language's positive key and queue (Eq. 2), summed over both directions (Eq. 3). An
+optional NLI head adds ``alpha * L_nli`` (Appendix B, Eq. 5).
+
+State changes and when they happen:
+
+* the queues are written in :meth:`DualMomentumModel.forward`, once per micro-batch, only while the model is
+  training with gradients enabled; under several processes the keys of every process are gathered first, so every
+  process holds the same queue;
+* the momentum encoders change only in :meth:`DualMomentumModel.momentum_update`, which the trainer's callback calls
+  once per optimizer step.
+
+Momentum encoders always run in eval mode (no dropout): keys are deterministic functions of the EMA weights. Before
+any EMA update the momentum encoders are exact copies of the query encoders; they are frozen parameters and are
+saved with checkpoints, as are the queues, so a resumed run continues exactly. ``hf_xlsr.export`` leaves them out.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import AutoConfig, AutoModel, PreTrainedModel
+from transformers import initialization as init
+from transformers.utils import ModelOutput
+
+from .configuration_dual_momentum import DROPOUT_FIELDS, DualMomentumConfig
+from .losses import info_nce
+from .pooling import l2_normalize, pool
+from .queue import MemoryQueue, ema_update_, gather_from_processes
+
+
+@dataclass
+class DualMomentumOutput(ModelOutput):
+    r"""
+    loss: ``L(x, y) + L(y, x) + alpha * L_nli`` (Eq. 3 and Eq. 5).
+    loss_xy: ``L(x, y)`` of Eq. 2: x queries against the y momentum keys (positive plus queue_y).
+    loss_yx: ``L(y, x)``: y queries against the x momentum keys (positive plus queue_x).
+    loss_nli: cross-entropy of the NLI head, before the weight alpha (Appendix B).
+    accuracy_xy / accuracy_yx: fraction of queries whose positive key beats every key in the other queue.
+    positive_similarity / negative_similarity: mean cosine of a query to its positive key / to the queued keys.
+    queue_fill: fraction of the queue slots written so far.
+    embeddings_x / embeddings_y: L2-normalised sentence vectors of the query encoders.
+    """
+
+    loss: torch.FloatTensor | None = None
+    loss_xy: torch.FloatTensor | None = None
+    loss_yx: torch.FloatTensor | None = None
+    loss_nli: torch.FloatTensor | None = None
+    accuracy_xy: torch.FloatTensor | None = None
+    accuracy_yx: torch.FloatTensor | None = None
+    positive_similarity: torch.FloatTensor | None = None
+    negative_similarity: torch.FloatTensor | None = None
+    queue_fill: torch.FloatTensor | None = None
+    embeddings_x: torch.FloatTensor | None = None
+    embeddings_y: torch.FloatTensor | None = None
+
+
+class DualMomentumPreTrainedModel(PreTrainedModel):
+    config: DualMomentumConfig
+    config_class = DualMomentumConfig
+    base_model_prefix = "dual_momentum"
+    supports_gradient_checkpointing = True
+    _supports_sdpa = True
+    _supports_flash_attn = True
+
+    @torch.no_grad()
+    def _init_weights(self, module: nn.Module) -> None:
+        if isinstance(module, MemoryQueue):
+            init.zeros_(module.keys)
+            init.zeros_(module.ptr)
+            init.zeros_(module.filled)
+        elif isinstance(module, nn.Linear):
+            init.normal_(module.weight, mean=0.0, std=0.02)
+            init.zeros_(module.bias)
+        elif isinstance(module, DualMomentumModel):
+            init.zeros_(module.momentum_updates)
+
+
+class DualMomentumModel(DualMomentumPreTrainedModel):
+    """MoCo-BERT. Build it from a configuration, or from two pretrained encoders with :meth:`from_encoders`."""
+
+    def __init__(
+        self,
+        config: DualMomentumConfig,
+        encoder_x: PreTrainedModel | None = None,
+        encoder_y: PreTrainedModel | None = None,
+    ):
+        super().__init__(config)
+        # Query encoders: any AutoModel, one per language unless shared.
+        self.encoder_x = encoder_x if encoder_x is not None else AutoModel.from_config(config.encoder_x)
+        self.encoder_x.config = config.encoder_x
+        if not config.shared_encoder:
+            self.encoder_y = encoder_y if encoder_y is not None else AutoModel.from_config(config.encoder_y)
+            self.encoder_y.config = config.encoder_y
+        # Momentum encoders: frozen copies, updated only by EMA (Eq. 1); never aliases of the query encoders.
+        self.momentum_encoder_x = copy.deepcopy(self.encoder_x).requires_grad_(False)
+        if not config.shared_encoder:
+            self.momentum_encoder_y = copy.deepcopy(self.encoder_y).requires_grad_(False)
+        # Memory queues of the momentum keys, one per language.
+        hidden_size = config.encoder_x.hidden_size
+        queue_dtype = getattr(torch, config.queue_dtype)
+        self.queue_x = MemoryQueue(config.queue_size, hidden_size, queue_dtype)
+        self.queue_y = MemoryQueue(config.queue_size, hidden_size, queue_dtype)
+        # NLI multi-task head (Appendix B): two-layer MLP over (u, v, |u - v|), 3-way.
+        if config.nli_head:
+            self.nli_head = nn.Sequential(
+                nn.Linear(3 * hidden_size, config.nli_hidden_size),
+                nn.ReLU(),
+                nn.Dropout(config.nli_dropout),
+                nn.Linear(config.nli_hidden_size, config.nli_num_labels),
+            )
+        self.register_buffer("momentum_updates", torch.zeros((), dtype=torch.long))
+        self.post_init()
+        for query, key in self._encoder_pairs():
+            ema_update_(key, query, 0.0)  # start as exact copies (post_init may have drawn them independently)
+
+    @classmethod
+    def from_encoders(
+        cls,
+        encoder_x: str | os.PathLike,
+        encoder_y: str | os.PathLike | None = None,
+        *,
+        encoder_kwargs: dict | None = None,
+        **config_kwargs,
+    ) -> DualMomentumModel:
+        """Build the model from pretrained encoders: Hub ids or local paths of any ``AutoModel``.
+
+        ``encoder_y`` defaults to a second copy of ``encoder_x`` (ignored with ``shared_encoder=True``).
+        ``config_kwargs`` set :class:`DualMomentumConfig` fields; ``encoder_kwargs`` go to
+        ``AutoModel.from_pretrained``.
+        """
+        dropout = config_kwargs.get("dropout", DualMomentumConfig.dropout)
+
+        def load(name_or_path):
+            encoder_config = AutoConfig.from_pretrained(name_or_path)
+            for name in DROPOUT_FIELDS:
+                if dropout is not None and hasattr(encoder_config, name):
+                    setattr(encoder_config, name, dropout)
+            return AutoModel.from_pretrained(name_or_path, config=encoder_config, **(encoder_kwargs or {}))
+
+        model_x = load(encoder_x)
+        model_y = None if config_kwargs.get("shared_encoder") else load(encoder_y or encoder_x)
+        config = DualMomentumConfig(
+            encoder_x=model_x.config.to_dict(),
+            encoder_y=model_y.config.to_dict() if model_y is not None else None,
+            **config_kwargs,
+        )
+        return cls(config, encoder_x=model_x, encoder_y=model_y)
+
+    # ----------------------------------------------------------------------------------------------------------------
+    # Encoders
+
+    @property
+    def sentence_embedding_dimension(self) -> int:
+        return self.config.encoder_x.hidden_size
+
+    def language_side(self, language: str) -> str:
+        """'x' or 'y' for a side name or a language code of the config."""
+        if language in ("x", "y"):
+            return language
+        if language == self.config.language_x:
+            return "x"
+        if language == self.config.language_y:
+            return "y"
+        raise ValueError(
+            f"unknown language {language!r}: use 'x', 'y', {self.config.language_x!r} or {self.config.language_y!r}"
+        )
+
+    def query_encoder(self, language: str) -> PreTrainedModel:
+        """The query encoder of ``language`` ('x', 'y' or a language code); the one kept after training."""
+        if self.language_side(language) == "y" and not self.config.shared_encoder:
+            return self.encoder_y
+        return self.encoder_x
+
+    def momentum_encoder(self, language: str) -> PreTrainedModel:
+        if self.language_side(language) == "y" and not self.config.shared_encoder:
+            return self.momentum_encoder_y
+        return self.momentum_encoder_x
+
+    def _encoder_pairs(self) -> list[tuple[PreTrainedModel, PreTrainedModel]]:
+        sides = ["x"] if self.config.shared_encoder else ["x", "y"]
+        return [(self.query_encoder(side), self.momentum_encoder(side)) for side in sides]
+
+    def train(self, mode: bool = True) -> DualMomentumModel:
+        super().train(mode)
+        for _, key in self._encoder_pairs():
+            key.eval()
+        return self
+
+    def _embed(self, encoder, input_ids, attention_mask=None, token_type_ids=None) -> torch.Tensor:
+        """h = L2(pool(encoder(tokens))): Section 2, mean pooling of the last layer and L2 normalisation."""
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        extra = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
+        hidden = encoder(input_ids=input_ids, attention_mask=attention_mask, **extra).last_hidden_state
+        return l2_normalize(pool(hidden, attention_mask, self.config.pooling))
+
+    def get_sentence_embeddings(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        language: str = "x",
+    ) -> torch.Tensor:
+        """L2-normalised sentence vectors of the ``language`` query encoder, shape ``(batch, hidden_size)``."""
+        return self._embed(self.query_encoder(language), input_ids, attention_mask, token_type_ids)
+
+    # ----------------------------------------------------------------------------------------------------------------
+    # Forward and loss
+
+    def forward(
+        self,
+        x_input_ids: torch.Tensor | None = None,
+        x_attention_mask: torch.Tensor | None = None,
+        x_token_type_ids: torch.Tensor | None = None,
+        y_input_ids: torch.Tensor | None = None,
+        y_attention_mask: torch.Tensor | None = None,
+        y_token_type_ids: torch.Tensor | None = None,
+        premise_input_ids: torch.Tensor | None = None,
+        premise_attention_mask: torch.Tensor | None = None,
+        premise_token_type_ids: torch.Tensor | None = None,
+        hypothesis_input_ids: torch.Tensor | None = None,
+        hypothesis_attention_mask: torch.Tensor | None = None,
+        hypothesis_token_type_ids: torch.Tensor | None = None,
+        nli_labels: torch.Tensor | None = None,
+        return_loss: bool = True,
+    ) -> DualMomentumOutput:
+        r"""Embed the x and y sentences; with both given and ``return_loss``, compute Eq. 3 (and Eq. 5).
+
+        ``x_*`` / ``y_*`` are the tokenised sentences of each language (row i of x translates row i of y).
+        ``premise_*``, ``hypothesis_*`` and ``nli_labels`` feed the NLI head when the config has one.
+        """
+        h_x = h_y = None
+        if x_input_ids is not None:
+            h_x = self.get_sentence_embeddings(x_input_ids, x_attention_mask, x_token_type_ids, "x")
+        if y_input_ids is not None:
+            h_y = self.get_sentence_embeddings(y_input_ids, y_attention_mask, y_token_type_ids, "y")
+        if not return_loss or h_x is None or h_y is None:
+            return DualMomentumOutput(embeddings_x=h_x, embeddings_y=h_y)
+
+        with torch.no_grad():  # keys: momentum encoders, stop-gradient (Figure 1)
+            k_x = self._embed(self.momentum_encoder("x"), x_input_ids, x_attention_mask, x_token_type_ids)
+            k_y = self._embed(self.momentum_encoder("y"), y_input_ids, y_attention_mask, y_token_type_ids)
+        xy = info_nce(h_x, k_y, self.queue_y.negatives(), self.config.temperature)  # L(x, y), Eq. 2
+        yx = info_nce(h_y, k_x, self.queue_x.negatives(), self.config.temperature)  # L(y, x)
+        loss = xy.loss + yx.loss  # Eq. 3
+
+        loss_nli = None
+        if self.config.nli_head and premise_input_ids is not None:
+            if nli_labels is None:
+                raise ValueError("premise and hypothesis inputs were given without nli_labels")
+            side = self.config.nli_language
+            u = self.get_sentence_embeddings(premise_input_ids, premise_attention_mask, premise_token_type_ids, side)
+            v = self.get_sentence_embeddings(
+                hypothesis_input_ids, hypothesis_attention_mask, hypothesis_token_type_ids, side
+            )
+            loss_nli = F.cross_entropy(self.nli_head(torch.cat([u, v, (u - v).abs()], dim=-1)).float(), nli_labels)
+            loss = loss + self.config.nli_weight * loss_nli  # Eq. 5
+
+        if self.training and torch.is_grad_enabled():
+            self.queue_x.enqueue(gather_from_processes(k_x))
+            self.queue_y.enqueue(gather_from_processes(k_y))
+        negative_similarity = None
+        if xy.negative_similarity is not None and yx.negative_similarity is not None:
+            negative_similarity = (xy.negative_similarity + yx.negative_similarity) / 2
+        return DualMomentumOutput(
+            loss=loss,
+            loss_xy=xy.loss.detach(),
+            loss_yx=yx.loss.detach(),
+            loss_nli=loss_nli.detach() if loss_nli is not None else None,
+            accuracy_xy=xy.accuracy,
+            accuracy_yx=yx.accuracy,
+            positive_similarity=(xy.positive_similarity + yx.positive_similarity) / 2,
+            negative_similarity=negative_similarity,
+            queue_fill=self.queue_y.filled.float() / self.queue_y.size,
+            embeddings_x=h_x,
+            embeddings_y=h_y,
+        )
+
+    # ----------------------------------------------------------------------------------------------------------------
+    # Momentum update (called by the trainer once per optimizer step)
+
+    @torch.no_grad()
+    def momentum_update(self, momentum: float | None = None) -> None:
+        """Eq. 1 for every momentum encoder: ``theta_k <- m * theta_k + (1 - m) * theta_q``."""
+        m = self.config.momentum if momentum is None else momentum
+        for query, key in self._encoder_pairs():
+            ema_update_(key, query, m)
+        self.momentum_updates += 1
+
+
+__all__ = ["DualMomentumModel", "DualMomentumOutput", "DualMomentumPreTrainedModel"]

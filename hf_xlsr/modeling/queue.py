@@ -1,0 +1,91 @@
+"""Momentum-contrast machinery: a memory queue of keys, the EMA update, and the cross-process gather.
+
+These are model state and model operations; *when* they run is the trainer's business (see
+``hf_xlsr.trainers.callbacks``). Only torch is imported so that checkpoints pushed with their code load through
+``trust_remote_code``.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+
+class MemoryQueue(nn.Module):
+    """A first-in-first-out queue of the ``size`` most recent keys (He et al., 2020), stored as buffers.
+
+    ``keys`` is written circularly from ``ptr``; ``filled`` counts the slots written so far (at most ``size``).
+    Because writing starts at slot 0 and never skips a slot, the valid entries are always ``keys[:filled]``:
+    slots not yet written are never returned as negatives. All three buffers are saved with the model, so a
+    checkpoint resumes with the exact queue it stopped with.
+    """
+
+    def __init__(self, size: int, dim: int, dtype: torch.dtype = torch.float32):
+        super().__init__()
+        if size < 1 or dim < 1:
+            raise ValueError(f"queue size and key dimension must be positive, got size={size}, dim={dim}")
+        self.register_buffer("keys", torch.zeros(size, dim, dtype=dtype))
+        self.register_buffer("ptr", torch.zeros((), dtype=torch.long))
+        self.register_buffer("filled", torch.zeros((), dtype=torch.long))
+
+    @property
+    def size(self) -> int:
+        return self.keys.shape[0]
+
+    def negatives(self) -> torch.Tensor:
+        """A copy of the valid keys, shape ``(filled, dim)``.
+
+        It is a copy so that enqueueing later in the same step does not modify a tensor autograd saved.
+        """
+        return self.keys[: int(self.filled)].clone()
+
+    @torch.no_grad()
+    def enqueue(self, keys: torch.Tensor) -> None:
+        """Write ``keys`` (``(n, dim)``) from ``ptr`` on, wrapping around; of a longer batch the newest stay."""
+        if keys.shape[-1] != self.keys.shape[1]:
+            raise ValueError(
+                f"keys of dimension {keys.shape[-1]} cannot enter a queue of dimension {self.keys.shape[1]}"
+            )
+        n, start = keys.shape[0], int(self.ptr)
+        # Key j of the batch belongs in slot (start + j) % size; of a batch longer than the queue only the last
+        # `size` keys survive, in the slots they would have reached, so the oldest key is always at the new ptr.
+        kept = min(n, self.size)
+        slots = (start + torch.arange(n - kept, n, device=self.keys.device)) % self.size
+        self.keys[slots] = keys.detach()[n - kept :].to(self.keys.dtype)
+        self.ptr.fill_((start + n) % self.size)
+        self.filled.fill_(min(self.size, int(self.filled) + n))
+
+    @torch.no_grad()
+    def reset(self) -> None:
+        self.keys.zero_()
+        self.ptr.zero_()
+        self.filled.zero_()
+
+
+@torch.no_grad()
+def ema_update_(target: nn.Module, source: nn.Module, momentum: float) -> None:
+    """``theta_target <- m * theta_target + (1 - m) * theta_source`` for every parameter (MoCo-BERT, Eq. 1)."""
+    targets, sources = list(target.parameters()), [p.detach() for p in source.parameters()]
+    if len(targets) != len(sources) or any(t.shape != s.shape for t, s in zip(targets, sources, strict=True)):
+        raise ValueError("momentum encoder and query encoder do not have the same parameters")
+    torch._foreach_lerp_(targets, sources, 1.0 - momentum)
+
+
+def gather_from_processes(tensor: torch.Tensor) -> torch.Tensor:
+    """Concatenate ``tensor`` from every process in rank order (unequal first dimensions allowed).
+
+    Without ``torch.distributed`` initialised this returns ``tensor`` itself. The result carries no gradient.
+    """
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return tensor
+    world_size = dist.get_world_size()
+    count = torch.tensor([tensor.shape[0]], device=tensor.device)
+    counts = [torch.zeros_like(count) for _ in range(world_size)]
+    dist.all_gather(counts, count)
+    longest = int(max(counts))
+    padded = tensor.new_zeros((longest, *tensor.shape[1:]))
+    padded[: tensor.shape[0]] = tensor.detach()
+    gathered = [torch.empty_like(padded) for _ in range(world_size)]
+    dist.all_gather(gathered, padded)
+    return torch.cat([part[: int(n)] for part, n in zip(gathered, counts, strict=True)])

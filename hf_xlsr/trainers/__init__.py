@@ -1,0 +1,22 @@
+"""Training: the Trainer subclass, its callbacks, collators, run arguments and the run pipeline."""
+
+from .arguments import ConfigFileError, DataArguments, ModelArguments, parse_run_arguments
+from .callbacks import MomentumCallback, scheduled_momentum
+from .collators import BitextCollator
+from .run import MODEL_RECIPES, load_pairs, run_training
+from .trainer import XlsrTrainer, XlsrTrainingArguments
+
+__all__ = [
+    "MODEL_RECIPES",
+    "BitextCollator",
+    "ConfigFileError",
+    "DataArguments",
+    "ModelArguments",
+    "MomentumCallback",
+    "XlsrTrainer",
+    "XlsrTrainingArguments",
+    "load_pairs",
+    "parse_run_arguments",
+    "run_training",
+    "scheduled_momentum",
+]

@@ -1,0 +1,169 @@
+"""Run arguments: dataclasses for ``HfArgumentParser``, read from a YAML/JSON file plus ``--key value`` overrides.
+
+A config file is flat: model, data and ``TrainingArguments`` fields side by side. Training hyperparameters a run
+does not set take the paper's values from the model's configuration (``config.training_defaults``), so a config
+that names only the data trains with the paper's recipe.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import yaml
+from transformers import HfArgumentParser, PreTrainedConfig
+
+from .trainer import XlsrTrainingArguments
+
+
+@dataclass
+class ModelArguments:
+    model_type: str = field(default="dual_momentum", metadata={"help": "which hf_xlsr model to train"})
+    model_name_or_path: str | None = field(
+        default=None, metadata={"help": "an hf_xlsr checkpoint (path or Hub id) to continue training"}
+    )
+    encoder_x: str | None = field(
+        default=None, metadata={"help": "pretrained encoder (path or Hub id) for the x language"}
+    )
+    encoder_y: str | None = field(
+        default=None, metadata={"help": "pretrained encoder for the y language (default: a copy of encoder_x)"}
+    )
+    tokenizer_x: str | None = field(default=None, metadata={"help": "tokenizer of x (default: encoder_x's)"})
+    tokenizer_y: str | None = field(default=None, metadata={"help": "tokenizer of y (default: encoder_y's)"})
+    model_config: dict | str | None = field(
+        default=None,
+        metadata={"help": "fields of the model configuration, as a mapping (YAML) or a JSON string"},
+    )
+
+
+@dataclass
+class DataArguments:
+    train_data: str = field(
+        default="bible",
+        metadata={"help": "'bible', 'hsk', a .tsv/.jsonl file, or a Hub dataset id"},
+    )
+    languages: list[str] = field(
+        default_factory=lambda: ["en", "fr"],
+        metadata={"help": "column names of the x and y sentences (language codes for the offline corpora)"},
+    )
+    bible_translations: dict | str | None = field(
+        default=None, metadata={"help": "language -> Bible translation code (see hf_xlsr.data.BIBLE_TRANSLATIONS)"}
+    )
+    train_split: str = field(default="train", metadata={"help": "split of the training data"})
+    eval_data: str | None = field(
+        default=None, metadata={"help": "evaluation pairs, same forms as train_data (default: train_data)"}
+    )
+    eval_split: str = field(default="heldout", metadata={"help": "split of the evaluation data"})
+    max_train_pairs: int | None = field(default=None, metadata={"help": "use at most this many training pairs"})
+    max_eval_pairs: int | None = field(default=1000, metadata={"help": "evaluate on this many unique pairs"})
+    max_length: int = field(default=128, metadata={"help": "truncation length of each sentence, in tokens"})
+    export_dir: str | None = field(
+        default=None, metadata={"help": "export the trained encoders to sentence-transformers folders here"}
+    )
+
+
+ARGUMENT_CLASSES = (ModelArguments, DataArguments, XlsrTrainingArguments)
+
+
+class ConfigFileError(ValueError):
+    """A run configuration file is malformed; the message names the file and the key."""
+
+
+def read_config_file(path: str | os.PathLike) -> dict:
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such config file")
+    text = path.read_text(encoding="utf-8")
+    try:
+        values = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as error:
+        raise ConfigFileError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {error}") from None
+    if values is None:
+        values = {}
+    if not isinstance(values, dict):
+        raise ConfigFileError(f"{path}: expected a mapping of argument names to values, found {type(values).__name__}")
+    known = {f.name for cls in ARGUMENT_CLASSES for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ConfigFileError(f"{path}: unknown argument {unknown[0]!r}")
+    return values
+
+
+def _field_types(annotation) -> tuple:
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        return typing.get_args(annotation)
+    return (annotation,)
+
+
+def coerce_config_values(config_class: type[PreTrainedConfig], values: dict, where: str) -> dict:
+    """Check ``values`` against the fields of ``config_class`` and convert YAML's ints/strings to floats.
+
+    YAML reads ``1e-4`` as a string and ``1`` as an int; strict configs want floats where the field says so.
+    """
+    fields = {f.name: f for f in dataclasses.fields(config_class)}
+    coerced = {}
+    for name, value in values.items():
+        if name not in fields:
+            raise ConfigFileError(f"{where}: {config_class.__name__} has no field {name!r}")
+        allowed = _field_types(fields[name].type)
+        if float in allowed and isinstance(value, (int, str)) and not isinstance(value, bool):
+            try:
+                value = float(value)
+            except ValueError:
+                raise ConfigFileError(f"{where}: field {name!r} expects a number, got {value!r}") from None
+        elif int in allowed and isinstance(value, str):
+            try:
+                value = int(value)
+            except ValueError:
+                raise ConfigFileError(f"{where}: field {name!r} expects an integer, got {value!r}") from None
+        coerced[name] = value
+    return coerced
+
+
+def _given_on_command_line(overrides: list[str]) -> set[str]:
+    return {arg[2:].split("=", 1)[0].replace("-", "_") for arg in overrides if arg.startswith("--")}
+
+
+def parse_run_arguments(
+    config_path: str | os.PathLike | None, overrides: list[str] | None = None
+) -> tuple[ModelArguments, DataArguments, XlsrTrainingArguments]:
+    """Parse a run: the config file's values, then command-line ``--key value`` overrides, then paper defaults."""
+    from .run import MODEL_RECIPES  # the recipes know each model's configuration class
+
+    overrides = list(overrides or [])
+    values = read_config_file(config_path) if config_path is not None else {}
+    model_type = values.get("model_type", ModelArguments.model_type)
+    for i, arg in enumerate(overrides):
+        if arg.startswith("--model_type"):
+            model_type = arg.split("=", 1)[1] if "=" in arg else overrides[i + 1]
+    if model_type not in MODEL_RECIPES:
+        raise ConfigFileError(f"{config_path}: unknown model_type {model_type!r} (one of {sorted(MODEL_RECIPES)})")
+    config_class = MODEL_RECIPES[model_type].config_class
+    given = set(values) | _given_on_command_line(overrides)
+    defaults = config_class().training_defaults
+    values.update({name: value for name, value in defaults.items() if name not in given})
+    if "per_device_train_batch_size" not in given:
+        world_size = int(os.environ.get("WORLD_SIZE", "1"))
+        values["per_device_train_batch_size"] = max(1, config_class().train_batch_size // world_size)
+    if "use_cpu" not in given and int(os.environ.get("WORLD_SIZE", "1")) > 1 and not torch.cuda.is_available():
+        # Several processes and no GPU: without use_cpu, Trainer would run them as independent single processes.
+        values["use_cpu"] = True
+    parser = HfArgumentParser(ARGUMENT_CLASSES)
+    parser.set_defaults(**values)
+    model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=overrides)
+    if isinstance(model_args.model_config, str):
+        model_args.model_config = json.loads(model_args.model_config)
+    model_args.model_config = coerce_config_values(
+        config_class, model_args.model_config or {}, f"{config_path}: model_config"
+    )
+    if isinstance(data_args.bible_translations, str):
+        data_args.bible_translations = json.loads(data_args.bible_translations)
+    if len(data_args.languages) != 2:
+        raise ConfigFileError(f"{config_path}: languages must name two columns (x, y), got {data_args.languages}")
+    return model_args, data_args, training_args

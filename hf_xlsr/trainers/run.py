@@ -1,0 +1,145 @@
+"""One training run from parsed arguments: the code behind ``hf-xlsr train`` and ``examples/train.py``.
+
+Each model type has a recipe: its configuration class, how to build the model and tokenizers from the run's
+arguments, and how to collate its batches. Under ``accelerate launch`` every process runs this same code.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import datasets
+from transformers import AutoTokenizer, PreTrainedModel, set_seed
+
+from ..data.bitext import load_bitext
+from ..data.corpora import load_bible, load_hsk, resolve_reference
+from ..evaluation.retrieval import RetrievalEvaluator
+from ..export import export_sentence_transformers
+from ..modeling import DualMomentumConfig, DualMomentumModel
+from ..tokenization import load_tokenizers
+from .arguments import ConfigFileError, DataArguments, ModelArguments
+from .collators import BitextCollator
+from .trainer import XlsrTrainer, XlsrTrainingArguments
+
+logger = logging.getLogger(__name__)
+
+OFFLINE_CORPORA = ("bible", "hsk")
+
+
+@dataclass(frozen=True)
+class ModelRecipe:
+    config_class: type
+    build: Callable[[ModelArguments, DataArguments], tuple[PreTrainedModel, dict]]
+    collator: Callable[[PreTrainedModel, dict, DataArguments], Callable]
+    trainer_class: type = XlsrTrainer
+
+
+def resolve_model_references(model_args: ModelArguments) -> None:
+    """Turn ``package:...`` references of offline models into folders (see ``resolve_reference``)."""
+    for name in ("model_name_or_path", "encoder_x", "encoder_y", "tokenizer_x", "tokenizer_y"):
+        value = getattr(model_args, name)
+        if value is not None:
+            setattr(model_args, name, resolve_reference(value))
+
+
+def _tokenizer_pair(model_args: ModelArguments, shared: bool) -> dict:
+    name_x = model_args.tokenizer_x or model_args.encoder_x
+    name_y = model_args.tokenizer_y or model_args.encoder_y or name_x
+    if name_x is None:
+        raise ConfigFileError("set tokenizer_x (or encoder_x) to the tokenizer of the x language")
+    tokenizer_x = AutoTokenizer.from_pretrained(name_x)
+    tokenizer_y = tokenizer_x if shared or name_y == name_x else AutoTokenizer.from_pretrained(name_y)
+    return {"x": tokenizer_x, "y": tokenizer_y}
+
+
+def build_dual_momentum(model_args: ModelArguments, data_args: DataArguments) -> tuple[DualMomentumModel, dict]:
+    fields = {"language_x": data_args.languages[0], "language_y": data_args.languages[1], **model_args.model_config}
+    if model_args.model_name_or_path:
+        model = DualMomentumModel.from_pretrained(model_args.model_name_or_path, **model_args.model_config)
+        return model, load_tokenizers(model_args.model_name_or_path)
+    if model_args.encoder_x:
+        model = DualMomentumModel.from_encoders(model_args.encoder_x, model_args.encoder_y, **fields)
+    elif "encoder_x" in fields:
+        model = DualMomentumModel(DualMomentumConfig(**fields))
+    else:
+        raise ConfigFileError(
+            "dual_momentum needs encoder_x (a pretrained encoder), model_name_or_path, or "
+            "model_config.encoder_x (an encoder configuration)"
+        )
+    return model, _tokenizer_pair(model_args, model.config.shared_encoder)
+
+
+def bitext_collator(model: PreTrainedModel, tokenizers: dict, data_args: DataArguments) -> BitextCollator:
+    return BitextCollator(
+        tokenizer_x=tokenizers["x"],
+        tokenizer_y=tokenizers["y"],
+        x_column=data_args.languages[0],
+        y_column=data_args.languages[1],
+        max_length=data_args.max_length,
+        nli_side=getattr(model.config, "nli_language", "x"),
+    )
+
+
+MODEL_RECIPES: dict[str, ModelRecipe] = {
+    "dual_momentum": ModelRecipe(DualMomentumConfig, build_dual_momentum, bitext_collator),
+}
+
+
+def load_pairs(source: str, split: str, data_args: DataArguments) -> datasets.Dataset:
+    """Sentence pairs from an offline corpus name, a file or a Hub dataset, with ``data_args.languages`` columns."""
+    languages = data_args.languages
+    if source == "bible":
+        return load_bible(languages, data_args.bible_translations, split=split)
+    if source == "hsk":
+        if set(languages) != {"en", "zh"}:
+            raise ConfigFileError(f"the HSK corpus has languages en and zh, not {languages}")
+        return load_hsk(split)
+    return load_bitext(source, languages, split=split)
+
+
+def run_training(
+    model_args: ModelArguments, data_args: DataArguments, training_args: XlsrTrainingArguments
+) -> tuple[XlsrTrainer, dict[str, float]]:
+    """Build, train, save (and export) one model; return the trainer and the final evaluation metrics."""
+    set_seed(training_args.seed)
+    recipe = MODEL_RECIPES[model_args.model_type]
+    resolve_model_references(model_args)
+    model, tokenizers = recipe.build(model_args, data_args)
+
+    train_dataset = load_pairs(data_args.train_data, data_args.train_split, data_args)
+    if data_args.max_train_pairs is not None and len(train_dataset) > data_args.max_train_pairs:
+        train_dataset = train_dataset.shuffle(seed=training_args.seed).select(range(data_args.max_train_pairs))
+    evaluators = []
+    eval_source = data_args.eval_data or (data_args.train_data if data_args.train_data in OFFLINE_CORPORA else None)
+    if eval_source is not None:
+        eval_pairs = load_pairs(eval_source, data_args.eval_split, data_args)
+        evaluators.append(
+            RetrievalEvaluator.from_dataset(
+                eval_pairs, data_args.languages, max_pairs=data_args.max_eval_pairs, seed=training_args.seed
+            )
+        )
+    elif training_args.eval_strategy != "no":
+        raise ConfigFileError("eval_strategy is set but there is no eval_data to evaluate on")
+    logger.info("training on %d pairs, evaluating on %s", len(train_dataset), eval_source)
+
+    trainer = recipe.trainer_class(
+        model=model,
+        args=training_args,
+        train_dataset=train_dataset,
+        data_collator=recipe.collator(model, tokenizers, data_args),
+        tokenizers=tokenizers,
+        evaluators=evaluators,
+    )
+    resume = training_args.resume_from_checkpoint
+    if isinstance(resume, str) and resume.lower() in ("true", "latest"):
+        resume = True
+    trainer.train(resume_from_checkpoint=resume)
+    trainer.save_model()
+    metrics = trainer.evaluate() if evaluators else {}
+    if data_args.export_dir and trainer.is_world_process_zero():
+        export_sentence_transformers(
+            trainer.accelerator.unwrap_model(trainer.model), tokenizers, data_args.export_dir, data_args.max_length
+        )
+    return trainer, metrics

@@ -1,0 +1,195 @@
+"""``XlsrTrainer``: the ``transformers.Trainer`` for every hf_xlsr model.
+
+It extends the Trainer only through its documented hooks and callbacks:
+
+* ``compute_loss`` keeps each scalar field of the model output (loss parts, accuracies, queue statistics) and
+  ``log`` reports their means (over the logging interval and over processes) next to the loss;
+* ``evaluation_loop`` adds the metrics of ``evaluators`` (e.g. :class:`~hf_xlsr.evaluation.RetrievalEvaluator`)
+  to the evaluation metrics, so early stopping and best-model selection can use them;
+* ``_save`` writes the tokenizers with the model, and checkpoints are written to a hidden folder and renamed into
+  place, so an interrupted save never leaves a ``checkpoint-N`` folder behind;
+* a :class:`~hf_xlsr.trainers.callbacks.MomentumCallback` runs the EMA update once per optimizer step for models
+  that have momentum encoders. Their queues and momentum encoders are model state, saved with every checkpoint
+  and restored by ``resume_from_checkpoint``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import torch
+from accelerate.utils import broadcast_object_list
+from torch.utils.data import DataLoader
+from transformers import PreTrainedTokenizerBase, Trainer, TrainingArguments
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, rotate_checkpoints
+
+from ..evaluation.encoders import as_encoder
+from ..tokenization import save_tokenizers
+from ..utils import atomic_directory
+from .callbacks import MOMENTUM_SCHEDULES, MomentumCallback
+
+logger = logging.getLogger(__name__)
+
+_NO_EVAL_DATASET = "evaluators only"
+STAGING_FOLDER = ".partial-checkpoints"
+
+
+@dataclass
+class XlsrTrainingArguments(TrainingArguments):
+    """``TrainingArguments`` plus the hf_xlsr options."""
+
+    momentum_schedule: str = field(
+        default="constant",
+        metadata={"help": f"momentum coefficient over training: one of {MOMENTUM_SCHEDULES}"},
+    )
+    eval_batch_size_for_encoding: int = field(
+        default=64, metadata={"help": "batch size with which evaluators encode sentences"}
+    )
+    eval_max_length: int = field(default=128, metadata={"help": "truncation length for evaluators' encoding"})
+
+
+class XlsrTrainer(Trainer):
+    """Trainer for hf_xlsr models.
+
+    Args beyond ``Trainer``'s:
+        tokenizers: ``{"x": tokenizer, "y": tokenizer}``, saved with every checkpoint and used by evaluators.
+            Defaults to ``processing_class`` for both languages.
+        evaluators: callables ``evaluator(encoder) -> dict[str, float]`` run at every evaluation.
+    """
+
+    def __init__(
+        self,
+        model=None,
+        args: TrainingArguments | None = None,
+        *,
+        tokenizers: Mapping[str, PreTrainedTokenizerBase] | None = None,
+        evaluators: Sequence[Callable[..., dict[str, float]]] | None = None,
+        eval_dataset=None,
+        **kwargs,
+    ):
+        self.evaluators = list(evaluators or [])
+        if args is not None and args.remove_unused_columns:
+            # Collators tokenise raw text columns, which Trainer would otherwise drop.
+            args.remove_unused_columns = False
+        if args is not None and args.ddp_broadcast_buffers is None:
+            # Every process computes the same queues; broadcasting them each step would only cost bandwidth.
+            args.ddp_broadcast_buffers = False
+        placeholder = eval_dataset is None and self.evaluators
+        super().__init__(
+            model=model, args=args, eval_dataset=_NO_EVAL_DATASET if placeholder else eval_dataset, **kwargs
+        )
+        if placeholder:
+            self.eval_dataset = None
+        if tokenizers is None and self.processing_class is not None:
+            tokenizers = {"x": self.processing_class, "y": self.processing_class}
+        self.tokenizers = dict(tokenizers or {})
+        if hasattr(self.model, "momentum_update"):
+            self.add_callback(MomentumCallback(getattr(self.args, "momentum_schedule", "constant")))
+        self._output_parts: dict[str, list[torch.Tensor]] = defaultdict(list)
+        self._staging_dir: str | None = None
+
+    # ------------------------------------------------------------------------------------------------------------
+    # Loss and logging
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        outputs = model(**inputs)
+        if model.training:
+            for name, value in outputs.items():
+                if name != "loss" and torch.is_tensor(value) and value.ndim == 0:
+                    self._output_parts[name].append(value.detach().float())
+        return (outputs.loss, outputs) if return_outputs else outputs.loss
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        if "loss" in logs and self._output_parts:
+            names = sorted(self._output_parts)
+            means = torch.stack([torch.stack(self._output_parts[name]).mean() for name in names])
+            means = self.accelerator.reduce(means.to(self.args.device), reduction="mean")
+            logs.update({name: round(value, 4) for name, value in zip(names, means.tolist(), strict=True)})
+            self._output_parts.clear()
+        super().log(logs, start_time)
+
+    # ------------------------------------------------------------------------------------------------------------
+    # Evaluation
+
+    def get_eval_dataloader(self, eval_dataset=None) -> DataLoader:
+        if eval_dataset is None and self.eval_dataset is None and self.evaluators:
+            return DataLoader([])
+        return super().get_eval_dataloader(eval_dataset)
+
+    def run_evaluators(self) -> dict[str, float]:
+        """Run every evaluator on the main process with the unwrapped model; all processes get the metrics."""
+        metrics: dict[str, float] = {}
+        if self.is_world_process_zero():
+            encoder = as_encoder(
+                self.accelerator.unwrap_model(self.model),
+                self.tokenizers,
+                batch_size=getattr(self.args, "eval_batch_size_for_encoding", 64),
+                max_length=getattr(self.args, "eval_max_length", 128),
+            )
+            for evaluator in self.evaluators:
+                metrics.update(evaluator(encoder))
+        return broadcast_object_list([metrics])[0]
+
+    def evaluation_loop(
+        self, dataloader, description, prediction_loss_only=None, ignore_keys=None, metric_key_prefix="eval"
+    ):
+        output = super().evaluation_loop(dataloader, description, prediction_loss_only, ignore_keys, metric_key_prefix)
+        if not self.evaluators:
+            return output
+        if isinstance(self.eval_dataset, dict) and metric_key_prefix != f"eval_{next(iter(self.eval_dataset))}":
+            return output  # with several eval datasets, run the evaluators once
+        for name, value in self.run_evaluators().items():
+            output.metrics[f"eval_{name}"] = value
+        return output
+
+    # ------------------------------------------------------------------------------------------------------------
+    # Saving
+
+    def _save(self, output_dir: str | None = None, state_dict=None) -> None:
+        output_dir = output_dir or self.args.output_dir
+        with atomic_directory(output_dir, merge=True) as staging:
+            super()._save(str(staging), state_dict)
+            save_tokenizers(self.tokenizers, staging)
+
+    def _get_output_dir(self, trial) -> str:
+        return self._staging_dir or super()._get_output_dir(trial)
+
+    def _save_checkpoint(self, model, trial) -> None:
+        """Write ``checkpoint-N`` into a hidden staging folder, then rename it into the run folder."""
+        run_dir = self._get_output_dir(trial)
+        name = f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
+        self._staging_dir = os.path.join(run_dir, STAGING_FOLDER)
+        try:
+            super()._save_checkpoint(model, trial)
+        finally:
+            staged, self._staging_dir = os.path.join(run_dir, STAGING_FOLDER, name), None
+        self.accelerator.wait_for_everyone()
+        if self.args.should_save:
+            final = os.path.join(run_dir, name)
+            if os.path.isdir(final):
+                shutil.rmtree(final)
+            os.replace(staged, final)
+            shutil.rmtree(os.path.join(run_dir, STAGING_FOLDER), ignore_errors=True)
+            if self.state.best_model_checkpoint == staged:
+                self.state.best_model_checkpoint = final
+                self.state.save_to_json(os.path.join(final, "trainer_state.json"))
+            if self.args.save_total_limit is not None:
+                rotate_checkpoints(
+                    output_dir=run_dir,
+                    save_total_limit=self.args.save_total_limit,
+                    best_model_checkpoint=self.state.best_model_checkpoint,
+                    use_mtime=False,
+                )
+        self.accelerator.wait_for_everyone()
+
+
+def read_log_history(checkpoint_dir: str) -> list[dict]:
+    """The ``log_history`` of a checkpoint's ``trainer_state.json``."""
+    with open(os.path.join(checkpoint_dir, "trainer_state.json"), encoding="utf-8") as handle:
+        return json.load(handle)["log_history"]

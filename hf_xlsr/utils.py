@@ -1,0 +1,47 @@
+"""Small helpers shared across hf_xlsr."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+@contextmanager
+def atomic_directory(target: str | os.PathLike, merge: bool = False) -> Iterator[Path]:
+    """Write a directory's content into a temporary sibling, then rename it into place.
+
+    Yields the temporary directory. On success it replaces ``target`` (``merge=False``) or moves each of its
+    entries into ``target``, replacing entries of the same name (``merge=True``, for folders that hold other
+    things too). On failure the temporary directory is removed and ``target`` is left as it was.
+    """
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.partial-"))
+    umask = os.umask(0)
+    os.umask(umask)
+    staging.chmod(0o777 & ~umask)  # mkdtemp makes it private; the result should look like any other folder
+    try:
+        yield staging
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    if merge:
+        target.mkdir(exist_ok=True)
+        for entry in staging.iterdir():
+            destination = target / entry.name
+            if destination.is_dir() and not destination.is_symlink():
+                shutil.rmtree(destination)
+            os.replace(entry, destination)
+        staging.rmdir()
+        return
+    if target.exists():
+        retired = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.old-"))
+        os.replace(target, retired / target.name)
+        os.replace(staging, target)
+        shutil.rmtree(retired)
+    else:
+        os.replace(staging, target)

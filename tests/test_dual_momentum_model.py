@@ -1,0 +1,190 @@
+"""DualMomentumModel: construction, pooling, EMA, enqueue rules, NLI head, save/load."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from conftest import batch_of, tiny_dual_momentum, tiny_encoder_config
+from safetensors import safe_open
+from transformers import AutoConfig, AutoModel
+
+from hf_xlsr import DualMomentumConfig, DualMomentumModel
+from hf_xlsr.modeling.pooling import pool
+
+
+def test_auto_classes_resolve_the_model_type(tmp_path):
+    model = tiny_dual_momentum()
+    model.save_pretrained(tmp_path)
+    assert json.loads((tmp_path / "config.json").read_text())["model_type"] == "xlsr_dual_momentum"
+    assert isinstance(AutoConfig.from_pretrained(tmp_path), DualMomentumConfig)
+    assert isinstance(AutoModel.from_pretrained(tmp_path), DualMomentumModel)
+
+
+def test_config_defaults_are_the_papers():
+    config = DualMomentumConfig()
+    assert (config.queue_size, config.temperature, config.momentum) == (409600, 0.04, 0.999)
+    assert (config.learning_rate, config.max_grad_norm, config.warmup_steps) == (4e-5, 10.0, 400)
+    assert (config.train_batch_size, config.weight_decay, config.num_train_epochs) == (1024, 1e-4, 15)
+    assert config.pooling == "mean" and config.dropout == 0.1
+    assert (config.nli_hidden_size, config.nli_num_labels, config.nli_weight) == (256, 3, 0.1)
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ({"temperature": 0.0}, "temperature must be positive"),
+        ({"momentum": 1.5}, r"momentum must lie in \[0, 1\]"),
+        ({"queue_size": 0}, "queue_size must be at least 1"),
+        ({"pooling": "avg"}, "pooling"),
+        ({"temperature": "warm"}, "temperature"),
+    ],
+)
+def test_config_rejects_bad_values(fields, message):
+    with pytest.raises(Exception, match=message):
+        DualMomentumConfig(**fields)
+
+
+def test_encoders_with_different_widths_are_refused():
+    with pytest.raises(Exception, match="same hidden_size"):
+        DualMomentumConfig(
+            encoder_x=tiny_encoder_config(hidden_size=32), encoder_y=tiny_encoder_config(hidden_size=64)
+        )
+
+
+def test_momentum_encoders_are_frozen_copies_not_aliases():
+    model = tiny_dual_momentum()
+    for query, key in [(model.encoder_x, model.momentum_encoder_x), (model.encoder_y, model.momentum_encoder_y)]:
+        for (name, q), (_, k) in zip(query.named_parameters(), key.named_parameters(), strict=True):
+            assert torch.equal(q, k), name
+            assert q.data_ptr() != k.data_ptr()
+            assert q.requires_grad and not k.requires_grad
+    model.train()
+    assert not model.momentum_encoder_x.training and model.encoder_x.training
+
+
+def test_pretrained_encoders_keep_their_weights(minilm_path):
+    reference = AutoModel.from_pretrained(minilm_path).state_dict()
+    model = DualMomentumModel.from_encoders(minilm_path, queue_size=8)
+    for encoder in (model.encoder_x, model.encoder_y, model.momentum_encoder_x, model.momentum_encoder_y):
+        state = encoder.state_dict()
+        assert all(torch.equal(reference[name], state[name]) for name in reference)
+    assert model.config.encoder_x.model_type == "bert" and model.config.encoder_x.hidden_size == 384
+
+
+def test_pooling_modes_against_manual_computation():
+    torch.manual_seed(0)
+    hidden = torch.randn(2, 4, 3)
+    mask = torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0]])
+    assert torch.allclose(pool(hidden, mask, "mean")[1], hidden[1, :2].mean(0))
+    assert torch.allclose(pool(hidden, mask, "max")[0], hidden[0, :3].max(0).values)
+    assert torch.equal(pool(hidden, mask, "cls"), hidden[:, 0])
+    with pytest.raises(ValueError, match="pooling mode"):
+        pool(hidden, mask, "sum")
+
+
+def test_embeddings_are_unit_length(tokenizer, bible_pairs):
+    model = tiny_dual_momentum(pooling="max").eval()
+    out = model(**batch_of(tokenizer, bible_pairs), return_loss=False)
+    assert out.loss is None
+    assert torch.allclose(out.embeddings_x.norm(dim=-1), torch.ones(4), atol=1e-5)
+
+
+def test_ema_update_matches_hand_computation(tokenizer, bible_pairs):
+    model = tiny_dual_momentum(momentum=0.9)
+    old = {n: p.detach().double().clone() for n, p in model.momentum_encoder_y.named_parameters()}
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    model.train()
+    model(**batch_of(tokenizer, bible_pairs)).loss.backward()  # first step: empty queue, loss 0
+    model(**batch_of(tokenizer, bible_pairs, offset=4)).loss.backward()
+    optimizer.step()
+    new = {n: p.detach().double().clone() for n, p in model.encoder_y.named_parameters()}
+    assert any(not torch.equal(old[n], new[n]) for n in old)  # the query encoder moved
+    model.momentum_update()
+    for name, param in model.momentum_encoder_y.named_parameters():
+        expected = 0.9 * old[name] + 0.1 * new[name]
+        torch.testing.assert_close(param.double(), expected, rtol=1e-6, atol=1e-7)
+    assert int(model.momentum_updates) == 1
+
+
+def test_momentum_zero_makes_keys_follow_queries_exactly():
+    model = tiny_dual_momentum(momentum=0.0)
+    with torch.no_grad():
+        for p in model.encoder_x.parameters():
+            p.add_(1.0)
+    model.momentum_update()
+    assert all(
+        torch.equal(q, k)
+        for q, k in zip(model.encoder_x.parameters(), model.momentum_encoder_x.parameters(), strict=True)
+    )
+
+
+def test_enqueue_only_when_training_with_gradients(tokenizer, bible_pairs):
+    model = tiny_dual_momentum()
+    batch = batch_of(tokenizer, bible_pairs)
+    model.eval()
+    model(**batch)
+    model.train()
+    with torch.no_grad():
+        model(**batch)
+    assert int(model.queue_x.filled) == 0 and int(model.queue_y.filled) == 0
+    model(**batch)
+    assert int(model.queue_x.filled) == 4 and int(model.queue_y.filled) == 4
+    keys = model._embed(model.momentum_encoder_x, batch["x_input_ids"], batch["x_attention_mask"])
+    torch.testing.assert_close(model.queue_x.keys[:4], keys.detach())
+
+
+def test_shared_encoder_has_one_encoder_and_saves(tmp_path, tokenizer, bible_pairs):
+    model = tiny_dual_momentum(shared_encoder=True)
+    assert not hasattr(model, "encoder_y") and not hasattr(model, "momentum_encoder_y")
+    assert model.query_encoder("fr") is model.encoder_x
+    model.train()
+    model(**batch_of(tokenizer, bible_pairs))
+    model.save_pretrained(tmp_path)
+    loaded = DualMomentumModel.from_pretrained(tmp_path)
+    assert loaded.config.shared_encoder and loaded.config.encoder_y is None
+    assert torch.equal(loaded.queue_y.keys, model.queue_y.keys)
+
+
+def test_save_load_round_trip_is_exact(tmp_path, tokenizer, bible_pairs):
+    model = tiny_dual_momentum(queue_size=6, queue_dtype="float16")
+    model.train()
+    for offset in (0, 4, 8):
+        model(**batch_of(tokenizer, bible_pairs, offset=offset)).loss.backward()
+        model.momentum_update()
+    model.save_pretrained(tmp_path)
+    loaded = DualMomentumModel.from_pretrained(tmp_path)
+    expected, actual = model.state_dict(), loaded.state_dict()
+    assert expected.keys() == actual.keys()
+    for name in expected:
+        assert torch.equal(expected[name], actual[name]), name
+    assert int(loaded.queue_x.ptr) == 12 % 6 and int(loaded.queue_x.filled) == 6 and int(loaded.momentum_updates) == 3
+    with safe_open(tmp_path / "model.safetensors", "pt") as handle:
+        assert handle.get_tensor("queue_y.keys").dtype == torch.float16
+    model.eval(), loaded.eval()
+    batch = batch_of(tokenizer, bible_pairs, offset=12)
+    torch.testing.assert_close(model(**batch).loss, loaded(**batch).loss, rtol=0, atol=0)
+
+
+def test_nli_head_adds_weighted_cross_entropy(tokenizer, bible_pairs):
+    model = tiny_dual_momentum(nli_head=True, nli_weight=0.1).eval()
+    batch = batch_of(tokenizer, bible_pairs)
+    premise = tokenizer(["A man plays a guitar.", "A dog runs."], padding=True, return_tensors="pt")
+    hypothesis = tokenizer(["Someone makes music.", "A cat sleeps."], padding=True, return_tensors="pt")
+    labels = torch.tensor([0, 2])
+    out = model(
+        **batch,
+        premise_input_ids=premise["input_ids"],
+        premise_attention_mask=premise["attention_mask"],
+        hypothesis_input_ids=hypothesis["input_ids"],
+        hypothesis_attention_mask=hypothesis["attention_mask"],
+        nli_labels=labels,
+    )
+    u = model.get_sentence_embeddings(premise["input_ids"], premise["attention_mask"], language="x")
+    v = model.get_sentence_embeddings(hypothesis["input_ids"], hypothesis["attention_mask"], language="x")
+    logits = model.nli_head(torch.cat([u, v, (u - v).abs()], dim=-1)).double()
+    expected = -torch.log_softmax(logits, dim=-1)[torch.arange(2), labels].mean()
+    assert out.loss_nli.item() == pytest.approx(expected.item(), rel=1e-5)
+    assert out.loss.item() == pytest.approx((out.loss_xy + out.loss_yx + 0.1 * out.loss_nli).item(), rel=1e-6)
+    assert model.nli_head[0].in_features == 3 * 32 and model.nli_head[0].out_features == 256

@@ -1,0 +1,131 @@
+"""XlsrTrainer: EMA timing under gradient accumulation, exact resume, logging, checkpoints, evaluation."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+from conftest import tiny_dual_momentum
+from transformers import TrainerCallback
+
+from hf_xlsr.evaluation import RetrievalEvaluator
+from hf_xlsr.tokenization import load_tokenizers
+from hf_xlsr.trainers import BitextCollator, XlsrTrainer, XlsrTrainingArguments
+
+
+def make_trainer(tmp_path, tokenizer, pairs, model=None, evaluators=(), **arguments):
+    defaults = dict(
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=4,
+        learning_rate=1e-3,
+        max_steps=6,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        use_cpu=True,
+        seed=0,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+    )
+    defaults.update(arguments)
+    return XlsrTrainer(
+        model=model or tiny_dual_momentum(queue_size=12),
+        args=XlsrTrainingArguments(**defaults),
+        train_dataset=pairs,
+        data_collator=BitextCollator(tokenizer, tokenizer, x_column="en", y_column="fr", max_length=32),
+        tokenizers={"x": tokenizer, "y": tokenizer},
+        evaluators=list(evaluators),
+    )
+
+
+def test_one_ema_update_per_optimizer_step_under_gradient_accumulation(tmp_path, tokenizer, bible_pairs):
+    trainer = make_trainer(tmp_path, tokenizer, bible_pairs, gradient_accumulation_steps=2, max_steps=3)
+    trainer.train()
+    model = trainer.model
+    assert trainer.state.global_step == 3
+    assert int(model.momentum_updates) == 3  # one per optimizer step, not per micro-batch
+    assert (
+        int(model.queue_x.filled) == 12 and int(model.queue_x.ptr) == (3 * 2 * 4) % 12
+    )  # one enqueue per micro-batch
+
+
+def test_loss_parts_and_queue_statistics_are_logged(tmp_path, tokenizer, bible_pairs):
+    trainer = make_trainer(tmp_path, tokenizer, bible_pairs, max_steps=4, logging_steps=2)
+    trainer.train()
+    logs = [entry for entry in trainer.state.log_history if "loss" in entry]
+    assert len(logs) == 2
+    for key in ("loss_xy", "loss_yx", "accuracy_xy", "accuracy_yx", "positive_similarity", "queue_fill"):
+        assert key in logs[-1], key
+    assert "negative_similarity" in logs[-1]
+    assert logs[-1]["queue_fill"] == pytest.approx((12 / 12 + 12 / 12) / 2)  # steps 3 and 4: queue full
+    assert logs[0]["queue_fill"] == pytest.approx((4 / 12 + 8 / 12) / 2)  # averaged over steps 1 and 2
+
+
+def test_resume_continues_exactly(tmp_path, tokenizer, bible_pairs):
+    """6 steps straight == 3 steps, checkpoint, resume in a new trainer, 3 more steps."""
+    straight = make_trainer(tmp_path / "straight", tokenizer, bible_pairs, max_steps=6)
+    straight.train()
+
+    first = make_trainer(tmp_path / "split", tokenizer, bible_pairs, max_steps=6, save_strategy="steps", save_steps=3)
+    # stop after the checkpoint of step 3, as an interrupted run would
+    first.add_callback(StopAt(3))
+    first.train()
+    checkpoint = tmp_path / "split" / "checkpoint-3"
+    assert (checkpoint / "model.safetensors").is_file()
+    assert not any(name.startswith(".") for name in os.listdir(tmp_path / "split"))  # staging folder cleaned up
+    resumed = make_trainer(
+        tmp_path / "split",
+        tokenizer,
+        bible_pairs,
+        model=tiny_dual_momentum(queue_size=12),
+        max_steps=6,
+        save_strategy="steps",
+        save_steps=3,
+    )
+    resumed.train(resume_from_checkpoint=str(checkpoint))
+
+    a, b = straight.model.state_dict(), resumed.model.state_dict()
+    for name in a:
+        assert torch.equal(a[name], b[name]), name  # queues, pointers, fill counts, momentum and query weights
+    assert int(b["momentum_updates"]) == 6 and int(b["queue_x.ptr"]) == (6 * 4) % 12
+    losses_straight = [e["loss"] for e in straight.state.log_history if "loss" in e]
+    losses_resumed = [e["loss"] for e in first.state.log_history if "loss" in e][:3] + [
+        e["loss"] for e in resumed.state.log_history if "loss" in e
+    ][-3:]
+    assert losses_straight == losses_resumed
+    assert len(losses_straight) == 6 and losses_straight[0] == 0.0  # first step: empty queue, loss log(1) = 0
+
+
+class StopAt(TrainerCallback):
+    def __init__(self, step):
+        self.step = step
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step >= self.step:
+            control.should_training_stop = True
+        return control
+
+
+def test_checkpoint_holds_model_state_and_tokenizers(tmp_path, tokenizer, bible_pairs):
+    trainer = make_trainer(tmp_path, tokenizer, bible_pairs, max_steps=2, save_strategy="steps", save_steps=2)
+    trainer.train()
+    checkpoint = tmp_path / "checkpoint-2"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint-2"]
+    for name in ("model.safetensors", "config.json", "optimizer.pt", "scheduler.pt", "trainer_state.json"):
+        assert (checkpoint / name).is_file(), name
+    assert load_tokenizers(checkpoint)["y"]("bonjour")["input_ids"] == tokenizer("bonjour")["input_ids"]
+
+
+def test_retrieval_evaluator_runs_as_trainer_evaluation(tmp_path, tokenizer, bible_pairs, heldout_pairs):
+    evaluator = RetrievalEvaluator.from_dataset(heldout_pairs, ["en", "fr"], max_pairs=40)
+    trainer = make_trainer(
+        tmp_path, tokenizer, bible_pairs, evaluators=[evaluator], max_steps=2, eval_strategy="steps", eval_steps=2
+    )
+    trainer.train()
+    evaluations = [e for e in trainer.state.log_history if "eval_retrieval_accuracy" in e]
+    assert len(evaluations) == 1
+    metrics = trainer.evaluate()
+    standalone = evaluator(trainer.model, tokenizers={"x": tokenizer, "y": tokenizer})
+    assert metrics["eval_retrieval_en2fr_accuracy"] == standalone["retrieval_en2fr_accuracy"]
+    assert 0.0 <= metrics["eval_retrieval_accuracy"] <= 1.0
