@@ -82,7 +82,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, rest = parser.parse_known_args(argv)
     if rest and not getattr(args, "allow_extra", False):
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
-    return args.handler(args, rest)
+    from .data.bitext import BitextFormatError
+    from .trainers.arguments import ConfigFileError
+
+    try:
+        return args.handler(args, rest)
+    except (ConfigFileError, BitextFormatError, FileNotFoundError) as error:
+        parser.exit(2, f"hf-xlsr {args.command}: error: {error}\n")
 
 
 if __name__ == "__main__":

@@ -188,3 +188,12 @@ def test_nli_head_adds_weighted_cross_entropy(tokenizer, bible_pairs):
     assert out.loss_nli.item() == pytest.approx(expected.item(), rel=1e-5)
     assert out.loss.item() == pytest.approx((out.loss_xy + out.loss_yx + 0.1 * out.loss_nli).item(), rel=1e-6)
     assert model.nli_head[0].in_features == 3 * 32 and model.nli_head[0].out_features == 256
+
+
+def test_encoders_keep_their_attention_implementation(tmp_path, minilm_path):
+    expected = AutoModel.from_pretrained(minilm_path).config._attn_implementation
+    model = DualMomentumModel.from_encoders(minilm_path, queue_size=8)
+    model.save_pretrained(tmp_path)
+    for m in (model, DualMomentumModel.from_pretrained(tmp_path)):
+        implementations = {e.config._attn_implementation for e in (m.encoder_x, m.encoder_y, m.momentum_encoder_x)}
+        assert implementations == {expected}

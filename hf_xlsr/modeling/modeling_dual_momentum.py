@@ -95,11 +95,14 @@ class DualMomentumModel(DualMomentumPreTrainedModel):
         encoder_y: PreTrainedModel | None = None,
     ):
         super().__init__(config)
-        # Query encoders: any AutoModel, one per language unless shared.
+        # Query encoders: any AutoModel, one per language unless shared. Each keeps the attention implementation
+        # it was built with (sdpa, flash, eager) when its configuration becomes a part of this model's.
         self.encoder_x = encoder_x if encoder_x is not None else AutoModel.from_config(config.encoder_x)
+        config.encoder_x._attn_implementation = self.encoder_x.config._attn_implementation
         self.encoder_x.config = config.encoder_x
         if not config.shared_encoder:
             self.encoder_y = encoder_y if encoder_y is not None else AutoModel.from_config(config.encoder_y)
+            config.encoder_y._attn_implementation = self.encoder_y.config._attn_implementation
             self.encoder_y.config = config.encoder_y
         # Momentum encoders: frozen copies, updated only by EMA (Eq. 1); never aliases of the query encoders.
         self.momentum_encoder_x = copy.deepcopy(self.encoder_x).requires_grad_(False)

