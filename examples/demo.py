@@ -36,7 +36,11 @@ def show(title: str, metrics: dict[str, float]) -> None:
 
 def accuracy(evaluator: RetrievalEvaluator, model, tokenizers) -> dict[str, float]:
     m = evaluator(model, tokenizers=tokenizers)
-    return {"en2fr": m["retrieval_en2fr_accuracy"], "fr2en": m["retrieval_fr2en_accuracy"], "mean": m["retrieval_accuracy"]}
+    return {
+        "en2fr": m["retrieval_en2fr_accuracy"],
+        "fr2en": m["retrieval_fr2en_accuracy"],
+        "mean": m["retrieval_accuracy"],
+    }
 
 
 def main(overrides: list[str]) -> None:
@@ -55,7 +59,9 @@ def main(overrides: list[str]) -> None:
     show("MiniLM-L6, before training:", accuracy(evaluator, untrained, load_tokenizers(encoder)))
     del untrained
 
-    print(f"training DualMomentumModel for {training_args.max_steps} steps of {training_args.per_device_train_batch_size} pairs...")
+    print(
+        f"training DualMomentumModel for {training_args.max_steps} steps of {training_args.per_device_train_batch_size} pairs..."
+    )
     trainer, _ = run_training(model_args, data_args, training_args)
     show("DualMomentumModel, after training:", accuracy(evaluator, trainer.model, trainer.tokenizers))
 

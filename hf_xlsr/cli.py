@@ -39,15 +39,57 @@ def _export(args: argparse.Namespace, rest: list[str]) -> int:
 
 def _evaluate(args: argparse.Namespace, rest: list[str]) -> int:
     from .evaluation.loading import load_for_evaluation
-    from .evaluation.retrieval import RetrievalEvaluator
-    from .trainers import DataArguments, load_pairs
+    from .evaluation.suite import TASKS, SuiteOptions, format_table, run_suite
 
-    data_args = DataArguments(train_data=args.data, languages=args.languages)
-    pairs = load_pairs(args.data, args.split, data_args)
-    evaluator = RetrievalEvaluator.from_dataset(pairs, args.languages, max_pairs=args.max_pairs)
+    tasks = [task.strip() for task in args.tasks.split(",") if task.strip()]
+    unknown = [task for task in tasks if task not in TASKS and not task.startswith("mteb:")]
+    if unknown:
+        sys.exit(f"hf-xlsr evaluate: error: unknown task {unknown[0]!r} (one of {', '.join(TASKS)}, mteb:<TaskName>)")
+
+    options = SuiteOptions(
+        languages=args.languages, data=args.data, split=args.split, max_pairs=args.max_pairs, sts_file=args.sts_file,
+        sts_dataset=args.sts_dataset, output_dir=args.output_dir, batch_size=args.batch_size,
+        mteb_cache=args.mteb_cache,
+    )  # fmt: skip
     model, tokenizers = load_for_evaluation(args.model)
-    metrics = evaluator(model, tokenizers=tokenizers, batch_size=args.batch_size)
-    print(json.dumps(metrics, indent=2))
+    results = run_suite(model, tokenizers, tasks, options, output=args.output)
+    print(format_table(results))
+    print(f"results written to {args.output}")
+    return 0
+
+
+def _mine(args: argparse.Namespace, rest: list[str]) -> int:
+    from .data.bitext import read_sentences
+    from .evaluation.encoders import as_encoder
+    from .evaluation.loading import load_for_evaluation
+    from .evaluation.mining import mine
+    from .utils import atomic_file
+
+    source, target = read_sentences(args.src), read_sentences(args.tgt)
+    model, tokenizers = load_for_evaluation(args.model)
+    encode = as_encoder(model, tokenizers, batch_size=args.batch_size, show_progress=True)
+    pairs = mine(
+        encode([text for _, text in source], args.src_lang),
+        encode([text for _, text in target], args.tgt_lang),
+        k=args.k, margin=args.margin, mode=args.mode, index=args.index,
+    )  # fmt: skip
+    if args.threshold is not None:
+        pairs = pairs.above(args.threshold)
+    with atomic_file(args.out) as handle:
+        for s, t, score in zip(pairs.source, pairs.target, pairs.scores, strict=True):
+            (s_line, s_text), (t_line, t_text) = source[s], target[t]
+            handle.write(f"{score:.4f}\t{s_line}\t{t_line}\t{s_text}\t{t_text}\n")
+    print(f"{len(pairs)} pairs written to {args.out} (score, source line, target line, source, target)")
+    return 0
+
+
+def _push(args: argparse.Namespace, rest: list[str]) -> int:
+    from .hub import push_trained_model
+
+    urls = push_trained_model(
+        args.model, args.repo_id, include_checkpoint=args.include_checkpoint, private=args.private or None
+    )
+    print("\n".join(urls))
     return 0
 
 
@@ -65,14 +107,44 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--max-seq-length", type=int, default=128)
     export.set_defaults(handler=_export)
 
-    evaluate = commands.add_parser("evaluate", help="retrieval accuracy of a model on sentence pairs")
+    evaluate = commands.add_parser("evaluate", help="run evaluation tasks; write one JSON and print a table")
     evaluate.add_argument("--model", required=True, help="hf_xlsr model, sentence-transformers folder or export")
+    evaluate.add_argument("--tasks", default="retrieval,retrieval_pcr,mining,sts,probe",
+                          help="comma-separated: retrieval, retrieval_pcr, mining, sts, probe, bias, plot, mteb, "
+                               "mteb:<TaskName>")  # fmt: skip
+    evaluate.add_argument("--languages", nargs=2, default=["en", "fr"], help="x and y language codes")
     evaluate.add_argument("--data", default="bible", help="'bible', 'hsk', a .tsv/.jsonl file or a Hub dataset")
-    evaluate.add_argument("--languages", nargs=2, default=["en", "fr"], help="x and y columns")
     evaluate.add_argument("--split", default="heldout")
     evaluate.add_argument("--max-pairs", type=int, default=1000)
+    evaluate.add_argument("--sts-file", help="STS pairs: sentence1<TAB>sentence2<TAB>score[<TAB>subset]")
+    evaluate.add_argument("--sts-dataset", help="Hub STS dataset with sentence1/sentence2/score columns")
+    evaluate.add_argument("--output", default="evaluation/results.json", help="JSON file of all results")
+    evaluate.add_argument("--output-dir", default="evaluation", help="folder for plots")
+    evaluate.add_argument("--mteb-cache", help="MTEB result cache folder (results are keyed by weight hash)")
     evaluate.add_argument("--batch-size", type=int, default=64)
     evaluate.set_defaults(handler=_evaluate)
+
+    mine = commands.add_parser("mine", help="mine parallel sentences from two files (margin-based)")
+    mine.add_argument("--model", required=True, help="hf_xlsr model, sentence-transformers folder or export")
+    mine.add_argument("--src", required=True, help="source sentences, one per line")
+    mine.add_argument("--tgt", required=True, help="target sentences, one per line")
+    mine.add_argument("--out", required=True, help="output TSV: score, source line, target line, source, target")
+    mine.add_argument("--src-lang", default="x", help="language of --src (picks the encoder of a dual model)")
+    mine.add_argument("--tgt-lang", default="y", help="language of --tgt")
+    mine.add_argument("--k", type=int, default=4, help="neighbours in the margin (Eq. 4)")
+    mine.add_argument("--margin", choices=("ratio", "distance"), default="ratio")
+    mine.add_argument("--mode", choices=("forward", "backward", "max", "intersect"), default="max")
+    mine.add_argument("--index", choices=("auto", "flat", "ivf"), default="auto")
+    mine.add_argument("--threshold", type=float, help="keep pairs scoring at least this (default: all pairs)")
+    mine.add_argument("--batch-size", type=int, default=64)
+    mine.set_defaults(handler=_mine)
+
+    push = commands.add_parser("push", help="push a trained model's export and model card to the Hub")
+    push.add_argument("--model", required=True, help="trained hf_xlsr model folder")
+    push.add_argument("--repo-id", required=True, help="repository id (a dual encoder adds -<language>)")
+    push.add_argument("--include-checkpoint", action="store_true", help="also push the full training checkpoint")
+    push.add_argument("--private", action="store_true")
+    push.set_defaults(handler=_push)
     return parser
 
 

@@ -8,6 +8,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 
 @contextmanager
@@ -45,3 +46,18 @@ def atomic_directory(target: str | os.PathLike, merge: bool = False) -> Iterator
         shutil.rmtree(retired)
     else:
         os.replace(staging, target)
+
+
+@contextmanager
+def atomic_file(path: str | os.PathLike, encoding: str = "utf-8") -> Iterator[IO[str]]:
+    """Open a temporary sibling of ``path`` for writing text and rename it to ``path`` once written."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.partial-")
+    try:
+        with os.fdopen(descriptor, "w", encoding=encoding) as handle:
+            yield handle
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

@@ -90,7 +90,10 @@ def test_both_entry_points_run_the_same_training(tmp_path):
         result = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
         assert result.returncode == 0, result.stderr[-3000:]
         assert '"eval_retrieval_accuracy"' in result.stdout
-    script, cli = load_file(tmp_path / "script" / "model.safetensors"), load_file(tmp_path / "cli" / "model.safetensors")
+    script, cli = (
+        load_file(tmp_path / "script" / "model.safetensors"),
+        load_file(tmp_path / "cli" / "model.safetensors"),
+    )
     assert script.keys() == cli.keys()
     assert all(torch.equal(script[name], cli[name]) for name in script)
     assert int(cli["queue_x.filled"]) == 16 and int(cli["momentum_updates"]) == 2

@@ -1,6 +1,6 @@
 """Data: parallel corpora from files, datasets and the Hub; the offline corpora; the MLDoc-like Bible task."""
 
-from .bitext import BitextFormatError, load_bitext, read_jsonl, read_tsv, unique_pairs
+from .bitext import BitextFormatError, load_bitext, read_jsonl, read_sentences, read_tsv, unique_pairs
 from .corpora import (
     BIBLE_TRANSLATIONS,
     BOOK_GROUPS,
@@ -23,6 +23,7 @@ __all__ = [
     "load_bitext",
     "load_hsk",
     "read_jsonl",
+    "read_sentences",
     "read_tsv",
     "resolve_reference",
     "unique_pairs",

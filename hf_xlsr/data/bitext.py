@@ -36,6 +36,17 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
             yield number, text.rstrip("\r\n")
 
 
+def read_sentences(path: str | os.PathLike) -> list[tuple[int, str]]:
+    """``(line number, sentence)`` for every non-blank line of a UTF-8 text file (mining input)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    sentences = [(number, line.strip()) for number, line in _lines(path) if line.strip()]
+    if not sentences:
+        raise BitextFormatError(f"{path}: no sentences")
+    return sentences
+
+
 def read_tsv(path: str | os.PathLike, columns: Sequence[str]) -> datasets.Dataset:
     """Read a headerless file of tab-separated columns, one sentence pair (or tuple) per line."""
     path = Path(path)

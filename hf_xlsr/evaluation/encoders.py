@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import torch
 from sentence_transformers import SentenceTransformer
+from tqdm.auto import tqdm
 from transformers import PreTrainedTokenizerBase
 
 Encoder = Callable[[Sequence[str], str], np.ndarray]
@@ -26,8 +27,10 @@ class ModelEncoder:
         tokenizers: Mapping[str, PreTrainedTokenizerBase],
         batch_size: int = 64,
         max_length: int = 128,
+        show_progress: bool = False,
     ):
         self.model, self.tokenizers, self.batch_size, self.max_length = model, tokenizers, batch_size, max_length
+        self.show_progress = show_progress
 
     @torch.no_grad()
     def __call__(self, sentences: Sequence[str], language: str) -> np.ndarray:
@@ -39,7 +42,8 @@ class ModelEncoder:
         device = next(model.parameters()).device
         order = np.argsort([-len(s) for s in sentences], kind="stable")
         vectors = np.empty((len(sentences), model.sentence_embedding_dimension), dtype=np.float32)
-        for start in range(0, len(sentences), self.batch_size):
+        starts = range(0, len(sentences), self.batch_size)
+        for start in tqdm(starts, desc=f"encoding {language}", disable=not self.show_progress, unit="batch"):
             rows = order[start : start + self.batch_size]
             inputs = tokenizer(
                 [sentences[i] for i in rows],
@@ -56,19 +60,45 @@ class ModelEncoder:
         return vectors
 
 
+class Evaluator:
+    """Base of the evaluators: ``evaluator(model, tokenizers=None) -> {metric: value}``.
+
+    ``model`` is anything :func:`as_encoder` takes; subclasses implement :meth:`evaluate` on the encoder and
+    prefix their metric names with ``self.name``.
+    """
+
+    name: str = ""
+
+    def __call__(
+        self, model: object, tokenizers=None, batch_size: int = 64, max_length: int = 128
+    ) -> dict[str, float]:
+        return self.evaluate(as_encoder(model, tokenizers, batch_size, max_length))
+
+    def evaluate(self, encoder: Encoder) -> dict[str, float]:
+        raise NotImplementedError
+
+    def prefixed(self, metrics: dict[str, float]) -> dict[str, float]:
+        prefix = f"{self.name}_" if self.name else ""
+        return {f"{prefix}{key}": value for key, value in metrics.items()}
+
+
 def as_encoder(
     model: object,
     tokenizers: Mapping[str, PreTrainedTokenizerBase] | None = None,
     batch_size: int = 64,
     max_length: int = 128,
+    show_progress: bool = False,
 ) -> Encoder:
     """Wrap ``model`` as an :data:`Encoder` (see the module docstring for what ``model`` may be)."""
     if isinstance(model, SentenceTransformer):
         return lambda sentences, language: model.encode(
-            list(sentences), batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True
-        ).astype(np.float32)
+            list(sentences), batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True,
+            show_progress_bar=show_progress,
+        ).astype(np.float32)  # fmt: skip
     if isinstance(model, Mapping):
-        encoders = {language: as_encoder(m, tokenizers, batch_size, max_length) for language, m in model.items()}
+        encoders = {
+            language: as_encoder(m, tokenizers, batch_size, max_length, show_progress) for language, m in model.items()
+        }
 
         def by_language(sentences: Sequence[str], language: str) -> np.ndarray:
             if language not in encoders:
@@ -81,7 +111,7 @@ def as_encoder(
             raise ValueError(
                 "an hf_xlsr model needs its tokenizers to encode text: pass tokenizers={'x': ..., 'y': ...}"
             )
-        return ModelEncoder(model, tokenizers, batch_size, max_length)
+        return ModelEncoder(model, tokenizers, batch_size, max_length, show_progress)
     if callable(model):
         return model
     raise TypeError(f"cannot encode text with a {type(model).__name__}")

@@ -14,7 +14,8 @@ import faiss
 import numpy as np
 
 from ..data.bitext import unique_pairs
-from .encoders import Encoder, as_encoder
+from .encoders import Encoder, Evaluator
+from .pcr import principal_components, remove_components
 
 logger = logging.getLogger(__name__)
 
@@ -40,13 +41,15 @@ def retrieval_accuracy(embeddings_x: np.ndarray, embeddings_y: np.ndarray) -> tu
     return float(np.mean(x_to_y[:, 0] == gold)), float(np.mean(y_to_x[:, 0] == gold))
 
 
-class RetrievalEvaluator:
+class RetrievalEvaluator(Evaluator):
     """Retrieval accuracy in both directions on fixed sentence pairs; usable standalone and by ``XlsrTrainer``.
 
     ``evaluator(model)`` takes anything :func:`~hf_xlsr.evaluation.encoders.as_encoder` takes (an hf_xlsr model
     needs ``tokenizers=``) and returns ``{name}_{x}2{y}_accuracy``, ``{name}_{y}2{x}_accuracy`` and their mean
     ``{name}_accuracy``. Pairs whose sentence repeats an earlier one are dropped unless ``deduplicate=False``:
-    a repeated verse has no single right answer.
+    a repeated verse has no single right answer. With ``pcr=n``, the top ``n`` principal components of each
+    language's embeddings are removed before scoring (CMLM paper, Section 5.2; fitted on the evaluated sentences,
+    as the paper does on Tatoeba).
     """
 
     def __init__(
@@ -57,6 +60,7 @@ class RetrievalEvaluator:
         language_y: str = "y",
         name: str = "retrieval",
         deduplicate: bool = True,
+        pcr: int = 0,
     ):
         if len(sentences_x) != len(sentences_y):
             raise ValueError(f"need as many x as y sentences, got {len(sentences_x)} and {len(sentences_y)}")
@@ -67,7 +71,7 @@ class RetrievalEvaluator:
         if len(sentences_x) < 2:
             raise ValueError("retrieval needs at least two sentence pairs")
         self.sentences_x, self.sentences_y = list(sentences_x), list(sentences_y)
-        self.language_x, self.language_y, self.name = language_x, language_y, name
+        self.language_x, self.language_y, self.name, self.pcr = language_x, language_y, name, pcr
 
     @classmethod
     def from_dataset(
@@ -87,16 +91,17 @@ class RetrievalEvaluator:
         kwargs.setdefault("language_y", y)
         return cls(dataset[x], dataset[y], deduplicate=False, **kwargs)
 
-    def __call__(
-        self, model: object, tokenizers=None, batch_size: int = 64, max_length: int = 128
-    ) -> dict[str, float]:
-        encoder: Encoder = as_encoder(model, tokenizers, batch_size, max_length)
+    def evaluate(self, encoder: Encoder) -> dict[str, float]:
         embeddings_x = encoder(self.sentences_x, self.language_x)
         embeddings_y = encoder(self.sentences_y, self.language_y)
+        if self.pcr:
+            embeddings_x = remove_components(embeddings_x, principal_components(embeddings_x, self.pcr))
+            embeddings_y = remove_components(embeddings_y, principal_components(embeddings_y, self.pcr))
         x_to_y, y_to_x = retrieval_accuracy(embeddings_x, embeddings_y)
-        prefix = f"{self.name}_" if self.name else ""
-        return {
-            f"{prefix}{self.language_x}2{self.language_y}_accuracy": x_to_y,
-            f"{prefix}{self.language_y}2{self.language_x}_accuracy": y_to_x,
-            f"{prefix}accuracy": (x_to_y + y_to_x) / 2,
-        }
+        return self.prefixed(
+            {
+                f"{self.language_x}2{self.language_y}_accuracy": x_to_y,
+                f"{self.language_y}2{self.language_x}_accuracy": y_to_x,
+                "accuracy": (x_to_y + y_to_x) / 2,
+            }
+        )

@@ -6,9 +6,11 @@ arguments, and how to collate its batches. Under ``accelerate launch`` every pro
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import datasets
 from transformers import AutoTokenizer, PreTrainedModel, set_seed
@@ -17,6 +19,7 @@ from ..data.bitext import load_bitext
 from ..data.corpora import load_bible, load_hsk, resolve_reference
 from ..evaluation.retrieval import RetrievalEvaluator
 from ..export import export_sentence_transformers
+from ..hub import RUN_INFO
 from ..modeling import DualMomentumConfig, DualMomentumModel
 from ..tokenization import load_tokenizers
 from .arguments import ConfigFileError, DataArguments, ModelArguments
@@ -138,8 +141,42 @@ def run_training(
     trainer.train(resume_from_checkpoint=resume)
     trainer.save_model()
     metrics = trainer.evaluate() if evaluators else {}
-    if data_args.export_dir and trainer.is_world_process_zero():
-        export_sentence_transformers(
-            trainer.accelerator.unwrap_model(trainer.model), tokenizers, data_args.export_dir, data_args.max_length
-        )
+    if trainer.is_world_process_zero():
+        run_info = run_record(model_args, data_args, training_args, trainer, len(train_dataset), eval_source, metrics)
+        path = Path(training_args.output_dir) / RUN_INFO
+        path.write_text(json.dumps(run_info, indent=2))
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        if data_args.export_dir:
+            export_sentence_transformers(model, tokenizers, data_args.export_dir, data_args.max_length)
+        if training_args.push_export_to_hub:
+            retrieval = {k.removeprefix("eval_"): v for k, v in metrics.items() if "retrieval" in k}
+            trainer.push_export_to_hub(results={"retrieval": retrieval} if retrieval else {}, run_info=run_info)
     return trainer, metrics
+
+
+def run_record(model_args, data_args, training_args, trainer, n_train: int, eval_source, metrics) -> dict:
+    """What a model card needs to know about the run: data, effective hyperparameters, final evaluation."""
+    hyperparameters = (
+        "learning_rate", "lr_scheduler_type", "warmup_steps", "weight_decay", "max_grad_norm",
+        "per_device_train_batch_size", "gradient_accumulation_steps", "max_steps", "num_train_epochs", "seed",
+    )  # fmt: skip
+    training = {name: getattr(training_args, name) for name in hyperparameters}
+    training["total_batch_size"] = (
+        training_args.per_device_train_batch_size
+        * training_args.gradient_accumulation_steps
+        * training_args.world_size
+    )
+    training["optimizer_steps"] = trainer.state.global_step
+    training["train_pairs"] = n_train
+    training["train_data"] = f"{data_args.train_data} ({data_args.train_split}), {'-'.join(data_args.languages)}"
+    return {
+        "model_type": model_args.model_type,
+        "encoder_x": model_args.encoder_x,
+        "encoder_y": model_args.encoder_y,
+        "languages": data_args.languages,
+        "training": training,
+        "evaluation_data": f"{eval_source} ({data_args.eval_split}), {data_args.max_eval_pairs} pairs"
+        if eval_source
+        else None,
+        "final_evaluation": metrics,
+    }

@@ -52,6 +52,13 @@ class XlsrTrainingArguments(TrainingArguments):
         default=64, metadata={"help": "batch size with which evaluators encode sentences"}
     )
     eval_max_length: int = field(default=128, metadata={"help": "truncation length for evaluators' encoding"})
+    push_export_to_hub: bool = field(
+        default=False,
+        metadata={"help": "after training, push the sentence-transformers export and its card to hub_model_id"},
+    )
+    push_checkpoint_to_hub: bool = field(
+        default=False, metadata={"help": "with push_export_to_hub, also push the full training checkpoint"}
+    )
 
 
 class XlsrTrainer(Trainer):
@@ -149,7 +156,28 @@ class XlsrTrainer(Trainer):
         return output
 
     # ------------------------------------------------------------------------------------------------------------
-    # Saving
+    # Saving and publishing
+
+    def push_export_to_hub(
+        self,
+        repo_id: str | None = None,
+        results: dict | None = None,
+        run_info: dict | None = None,
+        include_checkpoint: bool | None = None,
+    ) -> list[str]:
+        """Push the sentence-transformers export with its model card (``hf_xlsr.hub.push_to_hub``)."""
+        from ..hub import push_to_hub
+
+        repo_id = repo_id or self.args.hub_model_id
+        if not repo_id:
+            raise ValueError("push_export_to_hub needs a repository id: set hub_model_id or pass repo_id")
+        if include_checkpoint is None:
+            include_checkpoint = getattr(self.args, "push_checkpoint_to_hub", False)
+        return push_to_hub(
+            self.accelerator.unwrap_model(self.model), self.tokenizers, repo_id, results=results,
+            run_info=run_info, include_checkpoint=include_checkpoint, private=self.args.hub_private_repo,
+            token=self.args.hub_token,
+        )  # fmt: skip
 
     def _save(self, output_dir: str | None = None, state_dict=None) -> None:
         output_dir = output_dir or self.args.output_dir

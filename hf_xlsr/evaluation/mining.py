@@ -1,0 +1,261 @@
+"""Margin-based bitext mining (Artetxe and Schwenk, 2019), BUCC-style evaluation.
+
+The score of a candidate pair is a margin between its cosine and the mean cosine of each side's k nearest
+neighbours in the other language (MoCo-BERT paper, Eq. 4)::
+
+    sim(x, y) = margin(cos(x, y), sum_{z in NN_k(x)} cos(x, z) / 2k + sum_{z in NN_k(y)} cos(y, z) / 2k)
+
+with ``margin(a, b) = a / b`` (ratio) or ``a - b`` (distance). Candidates come from the k nearest neighbours in
+one or both directions (``forward``, ``backward``, ``max``: the union, ``intersect``: mutual best), are sorted by
+score and paired greedily one-to-one; pairs above a threshold are kept. The threshold is chosen on a development
+split and F1 is measured on a separate test split.
+
+Nearest neighbours are found with faiss: exact inner-product search below ``IVF_THRESHOLD`` sentences, an IVF
+index above (both overridable). Vectors are added and queries searched in blocks, so no ``n x n`` matrix is built.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import faiss
+import numpy as np
+
+from .encoders import Encoder, Evaluator
+
+logger = logging.getLogger(__name__)
+
+MARGINS = ("ratio", "distance")
+MODES = ("forward", "backward", "max", "intersect")
+IVF_THRESHOLD = 100_000
+
+
+def _unit_float32(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.array(vectors, dtype=np.float32, copy=True, order="C")
+    faiss.normalize_L2(vectors)
+    return vectors
+
+
+def build_index(corpus: np.ndarray, index: str = "auto", nprobe: int = 16, block_size: int = 65536):
+    """A faiss inner-product index over L2-normalised ``corpus``: ``flat`` (exact), ``ivf`` or ``auto``."""
+    n, dim = corpus.shape
+    if index == "auto":
+        index = "flat" if n < IVF_THRESHOLD else "ivf"
+    if index == "flat":
+        built = faiss.IndexFlatIP(dim)
+    elif index == "ivf":
+        nlist = max(1, min(int(4 * math.sqrt(n)), n // 39))  # faiss wants >= 39 training points per list
+        built = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, nlist, faiss.METRIC_INNER_PRODUCT)
+        sample = np.random.default_rng(0).choice(n, size=min(n, 256 * nlist), replace=False)
+        built.train(_unit_float32(corpus[np.sort(sample)]))
+        built.nprobe = min(nprobe, nlist)
+    else:
+        raise ValueError(f"index must be 'auto', 'flat' or 'ivf', got {index!r}")
+    for start in range(0, n, block_size):
+        built.add(_unit_float32(corpus[start : start + block_size]))
+    return built
+
+
+def knn(
+    queries: np.ndarray, corpus: np.ndarray, k: int, index: str = "auto", block_size: int = 65536
+) -> tuple[np.ndarray, np.ndarray]:
+    """Cosine similarities and indices of each query's ``k`` nearest corpus vectors, ``(n_queries, k)`` each."""
+    k = min(k, len(corpus))
+    built = build_index(corpus, index, block_size=block_size)
+    similarities = np.empty((len(queries), k), dtype=np.float32)
+    indices = np.empty((len(queries), k), dtype=np.int64)
+    for start in range(0, len(queries), block_size):
+        block = _unit_float32(queries[start : start + block_size])
+        similarities[start : start + len(block)], indices[start : start + len(block)] = built.search(block, k)
+    return similarities, indices
+
+
+def apply_margin(cosine: np.ndarray, neighbourhood: np.ndarray, margin: str) -> np.ndarray:
+    """``margin(cos(x, y), (mean_k cos(x, .) + mean_k cos(y, .)) / 2)``; ``neighbourhood`` is the second term."""
+    if margin == "ratio":
+        return cosine / neighbourhood
+    if margin == "distance":
+        return cosine - neighbourhood
+    raise ValueError(f"margin must be one of {MARGINS}, got {margin!r}")
+
+
+@dataclass
+class MinedPairs:
+    """Mined pairs, best first: ``source[i]`` is paired with ``target[i]`` at ``scores[i]``."""
+
+    source: np.ndarray
+    target: np.ndarray
+    scores: np.ndarray
+
+    def above(self, threshold: float) -> MinedPairs:
+        keep = self.scores >= threshold
+        return MinedPairs(self.source[keep], self.target[keep], self.scores[keep])
+
+    def __len__(self) -> int:
+        return len(self.scores)
+
+
+def greedy_one_to_one(source: np.ndarray, target: np.ndarray, scores: np.ndarray) -> MinedPairs:
+    """Accept candidates best-first, skipping any whose source or target sentence is already paired."""
+    order = np.argsort(-scores, kind="stable")
+    used_source, used_target, keep = set(), set(), []
+    for i in order:
+        s, t = int(source[i]), int(target[i])
+        if s not in used_source and t not in used_target:
+            used_source.add(s)
+            used_target.add(t)
+            keep.append(i)
+    keep = np.asarray(keep, dtype=np.int64)
+    return MinedPairs(source[keep], target[keep], scores[keep])
+
+
+def mine(
+    source_embeddings: np.ndarray,
+    target_embeddings: np.ndarray,
+    k: int = 4,
+    margin: str = "ratio",
+    mode: str = "max",
+    index: str = "auto",
+    block_size: int = 65536,
+) -> MinedPairs:
+    """Score candidate pairs with the margin of Eq. 4 and pair them one-to-one (no threshold applied)."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    x2y_sim, x2y_ind = knn(source_embeddings, target_embeddings, k, index, block_size)
+    y2x_sim, y2x_ind = knn(target_embeddings, source_embeddings, k, index, block_size)
+    x_mean, y_mean = x2y_sim.mean(axis=1), y2x_sim.mean(axis=1)
+    forward = apply_margin(x2y_sim, (x_mean[:, None] + y_mean[x2y_ind]) / 2, margin)  # (n_x, k)
+    backward = apply_margin(y2x_sim, (y_mean[:, None] + x_mean[y2x_ind]) / 2, margin)  # (n_y, k)
+    xs, ys = np.arange(len(forward)), np.arange(len(backward))
+    fwd_best, bwd_best = forward.argmax(axis=1), backward.argmax(axis=1)
+    fwd = (xs, x2y_ind[xs, fwd_best], forward[xs, fwd_best])
+    bwd = (y2x_ind[ys, bwd_best], ys, backward[ys, bwd_best])
+    if mode == "forward":
+        candidates = fwd
+    elif mode == "backward":
+        candidates = bwd
+    elif mode == "max":
+        candidates = tuple(np.concatenate([a, b]) for a, b in zip(fwd, bwd, strict=True))
+    else:  # intersect: x's best target is y and y's best source is x
+        mutual = bwd[0][fwd[1]] == xs
+        candidates = (xs[mutual], fwd[1][mutual], fwd[2][mutual])
+    return greedy_one_to_one(*candidates)
+
+
+def mining_predictions(pairs: MinedPairs, n_sources: int) -> np.ndarray:
+    """The target index mined for each source sentence, -1 where none (the ``bitext_mining`` metric's input)."""
+    predictions = np.full(n_sources, -1, dtype=np.int64)
+    predictions[pairs.source] = pairs.target
+    return predictions
+
+
+def precision_recall_f1(pairs: MinedPairs, gold: set[tuple[int, int]]) -> dict[str, float]:
+    found = sum((int(s), int(t)) in gold for s, t in zip(pairs.source, pairs.target, strict=True))
+    precision = found / len(pairs) if len(pairs) else 0.0
+    recall = found / len(gold) if gold else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"precision": precision, "recall": recall, "f1": f1}
+
+
+def best_threshold(pairs: MinedPairs, gold: set[tuple[int, int]]) -> tuple[float, float]:
+    """The score threshold that maximises F1 against ``gold``, and that F1 (BUCC's threshold search)."""
+    if not len(pairs) or not gold:
+        return math.inf, 0.0
+    order = np.argsort(-pairs.scores, kind="stable")
+    hits = np.array([(int(pairs.source[i]), int(pairs.target[i])) in gold for i in order], dtype=np.float64)
+    true_positives = np.cumsum(hits)
+    kept = np.arange(1, len(hits) + 1)
+    f1 = 2 * true_positives / (kept + len(gold))  # = 2PR / (P + R) with P = TP / kept, R = TP / |gold|
+    ordered = pairs.scores[order]
+    cut_point = np.append(ordered[1:] < ordered[:-1], True)  # a threshold keeps every pair of a tie
+    f1[~cut_point] = -1.0
+    best = int(np.argmax(f1))
+    return float(pairs.scores[order[best]]), float(f1[best])
+
+
+@dataclass
+class MiningSplit:
+    """Source and target sentences and the gold pairs ``(source index, target index)`` among them."""
+
+    source: Sequence[str]
+    target: Sequence[str]
+    gold: Sequence[tuple[int, int]]
+
+
+def hide_pairs(
+    source: Sequence[str], target: Sequence[str], n_gold: int, n_unpaired: int, seed: int = 0
+) -> MiningSplit:
+    """A mining problem with a known answer: ``n_gold`` parallel pairs hidden among ``n_unpaired`` sentences on
+    each side whose translation is absent from the other side. ``source[i]`` translates ``target[i]``."""
+    if len(source) != len(target) or len(source) < n_gold + 2 * n_unpaired:
+        raise ValueError(f"need {n_gold + 2 * n_unpaired} parallel pairs, got {len(source)}")
+    rng = np.random.default_rng(seed)
+    rows = rng.permutation(len(source))
+    gold, source_only, target_only = np.split(rows[: n_gold + 2 * n_unpaired], [n_gold, n_gold + n_unpaired])
+    source_rows = rng.permutation(np.concatenate([gold, source_only]))
+    target_rows = rng.permutation(np.concatenate([gold, target_only]))
+    source_position = {int(row): i for i, row in enumerate(source_rows)}
+    target_position = {int(row): i for i, row in enumerate(target_rows)}
+    return MiningSplit(
+        [source[i] for i in source_rows],
+        [target[i] for i in target_rows],
+        sorted((source_position[int(row)], target_position[int(row)]) for row in gold),
+    )
+
+
+class MiningEvaluator(Evaluator):
+    """BUCC-style mining: choose the threshold on ``dev``, report precision / recall / F1 on ``test``."""
+
+    def __init__(
+        self,
+        dev: MiningSplit,
+        test: MiningSplit,
+        source_language: str = "x",
+        target_language: str = "y",
+        k: int = 4,
+        margin: str = "ratio",
+        mode: str = "max",
+        index: str = "auto",
+        name: str = "mining",
+    ):
+        if margin not in MARGINS:
+            raise ValueError(f"margin must be one of {MARGINS}, got {margin!r}")
+        self.dev, self.test = dev, test
+        self.source_language, self.target_language = source_language, target_language
+        self.k, self.margin, self.mode, self.index, self.name = k, margin, mode, index, name
+
+    @classmethod
+    def from_bible(
+        cls,
+        languages: Sequence[str] = ("en", "fr"),
+        n_gold: int = 200,
+        n_unpaired: int = 800,
+        seed: int = 0,
+        translations: dict[str, str] | None = None,
+        **kwargs,
+    ) -> MiningEvaluator:
+        """Held-out Bible verses hidden among unpaired ones: dev from the held-out books of the Old Testament,
+        test from those of the New, so the threshold is never chosen on the test gold."""
+        from ..data.bitext import unique_pairs
+        from ..data.corpora import load_bible
+
+        x, y = languages
+        verses = unique_pairs(load_bible([x, y], translations, split="heldout"), [x, y])
+        splits = []
+        for testament in (lambda book: book < 40, lambda book: book >= 40):
+            part = verses.filter(lambda row, keep=testament: keep(row["book"]))
+            splits.append(hide_pairs(part[x], part[y], n_gold, n_unpaired, seed))
+        return cls(*splits, source_language=x, target_language=y, **kwargs)
+
+    def _mine(self, encoder: Encoder, split: MiningSplit) -> MinedPairs:
+        x = encoder(list(split.source), self.source_language)
+        y = encoder(list(split.target), self.target_language)
+        return mine(x, y, self.k, self.margin, self.mode, self.index)
+
+    def evaluate(self, encoder: Encoder) -> dict[str, float]:
+        threshold, dev_f1 = best_threshold(self._mine(encoder, self.dev), set(map(tuple, self.dev.gold)))
+        test = precision_recall_f1(self._mine(encoder, self.test).above(threshold), set(map(tuple, self.test.gold)))
+        return self.prefixed({**test, "threshold": threshold, "dev_f1": dev_f1})

@@ -1,0 +1,233 @@
+"""MTEB for hf_xlsr models: local tasks built from files or ``datasets`` objects, and a model adapter.
+
+``mteb`` ships no task data, and standard tasks load theirs from the Hub, so offline evaluation needs tasks
+that carry their own data: :func:`bitext_task`, :func:`sts_task` and :func:`classification_task` build them
+(``mteb`` task objects, run by ``mteb.evaluate`` like any other). :func:`run_mteb` runs them, together with
+standard MTEB tasks given by name when the Hub is reachable.
+
+The adapter (:class:`XlsrMtebEncoder`) gives ``mteb`` any model ``as_encoder`` takes (an hf_xlsr model with its
+tokenizers, a ``SentenceTransformer``, per-language exports). It routes each batch to the encoder of its
+language: the language column of a bitext task, the split of a cross-lingual classification task, or the
+task's language. Its revision is a hash of the weights, so mteb's result cache never hands a retrained
+checkpoint the score of an older one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import datasets
+import mteb
+import numpy as np
+import torch
+from mteb.abstasks.classification import AbsTaskClassification
+from mteb.abstasks.sts import AbsTaskSTS
+from mteb.abstasks.task_metadata import TaskMetadata
+from mteb.abstasks.text.bitext_mining import AbsTaskBitextMining
+from mteb.models import ModelMeta
+from mteb.models.abs_encoder import AbsEncoder
+from mteb.models.model_meta import ScoringFunction
+
+from .encoders import as_encoder
+from .languages import MTEB_LANGUAGES, mteb_language
+
+logger = logging.getLogger(__name__)
+
+_SPLIT_LANGUAGES: dict[str, dict[str, str]] = {}  # task name -> split -> language, for cross-lingual tasks
+
+
+def _fingerprint(*parts) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(repr(part).encode() if not isinstance(part, bytes) else part)
+    return digest.hexdigest()[:16]
+
+
+def _dataset_fingerprint(dataset: datasets.Dataset) -> str:
+    return _fingerprint(dataset._fingerprint, len(dataset), tuple(dataset.column_names))
+
+
+def _metadata(name: str, description: str, task_type: str, eval_langs, main_score: str, splits, revision: str):
+    return TaskMetadata(
+        name=name,
+        description=description,
+        dataset={"path": f"local/{name}", "revision": revision},
+        type=task_type,
+        category="t2t",
+        modalities=["text"],
+        eval_splits=list(splits),
+        eval_langs=eval_langs,
+        main_score=main_score,
+        date=None,
+        domains=None,
+        task_subtypes=None,
+        license=None,
+        annotations_creators=None,
+        dialect=None,
+        sample_creation=None,
+        bibtex_citation="",
+    )
+
+
+class _LocalData:
+    """Mixin: the task's data is given when the task class is made (:func:`_task`), never downloaded."""
+
+    _local_data: datasets.DatasetDict
+
+    def load_data(self, num_proc: int | None = None, **kwargs) -> None:
+        self.dataset = self._local_data
+        self.data_loaded = True
+
+
+class LocalBitextMining(_LocalData, AbsTaskBitextMining):
+    """Bitext retrieval between the language columns of one dataset (row i of each column are translations)."""
+
+    parallel_subsets = True
+
+
+class LocalSTS(_LocalData, AbsTaskSTS):
+    """Semantic similarity: ``sentence1``, ``sentence2``, ``score`` in ``[min_score, max_score]``."""
+
+
+class LocalClassification(_LocalData, AbsTaskClassification):
+    """Classification by a linear probe trained on ``train`` and tested on ``test`` (``text``, ``label``)."""
+
+
+def _task(base: type, metadata: TaskMetadata, data: datasets.DatasetDict, **attributes):
+    # mteb reads a task's metadata from its class (unload_data drops instance copies), so each task is a class.
+    return type(metadata.name, (base,), {"metadata": metadata, "_local_data": data, **attributes})()
+
+
+def bitext_task(
+    dataset: datasets.Dataset | str | os.PathLike, languages: Sequence[str], name: str = "HfXlsrBitext"
+) -> LocalBitextMining:
+    """Bitext retrieval in both directions between the ``languages`` columns of a ``Dataset`` or a
+    ``.tsv`` / ``.jsonl`` file of pairs (main score: MTEB's F1)."""
+    from ..data.bitext import load_bitext
+
+    x, y = languages
+    dataset = load_bitext(dataset, languages)
+    metadata = _metadata(
+        name, f"hf_xlsr local bitext retrieval {x}-{y}", "BitextMining",
+        {f"{x}-{y}": [mteb_language(x), mteb_language(y)], f"{y}-{x}": [mteb_language(y), mteb_language(x)]},
+        "f1", ["test"], _dataset_fingerprint(dataset),
+    )  # fmt: skip
+    return _task(LocalBitextMining, metadata, datasets.DatasetDict({"test": dataset.select_columns([x, y])}))
+
+
+def sts_task(
+    dataset: datasets.Dataset, language: str = "en", name: str = "HfXlsrSTS", min_score: float = 0.0,
+    max_score: float = 5.0,
+) -> LocalSTS:  # fmt: skip
+    """Semantic similarity on ``sentence1`` / ``sentence2`` / ``score`` (main score: cosine Spearman)."""
+    metadata = _metadata(
+        name, "hf_xlsr local semantic textual similarity", "STS", [mteb_language(language)], "cosine_spearman",
+        ["test"], _dataset_fingerprint(dataset),
+    )  # fmt: skip
+    data = datasets.DatasetDict({"test": dataset.select_columns(["sentence1", "sentence2", "score"])})
+    return _task(LocalSTS, metadata, data, min_score=min_score, max_score=max_score)
+
+
+def classification_task(
+    train: datasets.Dataset, test: datasets.Dataset, train_language: str, test_language: str,
+    name: str = "HfXlsrClassification",
+) -> LocalClassification:  # fmt: skip
+    """A probe trained on ``train`` (``text``, ``label``, in ``train_language``) and tested on ``test``; with two
+    languages it measures zero-shot cross-lingual transfer (main score: accuracy)."""
+    metadata = _metadata(
+        name, f"hf_xlsr local classification, trained in {train_language}, tested in {test_language}",
+        "Classification", [mteb_language(test_language)], "accuracy", ["test"],
+        _fingerprint(_dataset_fingerprint(train), _dataset_fingerprint(test)),
+    )  # fmt: skip
+    _SPLIT_LANGUAGES[name] = {"train": train_language, "test": test_language}
+    data = datasets.DatasetDict(
+        {"train": train.select_columns(["text", "label"]), "test": test.select_columns(["text", "label"])}
+    )
+    return _task(LocalClassification, metadata, data)
+
+
+def model_fingerprint(model: object) -> str | None:
+    """A hash of every weight of ``model`` (or of each model of a per-language mapping); None for a plain callable."""
+    if isinstance(model, Mapping):
+        return _fingerprint(*(model_fingerprint(m) for m in model.values()))
+    if not hasattr(model, "state_dict"):
+        return None
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
+class XlsrMtebEncoder(AbsEncoder):
+    """Any model ``as_encoder`` takes, as an MTEB encoder; ``languages`` are the model's language codes."""
+
+    def __init__(self, model: object, tokenizers=None, name: str | None = None, languages: Sequence[str] = (),
+                 default_language: str | None = None, batch_size: int = 32):  # fmt: skip
+        self.model = model
+        self.encoder = as_encoder(model, tokenizers, batch_size)
+        self.languages = list(languages) or (list(model) if isinstance(model, Mapping) else [])
+        self.default_language = default_language or (self.languages[0] if self.languages else "x")
+        self.mteb_model_meta = ModelMeta.create_empty(
+            {"name": f"hf_xlsr/{name or type(model).__name__}", "revision": model_fingerprint(model),
+             "similarity_fn_name": ScoringFunction.COSINE, "framework": ["PyTorch"]}
+        )  # fmt: skip
+
+    def language_for(self, task_metadata: TaskMetadata, hf_split: str, hf_subset: str) -> str:
+        if hf_subset in self.languages:
+            return hf_subset
+        split_languages = _SPLIT_LANGUAGES.get(task_metadata.name, {})
+        if hf_split in split_languages:
+            return split_languages[hf_split]
+        codes = {iso.split("-")[0]: short for short, iso in MTEB_LANGUAGES.items()}
+        task_languages = [codes.get(lang) for lang in task_metadata.languages]
+        known = [lang for lang in task_languages if lang in self.languages]
+        return known[0] if len(set(known)) == 1 else self.default_language
+
+    def encode(self, inputs, *, task_metadata, hf_split, hf_subset, prompt_type=None, **kwargs) -> np.ndarray:
+        texts = [text for batch in inputs for text in batch["text"]]
+        return self.encoder(texts, self.language_for(task_metadata, hf_split, hf_subset))
+
+    def similarity(self, embeddings1, embeddings2):
+        a = torch.nn.functional.normalize(torch.as_tensor(np.asarray(embeddings1)), dim=-1)
+        b = torch.nn.functional.normalize(torch.as_tensor(np.asarray(embeddings2)), dim=-1)
+        return a @ b.T
+
+    def similarity_pairwise(self, embeddings1, embeddings2):
+        a = torch.nn.functional.normalize(torch.as_tensor(np.asarray(embeddings1)), dim=-1)
+        b = torch.nn.functional.normalize(torch.as_tensor(np.asarray(embeddings2)), dim=-1)
+        return (a * b).sum(dim=-1)
+
+
+def run_mteb(
+    model: object,
+    tasks: Sequence[mteb.AbsTask | str],
+    tokenizers=None,
+    languages: Sequence[str] = (),
+    cache_dir: str | os.PathLike | None = None,
+    name: str | None = None,
+    batch_size: int = 32,
+) -> dict[str, float]:
+    """Run local and standard MTEB tasks; return ``{task name: main score}`` (mean over subsets and splits).
+
+    Results are cached under ``cache_dir`` (MTEB's own layout) keyed by the model's weight hash.
+    """
+    if hasattr(model, "config") and not languages:
+        languages = [getattr(model.config, "language_x", "x"), getattr(model.config, "language_y", "y")]
+    encoder = XlsrMtebEncoder(model, tokenizers, name, languages, batch_size=batch_size)
+    if cache_dir is not None and encoder.mteb_model_meta.revision is None:
+        raise ValueError("results can only be cached for a model with weights (the cache is keyed by their hash)")
+    resolved = [mteb.get_task(task) if isinstance(task, str) else task for task in tasks]
+    cache = mteb.ResultCache(Path(cache_dir)) if cache_dir is not None else None
+    results = mteb.evaluate(
+        encoder, resolved, cache=cache, encode_kwargs={"batch_size": batch_size}, show_progress_bar=False
+    )
+    scores = {}
+    for task_result in results.task_results:
+        values = [entry["main_score"] for split in task_result.scores.values() for entry in split]
+        scores[task_result.task_name] = float(np.mean(values))
+    return scores

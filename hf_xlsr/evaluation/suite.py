@@ -1,0 +1,166 @@
+"""The evaluation suite behind ``hf-xlsr evaluate``: named tasks with offline defaults, one JSON of results.
+
+Tasks (``--tasks``, comma-separated):
+
+* ``retrieval``: Tatoeba-style accuracy both ways on held-out Bible verse pairs (or ``--data``);
+* ``retrieval_pcr``: the same after removing each language's first principal component;
+* ``mining``: BUCC-style F1, held-out verses hidden among unpaired ones, threshold chosen on a dev split;
+* ``sts``: Spearman ("all" and "wmean") on the Lee news corpus, or ``--sts-file`` / ``--sts-dataset``;
+* ``probe``: book-genre linear probe trained in the first language, tested in each language;
+* ``bias``: language bias of retrieval (with and without PCR), plotted as PNG;
+* ``plot``: 2-D PCA of parallel verses, as PNG;
+* ``mteb``: the local MTEB tasks of the same data (bitext, STS, classification) through ``mteb.evaluate``;
+  ``mteb:<TaskName>`` adds a standard MTEB task (its data comes from the Hub).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..data.corpora import load_bible
+from .analysis import language_bias, plot_language_bias, plot_parallel_sentences
+from .mining import MiningEvaluator
+from .probe import LinearProbeEvaluator
+from .retrieval import RetrievalEvaluator
+from .sts import STSEvaluator, load_lee_similarity
+
+logger = logging.getLogger(__name__)
+
+TASKS = ("retrieval", "retrieval_pcr", "mining", "sts", "probe", "bias", "plot", "mteb")
+
+
+@dataclass
+class SuiteOptions:
+    languages: Sequence[str] = ("en", "fr")
+    data: str = "bible"
+    split: str = "heldout"
+    max_pairs: int = 1000
+    sts_file: str | None = None
+    sts_dataset: str | None = None
+    output_dir: str = "evaluation"
+    batch_size: int = 64
+    mteb_cache: str | None = None
+    seed: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+def _pairs(options: SuiteOptions):
+    from ..trainers.arguments import DataArguments
+    from ..trainers.run import load_pairs
+
+    return load_pairs(
+        options.data, options.split, DataArguments(train_data=options.data, languages=list(options.languages))
+    )
+
+
+def _sts(options: SuiteOptions) -> STSEvaluator:
+    if options.sts_file:
+        return STSEvaluator.from_tsv(options.sts_file, language1=options.languages[0])
+    if options.sts_dataset:
+        return STSEvaluator.from_hub(options.sts_dataset, language1=options.languages[0])
+    return STSEvaluator.from_dataset(load_lee_similarity(), language1="en", name="sts_lee")
+
+
+def _parallel_verses(options: SuiteOptions, n: int) -> dict[str, list[str]]:
+    verses = load_bible(list(options.languages), split="heldout").shuffle(seed=options.seed).select(range(n))
+    return {language: list(verses[language]) for language in options.languages}
+
+
+def _bias(model, tokenizers, options: SuiteOptions) -> dict[str, float]:
+    sentences = _parallel_verses(options, min(options.max_pairs, 1000))
+    results = {}
+    for pcr in (0, 1):
+        bias = language_bias(model, sentences, k=10, tokenizers=tokenizers, pcr=pcr)
+        suffix = "_pcr" if pcr else ""
+        path = Path(options.output_dir) / f"language_bias{suffix}.png"
+        plot_language_bias(bias, path, title="with PCR" if pcr else "without PCR")
+        for query, shares in bias.items():
+            results[f"bias{suffix}_{query}_same_language"] = shares[query]
+    return results
+
+
+def _plot(model, tokenizers, options: SuiteOptions) -> dict[str, float]:
+    path = Path(options.output_dir) / "parallel_sentences_pca.png"
+    plot_parallel_sentences(model, _parallel_verses(options, 15), path, tokenizers=tokenizers)
+    return {}
+
+
+def _mteb(model, tokenizers, options: SuiteOptions, standard: Sequence[str]) -> dict[str, float]:
+    from .mteb import bitext_task, classification_task, run_mteb, sts_task
+
+    x, y = options.languages
+    pairs = _pairs(options).shuffle(seed=options.seed).select(range(min(options.max_pairs, 1000)))
+    train = load_bible([x, y], split="train").shuffle(seed=options.seed).select(range(2000))
+    test = load_bible([x, y], split="heldout").shuffle(seed=options.seed).select(range(1000))
+    tasks = [
+        bitext_task(pairs, [x, y], name=f"HfXlsrBitext_{x}_{y}"),
+        classification_task(
+            train.rename_columns({x: "text", "group": "label"}),
+            test.rename_columns({y: "text", "group": "label"}),
+            x,
+            y,
+            name=f"HfXlsrBibleGenre_{x}_{y}",
+        ),  # fmt: skip
+        *standard,
+    ]
+    if "en" in options.languages:
+        tasks.append(sts_task(load_lee_similarity(), "en", name="HfXlsrLeeSTS", min_score=0.0, max_score=1.0))
+    scores = run_mteb(model, tasks, tokenizers, options.languages, options.mteb_cache, batch_size=options.batch_size)
+    return {f"mteb_{task}": score for task, score in scores.items()}
+
+
+def build_task(name: str, options: SuiteOptions) -> Callable:
+    """A callable ``task(model, tokenizers) -> dict`` for one task name of ``TASKS``."""
+    evaluator = None
+    if name in ("retrieval", "retrieval_pcr"):
+        evaluator = RetrievalEvaluator.from_dataset(
+            _pairs(options), options.languages, max_pairs=options.max_pairs, seed=options.seed,
+            pcr=1 if name == "retrieval_pcr" else 0, name=name,
+        )  # fmt: skip
+    elif name == "mining":
+        evaluator = MiningEvaluator.from_bible(options.languages, seed=options.seed)
+    elif name == "sts":
+        evaluator = _sts(options)
+    elif name == "probe":
+        evaluator = LinearProbeEvaluator.from_bible(options.languages[0], options.languages, seed=options.seed)
+    if evaluator is not None:
+        return lambda model, tokenizers: evaluator(model, tokenizers, batch_size=options.batch_size)
+    if name == "bias":
+        return lambda model, tokenizers: _bias(model, tokenizers, options)
+    if name == "plot":
+        return lambda model, tokenizers: _plot(model, tokenizers, options)
+    if name == "mteb" or name.startswith("mteb:"):
+        standard = [name.split(":", 1)[1]] if ":" in name else []
+        return lambda model, tokenizers: _mteb(model, tokenizers, options, standard)
+    raise ValueError(f"unknown evaluation task {name!r} (one of {', '.join(TASKS)}, or mteb:<TaskName>)")
+
+
+def run_suite(
+    model: object, tokenizers, tasks: Sequence[str], options: SuiteOptions, output: str | os.PathLike | None = None
+) -> dict[str, dict[str, float]]:
+    """Run ``tasks`` on ``model``; write ``{task: {metric: value}}`` as JSON to ``output`` if given."""
+    Path(options.output_dir).mkdir(parents=True, exist_ok=True)
+    callables = {name: build_task(name, options) for name in tasks}  # fail on a bad name before any work
+    results = {}
+    for name, task in callables.items():
+        logger.info("evaluating %s", name)
+        results[name] = task(model, tokenizers)
+    if output is not None:
+        Path(output).parent.mkdir(parents=True, exist_ok=True)
+        temporary = Path(f"{output}.partial")
+        temporary.write_text(json.dumps(results, indent=2))
+        os.replace(temporary, output)
+    return results
+
+
+def format_table(results: dict[str, dict[str, float]]) -> str:
+    rows = [(task, metric, value) for task, metrics in results.items() for metric, value in metrics.items()]
+    width = max([len(m) for _, m, _ in rows] + [6])
+    lines = [f"{'task':<14}{'metric':<{width + 2}}value"]
+    lines += [f"{task:<14}{metric:<{width + 2}}{value:.4f}" for task, metric, value in rows]
+    return "\n".join(lines)

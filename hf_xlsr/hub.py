@@ -1,0 +1,197 @@
+"""Model cards and publishing to the Hugging Face Hub.
+
+``push_to_hub`` exports a trained model to sentence-transformers folders, writes a model card into each (what
+the model is, its paper, its training run, its evaluation results as a table and as ``model-index`` metadata,
+usage for sentence-transformers, transformers and mteb), and uploads them with ``huggingface_hub``. A model with
+one encoder per language becomes one repository per language (``<repo_id>-<language>``), since
+``SentenceTransformer`` loads a whole repository. With ``include_checkpoint`` the full training checkpoint goes
+along, in a ``checkpoint/`` folder, with its modeling code (``auto_map``) so that ``AutoModel.from_pretrained(
+repo, subfolder="checkpoint", trust_remote_code=True)`` works where hf_xlsr is not installed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+import jinja2
+from huggingface_hub import EvalResult, HfApi, ModelCard, ModelCardData
+from transformers import PreTrainedModel
+
+from .evaluation.languages import MTEB_LANGUAGES
+from .export import export_sentence_transformers
+from .tokenization import save_tokenizers
+
+logger = logging.getLogger(__name__)
+
+TEMPLATES = Path(__file__).parent / "model_cards"
+FAMILIES = {"xlsr_dual_momentum": "dual_momentum"}
+RUN_INFO = "hf_xlsr_run.json"
+EVALUATION = "evaluation.json"
+CHECKPOINT_FOLDER = "checkpoint"
+EXAMPLES = {
+    "en": ["The cat sleeps on the mat.", "It is raining today."],
+    "fr": ["Le chat dort sur le tapis.", "Il pleut aujourd'hui."],
+    "de": ["Die Katze schläft auf der Matte.", "Heute regnet es."],
+    "es": ["El gato duerme sobre la alfombra.", "Hoy llueve."],
+    "it": ["Il gatto dorme sul tappeto.", "Oggi piove."],
+    "zh": ["猫在垫子上睡觉。", "今天下雨。"],
+}
+TASK_TYPES = {"probe": "text-classification"}
+_HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
+
+
+def save_with_code(model: PreTrainedModel, tokenizers: Mapping, folder: str | os.PathLike) -> None:
+    """``save_pretrained`` plus the modeling code and ``auto_map``, so ``trust_remote_code`` loads it anywhere."""
+    model.config.register_for_auto_class("AutoConfig")
+    model.register_for_auto_class("AutoModel")
+    model.save_pretrained(folder)
+    save_tokenizers(tokenizers, folder)
+
+
+def read_json(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def result_rows(results: Mapping[str, Mapping[str, float]]) -> list[dict]:
+    """``{task: {metric: value}}`` (``hf-xlsr evaluate``'s JSON) as rows of numeric results."""
+    return [
+        {"task": task, "metric": metric, "value": float(value)}
+        for task, metrics in results.items()
+        for metric, value in metrics.items()
+        if isinstance(value, (int, float)) and not isinstance(value, bool)
+    ]
+
+
+def render_model_card(
+    model: PreTrainedModel,
+    side: str,
+    repo_id: str,
+    paired_repos: list[str],
+    results: Mapping[str, Mapping[str, float]],
+    run_info: Mapping,
+    checkpoint_subfolder: str | None = None,
+    license: str = "apache-2.0",
+) -> ModelCard:
+    """The card of one exported encoder: metadata (``ModelCardData``, ``model-index``) and the family's template."""
+    config = model.config
+    family = FAMILIES[config.model_type]
+    languages = [config.language_x, config.language_y]
+    language = languages[0] if side == "x" else languages[1]
+    rows = result_rows(results)
+    base_model = getattr(config.encoder_x, "_name_or_path", "") or run_info.get("encoder_x", "")
+    base_model = base_model if _HUB_ID.match(base_model or "") and not Path(base_model).exists() else None
+    card_data = ModelCardData(
+        model_name=repo_id,
+        language=sorted(set(languages)),
+        license=license,
+        library_name="sentence-transformers",
+        pipeline_tag="sentence-similarity",
+        tags=[
+            "sentence-transformers",
+            "sentence-similarity",
+            "feature-extraction",
+            "cross-lingual",
+            "hf_xlsr",
+            family,
+        ],
+        base_model=base_model,
+        eval_results=[
+            EvalResult(
+                task_type=TASK_TYPES.get(row["task"], "sentence-similarity"),
+                dataset_type=f"hf_xlsr/{row['task']}",
+                dataset_name=f"{row['task']} ({run_info.get('evaluation_data', 'hf-xlsr evaluate')})",
+                metric_type=row["metric"],
+                metric_value=row["value"],
+            )
+            for row in rows
+        ]
+        or None,
+    )
+    environment = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined)
+    paired_languages = [lang for lang in languages if lang != language] or [language]
+    content = environment.get_template(f"{family}.md").render(
+        card_data=card_data.to_yaml(),
+        model_name=repo_id,
+        language=language,
+        languages=languages,
+        paired_repos=paired_repos,
+        paired_languages=paired_languages,
+        modules=["Transformer", "Pooling", "Normalize"],
+        examples={lang: EXAMPLES.get(lang, EXAMPLES["en"]) for lang in languages},
+        pooling=config.pooling,
+        mteb_language=MTEB_LANGUAGES.get(language, language).split("-")[0],
+        checkpoint_subfolder=checkpoint_subfolder,
+        architecture=type(model).__name__,
+        results=rows,
+        evaluation_note=run_info.get("evaluation_data", "see the training run"),
+        training=run_info.get("training", {}),
+        base_model=base_model or getattr(config.encoder_x, "_name_or_path", ""),
+        config=config,
+    )
+    return ModelCard(content)
+
+
+def prepare_upload(
+    model: PreTrainedModel,
+    tokenizers: Mapping,
+    repo_id: str,
+    staging_dir: str | os.PathLike,
+    results: Mapping[str, Mapping[str, float]] | None = None,
+    run_info: Mapping | None = None,
+    include_checkpoint: bool = False,
+    max_seq_length: int = 128,
+) -> dict[str, Path]:
+    """Write the folder of each repository to upload under ``staging_dir``; return ``{repo id: folder}``."""
+    config = model.config
+    exports = export_sentence_transformers(model, tokenizers, Path(staging_dir) / "export", max_seq_length)
+    names = {"x": config.language_x, "y": config.language_y}
+    repos = {side: repo_id if len(exports) == 1 else f"{repo_id}-{names[side]}" for side in exports}
+    for side, folder in exports.items():
+        checkpoint = CHECKPOINT_FOLDER if include_checkpoint and side == "x" else None
+        if checkpoint:
+            save_with_code(model, tokenizers, folder / checkpoint)
+        paired = [repo for other, repo in repos.items() if other != side]
+        card = render_model_card(model, side, repos[side], paired, results or {}, run_info or {}, checkpoint)
+        card.save(folder / "README.md")
+    return {repos[side]: folder for side, folder in exports.items()}
+
+
+def push_to_hub(
+    model: PreTrainedModel,
+    tokenizers: Mapping,
+    repo_id: str,
+    results: Mapping[str, Mapping[str, float]] | None = None,
+    run_info: Mapping | None = None,
+    include_checkpoint: bool = False,
+    private: bool | None = None,
+    token: str | None = None,
+    commit_message: str = "Upload hf_xlsr model",
+) -> list[str]:
+    """Export, write the cards and upload; returns the URLs of the commits, one per repository."""
+    api = HfApi(token=token)
+    urls = []
+    with tempfile.TemporaryDirectory() as staging:
+        folders = prepare_upload(model, tokenizers, repo_id, staging, results, run_info, include_checkpoint)
+        for repo, folder in folders.items():
+            api.create_repo(repo, private=private, exist_ok=True)
+            commit = api.upload_folder(repo_id=repo, folder_path=str(folder), commit_message=commit_message)
+            urls.append(str(commit))
+            logger.info("pushed %s to %s", folder, repo)
+    return urls
+
+
+def push_trained_model(model_dir: str | os.PathLike, repo_id: str, **kwargs) -> list[str]:
+    """Push a trained hf_xlsr model folder, with the evaluation results and run record found beside it."""
+    from .evaluation.loading import load_trained_model
+
+    model_dir = Path(model_dir)
+    model, tokenizers = load_trained_model(model_dir)
+    kwargs.setdefault("results", read_json(model_dir / EVALUATION))
+    kwargs.setdefault("run_info", read_json(model_dir / RUN_INFO))
+    return push_to_hub(model, tokenizers, repo_id, **kwargs)

@@ -1,0 +1,270 @@
+"""PCR, STS, linear probe, language bias and plots, evaluate metrics, MTEB tasks, the evaluate command."""
+
+from __future__ import annotations
+
+import json
+
+import evaluate
+import numpy as np
+import pytest
+import torch
+from conftest import MINILM, tiny_dual_momentum
+
+from hf_xlsr.cli import main
+from hf_xlsr.data import load_bible, resolve_reference
+from hf_xlsr.evaluation import (
+    LinearProbeEvaluator,
+    RetrievalEvaluator,
+    STSEvaluator,
+    language_bias,
+    load_lee_similarity,
+    metric_path,
+    mine,
+    mining_predictions,
+    plot_language_bias,
+    plot_parallel_sentences,
+    precision_recall_f1,
+    principal_components,
+    remove_components,
+    retrieval_accuracy,
+)
+
+
+def fixed_encoder(table: dict[tuple[str, str], np.ndarray]):
+    """An encoder that looks vectors up by (language, text): the evaluators' arithmetic on known vectors."""
+    return lambda sentences, language: np.stack([table[(language, s)] for s in sentences]).astype(np.float32)
+
+
+def test_pcr_removes_exactly_the_top_component():
+    rng = np.random.default_rng(0)
+    embeddings = rng.normal(size=(200, 12)) + 3.0 * rng.normal(size=12)  # a strong shared direction
+    # the top right singular vector is the top eigenvector of M^T M: find it by power iteration, not SVD
+    gram = embeddings.T @ embeddings
+    vector = np.ones(12)
+    for _ in range(500):
+        vector = gram @ vector
+        vector /= np.linalg.norm(vector)
+    component = principal_components(embeddings, 1)[0]
+    assert abs(np.dot(component, vector)) == pytest.approx(1.0, abs=1e-8)
+    cleaned = remove_components(embeddings, component[None])
+    expected = embeddings - np.outer(embeddings @ vector, vector)
+    expected /= np.linalg.norm(expected, axis=1, keepdims=True)
+    np.testing.assert_allclose(cleaned, expected, atol=1e-6)
+    assert np.abs(cleaned @ vector).max() < 1e-6
+
+
+def test_retrieval_with_pcr_undoes_a_language_offset():
+    rng = np.random.default_rng(1)
+    meaning = rng.normal(size=(50, 16))
+    table = {}
+    for i, m in enumerate(meaning):
+        table[("x", f"s{i}")] = m + 6.0 * np.eye(16)[0]  # each language adds its own large offset
+        table[("y", f"s{i}")] = m + 0.3 * rng.normal(size=16) + 6.0 * np.eye(16)[1]
+    names = [f"s{i}" for i in range(50)]
+    plain = RetrievalEvaluator(names, names, "x", "y")(fixed_encoder(table))
+    cleaned = RetrievalEvaluator(names, names, "x", "y", pcr=1)(fixed_encoder(table))
+    assert cleaned["retrieval_accuracy"] > plain["retrieval_accuracy"]
+    assert cleaned["retrieval_accuracy"] > 0.9
+
+
+def spearman_reference(a, b) -> float:
+    def ranks(values):
+        values = np.asarray(values, dtype=np.float64)
+        order = np.argsort(values, kind="stable")
+        result = np.empty(len(values))
+        i = 0
+        while i < len(values):
+            j = i
+            while j + 1 < len(values) and values[order[j + 1]] == values[order[i]]:
+                j += 1
+            result[order[i : j + 1]] = (i + j) / 2 + 1  # ties share their mean rank
+            i = j + 1
+        return result
+
+    ra, rb = ranks(a), ranks(b)
+    ra, rb = ra - ra.mean(), rb - rb.mean()
+    return float(ra @ rb / np.sqrt((ra @ ra) * (rb @ rb)))
+
+
+def test_sts_spearman_all_and_wmean_against_reference():
+    rng = np.random.default_rng(2)
+    table, rows = {}, []
+    for i in range(60):
+        u, v = rng.normal(size=8), rng.normal(size=8)
+        table[("x", f"a{i}")], table[("x", f"b{i}")] = u, v
+        cosine = u @ v / np.linalg.norm(u) / np.linalg.norm(v)
+        rows.append((f"a{i}", f"b{i}", round(float(cosine + 0.4 * rng.normal()), 1), "first" if i < 20 else "second"))
+    s1, s2, scores, subsets = zip(*rows, strict=True)
+    metrics = STSEvaluator(s1, s2, scores, subsets)(fixed_encoder(table))
+    cosines = [table[("x", a)] @ table[("x", b)] / np.linalg.norm(table[("x", a)]) / np.linalg.norm(table[("x", b)])
+               for a, b, _, _ in rows]  # fmt: skip
+    assert metrics["sts_spearman_all"] == pytest.approx(spearman_reference(cosines, scores))
+    first = spearman_reference(cosines[:20], scores[:20])
+    second = spearman_reference(cosines[20:], scores[20:])
+    assert metrics["sts_first_spearman"] == pytest.approx(first)
+    assert metrics["sts_spearman_wmean"] == pytest.approx((20 * first + 40 * second) / 60)
+
+
+def test_sts_from_tsv_names_bad_lines(tmp_path):
+    path = tmp_path / "sts.tsv"
+    path.write_text("A man sings.\tA person sings.\t4.5\nA dog.\tA cat.\tmany\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"sts\.tsv:2: score 'many' is not a number"):
+        STSEvaluator.from_tsv(path)
+    path.write_text("A man sings.\tA person sings.\t4.5\nA dog.\tA cat.\t1\nA car.\tA bus.\t2.5\n", encoding="utf-8")
+    assert STSEvaluator.from_tsv(path).scores.tolist() == [4.5, 1.0, 2.5]
+
+
+def test_lee_corpus_loads_offline():
+    lee = load_lee_similarity()
+    assert len(lee) == 1225  # 50 documents, every pair once
+    assert lee[0]["sentence1"].startswith("The national executive of the strife-torn Democrats")
+    assert min(lee["score"]) >= 0.0 and max(lee["score"]) <= 1.0
+
+
+def test_linear_probe_transfers_when_the_space_is_language_agnostic():
+    rng = np.random.default_rng(3)
+    labels = [i % 3 for i in range(90)]
+    centres = 4.0 * rng.normal(size=(3, 10))
+    table = {}
+    for i, label in enumerate(labels):
+        meaning = centres[label] + rng.normal(size=10)
+        table[("en", f"s{i}")], table[("fr", f"s{i}")] = meaning, meaning + 0.1 * rng.normal(size=10)
+        table[("de", f"s{i}")] = rng.normal(size=10)  # a language the space does not align
+    names = [f"s{i}" for i in range(90)]
+    evaluator = LinearProbeEvaluator(names[:60], labels[:60], "en", {
+        language: (names[60:], labels[60:]) for language in ("en", "fr", "de")})  # fmt: skip
+    metrics = evaluator(fixed_encoder(table))
+    assert metrics["probe_en2en_accuracy"] == 1.0 and metrics["probe_en2fr_accuracy"] == 1.0
+    assert metrics["probe_en2de_accuracy"] < 0.7
+
+
+def test_bible_probe_has_held_out_books_and_real_labels():
+    evaluator = LinearProbeEvaluator.from_bible("en", ["en", "fr"], max_train=200, max_test=50)
+    assert set(evaluator.train_labels) <= {"law", "history", "poetry", "prophets", "gospels", "letters"}
+    assert not set(evaluator.test_sets["en"][0]) & set(evaluator.train_texts)
+    assert evaluator.test_sets["fr"][1] == evaluator.test_sets["en"][1]
+
+
+def test_language_bias_and_pcr_on_a_biased_space(tmp_path):
+    rng = np.random.default_rng(4)
+    table = {}
+    for i in range(40):
+        meaning = rng.normal(size=16)
+        for j, language in enumerate(("en", "fr", "de")):
+            table[(language, f"s{i}")] = meaning + 0.5 * rng.normal(size=16) + 5.0 * np.eye(16)[j]
+    sentences = {language: [f"s{i}" for i in range(40)] for language in ("en", "fr", "de")}
+    biased = language_bias(fixed_encoder(table), sentences, k=4)
+    cleaned = language_bias(fixed_encoder(table), sentences, k=4, pcr=1)
+    for language in sentences:
+        assert sum(biased[language].values()) == pytest.approx(1.0)
+        assert biased[language][language] > 0.9  # neighbours come from the query's own language
+        assert cleaned[language][language] < biased[language][language] - 0.3
+    plot_language_bias(biased, tmp_path / "bias.png")
+    points = plot_parallel_sentences(fixed_encoder(table), sentences, tmp_path / "pca.png")
+    assert points.shape == (120, 2)
+    for name in ("bias.png", "pca.png"):
+        assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_evaluate_metric_modules_load_offline_and_agree():
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(30, 8)).astype(np.float32)
+    y = x + 0.8 * rng.normal(size=(30, 8)).astype(np.float32)
+    retrieval = evaluate.load(metric_path("retrieval_accuracy"))
+    result = retrieval.compute(predictions=x.tolist(), references=y.tolist())
+    assert (result["source2target_accuracy"], result["target2source_accuracy"]) == pytest.approx(
+        retrieval_accuracy(x, y)
+    )
+    pairs = mine(x, y, mode="max").above(1.0)
+    gold = {(i, i) for i in range(0, 30, 2)}
+    references = [i if i % 2 == 0 else -1 for i in range(30)]
+    mining = evaluate.load(metric_path("bitext_mining"))
+    result = mining.compute(predictions=mining_predictions(pairs, 30).tolist(), references=references)
+    assert result == pytest.approx(precision_recall_f1(pairs, gold))
+    with pytest.raises(ValueError, match="no metric 'bleu'"):
+        metric_path("bleu")
+
+
+def test_mteb_local_tasks_route_languages_and_match_our_scores(tmp_path):
+    import datasets
+    from sentence_transformers import SentenceTransformer
+
+    from hf_xlsr.evaluation.mteb import bitext_task, classification_task, run_mteb, sts_task
+
+    calls = []
+
+    def encoder(sentences, language):
+        calls.append((language, len(sentences)))
+        return np.stack([vectors[language][s] for s in sentences]).astype(np.float32)
+
+    rng = np.random.default_rng(6)
+    meaning = rng.normal(size=(30, 8))
+    vectors = {
+        "en": {f"e{i}": m for i, m in enumerate(meaning)},
+        "fr": {f"f{i}": m + 0.05 * rng.normal(size=8) for i, m in enumerate(meaning)},
+    }
+    pairs = datasets.Dataset.from_dict({"en": [f"e{i}" for i in range(30)], "fr": [f"f{i}" for i in range(30)]})
+    train = datasets.Dataset.from_dict({"text": [f"e{i}" for i in range(20)], "label": [i % 2 for i in range(20)]})
+    test = datasets.Dataset.from_dict(
+        {"text": [f"f{i}" for i in range(20, 30)], "label": [i % 2 for i in range(20, 30)]}
+    )
+    tasks = [
+        bitext_task(pairs, ["en", "fr"], name="T_bitext"),
+        classification_task(train, test, "en", "fr", name="T_cls"),
+    ]
+    scores = run_mteb(encoder, tasks, languages=["en", "fr"], name="fixed")
+    assert scores["T_bitext"] == 1.0  # translations are each other's nearest neighbours
+    assert ("en", 20) in calls and ("fr", 10) in calls  # train split in English, test split in French
+    assert {language for language, n in calls if n == 30} == {"en", "fr"}  # each bitext column in its language
+
+    minilm = SentenceTransformer(resolve_reference(MINILM), device="cpu")
+    lee = load_lee_similarity().select(range(200))
+    mteb_score = run_mteb(minilm, [sts_task(lee, "en", name="T_lee", min_score=0, max_score=1)])["T_lee"]
+    ours = STSEvaluator.from_dataset(lee, language1="en")(minilm)["sts_spearman_all"]
+    assert mteb_score == pytest.approx(ours, abs=1e-6)
+
+
+def test_mteb_cache_is_keyed_by_the_weights(tmp_path, tokenizer, heldout_pairs, monkeypatch):
+    from hf_xlsr.evaluation import mteb as adapter
+
+    encode_calls = []
+    original = adapter.XlsrMtebEncoder.encode
+    monkeypatch.setattr(
+        adapter.XlsrMtebEncoder, "encode", lambda self, *a, **k: encode_calls.append(1) or original(self, *a, **k)
+    )
+    model = tiny_dual_momentum()
+    task = adapter.bitext_task(heldout_pairs.select(range(30)), ["en", "fr"], name="T_cache")
+    tokenizers = {"x": tokenizer, "y": tokenizer}
+    first = adapter.run_mteb(model, [task], tokenizers, cache_dir=tmp_path, name="tiny")
+    assert len(encode_calls) == 2  # one per language column
+    fingerprint = adapter.model_fingerprint(model)
+    again = adapter.run_mteb(model, [task], tokenizers, cache_dir=tmp_path, name="tiny")
+    assert len(encode_calls) == 2 and again == pytest.approx(first, abs=1e-6)  # same weights: read from the cache
+    with torch.no_grad():
+        model.encoder_y.embeddings.word_embeddings.weight.mul_(-1.0)  # "retrain": same name, new weights
+    assert adapter.model_fingerprint(model) != fingerprint
+    second = adapter.run_mteb(model, [task], tokenizers, cache_dir=tmp_path, name="tiny")
+    assert len(encode_calls) == 4  # recomputed, not read back from the older checkpoint's cache
+    assert second != pytest.approx(first, abs=1e-6)
+    revisions = {p.name for p in tmp_path.rglob("*") if p.is_dir() and p.parent.name == "hf_xlsr__tiny"}
+    assert len(revisions) == 2
+
+
+def test_evaluate_command_writes_json_and_table(tmp_path, capsys):
+    output = tmp_path / "results.json"
+    code = main(["evaluate", "--model", resolve_reference(MINILM), "--tasks", "retrieval,retrieval_pcr,sts,bias",
+                 "--max-pairs", "100", "--output", str(output), "--output-dir", str(tmp_path)])  # fmt: skip
+    assert code == 0
+    results = json.loads(output.read_text())
+    assert set(results) == {"retrieval", "retrieval_pcr", "sts", "bias"}
+    assert 0 <= results["retrieval"]["retrieval_accuracy"] <= 1
+    assert results["sts"]["sts_lee_spearman_all"] > 0.3
+    assert (tmp_path / "language_bias.png").is_file() and (tmp_path / "language_bias_pcr.png").is_file()
+    printed = capsys.readouterr().out
+    assert "retrieval_en2fr_accuracy" in printed and "sts_lee_spearman_all" in printed
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--model", resolve_reference(MINILM), "--tasks", "retrieval,bleu", "--output", str(output)])
+
+
+def test_bible_verses_are_real():
+    assert load_bible(["en", "fr"], split="heldout")[0]["fr"].startswith("Après la mort de Moïse")

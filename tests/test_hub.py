@@ -1,0 +1,153 @@
+"""Model cards and Hub pushes: the exact folders that would be uploaded, the calls made to huggingface_hub, and a
+pushed checkpoint loading through ``trust_remote_code`` in a process where hf_xlsr cannot be imported."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import torch
+import yaml
+from conftest import batch_of, tiny_dual_momentum
+from huggingface_hub import HfApi, ModelCard
+
+from hf_xlsr.hub import prepare_upload, push_to_hub, push_trained_model
+
+RESULTS = {
+    "retrieval": {"retrieval_en2fr_accuracy": 0.71, "retrieval_fr2en_accuracy": 0.69},
+    "probe": {"probe_en2fr_accuracy": 0.5},
+}
+RUN = {"training": {"learning_rate": 1e-4, "max_steps": 120}, "evaluation_data": "bible (heldout), 1000 pairs"}
+
+
+def files_of(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+
+
+def test_upload_folders_of_a_dual_encoder(tmp_path, tokenizer):
+    model = tiny_dual_momentum()
+    folders = prepare_upload(model, {"x": tokenizer, "y": tokenizer}, "me/moco", tmp_path, RESULTS, RUN)
+    assert set(folders) == {"me/moco-en", "me/moco-fr"}
+    expected = ["1_Pooling/config.json", "2_Normalize/config.json", "README.md", "config.json",
+                "config_sentence_transformers.json", "model.safetensors", "modules.json",
+                "sentence_bert_config.json", "tokenizer.json", "tokenizer_config.json"]  # fmt: skip
+    for folder in folders.values():
+        assert files_of(folder) == expected  # the export and its card, nothing of the training state
+    card = ModelCard.load(folders["me/moco-fr"] / "README.md")
+    assert card.data.language == ["en", "fr"] and card.data.library_name == "sentence-transformers"
+    assert "dual_momentum" in card.data.tags
+    index = card.data.to_dict()["model-index"][0]["results"]
+    values = {(r["task"]["type"], r["metrics"][0]["type"], r["metrics"][0]["value"]) for r in index}
+    assert ("sentence-similarity", "retrieval_en2fr_accuracy", 0.71) in values
+    assert ("text-classification", "probe_en2fr_accuracy", 0.5) in values
+    text = card.text
+    assert 'SentenceTransformer("me/moco-fr")' in text and 'SentenceTransformer("me/moco-en")' in text
+    assert "| retrieval | retrieval_en2fr_accuracy | 0.7100 |" in text
+    assert "| learning_rate | 0.0001 |" in text and "| queue size K | 16 |" in text
+    assert "Aligning Cross-lingual Sentence Representations with Dual Momentum Contrast" in text
+    assert 'mteb.get_tasks(tasks=["Tatoeba"], languages=["fra"])' in text
+
+
+def test_push_calls_huggingface_hub_once_per_repository(tmp_path, tokenizer, monkeypatch):
+    calls = []
+
+    def create_repo(self, repo_id, **kwargs):
+        calls.append(("create_repo", repo_id, kwargs))
+
+    def upload_folder(self, repo_id, folder_path, **kwargs):
+        calls.append(("upload_folder", repo_id, files_of(Path(folder_path)), kwargs))
+        return f"https://huggingface.co/{repo_id}/commit/0"
+
+    monkeypatch.setattr(HfApi, "create_repo", create_repo)
+    monkeypatch.setattr(HfApi, "upload_folder", upload_folder)
+    model = tiny_dual_momentum(shared_encoder=True)
+    urls = push_to_hub(model, {"x": tokenizer, "y": tokenizer}, "me/shared", RESULTS, RUN, include_checkpoint=True,
+                       private=True)  # fmt: skip
+    assert urls == ["https://huggingface.co/me/shared/commit/0"]
+    assert [c[:2] for c in calls] == [("create_repo", "me/shared"), ("upload_folder", "me/shared")]
+    assert calls[0][2] == {"private": True, "exist_ok": True}
+    uploaded = calls[1][2]
+    assert "README.md" in uploaded and "modules.json" in uploaded
+    for name in ("checkpoint/config.json", "checkpoint/model.safetensors", "checkpoint/modeling_dual_momentum.py",
+                 "checkpoint/configuration_dual_momentum.py", "checkpoint/queue.py", "checkpoint/losses.py",
+                 "checkpoint/pooling.py", "checkpoint/tokenizer.json"):  # fmt: skip
+        assert name in uploaded, name
+
+
+def test_push_of_a_trained_folder_reads_its_results(tmp_path, tokenizer, monkeypatch):
+    uploads = {}
+    monkeypatch.setattr(HfApi, "create_repo", lambda self, repo_id, **kwargs: None)
+
+    def upload_folder(self, repo_id, folder_path, **kwargs):
+        uploads[repo_id] = (Path(folder_path) / "README.md").read_text()
+
+    monkeypatch.setattr(HfApi, "upload_folder", upload_folder)
+    model = tiny_dual_momentum()
+    model.save_pretrained(tmp_path / "trained")
+    tokenizer.save_pretrained(tmp_path / "trained")
+    (tmp_path / "trained" / "evaluation.json").write_text(json.dumps(RESULTS))
+    (tmp_path / "trained" / "hf_xlsr_run.json").write_text(json.dumps(RUN))
+    push_trained_model(tmp_path / "trained", "me/run")
+    assert set(uploads) == {"me/run-en", "me/run-fr"}
+    header = yaml.safe_load(uploads["me/run-en"].split("---")[1])
+    assert header["model-index"][0]["results"][0]["metrics"][0]["value"] == 0.71
+
+
+HIDE_HF_XLSR = textwrap.dedent(
+    """
+    import importlib.abc, json, sys
+
+    class Blocker(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name == "hf_xlsr" or name.startswith("hf_xlsr."):
+                raise ModuleNotFoundError(f"No module named {name!r} (hidden by the test)")
+
+    sys.meta_path.insert(0, Blocker())
+    import torch
+    from transformers import AutoModel
+
+    try:
+        import hf_xlsr  # noqa: F401
+        raise SystemExit("hf_xlsr should not be importable here")
+    except ModuleNotFoundError:
+        pass
+    model = AutoModel.from_pretrained(sys.argv[1], trust_remote_code=True).eval()
+    inputs = json.loads(sys.argv[2])
+    with torch.no_grad():
+        out = model(**{k: torch.tensor(v) for k, v in inputs.items()})
+    print(json.dumps({"class": type(model).__module__ + "." + type(model).__name__,
+                      "loss": out.loss.item(), "x": out.embeddings_x.tolist()}))
+    """
+)
+
+
+def test_pushed_checkpoint_loads_with_remote_code_where_hf_xlsr_is_absent(tmp_path, tokenizer, bible_pairs):
+    model = tiny_dual_momentum()
+    model.train()
+    model(**batch_of(tokenizer, bible_pairs))  # non-empty queues: part of what must survive
+    folders = prepare_upload(model, {"x": tokenizer, "y": tokenizer}, "me/moco", tmp_path, include_checkpoint=True)
+    checkpoint = folders["me/moco-en"] / "checkpoint"
+    config = json.loads((checkpoint / "config.json").read_text())
+    assert config["auto_map"] == {
+        "AutoConfig": "configuration_dual_momentum.DualMomentumConfig",
+        "AutoModel": "modeling_dual_momentum.DualMomentumModel",
+    }
+    batch = batch_of(tokenizer, bible_pairs, offset=4)
+    model.eval()
+    with torch.no_grad():
+        expected = model(**batch)
+    script = tmp_path / "load.py"
+    script.write_text(HIDE_HF_XLSR)
+    inputs = json.dumps({k: v.tolist() for k, v in batch.items()})
+    result = subprocess.run(
+        [sys.executable, str(script), str(checkpoint), inputs], capture_output=True, text=True, timeout=300,
+        cwd=tmp_path, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "HF_HOME": str(tmp_path / "hf")},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    loaded = json.loads(result.stdout.strip().splitlines()[-1])
+    assert loaded["class"].startswith("transformers_modules.") and loaded["class"].endswith("DualMomentumModel")
+    torch.testing.assert_close(torch.tensor(loaded["x"]), expected.embeddings_x, atol=1e-5, rtol=1e-5)
+    assert abs(loaded["loss"] - expected.loss.item()) < 1e-4

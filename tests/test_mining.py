@@ -1,0 +1,138 @@
+"""Margin-based mining: the margin of Eq. 4 against a float64 loop, the modes, known-answer mining, the CLI."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import MINILM
+from sentence_transformers import SentenceTransformer
+
+from hf_xlsr.cli import main
+from hf_xlsr.data import load_bible, resolve_reference, unique_pairs
+from hf_xlsr.evaluation import MiningEvaluator, hide_pairs, mine, precision_recall_f1
+from hf_xlsr.evaluation import mining as mining_module
+from hf_xlsr.evaluation.mining import best_threshold, knn
+
+
+def unit(rows: np.ndarray) -> np.ndarray:
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def reference_forward(x: np.ndarray, y: np.ndarray, k: int, margin: str) -> dict[int, tuple[int, float]]:
+    """For every source sentence: its best target by the margin of Eq. 4, among its k nearest, in float64 loops."""
+    x, y = unit(x.astype(np.float64)), unit(y.astype(np.float64))
+
+    def neighbourhood(v, others):
+        sims = sorted((float(np.dot(v, o)) for o in others), reverse=True)[:k]
+        return sum(sims) / (2 * k)
+
+    x_term = [neighbourhood(v, y) for v in x]
+    y_term = [neighbourhood(v, x) for v in y]
+    best = {}
+    for i, v in enumerate(x):
+        candidates = sorted(range(len(y)), key=lambda j: -float(np.dot(v, y[j])))[:k]
+        scored = []
+        for j in candidates:
+            cosine, around = float(np.dot(v, y[j])), x_term[i] + y_term[j]
+            scored.append((cosine / around if margin == "ratio" else cosine - around, j))
+        score, j = max(scored)
+        best[i] = (j, score)
+    return best
+
+
+@pytest.mark.parametrize("margin", ["ratio", "distance"])
+def test_margin_scores_match_a_float64_loop(margin):
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(30, 8)), rng.normal(size=(40, 8))
+    y[:30] = x + 0.3 * rng.normal(size=(30, 8))  # some true pairs so that scores spread
+    reference = reference_forward(x, y, k=3, margin=margin)
+    pairs = mine(x, y, k=3, margin=margin, mode="forward")
+    for s, t, score in zip(pairs.source, pairs.target, pairs.scores, strict=True):
+        assert reference[s][0] == t
+        assert score == pytest.approx(reference[s][1], rel=1e-5)
+    # greedy one-to-one: every source and target at most once, best scores first
+    assert len(set(pairs.source)) == len(pairs) == len(set(pairs.target))
+    assert np.all(np.diff(pairs.scores) <= 0)
+
+
+def test_modes_relate_as_defined():
+    rng = np.random.default_rng(1)
+    x, y = rng.normal(size=(50, 16)), rng.normal(size=(60, 16))
+    y[:40] = x[:40] + 0.5 * rng.normal(size=(40, 16))
+
+    def as_set(pairs):
+        return set(zip(pairs.source.tolist(), pairs.target.tolist(), strict=True))
+
+    forward, backward = as_set(mine(x, y, mode="forward")), as_set(mine(x, y, mode="backward"))
+    intersect = as_set(mine(x, y, mode="intersect"))
+    assert intersect <= forward and intersect <= backward
+    assert len(mine(x, y, mode="max")) >= len(intersect)
+    with pytest.raises(ValueError, match="mode must be one of"):
+        mine(x, y, mode="both")
+
+
+def test_blocks_and_ivf_agree_with_exact_search(monkeypatch):
+    rng = np.random.default_rng(2)
+    centres = rng.normal(size=(20, 16))
+    corpus = centres[rng.integers(0, 20, size=4000)] + 0.2 * rng.normal(size=(4000, 16))
+    queries = corpus[:300] + 0.01 * rng.normal(size=(300, 16))
+    exact_sims, exact_ids = knn(queries, corpus, 4, index="flat")
+    small_sims, small_ids = knn(queries, corpus, 4, index="flat", block_size=37)
+    assert np.array_equal(exact_ids, small_ids) and np.allclose(exact_sims, small_sims)
+    monkeypatch.setattr(mining_module, "IVF_THRESHOLD", 1000)  # "auto" now picks IVF for 4,000 vectors
+    built = mining_module.build_index(corpus, "auto")
+    assert type(built).__name__ == "IndexIVFFlat"
+    _, ivf_ids = knn(queries, corpus, 4, index="auto")
+    assert np.mean(ivf_ids[:, 0] == exact_ids[:, 0]) > 0.9
+
+
+def test_best_threshold_maximises_f1():
+    pairs = mine(np.eye(6), np.eye(6) + 0.01, mode="forward")
+    gold = {(0, 0), (1, 1), (2, 2), (5, 4)}
+    threshold, f1 = best_threshold(pairs, gold)
+    brute = max(precision_recall_f1(pairs.above(t), gold)["f1"] for t in pairs.scores)
+    assert f1 == pytest.approx(brute)
+    assert precision_recall_f1(pairs.above(threshold), gold)["f1"] == pytest.approx(f1)
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    return SentenceTransformer(resolve_reference(MINILM), device="cpu")
+
+
+def test_hidden_parallel_verses_are_found(minilm):
+    """Known answer: 100 held-out verses (two English translations) hidden among 400 unpaired verses per side."""
+    verses = unique_pairs(load_bible(["en", "kjv"], {"kjv": "k"}, split="heldout"), ["en", "kjv"])
+    split = hide_pairs(verses["en"], verses["kjv"], n_gold=100, n_unpaired=400, seed=3)
+    assert len(split.source) == len(split.target) == 500 and len(split.gold) == 100
+    english = list(verses["en"])
+    for s, t in split.gold:
+        assert verses["kjv"][english.index(split.source[s])] == split.target[t]
+    pairs = mine(minilm.encode(split.source), minilm.encode(split.target), k=4, margin="ratio", mode="max")
+    threshold, f1 = best_threshold(pairs, set(split.gold))
+    assert f1 > 0.9, f1
+
+
+def test_mining_evaluator_chooses_threshold_on_dev_and_scores_test(minilm):
+    evaluator = MiningEvaluator.from_bible(["en", "kjv"], n_gold=60, n_unpaired=240, translations={"kjv": "k"})
+    dev_sources, test_sources = set(evaluator.dev.source), set(evaluator.test.source)
+    assert not dev_sources & test_sources  # Old Testament books for dev, New Testament for test
+    metrics = evaluator(minilm)
+    assert set(metrics) == {"mining_precision", "mining_recall", "mining_f1", "mining_threshold", "mining_dev_f1"}
+    assert metrics["mining_f1"] > 0.85 and metrics["mining_threshold"] > 1.0
+
+
+def test_mine_command_writes_scored_pairs(tmp_path, minilm):
+    verses = load_bible(["en", "kjv"], {"kjv": "k"}, split="heldout").select(range(40))
+    (tmp_path / "a.txt").write_text("\n".join(verses["en"][:30]) + "\n\n", encoding="utf-8")  # a blank line too
+    (tmp_path / "b.txt").write_text("\n".join(reversed(verses["kjv"][10:40])), encoding="utf-8")
+    model_dir = resolve_reference(MINILM)
+    assert main(["mine", "--model", model_dir, "--src", str(tmp_path / "a.txt"), "--tgt", str(tmp_path / "b.txt"),
+                 "--out", str(tmp_path / "pairs.tsv"), "--threshold", "1.0"]) == 0  # fmt: skip
+    rows = [line.split("\t") for line in (tmp_path / "pairs.tsv").read_text(encoding="utf-8").splitlines()]
+    scores = [float(r[0]) for r in rows]
+    assert scores == sorted(scores, reverse=True) and min(scores) >= 1.0
+    # source line i holds verse i - 1; target line j holds verse 40 - j: lines 11..30 pair with target 41 - i
+    correct = sum(11 <= int(r[1]) <= 30 and int(r[2]) == 41 - int(r[1]) for r in rows)
+    assert correct >= 18, rows
+    assert all(r[3] == verses["en"][int(r[1]) - 1] for r in rows)
