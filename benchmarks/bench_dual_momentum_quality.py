@@ -30,6 +30,16 @@ VARIANTS = {
 }
 
 
+def common_arguments(args, output_dir) -> dict:
+    """The budget every variant trains with: same steps, batch, learning rate schedule, clipping and seed."""
+    return dict(
+        output_dir=output_dir, max_steps=args.steps, per_device_train_batch_size=args.batch_size,
+        learning_rate=args.learning_rate, warmup_steps=args.warmup_steps, lr_scheduler_type="cosine",
+        weight_decay=1e-4, max_grad_norm=10.0, seed=args.seed, save_strategy="no", report_to="none",
+        disable_tqdm=True, use_cpu=True,
+    )  # fmt: skip
+
+
 def train_st_mnrl(path, train, args, output_dir):
     from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
@@ -40,12 +50,7 @@ def train_st_mnrl(path, train, args, output_dir):
     loss = MultipleNegativesRankingLoss(
         model, scale=1 / 0.04, directions=("query_to_doc", "doc_to_query"), partition_mode="per_direction"
     )
-    training_args = SentenceTransformerTrainingArguments(
-        output_dir=output_dir, max_steps=args.steps, per_device_train_batch_size=args.batch_size,
-        learning_rate=args.learning_rate, warmup_steps=args.warmup_steps, lr_scheduler_type="cosine",
-        weight_decay=1e-4, max_grad_norm=10.0, seed=args.seed, save_strategy="no", report_to="none",
-        disable_tqdm=True, use_cpu=True,
-    )  # fmt: skip
+    training_args = SentenceTransformerTrainingArguments(**common_arguments(args, output_dir))
     SentenceTransformerTrainer(
         model=model, args=training_args, train_dataset=train.select_columns(["en", "fr"]), loss=loss
     ).train()
@@ -59,12 +64,7 @@ def train_dual_momentum(path, train, args, output_dir, **fields):
 
     model = DualMomentumModel.from_encoders(path, language_x="en", language_y="fr", temperature=0.04, **fields)
     tokenizers = load_tokenizers(path)
-    training_args = XlsrTrainingArguments(
-        output_dir=output_dir, max_steps=args.steps, per_device_train_batch_size=args.batch_size,
-        learning_rate=args.learning_rate, warmup_steps=args.warmup_steps, lr_scheduler_type="cosine",
-        weight_decay=1e-4, max_grad_norm=10.0, seed=args.seed, save_strategy="no", report_to="none",
-        disable_tqdm=True, use_cpu=True,
-    )  # fmt: skip
+    training_args = XlsrTrainingArguments(**common_arguments(args, output_dir))
     collator = BitextCollator(tokenizers["x"], tokenizers["y"], "en", "fr", max_length=args.max_length)
     XlsrTrainer(
         model=model, args=training_args, train_dataset=train, data_collator=collator, tokenizers=tokenizers

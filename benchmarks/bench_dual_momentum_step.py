@@ -110,8 +110,10 @@ def main() -> None:
     runs: dict[str, list[dict]] = {m: [] for m in METHODS}
     for _ in range(args.rounds):
         for method in METHODS:
-            command = [sys.executable, __file__, "--child", method, "--batch-size", str(args.batch_size),
-                       "--steps", str(args.steps), "--max-length", str(args.max_length), "--threads", str(args.threads)]  # fmt: skip
+            command = [
+                sys.executable, __file__, "--child", method, "--batch-size", str(args.batch_size), "--steps",
+                str(args.steps), "--max-length", str(args.max_length), "--threads", str(args.threads),
+            ]  # fmt: skip
             output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
             runs[method].append(json.loads(output.strip().splitlines()[-1]))
     peer = statistics.median(r["step_seconds"] for r in runs["st_mnrl_symmetric"])

@@ -59,9 +59,8 @@ def main(overrides: list[str]) -> None:
     show("MiniLM-L6, before training:", accuracy(evaluator, untrained, load_tokenizers(encoder)))
     del untrained
 
-    print(
-        f"training DualMomentumModel for {training_args.max_steps} steps of {training_args.per_device_train_batch_size} pairs..."
-    )
+    batch = training_args.per_device_train_batch_size
+    print(f"training DualMomentumModel for {training_args.max_steps} steps of {batch} pairs...")
     trainer, _ = run_training(model_args, data_args, training_args)
     show("DualMomentumModel, after training:", accuracy(evaluator, trainer.model, trainer.tokenizers))
 

@@ -86,7 +86,7 @@ def test_both_entry_points_run_the_same_training(tmp_path):
         "script": [sys.executable, str(ROOT / "examples" / "train.py"), str(tiny_run_config(tmp_path, "script"))],
         "cli": [sys.executable, "-m", "hf_xlsr.cli", "train", str(tiny_run_config(tmp_path, "cli"))],
     }
-    for name, command in commands.items():
+    for command in commands.values():
         result = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
         assert result.returncode == 0, result.stderr[-3000:]
         assert '"eval_retrieval_accuracy"' in result.stdout
