@@ -5,12 +5,30 @@ Importing the package registers every model with ``AutoConfig`` / ``AutoModel``.
 
 from transformers import AutoConfig, AutoModel
 
-from .modeling import DualMomentumConfig, DualMomentumModel, DualMomentumOutput
+from .modeling import (
+    DualMomentumConfig,
+    DualMomentumModel,
+    DualMomentumOutput,
+    LightweightDualTransformer,
+    LightweightDualTransformerConfig,
+    LightweightDualTransformerOutput,
+)
 
 __version__ = "0.1.0"
 
-for _config, _model in ((DualMomentumConfig, DualMomentumModel),):
+for _config, _model in (
+    (DualMomentumConfig, DualMomentumModel),
+    (LightweightDualTransformerConfig, LightweightDualTransformer),
+):
     AutoConfig.register(_config.model_type, _config, exist_ok=True)
     AutoModel.register(_config, _model, exist_ok=True)
 
-__all__ = ["DualMomentumConfig", "DualMomentumModel", "DualMomentumOutput", "__version__"]
+__all__ = [
+    "DualMomentumConfig",
+    "DualMomentumModel",
+    "DualMomentumOutput",
+    "LightweightDualTransformer",
+    "LightweightDualTransformerConfig",
+    "LightweightDualTransformerOutput",
+    "__version__",
+]

@@ -5,6 +5,15 @@ code loads through ``trust_remote_code`` where hf_xlsr is not installed.
 """
 
 from .configuration_dual_momentum import DualMomentumConfig
+from .configuration_lightweight import LightweightDualTransformerConfig
 from .modeling_dual_momentum import DualMomentumModel, DualMomentumOutput
+from .modeling_lightweight import LightweightDualTransformer, LightweightDualTransformerOutput
 
-__all__ = ["DualMomentumConfig", "DualMomentumModel", "DualMomentumOutput"]
+__all__ = [
+    "DualMomentumConfig",
+    "DualMomentumModel",
+    "DualMomentumOutput",
+    "LightweightDualTransformer",
+    "LightweightDualTransformerConfig",
+    "LightweightDualTransformerOutput",
+]

@@ -43,3 +43,57 @@ def info_nce(
         accuracy = (positive.squeeze(1) > best_negative).float().mean()
         negative_similarity = negative.mean() if negative.numel() else None
     return ContrastiveTerms(loss, accuracy, positive.detach().mean(), negative_similarity)
+
+
+def in_batch_alignment_loss(u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Translation ranking with in-batch negatives, both directions, raw inner products (Mao et al., Eq. 5).
+
+    ``-log softmax_k(u_j . v_k)[j] - log softmax_k(u_k . v_j)[j]`` for each pair j of the batch: the other
+    ``n - 1`` sentences of each language are the negatives. The paper sums over pairs; this is the mean, so the
+    loss does not grow with the batch size.
+    """
+    scores = u.float() @ v.float().T
+    targets = torch.arange(len(scores), device=scores.device)
+    return F.cross_entropy(scores, targets) + F.cross_entropy(scores.T, targets)
+
+
+def in_batch_similarity_loss(u: torch.Tensor, v: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    """Align the in-batch similarity structure of the two languages (Mao et al., Eq. 6).
+
+    With ``P_u[j1, j2] = softmax_k(u_j1 . u_k)[j2]`` and ``P_v`` likewise, the loss is
+    ``-log cos(pi / 2 * (P_u - P_v))`` averaged over every pair ``(j1, j2)``: zero when the two languages see
+    the batch the same way. Eq. 6 writes one index j for the pair (j1, j2); all pairs of the batch are used here.
+    ``cos`` is clamped at ``eps`` because ``|P_u - P_v|`` can reach 1.
+    """
+    p_u = torch.softmax(u.float() @ u.float().T, dim=-1)
+    p_v = torch.softmax(v.float() @ v.float().T, dim=-1)
+    return -torch.log(torch.cos(torch.pi / 2 * (p_u - p_v)).clamp(min=eps)).mean()
+
+
+def bag_of_words(token_ids: torch.Tensor, keep: torch.Tensor, vocab_size: int) -> torch.Tensor:
+    """Token distribution of each sentence: ``q(w) = N_w / |S|`` over its kept tokens (Mao et al., Eq. 3).
+
+    ``keep`` marks the content tokens (not padding or special tokens). A token that occurs twice gets twice the
+    mass, so every row sums to 1 (the paper's footnote 4 sets ``N_w = 1``, which would not).
+    """
+    counts = torch.zeros(token_ids.shape[0], vocab_size, device=token_ids.device)
+    counts.scatter_add_(1, token_ids, keep.float())
+    return counts / counts.sum(dim=1, keepdim=True).clamp(min=1.0)
+
+
+def unified_generative_target(other_sentence: torch.Tensor, masked_token: torch.Tensor, is_masked_side: torch.Tensor):
+    """The label distribution of the unified generative task (Mao et al., Eq. 4).
+
+    ``other_sentence`` is the bag of words of the translation (:func:`bag_of_words`, rows summing to 1). For a
+    sentence in which ``masked_token`` was masked, half the mass goes to that token and half is spread over the
+    translation's tokens; a token of the translation equal to the masked one receives both shares. For the other
+    sentence the target is the translation's bag of words alone (Eq. 3). Rows sum to 1.
+    """
+    half = is_masked_side.float().unsqueeze(1) * 0.5
+    target = other_sentence * (1.0 - half)
+    return target.scatter_add(1, masked_token.unsqueeze(1), half)
+
+
+def kl_to_target(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """``D_KL(target || softmax(logits))``, averaged over rows, computed in float32."""
+    return F.kl_div(torch.log_softmax(logits.float(), dim=-1), target, reduction="batchmean")

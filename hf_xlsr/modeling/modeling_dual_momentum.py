@@ -32,6 +32,7 @@ from transformers import AutoConfig, AutoModel, PreTrainedModel
 from transformers import initialization as init
 from transformers.utils import ModelOutput
 
+from .common import SentenceEncoderMixin
 from .configuration_dual_momentum import DROPOUT_FIELDS, DualMomentumConfig
 from .losses import info_nce
 from .pooling import l2_normalize, pool
@@ -85,7 +86,7 @@ class DualMomentumPreTrainedModel(PreTrainedModel):
             init.zeros_(module.momentum_updates)
 
 
-class DualMomentumModel(DualMomentumPreTrainedModel):
+class DualMomentumModel(SentenceEncoderMixin, DualMomentumPreTrainedModel):
     """MoCo-BERT. Build it from a configuration, or from two pretrained encoders with :meth:`from_encoders`."""
 
     def __init__(
@@ -165,18 +166,6 @@ class DualMomentumModel(DualMomentumPreTrainedModel):
     @property
     def sentence_embedding_dimension(self) -> int:
         return self.config.encoder_x.hidden_size
-
-    def language_side(self, language: str) -> str:
-        """'x' or 'y' for a side name or a language code of the config."""
-        if language in ("x", "y"):
-            return language
-        if language == self.config.language_x:
-            return "x"
-        if language == self.config.language_y:
-            return "y"
-        raise ValueError(
-            f"unknown language {language!r}: use 'x', 'y', {self.config.language_x!r} or {self.config.language_y!r}"
-        )
 
     def query_encoder(self, language: str) -> PreTrainedModel:
         """The query encoder of ``language`` ('x', 'y' or a language code); the one kept after training."""

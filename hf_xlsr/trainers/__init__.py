@@ -2,7 +2,7 @@
 
 from .arguments import ConfigFileError, DataArguments, ModelArguments, parse_run_arguments
 from .callbacks import MomentumCallback, scheduled_momentum
-from .collators import BitextCollator
+from .collators import BitextCollator, PairMaskingCollator
 from .run import MODEL_RECIPES, load_pairs, run_training
 from .trainer import XlsrTrainer, XlsrTrainingArguments
 
@@ -13,6 +13,7 @@ __all__ = [
     "DataArguments",
     "ModelArguments",
     "MomentumCallback",
+    "PairMaskingCollator",
     "XlsrTrainer",
     "XlsrTrainingArguments",
     "load_pairs",

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from transformers import PreTrainedTokenizerBase
+from transformers import DataCollatorForLanguageModeling, PreTrainedTokenizerBase
 
 
 def column(features: Sequence[dict[str, Any]], name: str) -> list[str]:
@@ -55,3 +55,54 @@ class BitextCollator:
             batch.update(tokenize(nli_tokenizer, column(features, hypothesis), "hypothesis", self.max_length))
             batch["nli_labels"] = torch.tensor([row[label] for row in features], dtype=torch.long)
         return batch
+
+
+@dataclass
+class PairMaskingCollator:
+    """Tokenise sentence pairs with one shared tokenizer and mask them for a generative task.
+
+    ``task`` ``smlm`` / ``ugt``: in each pair one token of one sentence (side and position uniform over its
+    content tokens) becomes [MASK]; ``masked_side`` (0: x, 1: y), ``masked_position`` and ``masked_token`` say
+    which. ``mlm`` / ``mlm_xtr``: BERT masking of both sentences (``DataCollatorForLanguageModeling``), labels in
+    ``x_mlm_labels`` / ``y_mlm_labels``. ``xtr`` / ``none``: no masking.
+    """
+
+    tokenizer: PreTrainedTokenizerBase
+    x_column: str = "x"
+    y_column: str = "y"
+    max_length: int = 128
+    task: str = "ugt"
+    mlm_probability: float = 0.15
+
+    def __post_init__(self):
+        self._bert_masking = DataCollatorForLanguageModeling(self.tokenizer, mlm_probability=self.mlm_probability)
+
+    def __call__(self, features: Sequence[dict[str, Any]]) -> dict[str, torch.Tensor]:
+        batch = {}
+        for prefix, name in (("x", self.x_column), ("y", self.y_column)):
+            encoded = self.tokenizer(column(features, name), padding=True, truncation=True, max_length=self.max_length,
+                                     return_tensors="pt", return_special_tokens_mask=True)  # fmt: skip
+            special = encoded.pop("special_tokens_mask").bool() | ~encoded["attention_mask"].bool()
+            if self.task in ("mlm", "mlm_xtr"):
+                ids, labels = self._bert_masking.torch_mask_tokens(encoded["input_ids"].clone(), special)
+                encoded["input_ids"], batch[f"{prefix}_mlm_labels"] = ids, labels
+            batch.update({f"{prefix}_{key}": value for key, value in encoded.items()})
+            batch[f"_{prefix}_special"] = special
+        special_x, special_y = batch.pop("_x_special"), batch.pop("_y_special")
+        if self.task in ("smlm", "ugt"):
+            batch.update(self._mask_one_token(batch, special_x, special_y))
+        return batch
+
+    def _mask_one_token(self, batch, special_x, special_y) -> dict[str, torch.Tensor]:
+        n = len(special_x)
+        side = torch.randint(0, 2, (n,))
+        positions, tokens = torch.empty(n, dtype=torch.long), torch.empty(n, dtype=torch.long)
+        for row in range(n):
+            ids, special = (batch["x_input_ids"], special_x) if side[row] == 0 else (batch["y_input_ids"], special_y)
+            content = (~special[row]).nonzero(as_tuple=True)[0]
+            if not len(content):
+                raise ValueError(f"row {row} of the batch has no token to mask on side {'xy'[side[row]]}")
+            positions[row] = content[torch.randint(0, len(content), ())]
+            tokens[row] = ids[row, positions[row]]
+            ids[row, positions[row]] = self.tokenizer.mask_token_id
+        return {"masked_side": side, "masked_position": positions, "masked_token": tokens}

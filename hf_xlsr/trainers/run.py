@@ -17,13 +17,19 @@ from transformers import AutoTokenizer, PreTrainedModel, set_seed
 
 from ..data.bitext import load_bitext
 from ..data.corpora import load_bible, load_hsk, resolve_reference
+from ..data.tokenizer_training import tokenizer_from_sentencepiece, train_unigram_tokenizer
 from ..evaluation.retrieval import RetrievalEvaluator
 from ..export import export_sentence_transformers
 from ..hub import RUN_INFO
-from ..modeling import DualMomentumConfig, DualMomentumModel
+from ..modeling import (
+    DualMomentumConfig,
+    DualMomentumModel,
+    LightweightDualTransformer,
+    LightweightDualTransformerConfig,
+)
 from ..tokenization import load_tokenizers
 from .arguments import ConfigFileError, DataArguments, ModelArguments
-from .collators import BitextCollator
+from .collators import BitextCollator, PairMaskingCollator
 from .trainer import XlsrTrainer, XlsrTrainingArguments
 
 logger = logging.getLogger(__name__)
@@ -34,7 +40,8 @@ OFFLINE_CORPORA = ("bible", "hsk")
 @dataclass(frozen=True)
 class ModelRecipe:
     config_class: type
-    build: Callable[[ModelArguments, DataArguments], tuple[PreTrainedModel, dict]]
+    # (model arguments, data arguments, training arguments, training pairs) -> (model, tokenizers by side)
+    build: Callable[..., tuple[PreTrainedModel, dict]]
     collator: Callable[[PreTrainedModel, dict, DataArguments], Callable]
     trainer_class: type = XlsrTrainer
 
@@ -57,7 +64,7 @@ def _tokenizer_pair(model_args: ModelArguments, shared: bool) -> dict:
     return {"x": tokenizer_x, "y": tokenizer_y}
 
 
-def build_dual_momentum(model_args: ModelArguments, data_args: DataArguments) -> tuple[DualMomentumModel, dict]:
+def build_dual_momentum(model_args: ModelArguments, data_args: DataArguments, training_args, train_dataset):
     fields = {"language_x": data_args.languages[0], "language_y": data_args.languages[1], **model_args.model_config}
     if model_args.model_name_or_path:
         model = DualMomentumModel.from_pretrained(model_args.model_name_or_path, **model_args.model_config)
@@ -85,8 +92,39 @@ def bitext_collator(model: PreTrainedModel, tokenizers: dict, data_args: DataArg
     )
 
 
+def build_lightweight(model_args: ModelArguments, data_args: DataArguments, training_args, train_dataset):
+    """From a checkpoint, or a new model over a given tokenizer (a tokenizer folder, Hub id or SentencePiece
+    ``.model`` file) or a Unigram vocabulary trained on the training pairs (``model_config.vocab_size`` pieces)."""
+    fields = {"language_x": data_args.languages[0], "language_y": data_args.languages[1], **model_args.model_config}
+    if model_args.model_name_or_path:
+        model = LightweightDualTransformer.from_pretrained(model_args.model_name_or_path, **fields)
+        return model, load_tokenizers(model_args.model_name_or_path)
+    vocab_size = fields.pop("vocab_size", LightweightDualTransformerConfig.vocab_size)
+    if model_args.tokenizer_x and model_args.tokenizer_x.endswith(".model"):
+        tokenizer = tokenizer_from_sentencepiece(model_args.tokenizer_x)
+    elif model_args.tokenizer_x:
+        tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_x)
+    else:
+        saved = Path(training_args.output_dir) / "trained_tokenizer"
+        with training_args.main_process_first(desc="training the tokenizer"):
+            if not (saved / "tokenizer.json").is_file():
+                texts = [text for column in data_args.languages for text in train_dataset[column]]
+                train_unigram_tokenizer(texts, vocab_size).save_pretrained(saved)
+            tokenizer = AutoTokenizer.from_pretrained(saved)
+    return LightweightDualTransformer.from_tokenizer(tokenizer, **fields), {"x": tokenizer, "y": tokenizer}
+
+
+def pair_masking_collator(model: PreTrainedModel, tokenizers: dict, data_args: DataArguments) -> PairMaskingCollator:
+    config = model.config
+    return PairMaskingCollator(
+        tokenizers["x"], data_args.languages[0], data_args.languages[1], data_args.max_length,
+        task=config.generative_task, mlm_probability=config.mlm_probability,
+    )  # fmt: skip
+
+
 MODEL_RECIPES: dict[str, ModelRecipe] = {
     "dual_momentum": ModelRecipe(DualMomentumConfig, build_dual_momentum, bitext_collator),
+    "lightweight": ModelRecipe(LightweightDualTransformerConfig, build_lightweight, pair_masking_collator),
 }
 
 
@@ -109,11 +147,10 @@ def run_training(
     set_seed(training_args.seed)
     recipe = MODEL_RECIPES[model_args.model_type]
     resolve_model_references(model_args)
-    model, tokenizers = recipe.build(model_args, data_args)
-
     train_dataset = load_pairs(data_args.train_data, data_args.train_split, data_args)
     if data_args.max_train_pairs is not None and len(train_dataset) > data_args.max_train_pairs:
         train_dataset = train_dataset.shuffle(seed=training_args.seed).select(range(data_args.max_train_pairs))
+    model, tokenizers = recipe.build(model_args, data_args, training_args, train_dataset)
     evaluators = []
     eval_source = data_args.eval_data or (data_args.train_data if data_args.train_data in OFFLINE_CORPORA else None)
     if eval_source is not None:

@@ -1,0 +1,99 @@
+"""Configuration of :class:`LightweightDualTransformer` (Mao et al., 2021, "Lightweight Cross-Lingual Sentence
+Representation Learning")."""
+
+from typing import Literal
+
+from huggingface_hub.dataclasses import strict
+from transformers import BertConfig, PreTrainedConfig
+
+GENERATIVE_TASKS = ("ugt", "smlm", "xtr", "mlm", "mlm_xtr", "none")
+
+
+@strict
+class LightweightDualTransformerConfig(PreTrainedConfig):
+    r"""A 2-layer transformer shared by both languages, trained from scratch (Table 1, Sections 3 and 4.1).
+
+    ``generative_task`` picks the generative loss of Table 6: ``ugt`` (the paper's unified task, SMLM and XTR),
+    ``smlm``, ``xtr``, ``mlm`` (BERT-style masking), ``mlm_xtr`` or ``none``; ``use_align`` / ``use_sim`` switch the
+    two sentence-level contrastive losses of Table 7. Special token ids come from the tokenizer
+    (:meth:`LightweightDualTransformer.from_tokenizer` fills them in).
+    """
+
+    model_type = "xlsr_lightweight"
+
+    # Architecture (Table 1, Section 4.1)
+    vocab_size: int = 50000  # shared SentencePiece vocabulary of the language pair
+    hidden_size: int = 512  # d_h; also the dimension of the sentence vectors u, v
+    num_hidden_layers: int = 2  # encoder layers (Table 5: 2 is the default)
+    num_attention_heads: int = 8  # attn_h
+    intermediate_size: int = 1024  # d_fc, feed-forward filter size
+    hidden_dropout_prob: float = 0.1  # dropout probability
+    attention_probs_dropout_prob: float = 0.1
+    max_position_embeddings: int = 256
+    layer_norm_eps: float = 1e-12
+    initializer_range: float = 0.02
+    pooling: Literal["mean"] = "mean"  # sentence vector: mean of the final states (Section 3.1)
+    language_x: str = "x"  # language code of the x side
+    language_y: str = "y"  # language code of the y side
+    pad_token_id: int | None = 0
+    bos_token_id: int | None = None  # the tokenizer's [CLS]
+    eos_token_id: int | None = None  # the tokenizer's [SEP]
+    mask_token_id: int | None = None  # the tokenizer's [MASK]
+
+    # Training tasks (Sections 3.2-3.4)
+    generative_task: Literal["ugt", "smlm", "xtr", "mlm", "mlm_xtr", "none"] = "ugt"  # Table 6
+    use_align: bool = True  # L_align, Eq. 5
+    use_sim: bool = True  # L_sim, Eq. 6
+    generative_weight: float = 1.0  # weight of the generative loss in Eq. 7
+    align_weight: float = 2.0  # weight of L_align in Eq. 7
+    sim_weight: float = 2.0  # weight of L_sim in Eq. 7
+    mlm_probability: float = 0.15  # masking ratio of the MLM ablation (Table 6 rows MLM, MLM+XTR)
+
+    # Training hyperparameters (Section 4.1): the trainer takes them where a run does not set its own
+    learning_rate: float = 1e-3  # Adam
+    train_batch_size: int = 128  # paired sentences per batch
+    num_train_epochs: int = 12  # 12 epochs (30 for en-it)
+    warmup_epochs: int = 3  # warm-up for 3 epochs (6 for en-it)
+
+    @property
+    def shared_encoder(self) -> bool:
+        return True  # Section 3.1: the two encoders share every parameter
+
+    @property
+    def training_defaults(self) -> dict[str, float | int | str]:
+        """Section 4.1 as ``TrainingArguments`` fields. The paper names a warm-up but not the decay after it;
+        inverse square root, the usual companion of transformer warm-up, is assumed."""
+        return {
+            "learning_rate": self.learning_rate,
+            "num_train_epochs": self.num_train_epochs,
+            "warmup_ratio": self.warmup_epochs / self.num_train_epochs,
+            "lr_scheduler_type": "inverse_sqrt",
+            "weight_decay": 0.0,
+            "max_grad_norm": 1.0,
+        }
+
+    def encoder_config(self) -> BertConfig:
+        """The transformer encoder as a BERT configuration (no pooler, one token type)."""
+        return BertConfig(
+            vocab_size=self.vocab_size,
+            hidden_size=self.hidden_size,
+            num_hidden_layers=self.num_hidden_layers,
+            num_attention_heads=self.num_attention_heads,
+            intermediate_size=self.intermediate_size,
+            hidden_dropout_prob=self.hidden_dropout_prob,
+            attention_probs_dropout_prob=self.attention_probs_dropout_prob,
+            max_position_embeddings=self.max_position_embeddings,
+            layer_norm_eps=self.layer_norm_eps,
+            initializer_range=self.initializer_range,
+            type_vocab_size=1,
+            pad_token_id=self.pad_token_id,
+        )
+
+    def validate_lightweight(self):
+        if self.hidden_size % self.num_attention_heads:
+            raise ValueError(f"hidden_size {self.hidden_size} is not a multiple of {self.num_attention_heads} heads")
+        if not 0.0 < self.mlm_probability < 1.0:
+            raise ValueError(f"mlm_probability must lie in (0, 1), got {self.mlm_probability}")
+
+
+__all__ = ["GENERATIVE_TASKS", "LightweightDualTransformerConfig"]

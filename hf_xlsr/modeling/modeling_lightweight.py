@@ -1,0 +1,262 @@
+"""Lightweight dual transformer: Mao, Gupta, Wang, Chu, Jaggi and Kurohashi, "Lightweight Cross-Lingual Sentence
+Representation Learning", ACL 2021.
+
+One small transformer (2 layers, hidden 512) encodes both sentences of a translation pair; the sentence vectors
+``u``, ``v`` are the means of its final states. Training combines a generative task -- one token ``w_t`` masked
+in one of the two sentences, and the token distribution of the translation to reconstruct (SMLM, XTR, and their
+union UGT, Eq. 1-4) -- with two in-batch sentence-level contrastive losses (L_align, Eq. 5; L_sim, Eq. 6),
+weighted 1, 2, 2 (Eq. 7). The vocabulary distribution ``p(h_S)`` is ``softmax(E . FC(h_S) + b)``: the fully
+connected layer of Section 3.1 followed by the input embedding matrix ``E`` (tied input and output embeddings).
+
+Where the paper is ambiguous, this is what was chosen:
+
+* ``h_S`` in Eq. 1-4 is the sentence's mean-pooled final state: the translation side has no masked position to
+  predict from, and Section 3.1 puts the FC layer between the sentence representation and the generative loss.
+* ``N_w`` in Eq. 3 counts occurrences, so the target sums to 1 (footnote 4 sets ``N_w = 1``, which would not for
+  a sentence with a repeated token); in Eq. 4 a translation token equal to ``w_t`` receives both halves.
+* Eq. 5 and 6 sum over the batch; the losses here are means. Eq. 6 writes one index for the pair ``(j1, j2)``;
+  every pair of the batch is used.
+* ``u``, ``v`` of the contrastive losses come from the same forward pass as the generative loss, one token
+  masked ("the masked token w_t is omitted in the following equations").
+* The MLM ablation (Table 6) predicts each masked position from its own final state through the same FC layer
+  and tied output matrix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import BertModel, PreTrainedModel
+from transformers import initialization as init
+from transformers.utils import ModelOutput
+
+from .common import SentenceEncoderMixin
+from .configuration_lightweight import LightweightDualTransformerConfig
+from .losses import (
+    bag_of_words,
+    in_batch_alignment_loss,
+    in_batch_similarity_loss,
+    kl_to_target,
+    unified_generative_target,
+)
+from .pooling import l2_normalize, pool
+
+
+@dataclass
+class LightweightDualTransformerOutput(ModelOutput):
+    r"""
+    loss: ``w_gen * L_gen + w_align * L_align + w_sim * L_sim`` (Eq. 7).
+    loss_generative: the generative loss of ``config.generative_task`` (SMLM Eq. 1, XTR Eq. 2-3, UGT Eq. 4, MLM).
+    loss_align: L_align (Eq. 5). loss_sim: L_sim (Eq. 6).
+    generative_accuracy: how often the masked token is the most probable word (SMLM / UGT).
+    accuracy_xy: in-batch retrieval accuracy x -> y by inner product.
+    embeddings_x / embeddings_y: L2-normalised sentence vectors.
+    """
+
+    loss: torch.FloatTensor | None = None
+    loss_generative: torch.FloatTensor | None = None
+    loss_align: torch.FloatTensor | None = None
+    loss_sim: torch.FloatTensor | None = None
+    generative_accuracy: torch.FloatTensor | None = None
+    accuracy_xy: torch.FloatTensor | None = None
+    embeddings_x: torch.FloatTensor | None = None
+    embeddings_y: torch.FloatTensor | None = None
+
+
+class LightweightDualTransformerPreTrainedModel(PreTrainedModel):
+    config: LightweightDualTransformerConfig
+    config_class = LightweightDualTransformerConfig
+    base_model_prefix = "lightweight"
+    supports_gradient_checkpointing = True
+    _supports_sdpa = True
+
+    @torch.no_grad()
+    def _init_weights(self, module: nn.Module) -> None:
+        if isinstance(module, nn.Linear):
+            init.normal_(module.weight, mean=0.0, std=self.config.initializer_range)
+            init.zeros_(module.bias)
+        elif isinstance(module, LightweightDualTransformer):
+            init.zeros_(module.generative_bias)
+
+
+class LightweightDualTransformer(SentenceEncoderMixin, LightweightDualTransformerPreTrainedModel):
+    """The lightweight dual transformer; build it with :meth:`from_tokenizer` to take the tokenizer's ids."""
+
+    def __init__(self, config: LightweightDualTransformerConfig):
+        super().__init__(config)
+        # One encoder for both languages (Section 3.1: the dual encoders share every parameter).
+        self.encoder = BertModel(config.encoder_config(), add_pooling_layer=False)
+        # The fully connected layer before the generative loss (Section 3.1); the output matrix is the embeddings.
+        self.generative_dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.generative_bias = nn.Parameter(torch.zeros(config.vocab_size))
+        self.post_init()
+
+    @classmethod
+    def from_tokenizer(cls, tokenizer, **config_kwargs) -> LightweightDualTransformer:
+        """A new model whose vocabulary and special token ids are the tokenizer's."""
+        config = LightweightDualTransformerConfig(
+            vocab_size=len(tokenizer),
+            pad_token_id=tokenizer.pad_token_id,
+            bos_token_id=tokenizer.cls_token_id,
+            eos_token_id=tokenizer.sep_token_id,
+            mask_token_id=tokenizer.mask_token_id,
+            **config_kwargs,
+        )
+        return cls(config)
+
+    # ----------------------------------------------------------------------------------------------------------------
+    # Encoder
+
+    @property
+    def sentence_embedding_dimension(self) -> int:
+        return self.config.hidden_size
+
+    def query_encoder(self, language: str) -> BertModel:
+        self.language_side(language)
+        return self.encoder
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.encoder.embeddings.word_embeddings
+
+    def _encode(self, input_ids, attention_mask=None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Final token states and their mean ``u`` (the sentence representation, not normalised)."""
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        states = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        return states, pool(states, attention_mask, "mean")
+
+    def get_sentence_embeddings(self, input_ids, attention_mask=None, token_type_ids=None, language="x"):
+        """L2-normalised mean-pooled sentence vectors (either language: the encoder is shared)."""
+        self.language_side(language)
+        return l2_normalize(self._encode(input_ids, attention_mask)[1])
+
+    def generative_logits(self, states: torch.Tensor) -> torch.Tensor:
+        """``E . FC(h) + b``: vocabulary scores from a state, output matrix tied to the input embeddings."""
+        return F.linear(self.generative_dense(states), self.get_input_embeddings().weight, self.generative_bias)
+
+    def _content(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        special = [i for i in (self.config.pad_token_id, self.config.bos_token_id, self.config.eos_token_id,
+                               self.config.mask_token_id) if i is not None]  # fmt: skip
+        return attention_mask.bool() & ~torch.isin(input_ids, torch.tensor(special, device=input_ids.device))
+
+    # ----------------------------------------------------------------------------------------------------------------
+    # Forward and losses
+
+    def forward(
+        self,
+        x_input_ids: torch.Tensor | None = None,
+        x_attention_mask: torch.Tensor | None = None,
+        y_input_ids: torch.Tensor | None = None,
+        y_attention_mask: torch.Tensor | None = None,
+        masked_side: torch.Tensor | None = None,
+        masked_position: torch.Tensor | None = None,
+        masked_token: torch.Tensor | None = None,
+        x_mlm_labels: torch.Tensor | None = None,
+        y_mlm_labels: torch.Tensor | None = None,
+        x_token_type_ids: torch.Tensor | None = None,
+        y_token_type_ids: torch.Tensor | None = None,
+        return_loss: bool = True,
+    ) -> LightweightDualTransformerOutput:
+        r"""Encode the pairs; with ``return_loss``, compute Eq. 7.
+
+        For SMLM / UGT, row i had token ``masked_token[i]`` (originally at ``masked_position[i]``) replaced by
+        [MASK] in its x sentence (``masked_side[i] == 0``) or its y sentence (``1``). For MLM, ``x_mlm_labels`` /
+        ``y_mlm_labels`` hold the original ids at masked positions and -100 elsewhere.
+        """
+        states_x = states_y = u = v = None
+        if x_input_ids is not None:
+            states_x, u = self._encode(x_input_ids, x_attention_mask)
+        if y_input_ids is not None:
+            states_y, v = self._encode(y_input_ids, y_attention_mask)
+        embeddings = {"embeddings_x": l2_normalize(u) if u is not None else None,
+                      "embeddings_y": l2_normalize(v) if v is not None else None}  # fmt: skip
+        if not return_loss or u is None or v is None:
+            return LightweightDualTransformerOutput(**embeddings)
+        x_attention_mask = x_attention_mask if x_attention_mask is not None else torch.ones_like(x_input_ids)
+        y_attention_mask = y_attention_mask if y_attention_mask is not None else torch.ones_like(y_input_ids)
+
+        config, parts = self.config, {}
+        loss = u.new_zeros((), dtype=torch.float32)
+        if config.generative_task != "none":
+            x = (x_input_ids, x_attention_mask, x_mlm_labels, states_x, u)
+            y = (y_input_ids, y_attention_mask, y_mlm_labels, states_y, v)
+            generative, accuracy = self._generative_loss(x, y, masked_side, masked_position, masked_token)
+            parts.update(loss_generative=generative.detach(), generative_accuracy=accuracy)
+            loss = loss + config.generative_weight * generative
+        if config.use_align:
+            align = in_batch_alignment_loss(u, v)  # Eq. 5
+            parts["loss_align"] = align.detach()
+            loss = loss + config.align_weight * align
+        if config.use_sim:
+            sim = in_batch_similarity_loss(u, v)  # Eq. 6
+            parts["loss_sim"] = sim.detach()
+            loss = loss + config.sim_weight * sim
+        if config.generative_task == "none" and not (config.use_align or config.use_sim):
+            raise ValueError("the configuration switches every loss off: set generative_task, use_align or use_sim")
+        with torch.no_grad():
+            scores = u.float() @ v.float().T
+            parts["accuracy_xy"] = (scores.argmax(dim=1) == torch.arange(len(u), device=u.device)).float().mean()
+        return LightweightDualTransformerOutput(loss=loss, **parts, **embeddings)
+
+    def _generative_loss(self, x, y, masked_side, masked_position, masked_token):
+        """The generative loss of ``config.generative_task`` and, for SMLM / UGT, the masked-token accuracy.
+
+        ``x`` and ``y`` are ``(input ids, attention mask, MLM labels, final states, sentence vector)``.
+        """
+        task = self.config.generative_task
+        (ids_x, mask_x, labels_x, states_x, u), (ids_y, mask_y, labels_y, states_y, v) = x, y
+        if task in ("mlm", "mlm_xtr"):
+            loss = self._mlm_loss(states_x, labels_x) + self._mlm_loss(states_y, labels_y)
+            if task == "mlm_xtr":
+                loss = loss + self._xtr_loss(
+                    u, v, self._bag(ids_x, mask_x, labels_x), self._bag(ids_y, mask_y, labels_y)
+                )
+            return loss, None
+        restored = [
+            self._unmask(ids, side, masked_side, masked_position, masked_token)
+            for ids, side in ((ids_x, 0), (ids_y, 1))
+        ]
+        bag_x, bag_y = self._bag(restored[0], mask_x), self._bag(restored[1], mask_y)
+        if task == "xtr":
+            return self._xtr_loss(u, v, bag_x, bag_y), None
+        if masked_side is None:
+            raise ValueError(f"generative_task {task!r} needs masked_side, masked_position and masked_token inputs")
+        logits_u, logits_v = self.generative_logits(u), self.generative_logits(v)
+        with torch.no_grad():
+            hits = torch.cat([logits_u.argmax(-1) == masked_token, logits_v.argmax(-1) == masked_token])
+        if task == "smlm":  # Eq. 1: predict w_t from the masked sentence and from its translation
+            loss = F.cross_entropy(logits_u.float(), masked_token) + F.cross_entropy(logits_v.float(), masked_token)
+            return loss, hits.float().mean()
+        # UGT, Eq. 4: a masked sentence's target is half w_t, half its translation's tokens; the other is Eq. 3
+        target_u = unified_generative_target(bag_y, masked_token, masked_side == 0)
+        target_v = unified_generative_target(bag_x, masked_token, masked_side == 1)
+        return kl_to_target(logits_u, target_u) + kl_to_target(logits_v, target_v), hits.float().mean()
+
+    def _xtr_loss(self, u, v, bag_x, bag_y) -> torch.Tensor:
+        """XTR, Eq. 2-3: each sentence's vector reconstructs the token distribution of its translation."""
+        return kl_to_target(self.generative_logits(u), bag_y) + kl_to_target(self.generative_logits(v), bag_x)
+
+    def _mlm_loss(self, states, labels) -> torch.Tensor:
+        """BERT's MLM (the Table 6 ablation): each masked position predicted from its own final state."""
+        logits = self.generative_logits(states).flatten(0, 1).float()
+        return F.cross_entropy(logits, labels.flatten(), ignore_index=-100)
+
+    def _bag(self, input_ids, attention_mask, mlm_labels=None) -> torch.Tensor:
+        """Token distribution (Eq. 3) of the sentence before masking, over its content tokens."""
+        if mlm_labels is not None:
+            input_ids = torch.where(mlm_labels >= 0, mlm_labels, input_ids)
+        return bag_of_words(input_ids, self._content(input_ids, attention_mask), self.config.vocab_size)
+
+    @staticmethod
+    def _unmask(input_ids, side, masked_side, masked_position, masked_token) -> torch.Tensor:
+        """Put ``w_t`` back where it was masked in the sentences of ``side``."""
+        if masked_side is None:
+            return input_ids
+        rows = (masked_side == side).nonzero(as_tuple=True)[0]
+        return input_ids.index_put((rows, masked_position[rows]), masked_token[rows])
+
+
+__all__ = ["LightweightDualTransformer", "LightweightDualTransformerOutput"]

