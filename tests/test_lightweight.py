@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 import torch
+
 from hf_xlsr import LightweightDualTransformer, LightweightDualTransformerConfig
 from hf_xlsr.data import load_bible, resolve_reference
 from hf_xlsr.data.tokenizer_training import tokenizer_from_sentencepiece, train_unigram_tokenizer
