@@ -66,7 +66,7 @@ class LightweightDualTransformerConfig(PreTrainedConfig):
         return {
             "learning_rate": self.learning_rate,
             "num_train_epochs": self.num_train_epochs,
-            "warmup_ratio": self.warmup_epochs / self.num_train_epochs,
+            "warmup_steps": self.warmup_epochs / self.num_train_epochs,  # a float below 1 is a ratio of training
             "lr_scheduler_type": "inverse_sqrt",
             "weight_decay": 0.0,
             "max_grad_norm": 1.0,
