@@ -6,6 +6,9 @@ Importing the package registers every model with ``AutoConfig`` / ``AutoModel``.
 from transformers import AutoConfig, AutoModel
 
 from .modeling import (
+    CmlmConfig,
+    CmlmModel,
+    CmlmOutput,
     DualMomentumConfig,
     DualMomentumModel,
     DualMomentumOutput,
@@ -18,12 +21,16 @@ __version__ = "0.1.0"
 
 for _config, _model in (
     (DualMomentumConfig, DualMomentumModel),
+    (CmlmConfig, CmlmModel),
     (LightweightDualTransformerConfig, LightweightDualTransformer),
 ):
     AutoConfig.register(_config.model_type, _config, exist_ok=True)
     AutoModel.register(_config, _model, exist_ok=True)
 
 __all__ = [
+    "CmlmConfig",
+    "CmlmModel",
+    "CmlmOutput",
     "DualMomentumConfig",
     "DualMomentumModel",
     "DualMomentumOutput",

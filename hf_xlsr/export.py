@@ -26,7 +26,7 @@ def export_folders(model: PreTrainedModel, output_dir: str | os.PathLike) -> dic
     """Where each side goes: ``output_dir`` for a shared encoder, else ``output_dir/<language code>``."""
     output_dir = Path(output_dir)
     config = model.config
-    if getattr(config, "shared_encoder", True):
+    if getattr(config, "shared_encoder", True) and not getattr(model, "language_specific_heads", False):
         return {"x": output_dir}
     names = (config.language_x, config.language_y)
     if names[0] == names[1]:
@@ -38,7 +38,8 @@ def sentence_transformer_modules(model: PreTrainedModel, side: str, encoder_dir:
     """The stock modules that reproduce ``model.get_sentence_embeddings(..., language=side)``."""
     transformer = Transformer(encoder_dir, max_seq_length=max_seq_length)
     modules = [transformer, Pooling(model.sentence_embedding_dimension, pooling_mode=model.config.pooling)]
-    modules.extend(getattr(model, "export_head_modules", lambda side: [])(side))
+    if hasattr(model, "export_head_modules"):
+        modules.extend(model.export_head_modules(side))
     return [*modules, Normalize()]
 
 

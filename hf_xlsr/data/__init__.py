@@ -8,6 +8,7 @@ from .corpora import (
     HELDOUT_BOOKS,
     HSK_HELDOUT_TOPICS,
     load_bible,
+    load_bible_adjacent,
     load_hsk,
     resolve_reference,
 )
@@ -20,6 +21,7 @@ __all__ = [
     "HELDOUT_BOOKS",
     "HSK_HELDOUT_TOPICS",
     "load_bible",
+    "load_bible_adjacent",
     "load_bitext",
     "load_hsk",
     "read_jsonl",

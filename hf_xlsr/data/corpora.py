@@ -183,6 +183,35 @@ def load_bible(
     return datasets.Dataset.from_dict(columns)
 
 
+def load_bible_adjacent(
+    languages: Sequence[str] = ("en", "fr"),
+    translations: dict[str, str] | None = None,
+    split: str | None = None,
+    heldout_books: Sequence[int] = HELDOUT_BOOKS,
+) -> datasets.Dataset:
+    """Consecutive verses of one chapter as adjacent-sentence pairs (``first``, ``second``, ``language``), the
+    verses' translations alongside (one column per language, the pair of the ``first`` verse).
+
+    Rows alternate between the languages of ``languages`` for the adjacent pair, so monolingual conditional MLM
+    sees each language; the translation columns serve bitext retrieval on the same rows.
+    """
+    verses = load_bible(languages, translations, split=split, heldout_books=heldout_books)
+    keys = list(zip(verses["book"], verses["chapter"], verses["verse"], strict=True))
+    texts = {language: verses[language] for language in languages}
+    rows: dict[str, list] = {"first": [], "second": [], "language": [], **{language: [] for language in languages}}
+    for i in range(len(keys) - 1):
+        (book, chapter, verse), following = keys[i], keys[i + 1]
+        if following != (book, chapter, verse + 1):
+            continue
+        language = languages[len(rows["first"]) % len(languages)]
+        rows["first"].append(texts[language][i])
+        rows["second"].append(texts[language][i + 1])
+        rows["language"].append(language)
+        for column in languages:
+            rows[column].append(texts[column][i])
+    return datasets.Dataset.from_dict(rows)
+
+
 def load_hsk(split: str | None = None, heldout_topics: Sequence[str] = HSK_HELDOUT_TOPICS) -> datasets.Dataset:
     """The HSK en-zh sentence pairs (columns ``en``, ``zh``, ``level``, ``topic``).
 

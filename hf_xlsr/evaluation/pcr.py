@@ -24,6 +24,22 @@ def removal_matrix(components: np.ndarray) -> np.ndarray:
     return np.eye(components.shape[1]) - components.T @ components
 
 
+def fit_language_components(model, tokenizers, sentences_x, sentences_y) -> None:
+    """Fit each language's top ``model.config.pcr_components`` principal components on its sentences and store
+    them in the model (``set_principal_components``), which then removes them at inference and in exports."""
+    import torch
+
+    from .encoders import as_encoder
+
+    n = model.config.pcr_components
+    model.set_principal_components(torch.zeros_like(model.pcr_x), torch.zeros_like(model.pcr_y))  # raw vectors
+    encoder = as_encoder(model, tokenizers)
+    components = [
+        principal_components(encoder(list(texts), side), n) for texts, side in ((sentences_x, "x"), (sentences_y, "y"))
+    ]
+    model.set_principal_components(*(torch.as_tensor(c, dtype=model.pcr_x.dtype) for c in components))
+
+
 def remove_components(embeddings: np.ndarray, components: np.ndarray) -> np.ndarray:
     """Project ``components`` out of every row and L2-normalise, as float32."""
     projected = np.asarray(embeddings, dtype=np.float64) @ removal_matrix(components)

@@ -4,12 +4,17 @@ Files here import only torch, transformers and each other (relative imports), so
 code loads through ``trust_remote_code`` where hf_xlsr is not installed.
 """
 
+from .configuration_cmlm import CmlmConfig
 from .configuration_dual_momentum import DualMomentumConfig
 from .configuration_lightweight import LightweightDualTransformerConfig
+from .modeling_cmlm import CmlmModel, CmlmOutput
 from .modeling_dual_momentum import DualMomentumModel, DualMomentumOutput
 from .modeling_lightweight import LightweightDualTransformer, LightweightDualTransformerOutput
 
 __all__ = [
+    "CmlmConfig",
+    "CmlmModel",
+    "CmlmOutput",
     "DualMomentumConfig",
     "DualMomentumModel",
     "DualMomentumOutput",

@@ -97,3 +97,16 @@ def unified_generative_target(other_sentence: torch.Tensor, masked_token: torch.
 def kl_to_target(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """``D_KL(target || softmax(logits))``, averaged over rows, computed in float32."""
     return F.kl_div(torch.log_softmax(logits.float(), dim=-1), target, reduction="batchmean")
+
+
+def additive_margin_retrieval_loss(source: torch.Tensor, target: torch.Tensor, margin: float) -> torch.Tensor:
+    """Bitext retrieval with additive margin softmax, both directions (Yang et al., 2021, Section 4.2).
+
+    ``L_sbr = -1/B sum_i log e^(phi(s_i, t_i) - m) / (e^(phi(s_i, t_i) - m) + sum_{j != i} e^(phi(s_i, t_j)))``
+    with ``phi`` the inner product of the sentence vectors; ``L_tbr`` normalises over the sources instead.
+    Returns ``L_br = L_sbr + L_tbr``. The margin is subtracted from the positive logit only.
+    """
+    scores = source.float() @ target.float().T
+    scores = scores - margin * torch.eye(len(scores), device=scores.device)
+    targets = torch.arange(len(scores), device=scores.device)
+    return F.cross_entropy(scores, targets) + F.cross_entropy(scores.T, targets)

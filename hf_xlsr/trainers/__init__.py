@@ -1,19 +1,21 @@
 """Training: the Trainer subclass, its callbacks, collators, run arguments and the run pipeline."""
 
 from .arguments import ConfigFileError, DataArguments, ModelArguments, parse_run_arguments
-from .callbacks import MomentumCallback, scheduled_momentum
-from .collators import BitextCollator, PairMaskingCollator
+from .callbacks import MomentumCallback, StageCallback, scheduled_momentum
+from .collators import BitextCollator, CmlmCollator, PairMaskingCollator
 from .run import MODEL_RECIPES, load_pairs, run_training
 from .trainer import XlsrTrainer, XlsrTrainingArguments
 
 __all__ = [
     "MODEL_RECIPES",
     "BitextCollator",
+    "CmlmCollator",
     "ConfigFileError",
     "DataArguments",
     "ModelArguments",
     "MomentumCallback",
     "PairMaskingCollator",
+    "StageCallback",
     "XlsrTrainer",
     "XlsrTrainingArguments",
     "load_pairs",

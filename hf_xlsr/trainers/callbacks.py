@@ -42,3 +42,15 @@ class MomentumCallback(TrainerCallback):
     ) -> None:
         base = model.config.momentum
         model.momentum_update(scheduled_momentum(base, state.global_step, state.max_steps, self.schedule))
+
+
+class StageCallback(TrainerCallback):
+    """Switch a multi-stage schedule (CMLM's S2 / S3) to its second stage at ``config.second_stage_step``.
+
+    The model keeps its stage in a buffer, so a checkpoint resumes in the stage it stopped in.
+    """
+
+    def on_step_begin(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, model=None, **kwargs
+    ) -> None:
+        model.stage.fill_(2 if state.global_step >= model.config.second_stage_step else 1)

@@ -106,3 +106,52 @@ class PairMaskingCollator:
             tokens[row] = ids[row, positions[row]]
             ids[row, positions[row]] = self.tokenizer.mask_token_id
         return {"masked_side": side, "masked_position": positions, "masked_token": tokens}
+
+
+@dataclass
+class CmlmCollator:
+    """Batches for conditional MLM and bitext retrieval from rows with ``first`` / ``second`` (adjacent sentences)
+    and the two language columns (a translation pair); either part may be absent.
+
+    The order of the adjacent pair is swapped with ``swap_probability``; the second sentence is masked the BERT
+    way (``mlm_probability`` of its tokens, 80/10/10) by ``DataCollatorForLanguageModeling``.
+    """
+
+    tokenizer: PreTrainedTokenizerBase
+    x_column: str = "x"
+    y_column: str = "y"
+    first_column: str = "first"
+    second_column: str = "second"
+    max_length: int = 256
+    mlm_probability: float = 0.3125
+    mask_replace_prob: float = 0.8
+    random_replace_prob: float = 0.1
+    swap_probability: float = 0.5
+
+    def __post_init__(self):
+        self._bert_masking = DataCollatorForLanguageModeling(
+            self.tokenizer, mlm_probability=self.mlm_probability, mask_replace_prob=self.mask_replace_prob,
+            random_replace_prob=self.random_replace_prob,
+        )  # fmt: skip
+
+    def __call__(self, features: Sequence[dict[str, Any]]) -> dict[str, torch.Tensor]:
+        batch = {}
+        if self.first_column in features[0]:
+            first, second = column(features, self.first_column), column(features, self.second_column)
+            swap = (torch.rand(len(first)) < self.swap_probability).tolist()
+            first, second = (
+                [s if w else f for f, s, w in zip(first, second, swap, strict=True)],
+                [f if w else s for f, s, w in zip(first, second, swap, strict=True)],
+            )
+            batch.update(tokenize(self.tokenizer, first, "first", self.max_length))
+            encoded = self.tokenizer(second, padding=True, truncation=True, max_length=self.max_length,
+                                     return_tensors="pt", return_special_tokens_mask=True)  # fmt: skip
+            special = encoded.pop("special_tokens_mask").bool() | ~encoded["attention_mask"].bool()
+            encoded["input_ids"], batch["second_labels"] = self._bert_masking.torch_mask_tokens(
+                encoded["input_ids"].clone(), special
+            )
+            batch.update({f"second_{key}": value for key, value in encoded.items() if key != "token_type_ids"})
+        if self.x_column in features[0]:
+            batch.update(tokenize(self.tokenizer, column(features, self.x_column), "x", self.max_length))
+            batch.update(tokenize(self.tokenizer, column(features, self.y_column), "y", self.max_length))
+        return {key: value for key, value in batch.items() if not key.endswith("token_type_ids")}

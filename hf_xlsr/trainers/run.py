@@ -16,12 +16,15 @@ import datasets
 from transformers import AutoTokenizer, PreTrainedModel, set_seed
 
 from ..data.bitext import load_bitext
-from ..data.corpora import load_bible, load_hsk, resolve_reference
+from ..data.corpora import load_bible, load_bible_adjacent, load_hsk, resolve_reference
 from ..data.tokenizer_training import tokenizer_from_sentencepiece, train_unigram_tokenizer
+from ..evaluation.pcr import fit_language_components
 from ..evaluation.retrieval import RetrievalEvaluator
 from ..export import export_sentence_transformers
 from ..hub import RUN_INFO
 from ..modeling import (
+    CmlmConfig,
+    CmlmModel,
     DualMomentumConfig,
     DualMomentumModel,
     LightweightDualTransformer,
@@ -29,7 +32,7 @@ from ..modeling import (
 )
 from ..tokenization import load_tokenizers
 from .arguments import ConfigFileError, DataArguments, ModelArguments
-from .collators import BitextCollator, PairMaskingCollator
+from .collators import BitextCollator, CmlmCollator, PairMaskingCollator
 from .trainer import XlsrTrainer, XlsrTrainingArguments
 
 logger = logging.getLogger(__name__)
@@ -43,6 +46,7 @@ class ModelRecipe:
     # (model arguments, data arguments, training arguments, training pairs) -> (model, tokenizers by side)
     build: Callable[..., tuple[PreTrainedModel, dict]]
     collator: Callable[[PreTrainedModel, dict, DataArguments], Callable]
+    train_data: Callable[[str, str, DataArguments], datasets.Dataset] | None = None  # default: load_pairs
     trainer_class: type = XlsrTrainer
 
 
@@ -122,9 +126,44 @@ def pair_masking_collator(model: PreTrainedModel, tokenizers: dict, data_args: D
     )  # fmt: skip
 
 
+def build_cmlm(model_args: ModelArguments, data_args: DataArguments, training_args, train_dataset):
+    """From a checkpoint, a pretrained masked LM (``encoder_x``), or ``model_config.encoder`` (a configuration)."""
+    fields = {"language_x": data_args.languages[0], "language_y": data_args.languages[1], **model_args.model_config}
+    if model_args.model_name_or_path:
+        return CmlmModel.from_pretrained(model_args.model_name_or_path, **fields), load_tokenizers(
+            model_args.model_name_or_path
+        )
+    if model_args.encoder_x:
+        model = CmlmModel.from_encoder(model_args.encoder_x, **fields)
+    elif "encoder" in fields:
+        model = CmlmModel(CmlmConfig(**fields))
+    else:
+        raise ConfigFileError("cmlm needs encoder_x (a pretrained encoder), model_name_or_path, or "
+                              "model_config.encoder (an encoder configuration)")  # fmt: skip
+    return model, _tokenizer_pair(model_args, shared=True)
+
+
+def cmlm_collator(model: PreTrainedModel, tokenizers: dict, data_args: DataArguments) -> CmlmCollator:
+    config = model.config
+    return CmlmCollator(
+        tokenizers["x"], data_args.languages[0], data_args.languages[1], max_length=data_args.max_length,
+        mlm_probability=config.mlm_probability, mask_replace_prob=config.mask_replace_prob,
+        random_replace_prob=config.random_replace_prob, swap_probability=config.swap_probability,
+    )  # fmt: skip
+
+
+def load_cmlm_data(source: str, split: str, data_args: DataArguments) -> datasets.Dataset:
+    """Adjacent-sentence pairs (``first``, ``second``) with their translations: consecutive Bible verses, or a
+    ``.tsv`` / ``.jsonl`` file with those columns and the two language columns."""
+    if source == "bible":
+        return load_bible_adjacent(data_args.languages, data_args.bible_translations, split=split)
+    return load_bitext(source, ["first", "second", *data_args.languages], split=split)
+
+
 MODEL_RECIPES: dict[str, ModelRecipe] = {
     "dual_momentum": ModelRecipe(DualMomentumConfig, build_dual_momentum, bitext_collator),
     "lightweight": ModelRecipe(LightweightDualTransformerConfig, build_lightweight, pair_masking_collator),
+    "cmlm": ModelRecipe(CmlmConfig, build_cmlm, cmlm_collator, train_data=load_cmlm_data),
 }
 
 
@@ -147,7 +186,7 @@ def run_training(
     set_seed(training_args.seed)
     recipe = MODEL_RECIPES[model_args.model_type]
     resolve_model_references(model_args)
-    train_dataset = load_pairs(data_args.train_data, data_args.train_split, data_args)
+    train_dataset = (recipe.train_data or load_pairs)(data_args.train_data, data_args.train_split, data_args)
     if data_args.max_train_pairs is not None and len(train_dataset) > data_args.max_train_pairs:
         train_dataset = train_dataset.shuffle(seed=training_args.seed).select(range(data_args.max_train_pairs))
     model, tokenizers = recipe.build(model_args, data_args, training_args, train_dataset)
@@ -176,6 +215,10 @@ def run_training(
     if isinstance(resume, str) and resume.lower() in ("true", "latest"):
         resume = True
     trainer.train(resume_from_checkpoint=resume)
+    if getattr(model.config, "pcr_components", 0):  # CMLM's PCR: fit each language's components after training
+        sample = train_dataset.shuffle(seed=training_args.seed).select(range(min(10000, len(train_dataset))))
+        x, y = data_args.languages
+        fit_language_components(trainer.accelerator.unwrap_model(trainer.model), tokenizers, sample[x], sample[y])
     trainer.save_model()
     metrics = trainer.evaluate() if evaluators else {}
     if trainer.is_world_process_zero():

@@ -32,7 +32,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, rotate_checkpoints
 from ..evaluation.encoders import as_encoder
 from ..tokenization import save_tokenizers
 from ..utils import atomic_directory
-from .callbacks import MOMENTUM_SCHEDULES, MomentumCallback
+from .callbacks import MOMENTUM_SCHEDULES, MomentumCallback, StageCallback
 
 logger = logging.getLogger(__name__)
 
@@ -98,6 +98,8 @@ class XlsrTrainer(Trainer):
         self.tokenizers = dict(tokenizers or {})
         if hasattr(self.model, "momentum_update"):
             self.add_callback(MomentumCallback(getattr(self.args, "momentum_schedule", "constant")))
+        if hasattr(self.model, "stage"):
+            self.add_callback(StageCallback())
         self._output_parts: dict[str, list[torch.Tensor]] = defaultdict(list)
         self._staging_dir: str | None = None
 

@@ -1,0 +1,93 @@
+"""Configuration of :class:`CmlmModel` (Yang et al., EMNLP 2021, "Universal Sentence Representation Learning with
+Conditional Masked Language Model")."""
+
+from typing import Literal
+
+from huggingface_hub.dataclasses import strict
+from transformers import AutoConfig, PreTrainedConfig
+from transformers.configuration_utils import SubConfigSpec
+
+SCHEDULES = ("cmlm", "br", "s1", "s2", "s3")
+
+
+@strict
+class CmlmConfig(PreTrainedConfig):
+    r"""Conditional MLM around any BERT-like masked language model shared by both sentences.
+
+    ``schedule`` combines CMLM and bitext retrieval (BR) as in Section 4.2: ``s1`` both from the start, ``s2``
+    CMLM then BR alone, ``s3`` CMLM then CMLM + BR (the paper's choice); ``cmlm`` / ``br`` train one loss. The
+    second stage starts at optimizer step ``second_stage_step``. Defaults are the paper's (Sections 3, 4.2, 4.4
+    and Appendix C).
+    """
+
+    model_type = "xlsr_cmlm"
+    sub_configs_defaults = {"encoder": SubConfigSpec(AutoConfig, model_type="bert")}
+
+    # Encoder (Section 2)
+    encoder: PreTrainedConfig | dict | None = None  # a BERT-like encoder with a masked-LM head (AutoModelForMaskedLM)
+    language_x: str = "x"  # language code of the x side (bitext source, exports)
+    language_y: str = "y"  # language code of the y side
+    pooling: Literal["mean", "max", "cls"] = "mean"  # sentence vector v: average pooling (Section 2, footnote 1)
+
+    # Conditional MLM (Section 2, Section 3, Appendix C)
+    num_projections: int = 15  # N, projection spaces of v (Table 7)
+    identity_projection: bool = True  # "one of the projections being the identity mapping"
+    projection_multiplier: int = 2  # P: FC(h, 2h, ReLU), FC(2h, 2h, ReLU), FC(2h, h) per space (Appendix C)
+    mlm_probability: float = 0.3125  # 80 masked tokens of 256 (31.3%)
+    mask_replace_prob: float = 0.8  # BERT's masking: 80% [MASK] ...
+    random_replace_prob: float = 0.1  # ... 10% a random token, 10% unchanged
+    swap_probability: float = 0.5  # the order of s1 and s2 is swapped half of the time
+    max_length: int = 256  # length of s1 and s2, in tokens
+
+    # Bitext retrieval and schedules (Section 4.2)
+    br_margin: float = 0.3  # additive margin m
+    br_weight: float = 0.2  # alpha in L = L_CMLM + alpha L_br
+    schedule: Literal["cmlm", "br", "s1", "s2", "s3"] = "s3"
+    second_stage_step: int = 1_500_000  # first stage of S2 / S3: 1.5M steps (Section 4.4)
+
+    # Cross-lingual NLI fine-tuning (Section 4.3)
+    nli_head: bool = False  # 3-way classifier on [u, v, |u - v|, u * v]
+    nli_num_labels: int = 3
+
+    # Principal-component removal (Section 5.2)
+    pcr_components: int = 0  # components removed per language at inference (the paper removes 1); 0: off
+
+    # Training hyperparameters (Section 3): the trainer takes them where a run does not set its own
+    learning_rate: float = 1e-3  # LAMB in the paper; AdamW here (transformers has no LAMB)
+    train_batch_size: int = 2048
+    warmup_steps: int = 10_000  # then linear decay
+    max_steps: int = 2_500_000  # S3: 1.5M + 1M steps (not a trainer default: it would override a run's epochs)
+
+    @property
+    def shared_encoder(self) -> bool:
+        return True  # one encoder embeds both sentences and both languages
+
+    @property
+    def hidden_size(self) -> int:
+        return self.encoder.hidden_size
+
+    @property
+    def training_defaults(self) -> dict[str, float | int | str]:
+        return {
+            "learning_rate": self.learning_rate,
+            "warmup_steps": self.warmup_steps,
+            "lr_scheduler_type": "linear",
+        }
+
+    def stage_losses(self, stage: int) -> tuple[bool, bool]:
+        """Which losses are on, ``(cmlm, br)``, in ``stage`` 1 or 2 of the schedule."""
+        first, second = {"cmlm": ((1, 0), (1, 0)), "br": ((0, 1), (0, 1)), "s1": ((1, 1), (1, 1)),
+                         "s2": ((1, 0), (0, 1)), "s3": ((1, 0), (1, 1))}[self.schedule]  # fmt: skip
+        on = first if stage == 1 else second
+        return bool(on[0]), bool(on[1])
+
+    def validate_cmlm(self):
+        if self.num_projections < 1:
+            raise ValueError(f"num_projections must be at least 1, got {self.num_projections}")
+        if not 0.0 < self.mlm_probability < 1.0:
+            raise ValueError(f"mlm_probability must lie in (0, 1), got {self.mlm_probability}")
+        if self.mask_replace_prob + self.random_replace_prob > 1.0:
+            raise ValueError("mask_replace_prob + random_replace_prob must not exceed 1")
+
+
+__all__ = ["SCHEDULES", "CmlmConfig"]

@@ -1,0 +1,240 @@
+"""Conditional masked language modelling (CMLM): Yang, Cer, Ahmad, Guo, Law, Constant, Hernandez Abrego, Yuan,
+Tar, Sung, Strope and Kurzweil, "Universal Sentence Representation Learning with Conditional Masked Language
+Model", EMNLP 2021.
+
+The first sentence ``s1`` is encoded and average-pooled into ``v``; a three-layer MLP projects ``v`` into N spaces
+(one of them may be the identity); the N vectors are concatenated in front of the token embeddings of the masked
+second sentence ``s2``, and the same encoder, with its masked-LM head tied to the embeddings, predicts the masked
+tokens of ``s2``. Training CMLM makes ``v`` carry what is needed to fill in the adjacent sentence.
+
+Multilingual training adds bitext retrieval with an additive-margin softmax over in-batch negatives, both
+directions (``L_br = L_sbr + L_tbr``, weight alpha), on the same sentence vectors, in one of three schedules
+(S1, S2, S3). Cross-lingual NLI fine-tuning classifies ``[u, v, |u - v|, u * v]``. Principal-component removal
+(PCR, Section 5.2) subtracts each language's top principal component at inference; it is exported as a stock
+``Dense`` module.
+
+Choices where the paper is silent: ``phi`` of the retrieval loss is the raw inner product of the mean-pooled
+vectors, as written, with no scale; the optimizer is AdamW (transformers has no LAMB).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import AutoConfig, AutoModelForMaskedLM, PreTrainedModel
+from transformers import initialization as init
+from transformers.utils import ModelOutput
+
+from .common import SentenceEncoderMixin
+from .configuration_cmlm import CmlmConfig
+from .losses import additive_margin_retrieval_loss
+from .pooling import l2_normalize, pool
+
+
+@dataclass
+class CmlmOutput(ModelOutput):
+    r"""
+    loss: ``L_CMLM + alpha * L_br`` (as the schedule's current stage switches them), ``+ L_nli``.
+    loss_cmlm: masked-LM loss on the second sentence, conditioned on the first.
+    loss_br: additive-margin bitext retrieval loss, both directions, before alpha.
+    loss_nli: cross-entropy of the NLI head.
+    mlm_accuracy: share of masked tokens predicted right. accuracy_xy: in-batch retrieval accuracy x -> y.
+    embeddings_x / embeddings_y: L2-normalised sentence vectors of the bitext.
+    """
+
+    loss: torch.FloatTensor | None = None
+    loss_cmlm: torch.FloatTensor | None = None
+    loss_br: torch.FloatTensor | None = None
+    loss_nli: torch.FloatTensor | None = None
+    mlm_accuracy: torch.FloatTensor | None = None
+    accuracy_xy: torch.FloatTensor | None = None
+    embeddings_x: torch.FloatTensor | None = None
+    embeddings_y: torch.FloatTensor | None = None
+
+
+class CmlmPreTrainedModel(PreTrainedModel):
+    config: CmlmConfig
+    config_class = CmlmConfig
+    base_model_prefix = "cmlm"
+    supports_gradient_checkpointing = True
+    _supports_sdpa = True
+
+    @torch.no_grad()
+    def _init_weights(self, module: nn.Module) -> None:
+        if isinstance(module, nn.Linear):
+            init.normal_(module.weight, mean=0.0, std=getattr(self.config.encoder, "initializer_range", 0.02))
+            init.zeros_(module.bias)
+        elif isinstance(module, CmlmModel):
+            init.ones_(module.stage)
+            init.zeros_(module.pcr_x)
+            init.zeros_(module.pcr_y)
+
+
+class CmlmModel(SentenceEncoderMixin, CmlmPreTrainedModel):
+    """CMLM. Build it from a configuration, or from a pretrained masked LM with :meth:`from_encoder`."""
+
+    def __init__(self, config: CmlmConfig, masked_lm: PreTrainedModel | None = None):
+        super().__init__(config)
+        # The shared encoder with its masked-LM head (output matrix tied to the input embeddings).
+        self.masked_lm = masked_lm if masked_lm is not None else AutoModelForMaskedLM.from_config(config.encoder)
+        config.encoder._attn_implementation = self.masked_lm.config._attn_implementation
+        self.masked_lm.config = config.encoder
+        # P: N - 1 learned projections of v (plus the identity), each FC(h, 2h, ReLU), FC(2h, 2h, ReLU), FC(2h, h).
+        h, wide = config.hidden_size, config.projection_multiplier * config.hidden_size
+        learned = config.num_projections - (1 if config.identity_projection else 0)
+        self.projections = nn.ModuleList(
+            nn.Sequential(nn.Linear(h, wide), nn.ReLU(), nn.Linear(wide, wide), nn.ReLU(), nn.Linear(wide, h))
+            for _ in range(learned)
+        )
+        if config.nli_head:  # Section 4.3: 3-way classifier on [u, v, |u - v|, u * v]
+            self.nli_classifier = nn.Linear(4 * h, config.nli_num_labels)
+        # Training state: the schedule's stage; per-language principal components for PCR (zero rows: unset).
+        self.register_buffer("stage", torch.ones((), dtype=torch.long))
+        self.register_buffer("pcr_x", torch.zeros(max(config.pcr_components, 1), h))
+        self.register_buffer("pcr_y", torch.zeros(max(config.pcr_components, 1), h))
+        self.post_init()
+
+    @classmethod
+    def from_encoder(cls, name_or_path: str, **config_kwargs) -> CmlmModel:
+        """CMLM around a pretrained masked LM (a Hub id or a local path); a missing MLM head is initialised."""
+        masked_lm = AutoModelForMaskedLM.from_pretrained(name_or_path, config=AutoConfig.from_pretrained(name_or_path))
+        return cls(CmlmConfig(encoder=masked_lm.config.to_dict(), **config_kwargs), masked_lm=masked_lm)
+
+    # ----------------------------------------------------------------------------------------------------------------
+    # Encoder and projections
+
+    @property
+    def encoder(self) -> PreTrainedModel:
+        return self.masked_lm.base_model
+
+    @property
+    def sentence_embedding_dimension(self) -> int:
+        return self.config.hidden_size
+
+    def query_encoder(self, language: str) -> PreTrainedModel:
+        self.language_side(language)
+        return self.encoder
+
+    def sentence_vector(self, input_ids, attention_mask=None, token_type_ids=None) -> torch.Tensor:
+        """v: the pooled final states of the encoder (not normalised), as CMLM and retrieval both use it."""
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        extra = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
+        states = self.encoder(input_ids=input_ids, attention_mask=attention_mask, **extra).last_hidden_state
+        return pool(states, attention_mask, self.config.pooling)
+
+    def project(self, v: torch.Tensor) -> torch.Tensor:
+        """P(v): ``(batch, N, hidden)``, the identity projection first when there is one."""
+        spaces = [v] if self.config.identity_projection else []
+        spaces += [projection(v) for projection in self.projections]
+        return torch.stack(spaces, dim=1)
+
+    # ----------------------------------------------------------------------------------------------------------------
+    # Principal-component removal (Section 5.2)
+
+    @property
+    def language_specific_heads(self) -> bool:
+        """True once principal components are set: the two languages then differ after pooling."""
+        return self.config.pcr_components > 0 and bool(self.pcr_x.abs().sum() > 0)
+
+    def removal_matrix(self, side: str) -> torch.Tensor:
+        """``I - C^T C`` for the side's components ``C`` (rows): the linear map PCR applies."""
+        components = (self.pcr_x if side == "x" else self.pcr_y).float()
+        return torch.eye(components.shape[1], device=components.device) - components.T @ components
+
+    @torch.no_grad()
+    def set_principal_components(self, components_x: torch.Tensor, components_y: torch.Tensor) -> None:
+        """Store each language's top principal components (``(pcr_components, hidden)``, orthonormal rows)."""
+        self.pcr_x.copy_(components_x)
+        self.pcr_y.copy_(components_y)
+
+    def export_head_modules(self, side: str) -> list:
+        """Stock sentence-transformers modules after pooling: PCR as a bias-free ``Dense(I - C^T C)``."""
+        if not self.language_specific_heads:
+            return []
+        from sentence_transformers.sentence_transformer.modules import Dense
+
+        dense = Dense(self.config.hidden_size, self.config.hidden_size, bias=False, activation_function=nn.Identity())
+        dense.linear.weight.data.copy_(self.removal_matrix(side).T.cpu())
+        return [dense]
+
+    def get_sentence_embeddings(self, input_ids, attention_mask=None, token_type_ids=None, language="x"):
+        """L2-normalised sentence vectors, with the language's principal components removed when set."""
+        side = self.language_side(language)
+        v = self.sentence_vector(input_ids, attention_mask, token_type_ids)
+        if self.language_specific_heads:
+            v = v.float() @ self.removal_matrix(side)
+        return l2_normalize(v)
+
+    # ----------------------------------------------------------------------------------------------------------------
+    # Forward and losses
+
+    def forward(
+        self,
+        first_input_ids: torch.Tensor | None = None,
+        first_attention_mask: torch.Tensor | None = None,
+        second_input_ids: torch.Tensor | None = None,
+        second_attention_mask: torch.Tensor | None = None,
+        second_labels: torch.Tensor | None = None,
+        x_input_ids: torch.Tensor | None = None,
+        x_attention_mask: torch.Tensor | None = None,
+        y_input_ids: torch.Tensor | None = None,
+        y_attention_mask: torch.Tensor | None = None,
+        premise_input_ids: torch.Tensor | None = None,
+        premise_attention_mask: torch.Tensor | None = None,
+        hypothesis_input_ids: torch.Tensor | None = None,
+        hypothesis_attention_mask: torch.Tensor | None = None,
+        nli_labels: torch.Tensor | None = None,
+        return_loss: bool = True,
+    ) -> CmlmOutput:
+        r"""CMLM on ``first`` / ``second`` (masked, ``second_labels`` -100 where not masked), bitext retrieval on
+        ``x`` / ``y``, NLI on ``premise`` / ``hypothesis``; the schedule's stage decides which losses count."""
+        use_cmlm, use_br = self.config.stage_losses(int(self.stage))
+        parts, loss = {}, None
+        if x_input_ids is not None and y_input_ids is not None:
+            u, v = (
+                self.sentence_vector(x_input_ids, x_attention_mask),
+                self.sentence_vector(y_input_ids, y_attention_mask),
+            )
+            parts.update(embeddings_x=l2_normalize(u), embeddings_y=l2_normalize(v))
+            with torch.no_grad():
+                hits = (u @ v.T).argmax(dim=1) == torch.arange(len(u), device=u.device)
+                parts["accuracy_xy"] = hits.float().mean()
+            if return_loss and use_br:
+                loss_br = additive_margin_retrieval_loss(u, v, self.config.br_margin)
+                parts["loss_br"] = loss_br.detach()
+                loss = self.config.br_weight * loss_br if use_cmlm else loss_br  # alpha only alongside CMLM
+        if return_loss and use_cmlm and first_input_ids is not None:
+            loss_cmlm, accuracy = self.cmlm_loss(
+                first_input_ids, first_attention_mask, second_input_ids, second_attention_mask, second_labels
+            )
+            parts.update(loss_cmlm=loss_cmlm.detach(), mlm_accuracy=accuracy)
+            loss = loss_cmlm if loss is None else loss + loss_cmlm
+        if return_loss and self.config.nli_head and premise_input_ids is not None:
+            u = self.sentence_vector(premise_input_ids, premise_attention_mask)
+            v = self.sentence_vector(hypothesis_input_ids, hypothesis_attention_mask)
+            logits = self.nli_classifier(torch.cat([u, v, (u - v).abs(), u * v], dim=-1))
+            loss_nli = F.cross_entropy(logits.float(), nli_labels)
+            parts["loss_nli"] = loss_nli.detach()
+            loss = loss_nli if loss is None else loss + loss_nli
+        return CmlmOutput(loss=loss, **parts)
+
+    def cmlm_loss(self, first_ids, first_mask, second_ids, second_mask, second_labels):
+        """MLM of the masked second sentence given P(v) of the first, concatenated before its token embeddings."""
+        projected = self.project(self.sentence_vector(first_ids, first_mask))  # (batch, N, h)
+        tokens = self.masked_lm.get_input_embeddings()(second_ids)  # (batch, L, h)
+        inputs_embeds = torch.cat([projected.to(tokens.dtype), tokens], dim=1)
+        attention_mask = torch.cat([second_mask.new_ones(projected.shape[:2]), second_mask], dim=1)
+        labels = torch.cat([second_labels.new_full(projected.shape[:2], -100), second_labels], dim=1)
+        logits = self.masked_lm(inputs_embeds=inputs_embeds, attention_mask=attention_mask).logits
+        loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100)
+        with torch.no_grad():
+            masked = labels != -100
+            accuracy = (logits.argmax(-1)[masked] == labels[masked]).float().mean()
+        return loss, accuracy
+
+
+__all__ = ["CmlmModel", "CmlmOutput"]

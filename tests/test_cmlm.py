@@ -1,0 +1,201 @@
+"""CmlmModel: projections and their concatenation, masking statistics, the additive-margin loss, schedules, NLI,
+principal-component removal, save/load and export."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from conftest import tiny_encoder_config
+from transformers import TrainerControl, TrainerState
+
+from hf_xlsr import CmlmConfig, CmlmModel
+from hf_xlsr.data import load_bible, load_bible_adjacent
+from hf_xlsr.evaluation import as_encoder
+from hf_xlsr.evaluation.pcr import fit_language_components
+from hf_xlsr.export import export_sentence_transformers
+from hf_xlsr.modeling.losses import additive_margin_retrieval_loss
+from hf_xlsr.trainers import CmlmCollator, StageCallback
+
+
+def tiny_cmlm(**fields) -> CmlmModel:
+    torch.manual_seed(0)
+    fields = {"encoder": tiny_encoder_config(), "num_projections": 4, "language_x": "en", "language_y": "fr", **fields}
+    return CmlmModel(CmlmConfig(**fields))
+
+
+@pytest.fixture(scope="module")
+def adjacent():
+    return load_bible_adjacent(["en", "fr"], split="train")
+
+
+def test_config_defaults_are_the_papers():
+    config = CmlmConfig()
+    assert (config.num_projections, config.br_margin, config.br_weight, config.schedule) == (15, 0.3, 0.2, "s3")
+    assert config.mlm_probability == pytest.approx(80 / 256) and config.swap_probability == 0.5
+    assert (config.mask_replace_prob, config.random_replace_prob, config.projection_multiplier) == (0.8, 0.1, 2)
+    assert (config.train_batch_size, config.learning_rate, config.warmup_steps) == (2048, 1e-3, 10000)
+
+
+def test_adjacent_pairs_are_consecutive_verses(adjacent):
+    verses = load_bible(["en", "fr"], split="train")
+    english = list(verses["en"])
+    row = adjacent[0]
+    assert row["language"] == "en" and english.index(row["second"]) == english.index(row["first"]) + 1
+    assert adjacent[1]["language"] == "fr" and adjacent[0]["en"] == english[0]
+    assert len(adjacent) < len(verses)  # the last verse of each chapter starts no pair
+
+
+def test_projections_and_their_concatenation_before_the_second_sentence(tokenizer, adjacent):
+    model = tiny_cmlm().eval()
+    v = torch.randn(3, 32)
+    projected = model.project(v)
+    assert projected.shape == (3, 4, 32)
+    assert torch.equal(projected[:, 0], v)  # the identity projection comes first
+    first = model.projections[0]
+    assert [type(m).__name__ for m in first] == ["Linear", "ReLU", "Linear", "ReLU", "Linear"]
+    assert (first[0].in_features, first[0].out_features, first[2].out_features, first[4].out_features) == (
+        32,
+        64,
+        64,
+        32,
+    )
+
+    batch = CmlmCollator(tokenizer, "en", "fr", max_length=32, swap_probability=0.0)([adjacent[i] for i in range(3)])
+    seen = {}
+    hook = model.masked_lm.register_forward_pre_hook(
+        lambda module, args, kwargs: seen.update(kwargs), with_kwargs=True
+    )
+    model(first_input_ids=batch["first_input_ids"], first_attention_mask=batch["first_attention_mask"],
+          second_input_ids=batch["second_input_ids"], second_attention_mask=batch["second_attention_mask"],
+          second_labels=batch["second_labels"])  # fmt: skip
+    hook.remove()
+    expected_prefix = model.project(model.sentence_vector(batch["first_input_ids"], batch["first_attention_mask"]))
+    tokens = model.masked_lm.get_input_embeddings()(batch["second_input_ids"])
+    assert torch.allclose(seen["inputs_embeds"][:, :4], expected_prefix, atol=1e-6)
+    assert torch.equal(seen["inputs_embeds"][:, 4:], tokens)
+    assert seen["attention_mask"][:, :4].eq(1).all()
+
+
+def test_masking_statistics_over_many_draws(tokenizer, adjacent):
+    torch.manual_seed(1)
+    collator = CmlmCollator(tokenizer, "en", "fr", max_length=64)
+    masked = content = as_mask = random = kept = swapped = rows = 0
+    for start in range(0, 2000, 100):
+        features = [adjacent[i] for i in range(start, start + 100)]
+        batch = collator(features)
+        labels = batch["second_labels"]
+        is_masked = labels != -100
+        masked += int(is_masked.sum())
+        content += int((batch["second_attention_mask"].bool()).sum()) - 2 * len(features)
+        ids = batch["second_input_ids"][is_masked]
+        originals = labels[is_masked]
+        as_mask += int((ids == tokenizer.mask_token_id).sum())
+        kept += int((ids == originals).sum())
+        random += int(((ids != tokenizer.mask_token_id) & (ids != originals)).sum())
+        first_texts = tokenizer.batch_decode(batch["first_input_ids"], skip_special_tokens=True)
+        unswapped = [tokenizer(f["first"], truncation=True, max_length=64)["input_ids"] for f in features]
+        unswapped = tokenizer.batch_decode(unswapped, skip_special_tokens=True)
+        swapped += sum(a != b for a, b in zip(first_texts, unswapped, strict=True))
+        rows += len(features)
+    assert masked / content == pytest.approx(0.3125, abs=0.01)
+    assert as_mask / masked == pytest.approx(0.8, abs=0.02)
+    assert random / masked == pytest.approx(0.1, abs=0.02)
+    assert kept / masked == pytest.approx(0.1, abs=0.02)
+    assert swapped / rows == pytest.approx(0.5, abs=0.05)
+
+
+def reference_margin_loss(s, t, m):
+    def direction(a, b):
+        total = 0.0
+        for i in range(len(a)):
+            scores = [sum(x * y for x, y in zip(a[i], b[j], strict=True)) for j in range(len(b))]
+            positive = math.exp(scores[i] - m)
+            total -= math.log(positive / (positive + sum(math.exp(scores[j]) for j in range(len(b)) if j != i)))
+        return total / len(a)
+
+    return direction(s, t) + direction(t, s)
+
+
+def test_additive_margin_loss_matches_float64_reference():
+    torch.manual_seed(2)
+    s, t = torch.randn(5, 4), torch.randn(5, 4)
+    expected = reference_margin_loss(s.double().tolist(), t.double().tolist(), 0.3)
+    assert additive_margin_retrieval_loss(s, t, 0.3).item() == pytest.approx(expected, rel=1e-5)
+    assert additive_margin_retrieval_loss(s, t, 0.3) > additive_margin_retrieval_loss(s, t, 0.0)
+
+
+@pytest.mark.parametrize(
+    "schedule, first, second",
+    [("s1", (True, True), (True, True)), ("s2", (True, False), (False, True)), ("s3", (True, False), (True, True))],
+)
+def test_schedules_switch_losses_at_the_second_stage(schedule, first, second, tokenizer, adjacent):
+    model = tiny_cmlm(schedule=schedule, second_stage_step=10)
+    assert model.config.stage_losses(1) == first and model.config.stage_losses(2) == second
+    batch = CmlmCollator(tokenizer, "en", "fr", max_length=32)([adjacent[i] for i in range(4)])
+    callback, state = StageCallback(), TrainerState()
+    for step, expected in ((9, first), (10, second)):
+        state.global_step = step
+        callback.on_step_begin(None, state, TrainerControl(), model=model)
+        out = model(**batch)
+        assert ((out.loss_cmlm is not None), (out.loss_br is not None)) == expected
+        if expected == (True, True):
+            assert out.loss.item() == pytest.approx((out.loss_cmlm + 0.2 * out.loss_br).item(), rel=1e-6)
+        elif expected == (False, True):
+            assert out.loss.item() == pytest.approx(out.loss_br.item(), rel=1e-6)  # BR alone, weight 1
+
+
+def test_cross_lingual_nli_head(tokenizer):
+    model = tiny_cmlm(nli_head=True).eval()
+    premise = tokenizer(["A man plays a guitar.", "A dog runs."], padding=True, return_tensors="pt")
+    hypothesis = tokenizer(["Quelqu'un fait de la musique.", "Un chat dort."], padding=True, return_tensors="pt")
+    labels = torch.tensor([0, 2])
+    out = model(premise_input_ids=premise["input_ids"], premise_attention_mask=premise["attention_mask"],
+                hypothesis_input_ids=hypothesis["input_ids"], hypothesis_attention_mask=hypothesis["attention_mask"],
+                nli_labels=labels)  # fmt: skip
+    u = model.sentence_vector(premise["input_ids"], premise["attention_mask"])
+    v = model.sentence_vector(hypothesis["input_ids"], hypothesis["attention_mask"])
+    logits = model.nli_classifier(torch.cat([u, v, (u - v).abs(), u * v], dim=-1)).double()
+    expected = -torch.log_softmax(logits, dim=-1)[torch.arange(2), labels].mean()
+    assert out.loss_nli.item() == pytest.approx(expected.item(), rel=1e-5)
+    assert model.nli_classifier.in_features == 4 * 32
+
+
+def test_pcr_removes_each_languages_top_component_and_exports_it(tmp_path, tokenizer, heldout_pairs):
+    model = tiny_cmlm(pcr_components=1).eval()
+    tokenizers = {"x": tokenizer, "y": tokenizer}
+    english, french = list(heldout_pairs["en"][:60]), list(heldout_pairs["fr"][:60])
+    raw = as_encoder(model, tokenizers)
+    raw_en = raw(english, "en")
+    fit_language_components(model, tokenizers, english, french)
+    assert model.language_specific_heads
+    _, _, vt = np.linalg.svd(raw_en.astype(np.float64), full_matrices=False)
+    assert abs(float(np.dot(vt[0], model.pcr_x[0].numpy()))) == pytest.approx(1.0, abs=1e-5)
+    cleaned = as_encoder(model, tokenizers)(english, "en")
+    expected = raw_en - np.outer(raw_en @ vt[0], vt[0])
+    expected /= np.linalg.norm(expected, axis=1, keepdims=True)
+    np.testing.assert_allclose(cleaned, expected, atol=1e-5)
+
+    model.save_pretrained(tmp_path / "model")
+    loaded = CmlmModel.from_pretrained(tmp_path / "model")
+    assert torch.equal(loaded.pcr_y, model.pcr_y) and loaded.language_specific_heads
+    folders = export_sentence_transformers(model, tokenizers, tmp_path / "export")
+    assert set(folders) == {"x", "y"}  # PCR differs per language: one folder each
+    from sentence_transformers import SentenceTransformer
+
+    for side, language, texts in (("x", "en", english[:5]), ("y", "fr", french[:5])):
+        exported = SentenceTransformer(str(folders[side]))
+        assert [type(m).__name__ for m in exported] == ["Transformer", "Pooling", "Dense", "Normalize"]
+        np.testing.assert_allclose(exported.encode(texts), as_encoder(model, tokenizers)(texts, language), atol=1e-5)
+
+
+def test_save_load_round_trip_keeps_the_tied_head(tmp_path):
+    model = tiny_cmlm(schedule="s1")
+    model.save_pretrained(tmp_path)
+    loaded = CmlmModel.from_pretrained(tmp_path)
+    for (name, a), (_, b) in zip(model.state_dict().items(), loaded.state_dict().items(), strict=True):
+        assert torch.equal(a, b), name
+    head, embeddings = loaded.masked_lm.cls.predictions.decoder.weight, loaded.masked_lm.get_input_embeddings().weight
+    assert head.data_ptr() == embeddings.data_ptr()
