@@ -84,7 +84,8 @@ def render_model_card(
     languages = [config.language_x, config.language_y]
     language = languages[0] if side == "x" else languages[1]
     rows = result_rows(results)
-    base_model = getattr(config.encoder_x, "_name_or_path", "") or run_info.get("encoder_x", "")
+    encoder_config = getattr(config, "encoder_x", None) or getattr(config, "encoder", None)
+    base_model = getattr(encoder_config, "_name_or_path", "") or run_info.get("encoder_x") or ""
     base_model = base_model if _HUB_ID.match(base_model or "") and not Path(base_model).exists() else None
     card_data = ModelCardData(
         model_name=repo_id,
@@ -122,7 +123,12 @@ def render_model_card(
         languages=languages,
         paired_repos=paired_repos,
         paired_languages=paired_languages,
-        modules=["Transformer", "Pooling", "Normalize"],
+        modules=[
+            "Transformer",
+            "Pooling",
+            *(["Dense"] if getattr(model, "language_specific_heads", False) else []),
+            "Normalize",
+        ],  # fmt: skip
         examples={lang: EXAMPLES.get(lang, EXAMPLES["en"]) for lang in languages},
         pooling=config.pooling,
         mteb_language=MTEB_LANGUAGES.get(language, language).split("-")[0],
@@ -131,7 +137,7 @@ def render_model_card(
         results=rows,
         evaluation_note=run_info.get("evaluation_data", "see the training run"),
         training=run_info.get("training", {}),
-        base_model=base_model or getattr(config.encoder_x, "_name_or_path", ""),
+        base_model=base_model or getattr(encoder_config, "_name_or_path", ""),
         config=config,
     )
     return ModelCard(content)

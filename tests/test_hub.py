@@ -151,3 +151,31 @@ def test_pushed_checkpoint_loads_with_remote_code_where_hf_xlsr_is_absent(tmp_pa
     assert loaded["class"].startswith("transformers_modules.") and loaded["class"].endswith("DualMomentumModel")
     torch.testing.assert_close(torch.tensor(loaded["x"]), expected.embeddings_x, atol=1e-5, rtol=1e-5)
     assert abs(loaded["loss"] - expected.loss.item()) < 1e-4
+
+
+def test_cards_of_every_model_family_render(tmp_path, tokenizer, heldout_pairs):
+    from conftest import tiny_encoder_config
+
+    from hf_xlsr import CmlmConfig, CmlmModel, LightweightDualTransformer
+    from hf_xlsr.evaluation.pcr import fit_language_components
+
+    tokenizers = {"x": tokenizer, "y": tokenizer}
+    lightweight = LightweightDualTransformer.from_tokenizer(
+        tokenizer, hidden_size=32, intermediate_size=64, num_attention_heads=2, language_x="en", language_y="fr"
+    )
+    folders = prepare_upload(lightweight, tokenizers, "me/light", tmp_path / "light", RESULTS, RUN)
+    assert list(folders) == ["me/light"]  # one shared encoder, one repository
+    text = ModelCard.load(folders["me/light"] / "README.md").text
+    assert "One encoder embeds both languages (en, fr)" in text and "Lightweight Cross-Lingual" in text
+    assert "| generative task | ugt |" in text
+
+    cmlm = CmlmModel(CmlmConfig(encoder=tiny_encoder_config(), num_projections=3, pcr_components=1,
+                                language_x="en", language_y="fr"))  # fmt: skip
+    fit_language_components(cmlm, tokenizers, list(heldout_pairs["en"][:40]), list(heldout_pairs["fr"][:40]))
+    folders = prepare_upload(cmlm, tokenizers, "me/cmlm", tmp_path / "cmlm", RESULTS, RUN)
+    assert set(folders) == {"me/cmlm-en", "me/cmlm-fr"}  # PCR differs per language
+    card = ModelCard.load(folders["me/cmlm-fr"] / "README.md")
+    assert (
+        "Transformer → Pooling → Dense → Normalize" in card.text and "Conditional Masked Language Model" in card.text
+    )
+    assert (folders["me/cmlm-fr"] / "2_Dense" / "config.json").is_file()
