@@ -3,7 +3,7 @@
 Importing the package registers every model with ``AutoConfig`` / ``AutoModel``.
 """
 
-from transformers import AutoConfig, AutoModel
+from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
 
 from .modeling import (
     CmlmConfig,
@@ -12,6 +12,11 @@ from .modeling import (
     DualMomentumConfig,
     DualMomentumModel,
     DualMomentumOutput,
+    HictlConfig,
+    HictlForPreTraining,
+    HictlForTranslation,
+    HictlOutput,
+    HictlTranslationConfig,
     LightweightDualTransformer,
     LightweightDualTransformerConfig,
     LightweightDualTransformerOutput,
@@ -22,10 +27,13 @@ __version__ = "0.1.0"
 for _config, _model in (
     (DualMomentumConfig, DualMomentumModel),
     (CmlmConfig, CmlmModel),
+    (HictlConfig, HictlForPreTraining),
     (LightweightDualTransformerConfig, LightweightDualTransformer),
 ):
     AutoConfig.register(_config.model_type, _config, exist_ok=True)
     AutoModel.register(_config, _model, exist_ok=True)
+AutoConfig.register(HictlTranslationConfig.model_type, HictlTranslationConfig, exist_ok=True)
+AutoModelForSeq2SeqLM.register(HictlTranslationConfig, HictlForTranslation, exist_ok=True)
 
 __all__ = [
     "CmlmConfig",
@@ -34,6 +42,11 @@ __all__ = [
     "DualMomentumConfig",
     "DualMomentumModel",
     "DualMomentumOutput",
+    "HictlConfig",
+    "HictlForPreTraining",
+    "HictlForTranslation",
+    "HictlOutput",
+    "HictlTranslationConfig",
     "LightweightDualTransformer",
     "LightweightDualTransformerConfig",
     "LightweightDualTransformerOutput",

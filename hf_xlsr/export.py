@@ -37,7 +37,8 @@ def export_folders(model: PreTrainedModel, output_dir: str | os.PathLike) -> dic
 def sentence_transformer_modules(model: PreTrainedModel, side: str, encoder_dir: str, max_seq_length: int | None):
     """The stock modules that reproduce ``model.get_sentence_embeddings(..., language=side)``."""
     transformer = Transformer(encoder_dir, max_seq_length=max_seq_length)
-    modules = [transformer, Pooling(model.sentence_embedding_dimension, pooling_mode=model.config.pooling)]
+    hidden_size = model.query_encoder(side).config.hidden_size  # what the pooling sees; heads may change it
+    modules = [transformer, Pooling(hidden_size, pooling_mode=model.config.pooling)]
     if hasattr(model, "export_head_modules"):
         modules.extend(model.export_head_modules(side))
     return [*modules, Normalize()]

@@ -30,7 +30,12 @@ from .tokenization import save_tokenizers
 logger = logging.getLogger(__name__)
 
 TEMPLATES = Path(__file__).parent / "model_cards"
-FAMILIES = {"xlsr_dual_momentum": "dual_momentum", "xlsr_lightweight": "lightweight", "xlsr_cmlm": "cmlm"}
+FAMILIES = {
+    "xlsr_dual_momentum": "dual_momentum",
+    "xlsr_lightweight": "lightweight",
+    "xlsr_cmlm": "cmlm",
+    "xlsr_hictl": "hictl",
+}
 RUN_INFO = "hf_xlsr_run.json"
 EVALUATION = "evaluation.json"
 CHECKPOINT_FOLDER = "checkpoint"

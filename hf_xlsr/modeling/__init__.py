@@ -6,9 +6,11 @@ code loads through ``trust_remote_code`` where hf_xlsr is not installed.
 
 from .configuration_cmlm import CmlmConfig
 from .configuration_dual_momentum import DualMomentumConfig
+from .configuration_hictl import HictlConfig, HictlTranslationConfig
 from .configuration_lightweight import LightweightDualTransformerConfig
 from .modeling_cmlm import CmlmModel, CmlmOutput
 from .modeling_dual_momentum import DualMomentumModel, DualMomentumOutput
+from .modeling_hictl import HictlForPreTraining, HictlForTranslation, HictlOutput
 from .modeling_lightweight import LightweightDualTransformer, LightweightDualTransformerOutput
 
 __all__ = [
@@ -18,6 +20,11 @@ __all__ = [
     "DualMomentumConfig",
     "DualMomentumModel",
     "DualMomentumOutput",
+    "HictlConfig",
+    "HictlForPreTraining",
+    "HictlForTranslation",
+    "HictlOutput",
+    "HictlTranslationConfig",
     "LightweightDualTransformer",
     "LightweightDualTransformerConfig",
     "LightweightDualTransformerOutput",

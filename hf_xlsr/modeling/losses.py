@@ -110,3 +110,45 @@ def additive_margin_retrieval_loss(source: torch.Tensor, target: torch.Tensor, m
     scores = scores - margin * torch.eye(len(scores), device=scores.device)
     targets = torch.arange(len(scores), device=scores.device)
     return F.cross_entropy(scores, targets) + F.cross_entropy(scores.T, targets)
+
+
+def sentence_contrastive_loss(r_x: torch.Tensor, r_y: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """HICTL's sentence-level contrast (Wei et al., Eq. 2-4): for each pair, the other 2n - 2 sentences of the batch
+    (both languages) are the negatives; scores are cosine similarities divided by ``temperature``.
+
+    ``L_S = 1/n sum_i (L_sctl(x_i) + L_sctl(y_i))``.
+    """
+    r = F.normalize(torch.cat([r_x, r_y]).float(), dim=-1)
+    n = len(r_x)
+    scores = (r @ r.T) / temperature
+    scores = scores.masked_fill(torch.eye(2 * n, dtype=torch.bool, device=r.device), float("-inf"))  # not itself
+    targets = torch.cat([torch.arange(n, 2 * n), torch.arange(0, n)]).to(r.device)  # x_i <-> y_i
+    return 2 * F.cross_entropy(scores, targets)
+
+
+def sample_word_negatives(
+    scores: torch.Tensor, in_bag: torch.Tensor, num_negatives: int, generator: torch.Generator | None = None
+) -> torch.Tensor:
+    """Sample ``num_negatives`` words per row from outside its bag of words, without replacement, with
+    probability ``softmax(scores)`` restricted to the words outside the bag (hard negatives; HICTL, Section 3.1).
+
+    ``scores`` (n, V) are query-word similarities, ``in_bag`` (n, V) is True for the pair's own words (and any
+    word that must never be a negative). Returns word ids, shape (n, num_negatives).
+    """
+    probabilities = torch.softmax(scores.detach().float(), dim=-1).masked_fill(in_bag, 0.0)
+    available = int((~in_bag).sum(dim=1).min())
+    if available < num_negatives:
+        raise ValueError(f"only {available} words outside a bag of words, cannot sample {num_negatives} negatives")
+    return torch.multinomial(probabilities, num_negatives, replacement=False, generator=generator)
+
+
+def word_contrastive_loss(scores: torch.Tensor, in_bag: torch.Tensor, negatives: torch.Tensor) -> torch.Tensor:
+    """HICTL's word-level contrast (Wei et al., Eq. 5-6): every word of the pair's bag is a positive against the
+    sampled negatives, ``-1/|B| sum_t log e^s(q, w_t) / (e^s(q, w_t) + sum_{w_j in S} e^s(q, w_j))``, averaged
+    over the pairs. ``scores`` (n, V) are the query's scores with every word, ``in_bag`` marks the positives.
+    """
+    scores = scores.float()
+    negative = torch.logsumexp(scores.gather(1, negatives), dim=1, keepdim=True)  # (n, 1)
+    per_word = torch.logaddexp(scores, negative) - scores  # -log of the fraction, for every word as positive
+    per_pair = (per_word * in_bag).sum(dim=1) / in_bag.sum(dim=1).clamp(min=1)
+    return per_pair.mean()

@@ -1,8 +1,8 @@
 """Training: the Trainer subclass, its callbacks, collators, run arguments and the run pipeline."""
 
 from .arguments import ConfigFileError, DataArguments, ModelArguments, parse_run_arguments
-from .callbacks import MomentumCallback, StageCallback, scheduled_momentum
-from .collators import BitextCollator, CmlmCollator, PairMaskingCollator
+from .callbacks import EncoderFreezeCallback, MomentumCallback, StageCallback, scheduled_momentum
+from .collators import BitextCollator, CmlmCollator, HictlCollator, PairMaskingCollator
 from .run import MODEL_RECIPES, load_pairs, run_training
 from .trainer import XlsrTrainer, XlsrTrainingArguments
 
@@ -10,8 +10,10 @@ __all__ = [
     "MODEL_RECIPES",
     "BitextCollator",
     "CmlmCollator",
+    "HictlCollator",
     "ConfigFileError",
     "DataArguments",
+    "EncoderFreezeCallback",
     "ModelArguments",
     "MomentumCallback",
     "PairMaskingCollator",

@@ -63,6 +63,9 @@ class DataArguments:
     max_train_pairs: int | None = field(default=None, metadata={"help": "use at most this many training pairs"})
     max_eval_pairs: int | None = field(default=1000, metadata={"help": "evaluate on this many unique pairs"})
     max_length: int = field(default=128, metadata={"help": "truncation length of each sentence, in tokens"})
+    monolingual_probability: float = field(
+        default=0.0, metadata={"help": "HICTL: share of pairs turned monolingual (a sentence and its reordering)"}
+    )
     export_dir: str | None = field(
         default=None, metadata={"help": "export the trained encoders to sentence-transformers folders here"}
     )

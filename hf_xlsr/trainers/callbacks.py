@@ -54,3 +54,22 @@ class StageCallback(TrainerCallback):
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, model=None, **kwargs
     ) -> None:
         model.stage.fill_(2 if state.global_step >= model.config.second_stage_step else 1)
+
+
+class EncoderFreezeCallback(TrainerCallback):
+    """Two-stage fine-tuning (HICTL, Section 3.2): the encoder is frozen for ``config.encoder_frozen_steps``
+    optimizer steps, only the decoder learning, then every parameter trains.
+
+    The optimizer is built before training starts, with every parameter, so the encoder's parameters are in it and
+    resume updating when they thaw; while frozen they have no gradient and the optimizer skips them.
+    """
+
+    def on_train_begin(self, args, state: TrainerState, control: TrainerControl, model=None, **kwargs) -> None:
+        self._set(model, state.global_step)
+
+    def on_step_begin(self, args, state: TrainerState, control: TrainerControl, model=None, **kwargs) -> None:
+        self._set(model, state.global_step)
+
+    @staticmethod
+    def _set(model, step: int) -> None:
+        model.encoder.requires_grad_(step >= model.config.encoder_frozen_steps)

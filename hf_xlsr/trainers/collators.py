@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -154,4 +155,62 @@ class CmlmCollator:
         if self.x_column in features[0]:
             batch.update(tokenize(self.tokenizer, column(features, self.x_column), "x", self.max_length))
             batch.update(tokenize(self.tokenizer, column(features, self.y_column), "y", self.max_length))
+        return {key: value for key, value in batch.items() if not key.endswith("token_type_ids")}
+
+
+def reorder_words(text: str, perturbation: str, window: int, rng: random.Random) -> str:
+    """HICTL's monolingual counterpart of a sentence: its words reordered (``shuffle`` all, ``local_shuffle``
+    within consecutive windows of ``window`` words, or ``reverse``)."""
+    words = text.split()
+    if perturbation == "reverse":
+        return " ".join(reversed(words))
+    if perturbation == "shuffle":
+        rng.shuffle(words)
+        return " ".join(words)
+    if perturbation == "local_shuffle":
+        blocks = [words[i : i + window] for i in range(0, len(words), window)]
+        for block in blocks:
+            rng.shuffle(block)
+        return " ".join(word for block in blocks for word in block)
+    raise ValueError(f"perturbation must be 'shuffle', 'local_shuffle' or 'reverse', got {perturbation!r}")
+
+
+@dataclass
+class HictlCollator:
+    """Batches for HICTL: the two sentences of each pair (``x_*``, ``y_*``) and their concatenation masked for
+    TLM (``pair_*``, ``pair_labels``).
+
+    A row without a ``y_column`` text -- or, with ``monolingual_probability``, any row -- is monolingual: its
+    counterpart is the sentence with its words reordered (``perturbation``), and the LM task is then MLM.
+    """
+
+    tokenizer: PreTrainedTokenizerBase
+    x_column: str = "x"
+    y_column: str = "y"
+    max_length: int = 128
+    mlm_probability: float = 0.15
+    perturbation: str = "local_shuffle"
+    perturbation_window: int = 3
+    monolingual_probability: float = 0.0
+
+    def __post_init__(self):
+        self._bert_masking = DataCollatorForLanguageModeling(self.tokenizer, mlm_probability=self.mlm_probability)
+
+    def __call__(self, features: Sequence[dict[str, Any]]) -> dict[str, torch.Tensor]:
+        rng = random.Random(int(torch.randint(0, 2**31, ())))
+        xs = column(features, self.x_column)
+        ys = [row.get(self.y_column) for row in features]
+        for i, (x, y) in enumerate(zip(xs, ys, strict=True)):
+            if y is None or rng.random() < self.monolingual_probability:
+                source = x if y is None or rng.random() < 0.5 else y
+                xs[i], ys[i] = source, reorder_words(source, self.perturbation, self.perturbation_window, rng)
+        batch = tokenize(self.tokenizer, xs, "x", self.max_length)
+        batch.update(tokenize(self.tokenizer, ys, "y", self.max_length))
+        pair = self.tokenizer(xs, ys, padding=True, truncation=True, max_length=2 * self.max_length,
+                              return_tensors="pt", return_special_tokens_mask=True)  # fmt: skip
+        special = pair.pop("special_tokens_mask").bool() | ~pair["attention_mask"].bool()
+        batch["pair_input_ids"], batch["pair_labels"] = self._bert_masking.torch_mask_tokens(
+            pair["input_ids"].clone(), special
+        )
+        batch["pair_attention_mask"] = pair["attention_mask"]
         return {key: value for key, value in batch.items() if not key.endswith("token_type_ids")}

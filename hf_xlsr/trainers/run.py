@@ -27,12 +27,14 @@ from ..modeling import (
     CmlmModel,
     DualMomentumConfig,
     DualMomentumModel,
+    HictlConfig,
+    HictlForPreTraining,
     LightweightDualTransformer,
     LightweightDualTransformerConfig,
 )
 from ..tokenization import load_tokenizers
 from .arguments import ConfigFileError, DataArguments, ModelArguments
-from .collators import BitextCollator, CmlmCollator, PairMaskingCollator
+from .collators import BitextCollator, CmlmCollator, HictlCollator, PairMaskingCollator
 from .trainer import XlsrTrainer, XlsrTrainingArguments
 
 logger = logging.getLogger(__name__)
@@ -104,18 +106,23 @@ def build_lightweight(model_args: ModelArguments, data_args: DataArguments, trai
         model = LightweightDualTransformer.from_pretrained(model_args.model_name_or_path, **fields)
         return model, load_tokenizers(model_args.model_name_or_path)
     vocab_size = fields.pop("vocab_size", LightweightDualTransformerConfig.vocab_size)
-    if model_args.tokenizer_x and model_args.tokenizer_x.endswith(".model"):
-        tokenizer = tokenizer_from_sentencepiece(model_args.tokenizer_x)
-    elif model_args.tokenizer_x:
-        tokenizer = AutoTokenizer.from_pretrained(model_args.tokenizer_x)
-    else:
-        saved = Path(training_args.output_dir) / "trained_tokenizer"
-        with training_args.main_process_first(desc="training the tokenizer"):
-            if not (saved / "tokenizer.json").is_file():
-                texts = [text for column in data_args.languages for text in train_dataset[column]]
-                train_unigram_tokenizer(texts, vocab_size).save_pretrained(saved)
-            tokenizer = AutoTokenizer.from_pretrained(saved)
+    tokenizer = shared_tokenizer(model_args, data_args, training_args, train_dataset, vocab_size)
     return LightweightDualTransformer.from_tokenizer(tokenizer, **fields), {"x": tokenizer, "y": tokenizer}
+
+
+def shared_tokenizer(model_args, data_args, training_args, train_dataset, vocab_size: int):
+    """``tokenizer_x`` (a folder, a Hub id or a SentencePiece ``.model`` file), else a Unigram vocabulary of
+    ``vocab_size`` pieces trained on both languages of the training pairs (by the main process, then shared)."""
+    if model_args.tokenizer_x and model_args.tokenizer_x.endswith(".model"):
+        return tokenizer_from_sentencepiece(model_args.tokenizer_x)
+    if model_args.tokenizer_x:
+        return AutoTokenizer.from_pretrained(model_args.tokenizer_x)
+    saved = Path(training_args.output_dir) / "trained_tokenizer"
+    with training_args.main_process_first(desc="training the tokenizer"):
+        if not (saved / "tokenizer.json").is_file():
+            texts = [text for column in data_args.languages for text in train_dataset[column]]
+            train_unigram_tokenizer(texts, vocab_size).save_pretrained(saved)
+        return AutoTokenizer.from_pretrained(saved)
 
 
 def pair_masking_collator(model: PreTrainedModel, tokenizers: dict, data_args: DataArguments) -> PairMaskingCollator:
@@ -152,6 +159,38 @@ def cmlm_collator(model: PreTrainedModel, tokenizers: dict, data_args: DataArgum
     )  # fmt: skip
 
 
+def build_hictl(model_args: ModelArguments, data_args: DataArguments, training_args, train_dataset):
+    """From a checkpoint, a pretrained masked LM (``encoder_x``, e.g. XLM-R), or ``model_config.encoder`` (a
+    configuration, whose vocabulary then comes from :func:`shared_tokenizer`)."""
+    fields = {"language_x": data_args.languages[0], "language_y": data_args.languages[1], **model_args.model_config}
+    if model_args.model_name_or_path:
+        model = HictlForPreTraining.from_pretrained(model_args.model_name_or_path, **fields)
+        return model, load_tokenizers(model_args.model_name_or_path)
+    if model_args.encoder_x:
+        tokenizer = _tokenizer_pair(model_args, shared=True)["x"]
+        model = HictlForPreTraining.from_encoder(model_args.encoder_x, **fields)
+    elif "encoder" in fields:
+        encoder = dict(fields.pop("encoder"))
+        tokenizer = shared_tokenizer(
+            model_args, data_args, training_args, train_dataset, encoder.pop("vocab_size", 50000)
+        )
+        special = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id}
+        model = HictlForPreTraining(HictlConfig(encoder={**encoder, **special}, **fields))
+    else:
+        raise ConfigFileError("hictl needs encoder_x (a pretrained masked LM), model_name_or_path, or "
+                              "model_config.encoder (an encoder configuration)")  # fmt: skip
+    return model.use_tokenizer(tokenizer), {"x": tokenizer, "y": tokenizer}
+
+
+def hictl_collator(model: PreTrainedModel, tokenizers: dict, data_args: DataArguments) -> HictlCollator:
+    config = model.config
+    return HictlCollator(
+        tokenizers["x"], data_args.languages[0], data_args.languages[1], data_args.max_length,
+        mlm_probability=config.mlm_probability, perturbation=config.perturbation,
+        perturbation_window=config.perturbation_window, monolingual_probability=data_args.monolingual_probability,
+    )  # fmt: skip
+
+
 def load_cmlm_data(source: str, split: str, data_args: DataArguments) -> datasets.Dataset:
     """Adjacent-sentence pairs (``first``, ``second``) with their translations: consecutive Bible verses, or a
     ``.tsv`` / ``.jsonl`` file with those columns and the two language columns."""
@@ -164,6 +203,7 @@ MODEL_RECIPES: dict[str, ModelRecipe] = {
     "dual_momentum": ModelRecipe(DualMomentumConfig, build_dual_momentum, bitext_collator),
     "lightweight": ModelRecipe(LightweightDualTransformerConfig, build_lightweight, pair_masking_collator),
     "cmlm": ModelRecipe(CmlmConfig, build_cmlm, cmlm_collator, train_data=load_cmlm_data),
+    "hictl": ModelRecipe(HictlConfig, build_hictl, hictl_collator),
 }
 
 

@@ -32,7 +32,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, rotate_checkpoints
 from ..evaluation.encoders import as_encoder
 from ..tokenization import save_tokenizers
 from ..utils import atomic_directory
-from .callbacks import MOMENTUM_SCHEDULES, MomentumCallback, StageCallback
+from .callbacks import MOMENTUM_SCHEDULES, EncoderFreezeCallback, MomentumCallback, StageCallback
 
 logger = logging.getLogger(__name__)
 
@@ -100,6 +100,8 @@ class XlsrTrainer(Trainer):
             self.add_callback(MomentumCallback(getattr(self.args, "momentum_schedule", "constant")))
         if hasattr(self.model, "stage"):
             self.add_callback(StageCallback())
+        if getattr(self.model.config, "encoder_frozen_steps", 0):
+            self.add_callback(EncoderFreezeCallback())
         self._output_parts: dict[str, list[torch.Tensor]] = defaultdict(list)
         self._staging_dir: str | None = None
 

@@ -1,0 +1,80 @@
+"""Configurations of :class:`HictlForPreTraining` and :class:`HictlForTranslation` (Wei et al., ICLR 2021, "On
+Learning Universal Representations Across Languages")."""
+
+from typing import Literal
+
+from huggingface_hub.dataclasses import strict
+from transformers import AutoConfig, EncoderDecoderConfig, PreTrainedConfig
+from transformers.configuration_utils import SubConfigSpec
+
+
+@strict
+class HictlConfig(PreTrainedConfig):
+    r"""Hierarchical contrastive learning around an XLM-R-style masked LM (Sections 3.1 and 4.1).
+
+    ``L = L_LM + L_S + L_W`` (Eq. 7): TLM on translation pairs (MLM on a sentence and its reordering when the data
+    is monolingual), the sentence-level contrast of Eq. 2-4 and the word-level contrast of Eq. 5-6.
+    """
+
+    model_type = "xlsr_hictl"
+    sub_configs_defaults = {"encoder": SubConfigSpec(AutoConfig, model_type="xlm-roberta")}
+
+    encoder: PreTrainedConfig | dict | None = None  # XLM-R-style encoder with a masked-LM head (AutoModelForMaskedLM)
+    language_x: str = "x"  # language code of the x side
+    language_y: str = "y"  # language code of the y side
+    pooling: Literal["cls"] = "cls"  # g: the final state of the first token (Section 3.1)
+    projection_size: int | None = None  # f: linear projection of g(M(x)); None keeps the hidden size
+
+    use_lm: bool = True  # L_LM: TLM / MLM (Eq. 7)
+    use_sentence_level: bool = True  # L_S (Eq. 4)
+    use_word_level: bool = True  # L_W (Eq. 6)
+    temperature: float = 1.0  # s(q, k) / temperature in Eq. 2, 3, 5; the paper uses the plain cosine (1.0)
+    num_negatives: int = 512  # m, sampled negative words (Section 4.1)
+    mlm_probability: float = 0.15  # BERT/XLM masking of the LM task
+    perturbation: Literal["shuffle", "local_shuffle", "reverse"] = "local_shuffle"  # y for monolingual data
+    perturbation_window: int = 3  # words are shuffled within windows of this size (local_shuffle)
+    special_token_ids: list[int] | None = None  # the tokenizer's special ids: never words of a bag, never negatives
+
+    # Pre-training hyperparameters (Section 4.1): the trainer takes them where a run does not set its own
+    learning_rate: float = 2.5e-5  # Adam, "invert linear decay"
+    train_batch_size: int = 1024
+    max_length: int = 128
+
+    @property
+    def shared_encoder(self) -> bool:
+        return True
+
+    @property
+    def hidden_size(self) -> int:
+        return self.encoder.hidden_size
+
+    @property
+    def embedding_size(self) -> int:
+        return self.projection_size or self.encoder.hidden_size
+
+    @property
+    def training_defaults(self) -> dict[str, float | int | str]:
+        return {"learning_rate": self.learning_rate, "lr_scheduler_type": "linear"}
+
+    def validate_hictl(self):
+        if not self.temperature > 0:
+            raise ValueError(f"temperature must be positive, got {self.temperature}")
+        if self.num_negatives < 1:
+            raise ValueError(f"num_negatives must be at least 1, got {self.num_negatives}")
+        if not (self.use_lm or self.use_sentence_level or self.use_word_level):
+            raise ValueError("at least one of use_lm, use_sentence_level, use_word_level must be on")
+
+
+@strict
+class HictlTranslationConfig(EncoderDecoderConfig):
+    r"""The HICTL encoder with a new shallow decoder (Section 3.2, Figure 2); the similarity between the encoder's
+    first-token state and every target word is added to the decoder's logits at each step."""
+
+    model_type = "xlsr_hictl_translation"
+
+    fusion_temperature: float = 1.0  # scale of the added similarity: cos(h_cls, e(w)) / fusion_temperature
+    decoder_layers: int = 4  # "a shallower decoder with 4 identical layers" (Section 4.2)
+    encoder_frozen_steps: int = 0  # two-stage fine-tuning: decoder only for these optimizer steps, then all
+
+
+__all__ = ["HictlConfig", "HictlTranslationConfig"]

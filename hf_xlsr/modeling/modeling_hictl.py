@@ -1,0 +1,303 @@
+"""Hierarchical contrastive learning (HICTL): Wei, Weng, Hu, Xing, Yu and Luo, "On Learning Universal
+Representations Across Languages", ICLR 2021.
+
+A sentence's representation is ``r = f(g(M(x)))``: the final state of its first token (g) through a linear
+projection (f). For a batch of pairs ``<x_i, y_i>`` -- translations, or a sentence and its reordering when the
+data is monolingual -- three losses are summed (Eq. 7):
+
+* sentence-level contrast (Eq. 2-4): ``r_{x_i}`` against ``r_{y_i}``, the other 2n - 2 sentences of the batch as
+  negatives, both directions, cosine scores;
+* word-level contrast (Eq. 5-6): the pair is concatenated, ``[CLS] x [SEP] y [SEP]``; the final state of its first
+  token is the query, every word of its bag of words B a positive, and m words sampled from the rest of the
+  vocabulary, with probability by their similarity to the query, the (hard) negatives; words are their input
+  embeddings;
+* TLM on the concatenated pair (MLM when the pair is a sentence and its reordering).
+
+Choices where the paper is silent: the concatenated pair is masked once and serves both TLM and the word-level
+query; the projection f keeps the hidden size unless ``projection_size`` says otherwise; scores may be divided by
+a temperature (1.0, i.e. none, by default, as in Eq. 2).
+
+:class:`HictlForTranslation` (Section 3.2, Figure 2) puts a new shallow decoder after the HICTL encoder and adds,
+at every decoding step, the similarity between the encoder's first-token state and every target word (their
+input embeddings) to the decoder's logits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import (
+    AutoConfig,
+    AutoModel,
+    AutoModelForCausalLM,
+    AutoModelForMaskedLM,
+    EncoderDecoderModel,
+    PreTrainedModel,
+)
+from transformers import initialization as init
+from transformers.modeling_outputs import Seq2SeqLMOutput
+from transformers.utils import ModelOutput
+
+from .common import SentenceEncoderMixin
+from .configuration_hictl import HictlConfig, HictlTranslationConfig
+from .losses import sample_word_negatives, sentence_contrastive_loss, word_contrastive_loss
+from .pooling import l2_normalize
+
+
+@dataclass
+class HictlOutput(ModelOutput):
+    r"""
+    loss: ``L_LM + L_S + L_W`` (Eq. 7), the parts switched on in the config.
+    loss_lm: TLM / MLM on the concatenated pair. loss_sentence: L_S (Eq. 4). loss_word: L_W (Eq. 6).
+    accuracy_xy: in-batch retrieval accuracy x -> y of the sentence representations.
+    embeddings_x / embeddings_y: L2-normalised sentence representations r.
+    """
+
+    loss: torch.FloatTensor | None = None
+    loss_lm: torch.FloatTensor | None = None
+    loss_sentence: torch.FloatTensor | None = None
+    loss_word: torch.FloatTensor | None = None
+    accuracy_xy: torch.FloatTensor | None = None
+    embeddings_x: torch.FloatTensor | None = None
+    embeddings_y: torch.FloatTensor | None = None
+
+
+class HictlPreTrainedModel(PreTrainedModel):
+    config: HictlConfig
+    config_class = HictlConfig
+    base_model_prefix = "hictl"
+    supports_gradient_checkpointing = True
+    _supports_sdpa = True
+
+    @torch.no_grad()
+    def _init_weights(self, module: nn.Module) -> None:
+        if isinstance(module, nn.Linear):
+            init.normal_(module.weight, mean=0.0, std=getattr(self.config.encoder, "initializer_range", 0.02))
+            init.zeros_(module.bias)
+
+
+class HictlForPreTraining(SentenceEncoderMixin, HictlPreTrainedModel):
+    """HICTL pre-training: from a configuration, or around a pretrained masked LM with :meth:`from_encoder`."""
+
+    def __init__(self, config: HictlConfig, masked_lm: PreTrainedModel | None = None):
+        super().__init__(config)
+        self.masked_lm = masked_lm if masked_lm is not None else AutoModelForMaskedLM.from_config(config.encoder)
+        config.encoder._attn_implementation = self.masked_lm.config._attn_implementation
+        self.masked_lm.config = config.encoder
+        self.projection = nn.Linear(config.hidden_size, config.embedding_size)  # f in r = f(g(M(x)))
+        self.post_init()
+
+    @classmethod
+    def from_encoder(cls, name_or_path: str, **config_kwargs) -> HictlForPreTraining:
+        """HICTL around a pretrained masked LM (a Hub id such as ``FacebookAI/xlm-roberta-base``, or a path)."""
+        masked_lm = AutoModelForMaskedLM.from_pretrained(name_or_path, config=AutoConfig.from_pretrained(name_or_path))
+        return cls(HictlConfig(encoder=masked_lm.config.to_dict(), **config_kwargs), masked_lm=masked_lm)
+
+    # ----------------------------------------------------------------------------------------------------------------
+    # Representations
+
+    @property
+    def encoder(self) -> PreTrainedModel:
+        return self.masked_lm.base_model
+
+    @property
+    def sentence_embedding_dimension(self) -> int:
+        return self.config.embedding_size
+
+    def query_encoder(self, language: str) -> PreTrainedModel:
+        self.language_side(language)
+        return self.encoder
+
+    def sentence_representation(self, input_ids, attention_mask=None) -> torch.Tensor:
+        """r = f(g(M(x))): the first token's final state through the linear projection (not normalised)."""
+        states = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        return self.projection(states[:, 0])
+
+    def get_sentence_embeddings(self, input_ids, attention_mask=None, token_type_ids=None, language="x"):
+        self.language_side(language)
+        return l2_normalize(self.sentence_representation(input_ids, attention_mask))
+
+    def export_head_modules(self, side: str) -> list:
+        """The projection f as a stock sentence-transformers ``Dense`` module (after CLS pooling)."""
+        from sentence_transformers.sentence_transformer.modules import Dense
+
+        dense = Dense(
+            self.config.hidden_size, self.config.embedding_size, bias=True, activation_function=nn.Identity()
+        )
+        dense.linear.load_state_dict(self.projection.state_dict())
+        return [dense]
+
+    def save_encoder(self, path, tokenizer=None) -> None:
+        """Save the encoder with its masked-LM head as a plain transformers model, the starting point of
+        fine-tuning: ``AutoModelForSequenceClassification.from_pretrained(path, num_labels=...)`` (single
+        sentences or pairs, Section 3.2)."""
+        self.masked_lm.save_pretrained(path)
+        if tokenizer is not None:
+            tokenizer.save_pretrained(path)
+
+    def word_scores(self, queries: torch.Tensor) -> torch.Tensor:
+        """``s(q, e(w)) / temperature`` for every word w: cosine with the input embeddings, ``(n, V)``."""
+        embeddings = F.normalize(self.masked_lm.get_input_embeddings().weight.float(), dim=-1)
+        return (F.normalize(queries.float(), dim=-1) @ embeddings.T) / self.config.temperature
+
+    def special_token_ids(self) -> list[int]:
+        """The tokenizer's special ids (``config.special_token_ids``, set by :meth:`from_tokenizer`), else the
+        encoder configuration's pad / bos / eos ids."""
+        if self.config.special_token_ids is not None:
+            return list(self.config.special_token_ids)
+        encoder = self.config.encoder
+        return sorted({i for i in (encoder.pad_token_id, encoder.bos_token_id, encoder.eos_token_id) if i is not None})
+
+    def use_tokenizer(self, tokenizer) -> HictlForPreTraining:
+        """Take the tokenizer's special token ids (so [CLS], [SEP], [MASK] never count as words)."""
+        self.config.special_token_ids = sorted(tokenizer.all_special_ids)
+        return self
+
+    # ----------------------------------------------------------------------------------------------------------------
+    # Forward and losses
+
+    def forward(
+        self,
+        x_input_ids: torch.Tensor | None = None,
+        x_attention_mask: torch.Tensor | None = None,
+        y_input_ids: torch.Tensor | None = None,
+        y_attention_mask: torch.Tensor | None = None,
+        pair_input_ids: torch.Tensor | None = None,
+        pair_attention_mask: torch.Tensor | None = None,
+        pair_labels: torch.Tensor | None = None,
+        return_loss: bool = True,
+    ) -> HictlOutput:
+        r"""``x_*`` / ``y_*``: the two sentences, encoded separately (L_S); ``pair_*``: ``[CLS] x [SEP] y [SEP]``,
+        masked for the LM task, ``pair_labels`` holding the original ids at masked positions and -100 elsewhere
+        (TLM and L_W)."""
+        config, parts, loss = self.config, {}, None
+        r_x = self.sentence_representation(x_input_ids, x_attention_mask) if x_input_ids is not None else None
+        r_y = self.sentence_representation(y_input_ids, y_attention_mask) if y_input_ids is not None else None
+        if r_x is not None:
+            parts["embeddings_x"] = l2_normalize(r_x)
+        if r_y is not None:
+            parts["embeddings_y"] = l2_normalize(r_y)
+        if not return_loss:
+            return HictlOutput(**parts)
+
+        if r_x is not None and r_y is not None:
+            with torch.no_grad():
+                hits = (parts["embeddings_x"] @ parts["embeddings_y"].T).argmax(dim=1)
+                parts["accuracy_xy"] = (hits == torch.arange(len(r_x), device=r_x.device)).float().mean()
+            if config.use_sentence_level:
+                loss_sentence = sentence_contrastive_loss(r_x, r_y, config.temperature)  # Eq. 2-4
+                parts["loss_sentence"] = loss_sentence.detach()
+                loss = loss_sentence
+
+        if pair_input_ids is not None and (config.use_lm or config.use_word_level):
+            output = self.masked_lm(
+                input_ids=pair_input_ids, attention_mask=pair_attention_mask, output_hidden_states=True
+            )
+            if config.use_lm and pair_labels is not None:
+                loss_lm = F.cross_entropy(
+                    output.logits.flatten(0, 1).float(), pair_labels.flatten(), ignore_index=-100
+                )
+                parts["loss_lm"] = loss_lm.detach()
+                loss = loss_lm if loss is None else loss + loss_lm
+            if config.use_word_level:
+                original = (
+                    pair_input_ids
+                    if pair_labels is None
+                    else torch.where(pair_labels >= 0, pair_labels, pair_input_ids)
+                )
+                loss_word = self.word_level_loss(output.hidden_states[-1][:, 0], original, pair_attention_mask)
+                parts["loss_word"] = loss_word.detach()
+                loss = loss_word if loss is None else loss + loss_word
+        return HictlOutput(loss=loss, **parts)
+
+    def word_level_loss(self, queries, pair_ids, pair_mask) -> torch.Tensor:
+        """Eq. 5-6 for each pair: its bag of words as positives, ``num_negatives`` sampled hard negatives."""
+        vocab = self.masked_lm.get_input_embeddings().weight.shape[0]
+        specials = torch.tensor(self.special_token_ids(), dtype=torch.long, device=pair_ids.device)
+        content = pair_mask.bool() & ~torch.isin(pair_ids, specials)
+        counts = torch.zeros(len(pair_ids), vocab, device=pair_ids.device).scatter_add_(1, pair_ids, content.float())
+        bag = counts > 0  # the unique words of each pair
+        excluded = bag.clone()
+        excluded[:, self.special_token_ids()] = True  # special tokens are neither positives nor negatives
+        scores = self.word_scores(queries)
+        negatives = sample_word_negatives(scores, excluded, self.config.num_negatives)
+        return word_contrastive_loss(scores, bag, negatives)
+
+
+class HictlForTranslation(EncoderDecoderModel):
+    """The HICTL encoder, a new shallow decoder, and the encoder's first-token state fused into every step's logits.
+
+    Build it with :meth:`from_hictl`; ``generate()`` works as for any ``EncoderDecoderModel``. With
+    ``config.encoder_frozen_steps``, ``XlsrTrainer`` trains the decoder alone for that many steps, then everything.
+    """
+
+    config_class = HictlTranslationConfig
+
+    @classmethod
+    def from_hictl(cls, hictl: HictlForPreTraining, tokenizer, decoder_layers: int = 4, **config_kwargs):
+        """Encoder: the HICTL encoder (weights copied); decoder: ``decoder_layers`` layers of the same width, with
+        cross-attention, randomly initialised, over the same vocabulary."""
+        encoder = hictl.config.encoder
+        encoder_model = AutoModel.from_config(encoder)  # the structure EncoderDecoderModel rebuilds when loading
+        missing, unexpected = encoder_model.load_state_dict(hictl.encoder.state_dict(), strict=False)
+        if unexpected or any("pooler" not in name for name in missing):
+            raise ValueError(f"the HICTL encoder does not fit {type(encoder_model).__name__}: {missing + unexpected}")
+        decoder = AutoConfig.for_model(**{**encoder.to_dict(), "num_hidden_layers": decoder_layers,
+                                          "is_decoder": True, "add_cross_attention": True})  # fmt: skip
+        start = tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.bos_token_id
+        end = tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id
+        config = HictlTranslationConfig(
+            encoder=encoder.to_dict(), decoder=decoder.to_dict(), decoder_layers=decoder_layers,
+            decoder_start_token_id=start, pad_token_id=tokenizer.pad_token_id, eos_token_id=end, **config_kwargs,
+        )  # fmt: skip
+        return cls(config, encoder=encoder_model, decoder=AutoModelForCausalLM.from_config(config.decoder))
+
+    def target_word_similarity(self, cls_state: torch.Tensor) -> torch.Tensor:
+        """``cos(h_cls, e(w)) / fusion_temperature`` for every target word w, ``(batch, V)``: computed once per
+        source, added to the logits of every decoder step (Section 3.2)."""
+        embeddings = F.normalize(self.encoder.get_input_embeddings().weight.float(), dim=-1)
+        return (F.normalize(cls_state.float(), dim=-1) @ embeddings.T) / self.config.fusion_temperature
+
+    def forward(
+        self,
+        input_ids=None,
+        attention_mask=None,
+        decoder_input_ids=None,
+        decoder_attention_mask=None,
+        encoder_outputs=None,
+        past_key_values=None,
+        inputs_embeds=None,
+        decoder_inputs_embeds=None,
+        labels=None,
+        use_cache=None,
+        **kwargs,
+    ) -> Seq2SeqLMOutput:
+        if encoder_outputs is None:
+            encoder_outputs = self.encoder(
+                input_ids=input_ids, attention_mask=attention_mask, inputs_embeds=inputs_embeds, return_dict=True
+            )
+        if labels is not None and decoder_input_ids is None and decoder_inputs_embeds is None:
+            decoder_input_ids = self.prepare_decoder_input_ids_from_labels(labels)
+            decoder_attention_mask = (decoder_input_ids != self.config.pad_token_id).long()
+        output = super().forward(
+            attention_mask=attention_mask, decoder_input_ids=decoder_input_ids,
+            decoder_attention_mask=decoder_attention_mask, encoder_outputs=encoder_outputs,
+            past_key_values=past_key_values, decoder_inputs_embeds=decoder_inputs_embeds, use_cache=use_cache,
+            **kwargs,
+        )  # fmt: skip
+        fusion = self.target_word_similarity(encoder_outputs.last_hidden_state[:, 0])
+        logits = output.logits + fusion[:, None, :].to(output.logits.dtype)
+        loss = None
+        if labels is not None:
+            loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100)
+        return Seq2SeqLMOutput(
+            loss=loss, logits=logits, past_key_values=output.past_key_values,
+            decoder_hidden_states=output.decoder_hidden_states,
+            encoder_last_hidden_state=output.encoder_last_hidden_state,
+        )  # fmt: skip
+
+
+__all__ = ["HictlForPreTraining", "HictlForTranslation", "HictlOutput"]
