@@ -41,8 +41,8 @@ def build_sides(size: int, seed: int = 0) -> tuple[list[str], list[str]]:
     prefix of ``n`` rows holds ``n / 10`` gold pairs hidden among unpaired verses."""
     from hf_xlsr.data import load_bible
 
-    source_bible = load_bible(list(SOURCE_TRANSLATIONS), SOURCE_TRANSLATIONS)
-    target_bible = load_bible(list(TARGET_TRANSLATIONS), TARGET_TRANSLATIONS)
+    source_bible = load_bible(list(SOURCE_TRANSLATIONS), SOURCE_TRANSLATIONS).to_dict()  # plain lists: fast lookups
+    target_bible = load_bible(list(TARGET_TRANSLATIONS), TARGET_TRANSLATIONS).to_dict()
     source_keys = list(zip(source_bible["book"], source_bible["chapter"], source_bible["verse"], strict=True))
     target_keys = list(zip(target_bible["book"], target_bible["chapter"], target_bible["verse"], strict=True))
     source_row, target_row = {k: i for i, k in enumerate(source_keys)}, {k: i for i, k in enumerate(target_keys)}

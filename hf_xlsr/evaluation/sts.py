@@ -79,8 +79,14 @@ class STSEvaluator(Evaluator):
         return cls.from_dataset(datasets.load_dataset(dataset_id, split=split), **kwargs)
 
     def evaluate(self, encoder: Encoder) -> dict[str, float]:
-        u = encoder(self.sentences1, self.language1)
-        v = encoder(self.sentences2, self.language2)
+        if self.language1 == self.language2:  # encode each distinct text once (STS data repeats sentences)
+            texts = list(dict.fromkeys(self.sentences1 + self.sentences2))
+            vectors = dict(zip(texts, encoder(texts, self.language1), strict=True))
+            u = np.stack([vectors[text] for text in self.sentences1])
+            v = np.stack([vectors[text] for text in self.sentences2])
+        else:
+            u = encoder(self.sentences1, self.language1)
+            v = encoder(self.sentences2, self.language2)
         cosine = np.sum(u * v, axis=1) / (np.linalg.norm(u, axis=1) * np.linalg.norm(v, axis=1))
         results = {"spearman_all": float(spearmanr(cosine, self.scores).statistic)}
         subsets = np.asarray(self.subsets)
