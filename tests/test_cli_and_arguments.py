@@ -110,3 +110,43 @@ def test_cli_reports_a_bad_config_without_a_traceback_dump(tmp_path):
     assert result.returncode == 2
     assert "run.yaml: unknown argument 'learning_rat'" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "examples" / "configs").glob("*.yaml")))
+def test_example_configs_parse(name, tmp_path):
+    model_args, data_args, training_args = parse_run_arguments(ROOT / "examples" / "configs" / name,
+                                                               ["--output_dir", str(tmp_path)])  # fmt: skip
+    assert model_args.model_type in ("dual_momentum", "lightweight", "cmlm", "hictl")
+    assert data_args.train_data == "bible" and training_args.output_dir == str(tmp_path)
+
+
+TINY_RECIPES = {
+    "lightweight": {"model_config": {"vocab_size": 600, "hidden_size": 32, "intermediate_size": 64,
+                                     "num_attention_heads": 2}},
+    "cmlm": {"tokenizer_x": MINILM, "model_config": {"encoder": tiny_encoder_config(), "num_projections": 3,
+                                                      "schedule": "s3", "second_stage_step": 1, "pcr_components": 1}},
+    "hictl": {"tokenizer_x": MINILM, "monolingual_probability": 0.5,
+              "model_config": {"encoder": tiny_encoder_config(), "num_negatives": 16}},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("model_type", sorted(TINY_RECIPES))
+def test_every_recipe_trains_evaluates_and_exports(model_type, tmp_path):
+    from sentence_transformers import SentenceTransformer
+
+    from hf_xlsr.trainers import run_training
+
+    config = write_config(
+        tmp_path / "run.yaml", model_type=model_type, train_data="bible", max_train_pairs=300, max_eval_pairs=30,
+        max_length=24, per_device_train_batch_size=8, max_steps=2, learning_rate=1e-3, output_dir=str(tmp_path / "run"),
+        save_strategy="no", report_to="none", disable_tqdm=True, export_dir=str(tmp_path / "export"),
+        **TINY_RECIPES[model_type],
+    )  # fmt: skip
+    trainer, metrics = run_training(*parse_run_arguments(config))
+    assert trainer.state.global_step == 2 and 0 <= metrics["eval_retrieval_accuracy"] <= 1
+    assert (tmp_path / "run" / "hf_xlsr_run.json").is_file()
+    folders = sorted(
+        p for p in [tmp_path / "export", *(tmp_path / "export").iterdir()] if (p / "modules.json").is_file()
+    )
+    assert folders, "no sentence-transformers folder exported"
+    assert SentenceTransformer(str(folders[0])).encode(["Au commencement"]).shape[0] == 1
