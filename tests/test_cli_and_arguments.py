@@ -139,7 +139,8 @@ def test_every_recipe_trains_evaluates_and_exports(model_type, tmp_path):
     config = write_config(
         tmp_path / "run.yaml", model_type=model_type, train_data="bible", max_train_pairs=300, max_eval_pairs=30,
         max_length=24, per_device_train_batch_size=8, max_steps=2, learning_rate=1e-3,
-        output_dir=str(tmp_path / "run"), save_strategy="no", report_to="none", disable_tqdm=True, export_dir=str(tmp_path / "export"),
+        output_dir=str(tmp_path / "run"), save_strategy="no", report_to="none", disable_tqdm=True,
+        export_dir=str(tmp_path / "export"),
         **TINY_RECIPES[model_type],
     )  # fmt: skip
     trainer, metrics = run_training(*parse_run_arguments(config))
