@@ -45,6 +45,10 @@ class CmlmConfig(PreTrainedConfig):
     schedule: Literal["cmlm", "br", "s1", "s2", "s3"] = "s3"
     second_stage_step: int = 1_500_000  # first stage of S2 / S3: 1.5M steps (Section 4.4)
 
+    # A queue of momentum keys (hf_xlsr's extension, not in the paper): more negatives for L_br
+    queue_size: int = 0  # 0: in-batch negatives only, as in the paper
+    queue_momentum: float = 0.999  # EMA coefficient of the key encoder
+
     # Cross-lingual NLI fine-tuning (Section 4.3)
     nli_head: bool = False  # 3-way classifier on [u, v, |u - v|, u * v]
     nli_num_labels: int = 3

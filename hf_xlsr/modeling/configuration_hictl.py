@@ -35,6 +35,10 @@ class HictlConfig(PreTrainedConfig):
     perturbation_window: int = 3  # words are shuffled within windows of this size (local_shuffle)
     special_token_ids: list[int] | None = None  # the tokenizer's special ids: never words of a bag, never negatives
 
+    # A queue of momentum keys (hf_xlsr's extension, not in the paper): more negatives for L_S
+    queue_size: int = 0  # 0: in-batch negatives only, as in the paper
+    queue_momentum: float = 0.999  # EMA coefficient of the key encoder
+
     # Pre-training hyperparameters (Section 4.1): the trainer takes them where a run does not set its own
     learning_rate: float = 2.5e-5  # Adam, "invert linear decay"
     train_batch_size: int = 1024

@@ -49,6 +49,10 @@ class LightweightDualTransformerConfig(PreTrainedConfig):
     sim_weight: float = 2.0  # weight of L_sim in Eq. 7
     mlm_probability: float = 0.15  # masking ratio of the MLM ablation (Table 6 rows MLM, MLM+XTR)
 
+    # A queue of momentum keys (hf_xlsr's extension, not in the paper): more negatives for L_align
+    queue_size: int = 0  # 0: in-batch negatives only, as in the paper
+    queue_momentum: float = 0.999  # EMA coefficient of the key encoder
+
     # Training hyperparameters (Section 4.1): the trainer takes them where a run does not set its own
     learning_rate: float = 1e-3  # Adam
     train_batch_size: int = 128  # paired sentences per batch

@@ -45,16 +45,27 @@ def info_nce(
     return ContrastiveTerms(loss, accuracy, positive.detach().mean(), negative_similarity)
 
 
-def in_batch_alignment_loss(u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+def _with_queue(scores: torch.Tensor, queries: torch.Tensor, queue: torch.Tensor | None) -> torch.Tensor:
+    """Append the queries' scores with queued keys as extra negative columns (hf_xlsr's queue extension)."""
+    if queue is None or not len(queue):
+        return scores
+    return torch.cat([scores, queries.float() @ queue.float().T], dim=1)
+
+
+def in_batch_alignment_loss(
+    u: torch.Tensor, v: torch.Tensor, queue_u: torch.Tensor | None = None, queue_v: torch.Tensor | None = None
+) -> torch.Tensor:
     """Translation ranking with in-batch negatives, both directions, raw inner products (Mao et al., Eq. 5).
 
     ``-log softmax_k(u_j . v_k)[j] - log softmax_k(u_k . v_j)[j]`` for each pair j of the batch: the other
-    ``n - 1`` sentences of each language are the negatives. The paper sums over pairs; this is the mean, so the
-    loss does not grow with the batch size.
+    ``n - 1`` sentences of each language are the negatives (plus ``queue_v`` / ``queue_u`` keys when given). The
+    paper sums over pairs; this is the mean, so the loss does not grow with the batch size.
     """
     scores = u.float() @ v.float().T
     targets = torch.arange(len(scores), device=scores.device)
-    return F.cross_entropy(scores, targets) + F.cross_entropy(scores.T, targets)
+    forward = _with_queue(scores, u, queue_v)
+    backward = _with_queue(scores.T, v, queue_u)
+    return F.cross_entropy(forward, targets) + F.cross_entropy(backward, targets)
 
 
 def in_batch_similarity_loss(u: torch.Tensor, v: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
@@ -99,29 +110,43 @@ def kl_to_target(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return F.kl_div(torch.log_softmax(logits.float(), dim=-1), target, reduction="batchmean")
 
 
-def additive_margin_retrieval_loss(source: torch.Tensor, target: torch.Tensor, margin: float) -> torch.Tensor:
+def additive_margin_retrieval_loss(
+    source: torch.Tensor,
+    target: torch.Tensor,
+    margin: float,
+    queue_source: torch.Tensor | None = None,
+    queue_target: torch.Tensor | None = None,
+) -> torch.Tensor:
     """Bitext retrieval with additive margin softmax, both directions (Yang et al., 2021, Section 4.2).
 
     ``L_sbr = -1/B sum_i log e^(phi(s_i, t_i) - m) / (e^(phi(s_i, t_i) - m) + sum_{j != i} e^(phi(s_i, t_j)))``
     with ``phi`` the inner product of the sentence vectors; ``L_tbr`` normalises over the sources instead.
-    Returns ``L_br = L_sbr + L_tbr``. The margin is subtracted from the positive logit only.
+    Returns ``L_br = L_sbr + L_tbr``. The margin is subtracted from the positive logit only; queued keys, when
+    given, are extra negatives.
     """
     scores = source.float() @ target.float().T
     scores = scores - margin * torch.eye(len(scores), device=scores.device)
     targets = torch.arange(len(scores), device=scores.device)
-    return F.cross_entropy(scores, targets) + F.cross_entropy(scores.T, targets)
+    forward = _with_queue(scores, source, queue_target)
+    backward = _with_queue(scores.T, target, queue_source)
+    return F.cross_entropy(forward, targets) + F.cross_entropy(backward, targets)
 
 
-def sentence_contrastive_loss(r_x: torch.Tensor, r_y: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+def sentence_contrastive_loss(
+    r_x: torch.Tensor, r_y: torch.Tensor, temperature: float = 1.0, queue: torch.Tensor | None = None
+) -> torch.Tensor:
     """HICTL's sentence-level contrast (Wei et al., Eq. 2-4): for each pair, the other 2n - 2 sentences of the batch
     (both languages) are the negatives; scores are cosine similarities divided by ``temperature``.
 
-    ``L_S = 1/n sum_i (L_sctl(x_i) + L_sctl(y_i))``.
+    ``L_S = 1/n sum_i (L_sctl(x_i) + L_sctl(y_i))``. Queued keys (either language), when given, are extra
+    negatives of every query.
     """
     r = F.normalize(torch.cat([r_x, r_y]).float(), dim=-1)
     n = len(r_x)
     scores = (r @ r.T) / temperature
     scores = scores.masked_fill(torch.eye(2 * n, dtype=torch.bool, device=r.device), float("-inf"))  # not itself
+    if queue is not None and len(queue):
+        scores = torch.cat([scores, (r @ F.normalize(queue.float(), dim=-1).T) / temperature], dim=1)
     targets = torch.cat([torch.arange(n, 2 * n), torch.arange(0, n)]).to(r.device)  # x_i <-> y_i
     return 2 * F.cross_entropy(scores, targets)
 

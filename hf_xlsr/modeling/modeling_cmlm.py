@@ -32,6 +32,7 @@ from .common import SentenceEncoderMixin
 from .configuration_cmlm import CmlmConfig
 from .losses import additive_margin_retrieval_loss
 from .pooling import l2_normalize, pool
+from .queue import MomentumContrast, QueuedNegativesMixin
 
 
 @dataclass
@@ -73,7 +74,7 @@ class CmlmPreTrainedModel(PreTrainedModel):
             init.zeros_(module.pcr_y)
 
 
-class CmlmModel(SentenceEncoderMixin, CmlmPreTrainedModel):
+class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, CmlmPreTrainedModel):
     """CMLM. Build it from a configuration, or from a pretrained masked LM with :meth:`from_encoder`."""
 
     def __init__(self, config: CmlmConfig, masked_lm: PreTrainedModel | None = None):
@@ -95,7 +96,11 @@ class CmlmModel(SentenceEncoderMixin, CmlmPreTrainedModel):
         self.register_buffer("stage", torch.ones((), dtype=torch.long))
         self.register_buffer("pcr_x", torch.zeros(max(config.pcr_components, 1), h))
         self.register_buffer("pcr_y", torch.zeros(max(config.pcr_components, 1), h))
+        if config.queue_size:  # hf_xlsr's extension: queued momentum keys as more negatives of L_br
+            self.momentum_contrast = MomentumContrast(self._key_modules(), config.queue_size, h)
         self.post_init()
+        if config.queue_size:
+            self.momentum_update(0.0)  # the key encoder starts as an exact copy
 
     @classmethod
     def from_encoder(cls, name_or_path: str, **config_kwargs) -> CmlmModel:
@@ -204,7 +209,21 @@ class CmlmModel(SentenceEncoderMixin, CmlmPreTrainedModel):
                 hits = (u @ v.T).argmax(dim=1) == torch.arange(len(u), device=u.device)
                 parts["accuracy_xy"] = hits.float().mean()
             if return_loss and use_br:
-                loss_br = additive_margin_retrieval_loss(u, v, self.config.br_margin)
+                queue_x = queue_y = None
+                if self.config.queue_size:
+                    queue_x, queue_y = (
+                        self.momentum_contrast.queue_x.negatives(),
+                        self.momentum_contrast.queue_y.negatives(),
+                    )
+                loss_br = additive_margin_retrieval_loss(u, v, self.config.br_margin, queue_x, queue_y)
+                if self.config.queue_size:
+                    with torch.no_grad():
+                        keys = self.momentum_contrast.momentum["encoder"]
+                        k_x = pool(keys(input_ids=x_input_ids, attention_mask=x_attention_mask).last_hidden_state,
+                                   x_attention_mask, self.config.pooling)  # fmt: skip
+                        k_y = pool(keys(input_ids=y_input_ids, attention_mask=y_attention_mask).last_hidden_state,
+                                   y_attention_mask, self.config.pooling)  # fmt: skip
+                    self.momentum_contrast.enqueue(k_x, k_y)
                 parts["loss_br"] = loss_br.detach()
                 loss = self.config.br_weight * loss_br if use_cmlm else loss_br  # alpha only alongside CMLM
         if return_loss and use_cmlm and first_input_ids is not None:
@@ -221,6 +240,9 @@ class CmlmModel(SentenceEncoderMixin, CmlmPreTrainedModel):
             parts["loss_nli"] = loss_nli.detach()
             loss = loss_nli if loss is None else loss + loss_nli
         return CmlmOutput(loss=loss, **parts)
+
+    def _key_modules(self) -> dict:
+        return {"encoder": self.encoder}
 
     def cmlm_loss(self, first_ids, first_mask, second_ids, second_mask, second_labels):
         """MLM of the masked second sentence given P(v) of the first, concatenated before its token embeddings."""

@@ -281,6 +281,10 @@ class DualMomentumModel(SentenceEncoderMixin, DualMomentumPreTrainedModel):
     # ----------------------------------------------------------------------------------------------------------------
     # Momentum update (called by the trainer once per optimizer step)
 
+    @property
+    def momentum_coefficient(self) -> float:
+        return self.config.momentum
+
     @torch.no_grad()
     def momentum_update(self, momentum: float | None = None) -> None:
         """Eq. 1 for every momentum encoder: ``theta_k <- m * theta_k + (1 - m) * theta_q``."""

@@ -45,6 +45,7 @@ from .common import SentenceEncoderMixin
 from .configuration_hictl import HictlConfig, HictlTranslationConfig
 from .losses import sample_word_negatives, sentence_contrastive_loss, word_contrastive_loss
 from .pooling import l2_normalize
+from .queue import MomentumContrast, QueuedNegativesMixin
 
 
 @dataclass
@@ -79,7 +80,7 @@ class HictlPreTrainedModel(PreTrainedModel):
             init.zeros_(module.bias)
 
 
-class HictlForPreTraining(SentenceEncoderMixin, HictlPreTrainedModel):
+class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, HictlPreTrainedModel):
     """HICTL pre-training: from a configuration, or around a pretrained masked LM with :meth:`from_encoder`."""
 
     def __init__(self, config: HictlConfig, masked_lm: PreTrainedModel | None = None):
@@ -88,7 +89,11 @@ class HictlForPreTraining(SentenceEncoderMixin, HictlPreTrainedModel):
         config.encoder._attn_implementation = self.masked_lm.config._attn_implementation
         self.masked_lm.config = config.encoder
         self.projection = nn.Linear(config.hidden_size, config.embedding_size)  # f in r = f(g(M(x)))
+        if config.queue_size:  # hf_xlsr's extension: queued momentum keys as more negatives of L_S
+            self.momentum_contrast = MomentumContrast(self._key_modules(), config.queue_size, config.embedding_size)
         self.post_init()
+        if config.queue_size:
+            self.momentum_update(0.0)  # the key encoder starts as an exact copy
 
     @classmethod
     def from_encoder(cls, name_or_path: str, **config_kwargs) -> HictlForPreTraining:
@@ -188,7 +193,26 @@ class HictlForPreTraining(SentenceEncoderMixin, HictlPreTrainedModel):
                 hits = (parts["embeddings_x"] @ parts["embeddings_y"].T).argmax(dim=1)
                 parts["accuracy_xy"] = (hits == torch.arange(len(r_x), device=r_x.device)).float().mean()
             if config.use_sentence_level:
-                loss_sentence = sentence_contrastive_loss(r_x, r_y, config.temperature)  # Eq. 2-4
+                queue = None
+                if config.queue_size:  # hf_xlsr's extension: queued keys of both languages as more negatives
+                    queue = torch.cat(
+                        [self.momentum_contrast.queue_x.negatives(), self.momentum_contrast.queue_y.negatives()]
+                    )
+                loss_sentence = sentence_contrastive_loss(r_x, r_y, config.temperature, queue)  # Eq. 2-4
+                if config.queue_size:
+                    with torch.no_grad():
+                        keys = self.momentum_contrast.momentum
+                        k_x = keys["projection"](
+                            keys["encoder"](input_ids=x_input_ids, attention_mask=x_attention_mask).last_hidden_state[
+                                :, 0
+                            ]
+                        )
+                        k_y = keys["projection"](
+                            keys["encoder"](input_ids=y_input_ids, attention_mask=y_attention_mask).last_hidden_state[
+                                :, 0
+                            ]
+                        )
+                    self.momentum_contrast.enqueue(k_x, k_y)
                 parts["loss_sentence"] = loss_sentence.detach()
                 loss = loss_sentence
 
@@ -212,6 +236,9 @@ class HictlForPreTraining(SentenceEncoderMixin, HictlPreTrainedModel):
                 parts["loss_word"] = loss_word.detach()
                 loss = loss_word if loss is None else loss + loss_word
         return HictlOutput(loss=loss, **parts)
+
+    def _key_modules(self) -> dict:
+        return {"encoder": self.encoder, "projection": self.projection}
 
     def word_level_loss(self, queries, pair_ids, pair_mask) -> torch.Tensor:
         """Eq. 5-6 for each pair: its bag of words as positives, ``num_negatives`` sampled hard negatives."""

@@ -43,6 +43,7 @@ from .losses import (
     unified_generative_target,
 )
 from .pooling import l2_normalize, pool
+from .queue import MomentumContrast, QueuedNegativesMixin
 
 
 @dataclass
@@ -82,7 +83,9 @@ class LightweightDualTransformerPreTrainedModel(PreTrainedModel):
             init.zeros_(module.generative_bias)
 
 
-class LightweightDualTransformer(SentenceEncoderMixin, LightweightDualTransformerPreTrainedModel):
+class LightweightDualTransformer(
+    SentenceEncoderMixin, QueuedNegativesMixin, LightweightDualTransformerPreTrainedModel
+):
     """The lightweight dual transformer; build it with :meth:`from_tokenizer` to take the tokenizer's ids."""
 
     def __init__(self, config: LightweightDualTransformerConfig):
@@ -92,7 +95,11 @@ class LightweightDualTransformer(SentenceEncoderMixin, LightweightDualTransforme
         # The fully connected layer before the generative loss (Section 3.1); the output matrix is the embeddings.
         self.generative_dense = nn.Linear(config.hidden_size, config.hidden_size)
         self.generative_bias = nn.Parameter(torch.zeros(config.vocab_size))
+        if config.queue_size:  # hf_xlsr's extension: queued momentum keys as more negatives of L_align
+            self.momentum_contrast = MomentumContrast(self._key_modules(), config.queue_size, config.hidden_size)
         self.post_init()
+        if config.queue_size:
+            self.momentum_update(0.0)  # the key encoder starts as an exact copy
 
     @classmethod
     def from_tokenizer(cls, tokenizer, **config_kwargs) -> LightweightDualTransformer:
@@ -187,9 +194,18 @@ class LightweightDualTransformer(SentenceEncoderMixin, LightweightDualTransforme
             parts.update(loss_generative=generative.detach(), generative_accuracy=accuracy)
             loss = loss + config.generative_weight * generative
         if config.use_align:
-            align = in_batch_alignment_loss(u, v)  # Eq. 5
+            queue_x = queue_y = None
+            if config.queue_size:  # hf_xlsr's extension: the queued momentum keys are more negatives
+                queue_x, queue_y = (
+                    self.momentum_contrast.queue_x.negatives(),
+                    self.momentum_contrast.queue_y.negatives(),
+                )
+            align = in_batch_alignment_loss(u, v, queue_x, queue_y)  # Eq. 5
             parts["loss_align"] = align.detach()
             loss = loss + config.align_weight * align
+            if config.queue_size:
+                self.momentum_contrast.enqueue(self._momentum_keys(x_input_ids, x_attention_mask),
+                                               self._momentum_keys(y_input_ids, y_attention_mask))  # fmt: skip
         if config.use_sim:
             sim = in_batch_similarity_loss(u, v)  # Eq. 6
             parts["loss_sim"] = sim.detach()
@@ -249,6 +265,14 @@ class LightweightDualTransformer(SentenceEncoderMixin, LightweightDualTransforme
         if mlm_labels is not None:
             input_ids = torch.where(mlm_labels >= 0, mlm_labels, input_ids)
         return bag_of_words(input_ids, self._content(input_ids, attention_mask), self.config.vocab_size)
+
+    @torch.no_grad()
+    def _momentum_keys(self, input_ids, attention_mask) -> torch.Tensor:
+        states = self.momentum_contrast.momentum["encoder"](input_ids=input_ids, attention_mask=attention_mask)
+        return pool(states.last_hidden_state, attention_mask, "mean")
+
+    def _key_modules(self) -> dict:
+        return {"encoder": self.encoder}
 
     @staticmethod
     def _unmask(input_ids, side, masked_side, masked_position, masked_token) -> torch.Tensor:

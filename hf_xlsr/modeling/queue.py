@@ -7,6 +7,8 @@ These are model state and model operations; *when* they run is the trainer's bus
 
 from __future__ import annotations
 
+import copy
+
 import torch
 import torch.distributed as dist
 from torch import nn
@@ -89,3 +91,57 @@ def gather_from_processes(tensor: torch.Tensor) -> torch.Tensor:
     gathered = [torch.empty_like(padded) for _ in range(world_size)]
     dist.all_gather(gathered, padded)
     return torch.cat([part[: int(n)] for part, n in zip(gathered, counts, strict=True)])
+
+
+class MomentumContrast(nn.Module):
+    """The dual momentum model's machinery as a part other models reuse: an EMA copy of the modules that make a
+    sentence vector, and one memory queue of that copy's keys per language.
+
+    A model whose in-batch contrastive loss can take more negatives holds one (``config.queue_size > 0``): it
+    computes keys with :attr:`momentum` (no gradient, eval mode), scores its queries against
+    ``queue_x.negatives()`` / ``queue_y.negatives()`` too, then calls :meth:`enqueue`; the trainer's
+    ``MomentumCallback`` calls ``model.momentum_update`` once per optimizer step. Everything is model state:
+    saved with checkpoints, restored on resume, left out of exports.
+    """
+
+    def __init__(self, modules: dict[str, nn.Module], queue_size: int, dim: int, dtype: torch.dtype = torch.float32):
+        super().__init__()
+        self.momentum = nn.ModuleDict(
+            {name: copy.deepcopy(m).requires_grad_(False).eval() for name, m in modules.items()}
+        )
+        self.queue_x = MemoryQueue(queue_size, dim, dtype)
+        self.queue_y = MemoryQueue(queue_size, dim, dtype)
+
+    def train(self, mode: bool = True) -> MomentumContrast:
+        super().train(mode)
+        self.momentum.eval()  # keys without dropout, as the dual momentum model's
+        return self
+
+    @torch.no_grad()
+    def update(self, modules: dict[str, nn.Module], momentum: float) -> None:
+        for name, module in modules.items():
+            ema_update_(self.momentum[name], module, momentum)
+
+    def enqueue(self, keys_x: torch.Tensor, keys_y: torch.Tensor) -> None:
+        """Queue the batch's keys of every process, in training with gradients only (checked here, before any
+        no-grad context of the caller's own)."""
+        if self.training and torch.is_grad_enabled():
+            self.queue_x.enqueue(gather_from_processes(keys_x))
+            self.queue_y.enqueue(gather_from_processes(keys_y))
+
+
+class QueuedNegativesMixin:
+    """The momentum update of a model with an optional :class:`MomentumContrast` (``config.queue_size`` > 0,
+    ``config.queue_momentum``, the modules of ``self._key_modules()``)."""
+
+    @property
+    def momentum_coefficient(self) -> float | None:
+        """The EMA coefficient, or None without a queue (then the trainer schedules no momentum update)."""
+        return self.config.queue_momentum if self.config.queue_size else None
+
+    @torch.no_grad()
+    def momentum_update(self, momentum: float | None = None) -> None:
+        """EMA of the key encoder: ``theta_k <- m theta_k + (1 - m) theta_q``."""
+        if self.config.queue_size:
+            m = self.config.queue_momentum if momentum is None else momentum
+            self.momentum_contrast.update(self._key_modules(), m)

@@ -40,7 +40,7 @@ class MomentumCallback(TrainerCallback):
     def on_optimizer_step(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, model=None, **kwargs
     ) -> None:
-        base = model.config.momentum
+        base = model.momentum_coefficient
         model.momentum_update(scheduled_momentum(base, state.global_step, state.max_steps, self.schedule))
 
 

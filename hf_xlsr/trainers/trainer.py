@@ -96,7 +96,7 @@ class XlsrTrainer(Trainer):
         if tokenizers is None and self.processing_class is not None:
             tokenizers = {"x": self.processing_class, "y": self.processing_class}
         self.tokenizers = dict(tokenizers or {})
-        if hasattr(self.model, "momentum_update"):
+        if getattr(self.model, "momentum_coefficient", None) is not None:  # a momentum encoder to update
             self.add_callback(MomentumCallback(getattr(self.args, "momentum_schedule", "constant")))
         if hasattr(self.model, "stage"):
             self.add_callback(StageCallback())
