@@ -97,6 +97,7 @@ class XlsrTrainer(Trainer):
             tokenizers = {"x": self.processing_class, "y": self.processing_class}
         self.tokenizers = dict(tokenizers or {})
         if getattr(self.model, "momentum_coefficient", None) is not None:  # a momentum encoder to update
+            self.refuse_sharded_parameters()
             self.add_callback(MomentumCallback(getattr(self.args, "momentum_schedule", "constant")))
         if hasattr(self.model, "stage"):
             self.add_callback(StageCallback())
@@ -104,6 +105,18 @@ class XlsrTrainer(Trainer):
             self.add_callback(EncoderFreezeCallback())
         self._output_parts: dict[str, list[torch.Tensor]] = defaultdict(list)
         self._staging_dir: str | None = None
+
+    def refuse_sharded_parameters(self) -> None:
+        """The EMA update reads and writes whole parameters on every process; FSDP and DeepSpeed ZeRO-3 shard them.
+        Data parallelism (DDP) and DeepSpeed ZeRO-1/2 (optimizer and gradient sharding) keep them whole."""
+        zero3 = self.is_deepspeed_enabled and self.accelerator.state.deepspeed_plugin.zero_stage == 3
+        if self.is_fsdp_enabled or zero3:
+            engine = "FSDP" if self.is_fsdp_enabled else "DeepSpeed ZeRO-3"
+            raise ValueError(
+                f"{type(self.model).__name__} keeps a momentum (EMA) copy of its encoders, which needs whole "
+                f"parameters on every process, but {engine} shards them. Train with DDP or DeepSpeed ZeRO-2 (see "
+                "examples/accelerate/), or set queue_size: 0 for models whose queue is optional."
+            )
 
     # ------------------------------------------------------------------------------------------------------------
     # Loss and logging
