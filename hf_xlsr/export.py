@@ -2,7 +2,7 @@
 
 Each exported folder is ``Transformer -> Pooling -> Normalize`` (plus the model's own stock modules, such as a
 ``Dense`` projection, where it has one) and loads with ``SentenceTransformer(path)`` without ``trust_remote_code``.
-Momentum encoders, queues and every training-only head are left out.
+Momentum encoders, queues and every training-only head are left out; LoRA adapters are merged into the weights.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from .modeling.adapters import merged_copy
 from .utils import atomic_directory
 
 logger = logging.getLogger(__name__)
@@ -57,6 +58,8 @@ def export_sentence_transformers(
     folders = export_folders(model, output_dir)
     for side, folder in folders.items():
         encoder = model.query_encoder(side)
+        if getattr(model.config, "lora", None):
+            encoder = merged_copy(encoder)  # adapters merged into the base weights: a plain encoder, no peft needed
         with tempfile.TemporaryDirectory() as encoder_dir, atomic_directory(folder) as staging:
             encoder.save_pretrained(encoder_dir)
             tokenizers[side].save_pretrained(encoder_dir)

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 import yaml
 from conftest import MINILM, tiny_encoder_config
@@ -30,11 +31,12 @@ def launch_two_processes(script: Path, *args: str) -> subprocess.CompletedProces
     return subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=ROOT)
 
 
-def test_two_processes_hold_identical_queues_of_gathered_keys(tmp_path):
+@pytest.mark.parametrize("lora", [None, {"r": 4, "lora_alpha": 8}], ids=["full", "lora"])
+def test_two_processes_hold_identical_queues_of_gathered_keys(tmp_path, lora):
     config = {
         "model_type": "dual_momentum",
         "tokenizer_x": MINILM,
-        "model_config": {"encoder_x": tiny_encoder_config(), "queue_size": 64},
+        "model_config": {"encoder_x": tiny_encoder_config(), "queue_size": 64, "lora": lora},
         "train_data": "bible",
         "languages": ["en", "fr"],
         "max_train_pairs": 200,
@@ -63,3 +65,4 @@ def test_two_processes_hold_identical_queues_of_gathered_keys(tmp_path):
     assert int(rank0["momentum_updates"]) == 3
     assert torch.count_nonzero(rank0["queue_y.keys"][:24].norm(dim=1) > 0.99) == 24
     assert (tmp_path / "run" / "model.safetensors").is_file()
+    assert (tmp_path / "run" / "adapters" / "encoder_x" / "adapter_model.safetensors").is_file() == bool(lora)

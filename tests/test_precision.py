@@ -6,7 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 from conftest import batch_of, tiny_dual_momentum
+from test_queue_extension import build
 from test_trainer import make_trainer
+
+LORA = {"r": 4, "lora_alpha": 8}
 
 
 def test_bf16_autocast_keeps_the_contrastive_loss_in_float32(tokenizer, bible_pairs):
@@ -35,22 +38,38 @@ def test_bf16_training_runs_through_the_trainer(tmp_path, tokenizer, bible_pairs
     assert int(trainer.model.momentum_updates) == 3
 
 
-def test_gradient_checkpointing_gives_the_same_loss_and_gradients(tokenizer, bible_pairs):
-    results = []
-    for checkpointing in (False, True):
-        model = tiny_dual_momentum(queue_size=8, dropout=0.0)
-        if checkpointing:
-            model.gradient_checkpointing_enable()
-            assert model.encoder_x.is_gradient_checkpointing
+def checkpointing_case(kind, tokenizer, bible_pairs):
+    """A model with dropout off, its queue partly filled, and one training batch."""
+    if kind.startswith("dual_momentum"):
+        model = tiny_dual_momentum(queue_size=8, dropout=0.0, lora=LORA if kind.endswith("lora") else None)
         model.train()
         model(**batch_of(tokenizer, bible_pairs))
-        out = model(**batch_of(tokenizer, bible_pairs, offset=4))
+        return model, batch_of(tokenizer, bible_pairs, offset=4)
+    model, collator, rows, _ = build(kind, tokenizer)
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.0
+    model.train()
+    model(**collator([rows[i] for i in range(4)]))
+    return model, collator([rows[i] for i in range(4, 8)])
+
+
+@pytest.mark.parametrize("kind", ["dual_momentum", "dual_momentum_lora", "lightweight", "cmlm", "hictl"])
+def test_gradient_checkpointing_gives_the_same_loss_and_gradients(kind, tokenizer, bible_pairs):
+    results = []
+    for checkpointing in (False, True):
+        model, batch = checkpointing_case(kind, tokenizer, bible_pairs)
+        if checkpointing:
+            model.activation_checkpointing_enable()
+            assert model.is_activation_checkpointing
+        torch.manual_seed(1)  # the same word negatives (HICTL) in both runs
+        out = model(**batch)
         out.loss.backward()
-        grads = {n: p.grad.clone() for n, p in model.encoder_x.named_parameters() if p.grad is not None}
+        grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
         results.append((out.loss.detach(), grads))
     (loss_a, grads_a), (loss_b, grads_b) = results
     torch.testing.assert_close(loss_a, loss_b)
-    assert grads_a.keys() == grads_b.keys() and len(grads_a) > 10  # every used parameter (the pooler is unused)
+    assert grads_a.keys() == grads_b.keys() and len(grads_a) > 8  # every used parameter, adapters alone under LoRA
     for name in grads_a:
         torch.testing.assert_close(grads_a[name], grads_b[name], atol=1e-6, rtol=1e-5)
 

@@ -50,18 +50,19 @@ def test_losses_with_queue_negatives_match_float64_references():
     assert sentence_contrastive_loss(u, v, 0.5, queue).item() == pytest.approx(expected / 4, rel=1e-5)
 
 
-def build(kind, tokenizer):
+def build(kind, tokenizer, **config):
     torch.manual_seed(0)
     if kind == "lightweight":
         model = LightweightDualTransformer.from_tokenizer(tokenizer, hidden_size=32, intermediate_size=64,
-                                                          num_attention_heads=2, queue_size=16)  # fmt: skip
+                                                          num_attention_heads=2, queue_size=16, **config)  # fmt: skip
         rows = load_bible(["en", "fr"], split="train").select(range(64))
         return model, PairMaskingCollator(tokenizer, "en", "fr", 32), rows, "encoder"
     if kind == "cmlm":
-        model = CmlmModel(CmlmConfig(encoder=tiny_encoder_config(), num_projections=2, schedule="s1", queue_size=16))
+        model = CmlmModel(CmlmConfig(encoder=tiny_encoder_config(), num_projections=2, schedule="s1", queue_size=16,
+                                     **config))  # fmt: skip
         rows = load_bible_adjacent(["en", "fr"], split="train").select(range(64))
         return model, CmlmCollator(tokenizer, "en", "fr", max_length=32), rows, "encoder"
-    model = HictlForPreTraining(HictlConfig(encoder=tiny_encoder_config(), num_negatives=16, queue_size=16))
+    model = HictlForPreTraining(HictlConfig(encoder=tiny_encoder_config(), num_negatives=16, queue_size=16, **config))
     model.use_tokenizer(tokenizer)
     rows = load_bible(["en", "fr"], split="train").select(range(64))
     return model, HictlCollator(tokenizer, "en", "fr", 32), rows, "encoder"

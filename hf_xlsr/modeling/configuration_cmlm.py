@@ -7,6 +7,8 @@ from huggingface_hub.dataclasses import strict
 from transformers import AutoConfig, PreTrainedConfig
 from transformers.configuration_utils import SubConfigSpec
 
+from .adapters import lora_config
+
 SCHEDULES = ("cmlm", "br", "s1", "s2", "s3")
 
 
@@ -49,6 +51,9 @@ class CmlmConfig(PreTrainedConfig):
     queue_size: int = 0  # 0: in-batch negatives only, as in the paper
     queue_momentum: float = 0.999  # EMA coefficient of the key encoder
 
+    # LoRA (hf_xlsr's extension): adapters on the encoder, the only encoder weights that train
+    lora: dict | None = None  # peft.LoraConfig fields (r, lora_alpha, target_modules, ...); None: full fine-tuning
+
     # Cross-lingual NLI fine-tuning (Section 4.3)
     nli_head: bool = False  # 3-way classifier on [u, v, |u - v|, u * v]
     nli_num_labels: int = 3
@@ -86,6 +91,8 @@ class CmlmConfig(PreTrainedConfig):
         return bool(on[0]), bool(on[1])
 
     def validate_cmlm(self):
+        if self.lora is not None:
+            lora_config(self.lora)
         if self.num_projections < 1:
             raise ValueError(f"num_projections must be at least 1, got {self.num_projections}")
         if not 0.0 < self.mlm_probability < 1.0:

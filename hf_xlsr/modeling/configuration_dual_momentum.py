@@ -7,6 +7,8 @@ from huggingface_hub.dataclasses import strict
 from transformers import AutoConfig, PreTrainedConfig
 from transformers.configuration_utils import SubConfigSpec
 
+from .adapters import lora_config
+
 # Encoder-config attribute names that hold dropout probabilities, across BERT, RoBERTa/XLM-R, DistilBERT, ...
 DROPOUT_FIELDS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "dropout", "attention_dropout")
 
@@ -47,6 +49,9 @@ class DualMomentumConfig(PreTrainedConfig):
     temperature: float = 0.04  # tau in Eq. 2 (Table 4)
     momentum: float = 0.999  # m in Eq. 1
     queue_dtype: Literal["float32", "float16", "bfloat16"] = "float32"  # storage of queued keys; float16 halves it
+
+    # LoRA (hf_xlsr's extension): adapters on the encoders, the only encoder weights that train
+    lora: dict | None = None  # peft.LoraConfig fields (r, lora_alpha, target_modules, ...); None: full fine-tuning
 
     # Multi-task NLI head (Appendix B)
     nli_head: bool = False  # add the NLI classifier and train it from premise/hypothesis/label columns
@@ -95,6 +100,8 @@ class DualMomentumConfig(PreTrainedConfig):
         }
 
     def validate_dual_momentum(self):
+        if self.lora is not None:
+            lora_config(self.lora)
         if self.queue_size < 1:
             raise ValueError(f"queue_size must be at least 1, got {self.queue_size}")
         if not self.temperature > 0:

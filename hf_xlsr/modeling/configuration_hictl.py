@@ -7,6 +7,8 @@ from huggingface_hub.dataclasses import strict
 from transformers import AutoConfig, EncoderDecoderConfig, PreTrainedConfig
 from transformers.configuration_utils import SubConfigSpec
 
+from .adapters import lora_config
+
 
 @strict
 class HictlConfig(PreTrainedConfig):
@@ -39,6 +41,9 @@ class HictlConfig(PreTrainedConfig):
     queue_size: int = 0  # 0: in-batch negatives only, as in the paper
     queue_momentum: float = 0.999  # EMA coefficient of the key encoder
 
+    # LoRA (hf_xlsr's extension): adapters on the encoder, the only encoder weights that train
+    lora: dict | None = None  # peft.LoraConfig fields (r, lora_alpha, target_modules, ...); None: full fine-tuning
+
     # Pre-training hyperparameters (Section 4.1): the trainer takes them where a run does not set its own
     learning_rate: float = 2.5e-5  # Adam, "invert linear decay"
     train_batch_size: int = 1024
@@ -61,6 +66,8 @@ class HictlConfig(PreTrainedConfig):
         return {"learning_rate": self.learning_rate, "lr_scheduler_type": "linear"}
 
     def validate_hictl(self):
+        if self.lora is not None:
+            lora_config(self.lora)
         if not self.temperature > 0:
             raise ValueError(f"temperature must be positive, got {self.temperature}")
         if self.num_negatives < 1:

@@ -6,6 +6,8 @@ from typing import Literal
 from huggingface_hub.dataclasses import strict
 from transformers import BertConfig, PreTrainedConfig
 
+from .adapters import lora_config
+
 GENERATIVE_TASKS = ("ugt", "smlm", "xtr", "mlm", "mlm_xtr", "none")
 
 
@@ -53,6 +55,9 @@ class LightweightDualTransformerConfig(PreTrainedConfig):
     queue_size: int = 0  # 0: in-batch negatives only, as in the paper
     queue_momentum: float = 0.999  # EMA coefficient of the key encoder
 
+    # LoRA (hf_xlsr's extension): adapters on the encoder, the only encoder weights that train
+    lora: dict | None = None  # peft.LoraConfig fields (r, lora_alpha, target_modules, ...); None: full fine-tuning
+
     # Training hyperparameters (Section 4.1): the trainer takes them where a run does not set its own
     learning_rate: float = 1e-3  # Adam
     train_batch_size: int = 128  # paired sentences per batch
@@ -94,6 +99,8 @@ class LightweightDualTransformerConfig(PreTrainedConfig):
         )
 
     def validate_lightweight(self):
+        if self.lora is not None:
+            lora_config(self.lora)
         if self.hidden_size % self.num_attention_heads:
             raise ValueError(f"hidden_size {self.hidden_size} is not a multiple of {self.num_attention_heads} heads")
         if not 0.0 < self.mlm_probability < 1.0:

@@ -28,6 +28,7 @@ from transformers import AutoConfig, AutoModelForMaskedLM, PreTrainedModel
 from transformers import initialization as init
 from transformers.utils import ModelOutput
 
+from .adapters import FrozenParametersMixin
 from .common import SentenceEncoderMixin
 from .configuration_cmlm import CmlmConfig
 from .losses import additive_margin_retrieval_loss
@@ -74,8 +75,10 @@ class CmlmPreTrainedModel(PreTrainedModel):
             init.zeros_(module.pcr_y)
 
 
-class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, CmlmPreTrainedModel):
+class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixin, CmlmPreTrainedModel):
     """CMLM. Build it from a configuration, or from a pretrained masked LM with :meth:`from_encoder`."""
+
+    _lora_modules = ("masked_lm",)
 
     def __init__(self, config: CmlmConfig, masked_lm: PreTrainedModel | None = None):
         super().__init__(config)
@@ -96,11 +99,13 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, CmlmPreTrainedModel)
         self.register_buffer("stage", torch.ones((), dtype=torch.long))
         self.register_buffer("pcr_x", torch.zeros(max(config.pcr_components, 1), h))
         self.register_buffer("pcr_y", torch.zeros(max(config.pcr_components, 1), h))
+        self._add_lora()  # config.lora: adapters on the encoder, the rest of it frozen
         if config.queue_size:  # hf_xlsr's extension: queued momentum keys as more negatives of L_br
             self.momentum_contrast = MomentumContrast(self._key_modules(), config.queue_size, h)
         self.post_init()
         if config.queue_size:
             self.momentum_update(0.0)  # the key encoder starts as an exact copy
+        self._record_parameter_state()
 
     @classmethod
     def from_encoder(cls, name_or_path: str, **config_kwargs) -> CmlmModel:

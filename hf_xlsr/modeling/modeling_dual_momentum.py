@@ -21,7 +21,6 @@ saved with checkpoints, as are the queues, so a resumed run continues exactly. `
 
 from __future__ import annotations
 
-import copy
 import os
 from dataclasses import dataclass
 
@@ -32,11 +31,12 @@ from transformers import AutoConfig, AutoModel, PreTrainedModel
 from transformers import initialization as init
 from transformers.utils import ModelOutput
 
+from .adapters import FrozenParametersMixin
 from .common import SentenceEncoderMixin
 from .configuration_dual_momentum import DROPOUT_FIELDS, DualMomentumConfig
 from .losses import info_nce
 from .pooling import l2_normalize, pool
-from .queue import MemoryQueue, ema_update_, gather_from_processes
+from .queue import MemoryQueue, ema_update_, gather_from_processes, momentum_copy
 
 
 @dataclass
@@ -86,8 +86,10 @@ class DualMomentumPreTrainedModel(PreTrainedModel):
             init.zeros_(module.momentum_updates)
 
 
-class DualMomentumModel(SentenceEncoderMixin, DualMomentumPreTrainedModel):
+class DualMomentumModel(SentenceEncoderMixin, FrozenParametersMixin, DualMomentumPreTrainedModel):
     """MoCo-BERT. Build it from a configuration, or from two pretrained encoders with :meth:`from_encoders`."""
+
+    _lora_modules = ("encoder_x", "encoder_y")
 
     def __init__(
         self,
@@ -106,9 +108,11 @@ class DualMomentumModel(SentenceEncoderMixin, DualMomentumPreTrainedModel):
             config.encoder_y._attn_implementation = self.encoder_y.config._attn_implementation
             self.encoder_y.config = config.encoder_y
         # Momentum encoders: frozen copies, updated only by EMA (Eq. 1); never aliases of the query encoders.
-        self.momentum_encoder_x = copy.deepcopy(self.encoder_x).requires_grad_(False)
+        # Under config.lora only the adapters are trainable: the momentum encoders share the frozen base weights.
+        self._add_lora()
+        self.momentum_encoder_x = momentum_copy(self.encoder_x)
         if not config.shared_encoder:
-            self.momentum_encoder_y = copy.deepcopy(self.encoder_y).requires_grad_(False)
+            self.momentum_encoder_y = momentum_copy(self.encoder_y)
         # Memory queues of the momentum keys, one per language.
         hidden_size = config.encoder_x.hidden_size
         queue_dtype = getattr(torch, config.queue_dtype)
@@ -126,6 +130,7 @@ class DualMomentumModel(SentenceEncoderMixin, DualMomentumPreTrainedModel):
         self.post_init()
         for query, key in self._encoder_pairs():
             ema_update_(key, query, 0.0)  # start as exact copies (post_init may have drawn them independently)
+        self._record_parameter_state()
 
     @classmethod
     def from_encoders(

@@ -41,6 +41,7 @@ from transformers import initialization as init
 from transformers.modeling_outputs import Seq2SeqLMOutput
 from transformers.utils import ModelOutput
 
+from .adapters import FrozenParametersMixin
 from .common import SentenceEncoderMixin
 from .configuration_hictl import HictlConfig, HictlTranslationConfig
 from .losses import sample_word_negatives, sentence_contrastive_loss, word_contrastive_loss
@@ -80,8 +81,10 @@ class HictlPreTrainedModel(PreTrainedModel):
             init.zeros_(module.bias)
 
 
-class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, HictlPreTrainedModel):
+class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixin, HictlPreTrainedModel):
     """HICTL pre-training: from a configuration, or around a pretrained masked LM with :meth:`from_encoder`."""
+
+    _lora_modules = ("masked_lm",)
 
     def __init__(self, config: HictlConfig, masked_lm: PreTrainedModel | None = None):
         super().__init__(config)
@@ -89,11 +92,13 @@ class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, HictlPreTr
         config.encoder._attn_implementation = self.masked_lm.config._attn_implementation
         self.masked_lm.config = config.encoder
         self.projection = nn.Linear(config.hidden_size, config.embedding_size)  # f in r = f(g(M(x)))
+        self._add_lora()  # config.lora: adapters on the encoder, the rest of it frozen
         if config.queue_size:  # hf_xlsr's extension: queued momentum keys as more negatives of L_S
             self.momentum_contrast = MomentumContrast(self._key_modules(), config.queue_size, config.embedding_size)
         self.post_init()
         if config.queue_size:
             self.momentum_update(0.0)  # the key encoder starts as an exact copy
+        self._record_parameter_state()
 
     @classmethod
     def from_encoder(cls, name_or_path: str, **config_kwargs) -> HictlForPreTraining:

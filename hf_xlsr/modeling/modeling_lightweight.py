@@ -33,6 +33,7 @@ from transformers import BertModel, PreTrainedModel
 from transformers import initialization as init
 from transformers.utils import ModelOutput
 
+from .adapters import FrozenParametersMixin
 from .common import SentenceEncoderMixin
 from .configuration_lightweight import LightweightDualTransformerConfig
 from .losses import (
@@ -84,9 +85,11 @@ class LightweightDualTransformerPreTrainedModel(PreTrainedModel):
 
 
 class LightweightDualTransformer(
-    SentenceEncoderMixin, QueuedNegativesMixin, LightweightDualTransformerPreTrainedModel
+    SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixin, LightweightDualTransformerPreTrainedModel
 ):
     """The lightweight dual transformer; build it with :meth:`from_tokenizer` to take the tokenizer's ids."""
+
+    _lora_modules = ("encoder",)
 
     def __init__(self, config: LightweightDualTransformerConfig):
         super().__init__(config)
@@ -95,11 +98,13 @@ class LightweightDualTransformer(
         # The fully connected layer before the generative loss (Section 3.1); the output matrix is the embeddings.
         self.generative_dense = nn.Linear(config.hidden_size, config.hidden_size)
         self.generative_bias = nn.Parameter(torch.zeros(config.vocab_size))
+        self._add_lora()  # config.lora: adapters on the encoder, the rest of it frozen
         if config.queue_size:  # hf_xlsr's extension: queued momentum keys as more negatives of L_align
             self.momentum_contrast = MomentumContrast(self._key_modules(), config.queue_size, config.hidden_size)
         self.post_init()
         if config.queue_size:
             self.momentum_update(0.0)  # the key encoder starts as an exact copy
+        self._record_parameter_state()
 
     @classmethod
     def from_tokenizer(cls, tokenizer, **config_kwargs) -> LightweightDualTransformer:

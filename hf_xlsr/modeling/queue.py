@@ -65,13 +65,23 @@ class MemoryQueue(nn.Module):
         self.filled.zero_()
 
 
+def momentum_copy(module: nn.Module) -> nn.Module:
+    """A frozen copy of ``module`` to update by EMA: trainable parameters are copied, frozen ones (the base weights
+    under LoRA) are shared, not copied, since their EMA is themselves. Never an alias of a trainable tensor."""
+    shared = {id(p): p for p in module.parameters() if not p.requires_grad}
+    return copy.deepcopy(module, memo=shared).requires_grad_(False)
+
+
 @torch.no_grad()
 def ema_update_(target: nn.Module, source: nn.Module, momentum: float) -> None:
-    """``theta_target <- m * theta_target + (1 - m) * theta_source`` for every parameter (MoCo-BERT, Eq. 1)."""
-    targets, sources = list(target.parameters()), [p.detach() for p in source.parameters()]
+    """``theta_target <- m * theta_target + (1 - m) * theta_source`` for every parameter (MoCo-BERT, Eq. 1) that
+    ``target`` does not share with ``source``."""
+    targets, sources = list(target.parameters()), list(source.parameters())
     if len(targets) != len(sources) or any(t.shape != s.shape for t, s in zip(targets, sources, strict=True)):
         raise ValueError("momentum encoder and query encoder do not have the same parameters")
-    torch._foreach_lerp_(targets, sources, 1.0 - momentum)
+    pairs = [(t, s.detach()) for t, s in zip(targets, sources, strict=True) if t is not s]
+    if pairs:
+        torch._foreach_lerp_([t for t, _ in pairs], [s for _, s in pairs], 1.0 - momentum)
 
 
 def gather_from_processes(tensor: torch.Tensor) -> torch.Tensor:
@@ -106,9 +116,7 @@ class MomentumContrast(nn.Module):
 
     def __init__(self, modules: dict[str, nn.Module], queue_size: int, dim: int, dtype: torch.dtype = torch.float32):
         super().__init__()
-        self.momentum = nn.ModuleDict(
-            {name: copy.deepcopy(m).requires_grad_(False).eval() for name, m in modules.items()}
-        )
+        self.momentum = nn.ModuleDict({name: momentum_copy(m).eval() for name, m in modules.items()})
         self.queue_x = MemoryQueue(queue_size, dim, dtype)
         self.queue_y = MemoryQueue(queue_size, dim, dtype)
 

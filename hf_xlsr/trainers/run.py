@@ -33,6 +33,7 @@ from ..modeling import (
     LightweightDualTransformerConfig,
 )
 from ..tokenization import load_tokenizers
+from ..utils import atomic_directory
 from .arguments import ConfigFileError, DataArguments, ModelArguments
 from .collators import BitextCollator, CmlmCollator, HictlCollator, PairMaskingCollator
 from .trainer import XlsrTrainer, XlsrTrainingArguments
@@ -266,6 +267,9 @@ def run_training(
         path = Path(training_args.output_dir) / RUN_INFO
         path.write_text(json.dumps(run_info, indent=2))
         model = trainer.accelerator.unwrap_model(trainer.model)
+        if getattr(model.config, "lora", None):  # the adapters alone, in PEFT's format, next to the checkpoint
+            with atomic_directory(Path(training_args.output_dir) / "adapters") as staging:
+                model.save_adapters(staging)
         if data_args.export_dir:
             export_sentence_transformers(model, tokenizers, data_args.export_dir, data_args.max_length)
         if training_args.push_export_to_hub:
@@ -289,6 +293,9 @@ def run_record(model_args, data_args, training_args, trainer, n_train: int, eval
     training["optimizer_steps"] = trainer.state.global_step
     training["train_pairs"] = n_train
     training["train_data"] = f"{data_args.train_data} ({data_args.train_split}), {'-'.join(data_args.languages)}"
+    lora = getattr(trainer.accelerator.unwrap_model(trainer.model).config, "lora", None)
+    if lora:
+        training["lora"] = ", ".join(f"{k}={v}" for k, v in lora.items()) + " (merged into the exported weights)"
     return {
         "model_type": model_args.model_type,
         "encoder_x": model_args.encoder_x,

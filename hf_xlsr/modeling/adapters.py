@@ -1,0 +1,149 @@
+"""LoRA (Hu et al., 2022) on the encoders of every hf_xlsr model, and the frozen parameters that go with it.
+
+``config.lora`` holds the fields of a ``peft.LoraConfig`` (``r``, ``lora_alpha``, ``target_modules``, ...). The
+model then adds one adapter, ``"default"``, to each module named in its ``_lora_modules`` with transformers' PEFT
+integration (``PreTrainedModel.add_adapter``): only the adapters train. A momentum copy of an adapted encoder
+(:func:`hf_xlsr.modeling.queue.momentum_copy`) shares the frozen base weights with it and owns a copy of the adapter
+weights only, so the EMA updates, and the memory of the momentum encoder holds, just the adapters.
+
+Loading a checkpoint makes every tensor a fresh trainable parameter; :class:`FrozenParametersMixin` puts back what
+was frozen and what was shared, and keeps shared weights out of the saved file.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import torch
+from torch import nn
+
+
+def lora_config(fields: dict):
+    """``peft.LoraConfig(**fields)``, with an error that names ``config.lora`` when a field is wrong."""
+    try:
+        from peft import LoraConfig
+    except ImportError as error:
+        raise ImportError("config.lora needs peft: pip install 'hf_xlsr[peft]'") from error
+    if fields.get("modules_to_save"):
+        raise ValueError("config.lora: modules_to_save is not supported; heads outside the encoder train anyway")
+    try:
+        return LoraConfig(**fields)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"config.lora is not a valid peft.LoraConfig: {error}") from error
+
+
+def add_lora(module: nn.Module, fields: dict) -> None:
+    """Add the adapter ``"default"`` to ``module`` (a ``PreTrainedModel``) and freeze everything else in it."""
+    module.add_adapter(lora_config(fields))
+    for parameter in module.parameters():
+        if parameter.requires_grad:  # the adapter, initialised by peft (B = 0): post_init must not draw it again
+            parameter._is_hf_initialized = True
+
+
+def merged_copy(module: nn.Module) -> nn.Module:
+    """A copy of ``module`` with every adapter merged into its base weights and the adapter layers removed: the
+    architecture of the original model, loadable without peft. ``module`` itself is left as it is."""
+    from peft.tuners.tuners_utils import BaseTunerLayer
+
+    merged = copy.deepcopy(module)
+    for name, layer in list(merged.named_modules()):
+        if isinstance(layer, BaseTunerLayer):
+            layer.merge()
+            parent, _, attribute = name.rpartition(".")
+            setattr(merged.get_submodule(parent), attribute, layer.get_base_layer())
+    for owner in merged.modules():
+        if getattr(owner, "_hf_peft_config_loaded", False):
+            owner._hf_peft_config_loaded = False
+            del owner.peft_config
+    return merged.requires_grad_(True)
+
+
+class FrozenParametersMixin:
+    """What a model must restore after ``from_pretrained``: which parameters are frozen, and which momentum
+    parameters are the very tensors of a query encoder (frozen base weights under LoRA).
+
+    A model calls :meth:`_record_parameter_state` at the end of ``__init__``. Parameters of modules whose name starts
+    with ``momentum`` that share a tensor with another module are left out of saved files and tied again on load.
+    With ``config.lora``, :meth:`save_adapters` / :meth:`load_adapters` move the adapters alone.
+    """
+
+    _lora_modules: tuple[str, ...] = ()  # attribute names of the modules that get an adapter under config.lora
+
+    def _add_lora(self) -> None:
+        if getattr(self.config, "lora", None):
+            for name in self._adapted_module_names():
+                add_lora(getattr(self, name), self.config.lora)
+
+    def _adapted_module_names(self) -> list[str]:
+        return [name for name in self._lora_modules if getattr(self, name, None) is not None]
+
+    def _record_parameter_state(self) -> None:
+        names = defaultdict(list)
+        for name, parameter in self.named_parameters(remove_duplicate=False):
+            names[id(parameter)].append(name)
+        self._frozen_parameters = {
+            name for name, parameter in self.named_parameters(remove_duplicate=False) if not parameter.requires_grad
+        }
+        self._shared_momentum_parameters = {}
+        for group in names.values():
+            owners = [name for name in group if not name.startswith("momentum")]
+            for name in group:
+                if owners and name.startswith("momentum"):
+                    self._shared_momentum_parameters[name] = owners[0]
+        shared = set(self._shared_momentum_parameters)
+        self._keys_to_ignore_on_save = set(self._keys_to_ignore_on_save or ()) | shared
+        self._keys_to_ignore_on_load_missing = set(self._keys_to_ignore_on_load_missing or ()) | {
+            f"^{re.escape(name)}$" for name in shared
+        }
+
+    def _restore_parameter_state(self) -> None:
+        for name, owner in self._shared_momentum_parameters.items():
+            module, _, attribute = name.rpartition(".")
+            setattr(self.get_submodule(module), attribute, self.get_parameter(owner))
+        for name, parameter in self.named_parameters(remove_duplicate=False):
+            parameter.requires_grad_(name not in self._frozen_parameters)
+
+    @classmethod
+    def from_pretrained(cls, *args, **kwargs):
+        model = super().from_pretrained(*args, **kwargs)
+        model._restore_parameter_state()
+        return model
+
+    def save_adapters(self, directory: str | os.PathLike) -> dict[str, Path]:
+        """Save each adapted module's adapter in PEFT's format (``adapter_config.json`` and
+        ``adapter_model.safetensors``) under ``directory/<module name>`` and return ``{module name: folder}``.
+
+        Each folder loads with ``AutoModel.from_pretrained(folder)`` (base weights from the adapter's
+        ``base_model_name_or_path``), ``PeftModel.from_pretrained(base, folder)`` or :meth:`load_adapters`.
+        """
+        if not getattr(self.config, "lora", None):
+            raise ValueError("this model has no adapters to save: its config.lora is not set")
+        folders = {}
+        for name in self._adapted_module_names():
+            folders[name] = Path(directory) / name
+            getattr(self, name).save_pretrained(folders[name])
+        return folders
+
+    @torch.no_grad()
+    def load_adapters(self, directory: str | os.PathLike) -> None:
+        """Load adapters saved by :meth:`save_adapters`; the momentum copies restart as copies of them."""
+        from peft.utils import load_peft_weights, set_peft_model_state_dict
+
+        if not getattr(self.config, "lora", None):
+            raise ValueError("this model has no adapters to load into: its config.lora is not set")
+        for name in self._adapted_module_names():
+            folder = Path(directory) / name
+            if not (folder / "adapter_config.json").is_file():
+                raise FileNotFoundError(f"no adapter for {name!r}: {folder}/adapter_config.json does not exist")
+            result = set_peft_model_state_dict(getattr(self, name), load_peft_weights(str(folder)))
+            if result.unexpected_keys:
+                raise ValueError(f"the adapter in {folder} does not fit {name!r}: {result.unexpected_keys[:3]}")
+        if getattr(self, "momentum_coefficient", None) is not None:
+            self.momentum_update(0.0)
+
+
+__all__ = ["FrozenParametersMixin", "add_lora", "lora_config", "merged_copy"]
