@@ -9,7 +9,7 @@ one encoder per language it also updates twice the parameters. The arithmetic fl
 Each method runs in its own process (so peak RSS is its own), twice, interleaved with the others; the median
 step time is reported.
 
-    HF_HUB_OFFLINE=1 python benchmarks/bench_dual_momentum_step.py [--batch-size 32] [--steps 8] [--out RESULTS.json]
+    HF_HUB_OFFLINE=1 python benchmarks/bench_dual_momentum_step.py [--batch-sizes 8 16 32 64] [--out step.json]
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def child(method: str, batch_size: int, steps: int, max_length: int, threads: in
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--batch-sizes", type=int, nargs="+", default=[32])
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--max-length", type=int, default=64)
     parser.add_argument("--threads", type=int, default=2)
@@ -104,30 +104,33 @@ def main() -> None:
     parser.add_argument("--out")
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.batch_size, args.steps, args.max_length, args.threads)))
+        print(json.dumps(child(args.child, args.batch_sizes[0], args.steps, args.max_length, args.threads)))
         return
 
-    runs: dict[str, list[dict]] = {m: [] for m in METHODS}
-    for _ in range(args.rounds):
-        for method in METHODS:
-            command = [
-                sys.executable, __file__, "--child", method, "--batch-size", str(args.batch_size), "--steps",
-                str(args.steps), "--max-length", str(args.max_length), "--threads", str(args.threads),
-            ]  # fmt: skip
-            output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
-            runs[method].append(json.loads(output.strip().splitlines()[-1]))
-    peer = statistics.median(r["step_seconds"] for r in runs["st_mnrl_symmetric"])
     rows = []
-    print(f"batch {args.batch_size} en-fr pairs, max_length {args.max_length}, {args.threads} threads, "
-          f"median of {args.rounds} x {args.steps} steps")  # fmt: skip
-    print(f"{'method':<26}{'s/step':>9}{'ratio':>8}{'trainable':>12}{'peak RSS MB':>13}{'train +MB':>11}")
-    for method in METHODS:
-        seconds = statistics.median(r["step_seconds"] for r in runs[method])
-        last = runs[method][-1]
-        row = {**last, "step_seconds": seconds, "ratio_to_peer": seconds / peer}
-        rows.append(row)
-        print(f"{method:<26}{seconds:>9.3f}{seconds / peer:>8.2f}{last['trainable_parameters']:>12,}"
-              f"{last['peak_rss_mb']:>13.0f}{last['training_rss_increase_mb']:>11.0f}")  # fmt: skip
+    print(f"max_length {args.max_length}, {args.threads} threads, median of {args.rounds} x {args.steps} steps")
+    print(
+        f"{'batch':>5}  {'method':<26}{'s/step':>9}{'ratio':>8}{'trainable':>12}{'peak RSS MB':>13}{'train +MB':>11}"
+    )
+    for batch_size in args.batch_sizes:
+        runs: dict[str, list[dict]] = {m: [] for m in METHODS}
+        for _ in range(args.rounds):
+            for method in METHODS:
+                command = [
+                    sys.executable, __file__, "--child", method, "--batch-sizes", str(batch_size), "--steps",
+                    str(args.steps), "--max-length", str(args.max_length), "--threads", str(args.threads),
+                ]  # fmt: skip
+                output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+                runs[method].append(json.loads(output.strip().splitlines()[-1]))
+        peer = statistics.median(r["step_seconds"] for r in runs["st_mnrl_symmetric"])
+        for method in METHODS:
+            seconds = statistics.median(r["step_seconds"] for r in runs[method])
+            last = runs[method][-1]
+            row = {**last, "batch_size": batch_size, "step_seconds": seconds, "ratio_to_peer": seconds / peer}
+            rows.append(row)
+            print(f"{batch_size:>5}  {method:<26}{seconds:>9.3f}{seconds / peer:>8.2f}"
+                  f"{last['trainable_parameters']:>12,}{last['peak_rss_mb']:>9.0f}"
+                  f"{last['training_rss_increase_mb']:>11.0f}", flush=True)  # fmt: skip
     if args.out:
         with open(args.out, "w") as handle:
             json.dump({"arguments": vars(args), "rows": rows}, handle, indent=2)

@@ -213,3 +213,14 @@ def test_adapters_need_lora(tmp_path):
     model = tiny_dual_momentum(lora=LORA)
     with pytest.raises(FileNotFoundError, match="encoder_x"):
         model.load_adapters(tmp_path / "nowhere")
+
+
+def test_a_checkpoint_and_a_different_lora_setting_are_refused(tmp_path):
+    tiny_dual_momentum().save_pretrained(tmp_path / "full")
+    with pytest.raises(ValueError, match="saved without LoRA adapters"):
+        DualMomentumModel.from_pretrained(tmp_path / "full", lora=LORA)
+    tiny_dual_momentum(lora=LORA).save_pretrained(tmp_path / "lora")
+    with pytest.raises(ValueError, match="holds LoRA adapters"):
+        DualMomentumModel.from_pretrained(tmp_path / "lora", lora=None)
+    model, info = DualMomentumModel.from_pretrained(tmp_path / "lora", output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"]

@@ -108,10 +108,22 @@ class FrozenParametersMixin:
             parameter.requires_grad_(name not in self._frozen_parameters)
 
     @classmethod
-    def from_pretrained(cls, *args, **kwargs):
-        model = super().from_pretrained(*args, **kwargs)
+    def from_pretrained(cls, pretrained_model_name_or_path, *args, output_loading_info: bool = False, **kwargs):
+        model, info = super().from_pretrained(pretrained_model_name_or_path, *args, output_loading_info=True, **kwargs)
+        # LoRA layers rename the weights they wrap (query.weight -> query.base_layer.weight): a checkpoint saved with
+        # adapters and a model built without them (or the reverse) would leave those weights at random values.
+        if any("lora_" in key or ".base_layer." in key for key in info["missing_keys"]):
+            raise ValueError(
+                f"{pretrained_model_name_or_path} was saved without LoRA adapters, but config.lora is set: add "
+                "adapters to pretrained encoders instead (from_encoders / from_encoder / from_tokenizer with lora=...)"
+            )
+        if any("lora_" in key for key in info["unexpected_keys"]):
+            raise ValueError(
+                f"{pretrained_model_name_or_path} holds LoRA adapters; load it with its own config.lora "
+                f"({model.config.lora!r} was asked for), or merge them by exporting it"
+            )
         model._restore_parameter_state()
-        return model
+        return (model, info) if output_loading_info else model
 
     def save_adapters(self, directory: str | os.PathLike) -> dict[str, Path]:
         """Save each adapted module's adapter in PEFT's format (``adapter_config.json`` and
