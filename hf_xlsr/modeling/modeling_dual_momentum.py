@@ -17,6 +17,8 @@ State changes and when they happen:
 Momentum encoders always run in eval mode (no dropout): keys are deterministic functions of the EMA weights. Before
 any EMA update the momentum encoders are exact copies of the query encoders; they are frozen parameters and are
 saved with checkpoints, as are the queues, so a resumed run continues exactly. ``hf_xlsr.export`` leaves them out.
+With ``config.lora`` only LoRA adapters train; the momentum encoders then share the frozen base weights and EMA
+their own copies of the adapters (``adapters.py``).
 """
 
 from __future__ import annotations
