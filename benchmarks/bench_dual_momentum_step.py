@@ -109,9 +109,7 @@ def main() -> None:
 
     rows = []
     print(f"max_length {args.max_length}, {args.threads} threads, median of {args.rounds} x {args.steps} steps")
-    print(
-        f"{'batch':>5}  {'method':<26}{'s/step':>9}{'ratio':>8}{'trainable':>12}{'peak RSS MB':>13}{'train +MB':>11}"
-    )
+    print(f"{'batch':>5}  {'method':<26}{'s/step':>9}{'ratio':>8}{'trainable':>12}{'peak MB':>9}{'train +MB':>11}")
     for batch_size in args.batch_sizes:
         runs: dict[str, list[dict]] = {m: [] for m in METHODS}
         for _ in range(args.rounds):
