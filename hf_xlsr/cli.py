@@ -149,17 +149,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
+    # hf_xlsr's own progress at INFO; other libraries (faiss's loader, datasets, ...) only when they warn
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.WARNING)
+    logger.setLevel(logging.INFO)
     parser = build_parser()
     args, rest = parser.parse_known_args(argv)
     if rest and not getattr(args, "allow_extra", False):
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     from .data.bitext import BitextFormatError
+    from .evaluation.loading import ModelLoadError
     from .trainers.arguments import ConfigFileError
 
     try:
         return args.handler(args, rest)
-    except (ConfigFileError, BitextFormatError, FileNotFoundError) as error:
+    except (ConfigFileError, BitextFormatError, FileNotFoundError, ModelLoadError) as error:
         parser.exit(2, f"hf-xlsr {args.command}: error: {error}\n")
 
 

@@ -57,6 +57,19 @@ def bible_pairs():
 
 
 @pytest.fixture(scope="session")
+def bible_train():
+    return load_bible(["en", "fr"], split="train")
+
+
+@pytest.fixture(scope="session")
+def small_tokenizer(bible_train):
+    """A Unigram vocabulary of 2,000 pieces trained on real en and fr verses: models over it train fast."""
+    from hf_xlsr.data.tokenizer_training import train_unigram_tokenizer
+
+    return train_unigram_tokenizer(list(bible_train["en"][:3000]) + list(bible_train["fr"][:3000]), vocab_size=2000)
+
+
+@pytest.fixture(scope="session")
 def heldout_pairs():
     return load_bible(["en", "fr"], split="heldout").select(range(0, 3000, 30))
 

@@ -33,6 +33,31 @@ def test_paper_defaults_fill_what_the_run_does_not_set(tmp_path):
     assert data_args.languages == ["en", "fr"] and model_args.model_type == "dual_momentum"
 
 
+def test_one_rule_for_training_values_explicit_then_run_config_then_paper(tmp_path):
+    """Command line > a training field in the file > the file's model_config > the paper's default, in
+    ``hf-xlsr train``; and in Python, ``XlsrTrainingArguments.for_model``: explicit arguments > the model's
+    configuration > the paper."""
+    from hf_xlsr import DualMomentumConfig
+    from hf_xlsr.trainers import XlsrTrainingArguments
+    from hf_xlsr.trainers.trainer import paper_training_values
+
+    config = write_config(tmp_path / "run.yaml", output_dir=str(tmp_path), encoder_x=MINILM, weight_decay=0.3,
+                          model_config={"learning_rate": 1e-4, "weight_decay": 0.2, "warmup_steps": 9,
+                                        "train_batch_size": 64})  # fmt: skip
+    _, _, args = parse_run_arguments(config, ["--warmup_steps", "7"])
+    assert args.warmup_steps == 7  # command line
+    assert args.weight_decay == 0.3  # a training field of the file
+    assert args.learning_rate == 1e-4  # model_config (Table 9 says 4e-5)
+    assert args.per_device_train_batch_size == 64  # model_config's total batch, one process
+    assert args.max_grad_norm == 10.0 and args.lr_scheduler_type == "cosine"  # Table 9
+    assert paper_training_values(DualMomentumConfig(), set(), world_size=2)["per_device_train_batch_size"] == 512
+    model_config = DualMomentumConfig(learning_rate=2e-4)
+    python = XlsrTrainingArguments.for_model(model_config, output_dir=str(tmp_path), weight_decay=0.5)
+    assert (python.learning_rate, python.weight_decay, python.max_grad_norm) == (2e-4, 0.5, 10.0)
+    assert python.per_device_train_batch_size == 1024 and python.warmup_steps == 400
+    assert XlsrTrainingArguments(output_dir=str(tmp_path)).learning_rate == 5e-5  # the plain class: no paper value
+
+
 def test_model_config_values_are_checked_and_coerced(tmp_path):
     config = write_config(
         tmp_path / "run.yaml", output_dir=str(tmp_path), model_config={"temperature": "5e-2", "momentum": 1}
@@ -96,7 +121,7 @@ def test_both_entry_points_run_the_same_training(tmp_path):
     )
     assert script.keys() == cli.keys()
     assert all(torch.equal(script[name], cli[name]) for name in script)
-    assert int(cli["queue_x.filled"]) == 16 and int(cli["momentum_updates"]) == 2
+    assert int(cli["momentum_contrast.queue_x.filled"]) == 16 and int(cli["momentum_contrast.momentum_updates"]) == 2
     assert (tmp_path / "cli" / "export" / "en" / "modules.json").is_file()
     assert (tmp_path / "cli" / "export" / "fr" / "modules.json").is_file()
 
@@ -110,6 +135,28 @@ def test_cli_reports_a_bad_config_without_a_traceback_dump(tmp_path):
     assert result.returncode == 2
     assert "run.yaml: unknown argument 'learning_rat'" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("command", ["mine", "evaluate", "export", "push"])
+def test_cli_names_a_model_path_that_is_not_a_model(command, tmp_path, capsys):
+    from hf_xlsr.cli import main
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (tmp_path / "a.txt").write_text("one\n")
+    extra = {
+        "mine": ["--src", str(tmp_path / "a.txt"), "--tgt", str(tmp_path / "a.txt"), "--out", str(tmp_path / "o")],
+        "evaluate": [],
+        "export": ["--out", str(tmp_path / "out")],
+        "push": ["--repo-id", "me/model"],
+    }[command]
+    for model, reason in ((str(tmp_path / "nowhere"), "no such model folder"),
+                          (str(empty), "not a model folder (no config.json or modules.json in it)")):  # fmt: skip
+        with pytest.raises(SystemExit) as exit_info:
+            main([command, "--model", model, *extra])
+        assert exit_info.value.code == 2
+        assert capsys.readouterr().err.strip() == f"hf-xlsr {command}: error: {model}: {reason}"
+    assert not (tmp_path / "o").exists() and not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "examples" / "configs").glob("*.yaml")))

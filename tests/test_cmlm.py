@@ -1,5 +1,6 @@
-"""CmlmModel: projections and their concatenation, masking statistics, the additive-margin loss, schedules, NLI,
-principal-component removal, save/load and export."""
+"""CmlmModel: projections and their concatenation, masking statistics, the additive-margin loss, schedules, that
+the first sentence is used and trained, the warm-up of a new head, NLI, principal-component removal, save/load and
+export."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import tiny_encoder_config
-from transformers import TrainerControl, TrainerState
+from transformers import TrainerCallback, TrainerControl, TrainerState
 
 from hf_xlsr import CmlmConfig, CmlmModel
 from hf_xlsr.data import load_bible, load_bible_adjacent
@@ -17,7 +18,8 @@ from hf_xlsr.evaluation import as_encoder
 from hf_xlsr.evaluation.pcr import fit_language_components
 from hf_xlsr.export import export_sentence_transformers
 from hf_xlsr.modeling.losses import additive_margin_retrieval_loss
-from hf_xlsr.trainers import CmlmCollator, StageCallback
+from hf_xlsr.modeling.modeling_cmlm import NEW_HEAD_WARMUP_STEPS
+from hf_xlsr.trainers import CmlmCollator, StageCallback, XlsrTrainer, XlsrTrainingArguments
 
 
 def tiny_cmlm(**fields) -> CmlmModel:
@@ -33,7 +35,8 @@ def adjacent():
 
 def test_config_defaults_are_the_papers():
     config = CmlmConfig()
-    assert (config.num_projections, config.br_margin, config.br_weight, config.schedule) == (15, 0.3, 0.2, "s3")
+    assert (config.num_projections, config.br_margin, config.br_weight) == (15, 0.3, 0.2)
+    assert config.schedule == "cmlm->cmlm+br" and config.head_warmup_steps == 0
     assert config.mlm_probability == pytest.approx(80 / 256) and config.swap_probability == 0.5
     assert (config.mask_replace_prob, config.random_replace_prob, config.projection_multiplier) == (0.8, 0.1, 2)
     assert (config.train_batch_size, config.learning_rate, config.warmup_steps) == (2048, 1e-3, 10000)
@@ -128,10 +131,19 @@ def test_additive_margin_loss_matches_float64_reference():
 
 
 @pytest.mark.parametrize(
-    "schedule, first, second",
-    [("s1", (True, True), (True, True)), ("s2", (True, False), (False, True)), ("s3", (True, False), (True, True))],
+    "schedule, alias, first, second",
+    [
+        ("cmlm+br", "s1", (True, True), (True, True)),
+        ("cmlm->br", "s2", (True, False), (False, True)),
+        ("cmlm->cmlm+br", "s3", (True, False), (True, True)),
+        ("cmlm", None, (True, False), (True, False)),
+        ("br", None, (False, True), (False, True)),
+    ],
 )
-def test_schedules_switch_losses_at_the_second_stage(schedule, first, second, tokenizer, adjacent):
+def test_schedules_switch_losses_at_the_second_stage(schedule, alias, first, second, tokenizer, adjacent):
+    """Each schedule by its descriptive name, and Section 4.2's S1 / S2 / S3 as aliases of the same thing."""
+    if alias is not None:
+        assert CmlmConfig(schedule=alias).schedule == schedule
     model = tiny_cmlm(schedule=schedule, second_stage_step=10)
     assert model.config.stage_losses(1) == first and model.config.stage_losses(2) == second
     batch = CmlmCollator(tokenizer, "en", "fr", max_length=32)([adjacent[i] for i in range(4)])
@@ -145,6 +157,92 @@ def test_schedules_switch_losses_at_the_second_stage(schedule, first, second, to
             assert out.loss.item() == pytest.approx((out.loss_cmlm + 0.2 * out.loss_br).item(), rel=1e-6)
         elif expected == (False, True):
             assert out.loss.item() == pytest.approx(out.loss_br.item(), rel=1e-6)  # BR alone, weight 1
+
+
+def test_the_first_sentences_encoder_gets_the_cmlm_gradient(tokenizer, adjacent):
+    """v is not a constant: L_CMLM back-propagates through the projections into the encoder's pass over s1."""
+    model = tiny_cmlm(schedule="cmlm")
+    batch = CmlmCollator(tokenizer, "en", "fr", max_length=32)([adjacent[i] for i in range(4)])
+    first_pass = []
+
+    def keep(module, args, kwargs, output):
+        if kwargs.get("input_ids") is batch["first_input_ids"]:  # the encoder's pass over s1
+            output.last_hidden_state.retain_grad()
+            first_pass.append(output.last_hidden_state)
+
+    handle = model.encoder.register_forward_hook(keep, with_kwargs=True)
+    try:
+        model(**batch).loss.backward()
+    finally:
+        handle.remove()
+    assert len(first_pass) == 1
+    gradient = first_pass[0].grad
+    assert gradient is not None and gradient[batch["first_attention_mask"].bool()].abs().sum() > 0
+
+
+def test_cmlm_uses_the_first_sentence(small_tokenizer, adjacent):
+    """Train a tiny CMLM to rebuild each of 32 verses from its own vector (``second`` = ``first``): its loss with
+    the true first sentence is then lower than with the first sentence of another row, under every masking."""
+    rows = [{"first": adjacent[i]["first"], "second": adjacent[i]["first"]} for i in range(32)]
+    collate = CmlmCollator(small_tokenizer, "en", "fr", max_length=32, swap_probability=0.0)
+    encoder = {**tiny_encoder_config(vocab_size=len(small_tokenizer), hidden_size=64), "intermediate_size": 128,
+               "pad_token_id": small_tokenizer.pad_token_id}  # fmt: skip
+    model = tiny_cmlm(encoder=encoder, num_projections=2, schedule="cmlm")
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    model.train()
+    for step in range(300):
+        torch.manual_seed(100 + step)
+        model(**collate([rows[(8 * step + i) % 32] for i in range(8)])).loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    model.eval()
+    shift = torch.roll(torch.arange(32), 1)
+    for seed in range(4):
+        torch.manual_seed(seed)
+        batch = collate(rows)
+        shuffled = {**batch, "first_input_ids": batch["first_input_ids"][shift],
+                    "first_attention_mask": batch["first_attention_mask"][shift]}  # fmt: skip
+        with torch.no_grad():
+            true, other = model(**batch).loss_cmlm.item(), model(**shuffled).loss_cmlm.item()
+        assert other > true + 0.05, (seed, true, other)
+
+
+def test_a_new_masked_lm_head_trains_alone_first(tmp_path, tokenizer, adjacent, minilm_path, caplog):
+    """MiniLM ships no masked-LM head: from_encoder sets a warm-up in which the encoder is frozen, and XlsrTrainer
+    freezes it for exactly those optimizer steps."""
+    with caplog.at_level("WARNING"):
+        model = CmlmModel.from_encoder(minilm_path, language_x="en", language_y="fr")
+    assert model.config.head_warmup_steps == NEW_HEAD_WARMUP_STEPS
+    assert "has no masked-LM head" in caplog.text and "head_warmup_steps" in caplog.text
+    model = tiny_cmlm(schedule="cmlm+br", head_warmup_steps=2)
+    start = {k: v.clone() for k, v in model.state_dict().items()}
+    after_warmup = {}
+
+    class Snapshot(TrainerCallback):
+        def on_step_end(self, args, state, control, model=None, **kwargs):
+            if state.global_step == 2:
+                after_warmup.update({k: v.clone() for k, v in model.state_dict().items()})
+
+    args = XlsrTrainingArguments(
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=4,
+        learning_rate=1e-3,
+        max_steps=4,
+        save_strategy="no",
+        report_to="none",
+        use_cpu=True,
+        disable_tqdm=True,
+    )
+    XlsrTrainer(model=model, args=args, train_dataset=adjacent.select(range(32)), callbacks=[Snapshot()],
+                data_collator=CmlmCollator(tokenizer, "en", "fr", max_length=32)).train()  # fmt: skip
+    end = model.state_dict()
+
+    def changed(a, b, prefix):
+        return any(not torch.equal(a[k], b[k]) for k in a if k.startswith(prefix))
+
+    assert not changed(start, after_warmup, "masked_lm.bert.")  # steps 1-2: the encoder is frozen ...
+    assert changed(start, after_warmup, "masked_lm.cls.") and changed(start, after_warmup, "projections.")
+    assert changed(after_warmup, end, "masked_lm.bert.")  # ... steps 3-4: it trains
 
 
 def test_cross_lingual_nli_head(tokenizer):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 import torch
@@ -91,12 +92,108 @@ def test_embeddings_are_unit_length(tokenizer, bible_pairs):
     assert torch.allclose(out.embeddings_x.norm(dim=-1), torch.ones(4), atol=1e-5)
 
 
+def trained_apart(tokenizer, bible_pairs, **config):
+    """A model after two SGD steps, each followed by an EMA step at m = 0.5: query and momentum encoders differ."""
+    model = tiny_dual_momentum(momentum=0.5, dropout=0.0, **config)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    model.train()
+    for offset in (0, 4, 8):
+        loss = model(**batch_of(tokenizer, bible_pairs, offset=offset)).loss
+        if loss.requires_grad and loss.item() > 0:
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        model.momentum_update()
+    return model
+
+
+def test_positive_keys_come_from_the_momentum_encoder(tokenizer, bible_pairs):
+    """Eq. 2 written out in float64 with keys from the momentum encoders, after EMA steps have moved them away
+    from the query encoders: the model's loss is that one, not the one with live positives."""
+    model = trained_apart(tokenizer, bible_pairs).eval()
+    assert int(model.momentum_updates) == 3
+    batch = batch_of(tokenizer, bible_pairs, offset=12)
+    with torch.no_grad():
+        out = model(**batch)
+        h_x = model.get_sentence_embeddings(batch["x_input_ids"], batch["x_attention_mask"], language="x").double()
+        momentum_y = model.momentum_encoder_y(input_ids=batch["y_input_ids"], attention_mask=batch["y_attention_mask"])
+        live_y = model.encoder_y(input_ids=batch["y_input_ids"], attention_mask=batch["y_attention_mask"])
+    mask = batch["y_attention_mask"].unsqueeze(-1).double()
+
+    def keys(states):  # mean pooling and L2, by hand
+        mean = (states.last_hidden_state.double() * mask).sum(1) / mask.sum(1)
+        return mean / mean.norm(dim=1, keepdim=True)
+
+    queue = model.queue_y.keys[: int(model.queue_y.filled)].double()
+
+    def eq2(k):
+        total = 0.0
+        for i in range(4):
+            logits = [float(h_x[i] @ k[i]) / 0.04] + [float(h_x[i] @ key) / 0.04 for key in queue]
+            top = max(logits)
+            total -= logits[0] - top - math.log(sum(math.exp(t - top) for t in logits))
+        return total / 4
+
+    assert (keys(momentum_y) - keys(live_y)).abs().max() > 1e-3  # the two encoders really differ by now
+    assert out.loss_xy.item() == pytest.approx(eq2(keys(momentum_y)), rel=1e-5)
+    assert abs(eq2(keys(live_y)) - out.loss_xy.item()) > 1e-3
+
+
+def test_each_languages_keys_enter_its_own_queue(tokenizer, bible_pairs):
+    """After EMA steps, queue_x holds momentum_x(x sentences) and queue_y momentum_y(y sentences), in order."""
+    model = trained_apart(tokenizer, bible_pairs)
+    batch = batch_of(tokenizer, bible_pairs, offset=12)
+    start = int(model.queue_x.ptr)
+    model(**batch)
+    slots = [(start + i) % model.queue_x.size for i in range(4)]
+    with torch.no_grad():
+        k_x = model._embed(model.momentum_encoder_x, batch["x_input_ids"], batch["x_attention_mask"])
+        k_y = model._embed(model.momentum_encoder_y, batch["y_input_ids"], batch["y_attention_mask"])
+    torch.testing.assert_close(model.queue_x.keys[slots], k_x)
+    torch.testing.assert_close(model.queue_y.keys[slots], k_y)
+    assert (k_x - k_y).abs().max() > 1e-2
+
+
+def test_ema_refuses_low_precision_momentum_weights():
+    model = tiny_dual_momentum().to(torch.bfloat16)
+    with pytest.raises(ValueError, match="holds torch.bfloat16 weights: an EMA with 1 - m = 0.001"):
+        model.momentum_update()
+
+
+def test_ema_of_bfloat16_query_weights_into_float32_momentum_weights_is_exact():
+    """Mixed precision keeps float32 masters; should a query encoder be bf16, the float32 EMA stays exact."""
+    model = tiny_dual_momentum(momentum=0.999)
+    model.encoder_x.to(torch.bfloat16)
+    old = {n: p.double().clone() for n, p in model.momentum_encoder_x.named_parameters()}
+    model.momentum_update()
+    for name, param in model.momentum_encoder_x.named_parameters():
+        query = dict(model.encoder_x.named_parameters())[name].double()
+        torch.testing.assert_close(param.double(), 0.999 * old[name] + 0.001 * query, rtol=1e-6, atol=1e-7)
+
+
+def test_a_non_finite_loss_queues_nothing(tokenizer, bible_pairs, caplog):
+    model = tiny_dual_momentum(queue_size=10)
+    model.train()
+    model(**batch_of(tokenizer, bible_pairs))
+    model.momentum_update()
+    before = [t.clone() for t in (model.queue_x.keys, model.queue_x.ptr, model.queue_x.filled)]
+    with torch.no_grad():
+        model.encoder_x.embeddings.word_embeddings.weight[:] = float("nan")  # a diverged query encoder
+    with caplog.at_level("WARNING"):
+        out = model(**batch_of(tokenizer, bible_pairs, offset=4))
+    assert not torch.isfinite(out.loss)
+    for a, b in zip(before, (model.queue_x.keys, model.queue_x.ptr, model.queue_x.filled), strict=True):
+        assert torch.equal(a, b)
+    assert "optimizer step 2: the loss or the momentum keys are not finite; nothing was queued" in caplog.text
+
+
 def test_ema_update_matches_hand_computation(tokenizer, bible_pairs):
     model = tiny_dual_momentum(momentum=0.9)
     old = {n: p.detach().double().clone() for n, p in model.momentum_encoder_y.named_parameters()}
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
     model.train()
-    model(**batch_of(tokenizer, bible_pairs)).loss.backward()  # first step: empty queue, loss 0
+    model.momentum_contrast.enqueues_per_update = 2  # two micro-batches per optimizer step, as a custom loop says
+    model(**batch_of(tokenizer, bible_pairs)).loss.backward()  # first micro-batch: empty queue, loss 0
     model(**batch_of(tokenizer, bible_pairs, offset=4)).loss.backward()
     optimizer.step()
     new = {n: p.detach().double().clone() for n, p in model.encoder_y.named_parameters()}
@@ -137,7 +234,7 @@ def test_enqueue_only_when_training_with_gradients(tokenizer, bible_pairs):
 
 def test_shared_encoder_has_one_encoder_and_saves(tmp_path, tokenizer, bible_pairs):
     model = tiny_dual_momentum(shared_encoder=True)
-    assert not hasattr(model, "encoder_y") and not hasattr(model, "momentum_encoder_y")
+    assert not hasattr(model, "encoder_y") and model.momentum_encoder_y is model.momentum_encoder_x
     assert model.query_encoder("fr") is model.encoder_x
     model.train()
     model(**batch_of(tokenizer, bible_pairs))
@@ -161,7 +258,7 @@ def test_save_load_round_trip_is_exact(tmp_path, tokenizer, bible_pairs):
         assert torch.equal(expected[name], actual[name]), name
     assert int(loaded.queue_x.ptr) == 12 % 6 and int(loaded.queue_x.filled) == 6 and int(loaded.momentum_updates) == 3
     with safe_open(tmp_path / "model.safetensors", "pt") as handle:
-        assert handle.get_tensor("queue_y.keys").dtype == torch.float16
+        assert handle.get_tensor("momentum_contrast.queue_y.keys").dtype == torch.float16
     model.eval(), loaded.eval()
     batch = batch_of(tokenizer, bible_pairs, offset=12)
     torch.testing.assert_close(model(**batch).loss, loaded(**batch).loss, rtol=0, atol=0)

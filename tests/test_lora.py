@@ -81,8 +81,8 @@ def test_checkpoint_keeps_adapters_sharing_and_frozen_flags(tmp_path, tokenizer,
     model.save_pretrained(tmp_path)
     with safe_open(tmp_path / "model.safetensors", "pt") as handle:
         saved = set(handle.keys())
-    assert not any(name.startswith("momentum_encoder") and "lora_" not in name for name in saved)
-    assert any(name.startswith("momentum_encoder_x") and "lora_" in name for name in saved)
+    assert not any(name.startswith("momentum_contrast.momentum.encoder") and "lora_" not in name for name in saved)
+    assert any(name.startswith("momentum_contrast.momentum.encoder_x") and "lora_" in name for name in saved)
 
     loaded = DualMomentumModel.from_pretrained(tmp_path)
     flags = {n: p.requires_grad for n, p in model.named_parameters(remove_duplicate=False)}

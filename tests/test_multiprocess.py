@@ -61,8 +61,10 @@ def test_two_processes_hold_identical_queues_of_gathered_keys(tmp_path, lora):
     for name in rank0:
         assert torch.equal(rank0[name], rank1[name]), name
     # 3 steps x 4 pairs per process x 2 processes: every process queued the keys of both.
-    assert int(rank0["queue_x.filled"]) == 24 and int(rank0["queue_x.ptr"]) == 24
-    assert int(rank0["momentum_updates"]) == 3
-    assert torch.count_nonzero(rank0["queue_y.keys"][:24].norm(dim=1) > 0.99) == 24
+    assert int(rank0["momentum_contrast.queue_x.filled"]) == 24 and int(rank0["momentum_contrast.queue_x.ptr"]) == 24
+    assert int(rank0["momentum_contrast.momentum_updates"]) == 3
+    assert torch.count_nonzero(rank0["momentum_contrast.queue_y.keys"][:24].norm(dim=1) > 0.99) == 24
+    ids = rank0["momentum_contrast.queue_y.ids"][:24].tolist()  # XlsrTrainer numbered the rows; both ranks' ids
+    assert min(ids) >= 0 and len(set(ids)) == 24
     assert (tmp_path / "run" / "model.safetensors").is_file()
     assert (tmp_path / "run" / "adapters" / "encoder_x" / "adapter_model.safetensors").is_file() == bool(lora)

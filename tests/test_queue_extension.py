@@ -1,5 +1,6 @@
-"""The queue of momentum keys as a reusable part: extra negatives for L_align (lightweight), L_br (CMLM) and L_S
-(HICTL), with the same EMA callback, checkpoints and multi-process gathering as the dual momentum model."""
+"""The queue extension of the lightweight model (L_align), CMLM (L_br) and HICTL (L_S): MoCo-consistent (every key
+from the momentum encoder, cosine / temperature), with the same EMA callback, checkpoints and multi-process
+gathering as the dual momentum model."""
 
 from __future__ import annotations
 
@@ -13,44 +14,12 @@ from test_multiprocess import ROOT, launch_two_processes
 
 from hf_xlsr import CmlmConfig, CmlmModel, HictlConfig, HictlForPreTraining, LightweightDualTransformer
 from hf_xlsr.data import load_bible, load_bible_adjacent
-from hf_xlsr.modeling.losses import additive_margin_retrieval_loss, in_batch_alignment_loss, sentence_contrastive_loss
 from hf_xlsr.trainers import CmlmCollator, HictlCollator, PairMaskingCollator, XlsrTrainer, XlsrTrainingArguments
 from hf_xlsr.trainers.callbacks import MomentumCallback
 
 
-def dot(a, b):
-    return sum(p * q for p, q in zip(a, b, strict=True))
-
-
-def reference_ranking(queries, keys, extra, margin=0.0, cosine=False, tau=1.0):
-    """-mean_i log softmax over [keys..., extra...] at key i (margin off the positive), in float64."""
-    score = (lambda a, b: dot(a, b) / math.sqrt(dot(a, a) * dot(b, b)) / tau) if cosine else dot
-    total = 0.0
-    for i, q in enumerate(queries):
-        logits = [score(q, k) - (margin if j == i else 0.0) for j, k in enumerate(keys)] + [score(q, e) for e in extra]
-        total -= logits[i] - math.log(sum(math.exp(v) for v in logits))
-    return total / len(queries)
-
-
-def test_losses_with_queue_negatives_match_float64_references():
-    torch.manual_seed(0)
-    u, v, qu, qv = torch.randn(4, 5), torch.randn(4, 5), torch.randn(6, 5), torch.randn(7, 5)
-    U, V, QU, QV = (t.double().tolist() for t in (u, v, qu, qv))
-    expected = reference_ranking(U, V, QV) + reference_ranking(V, U, QU)
-    assert in_batch_alignment_loss(u, v, qu, qv).item() == pytest.approx(expected, rel=1e-5)
-    expected = reference_ranking(U, V, QV, margin=0.3) + reference_ranking(V, U, QU, margin=0.3)
-    assert additive_margin_retrieval_loss(u, v, 0.3, qu, qv).item() == pytest.approx(expected, rel=1e-5)
-    queue = torch.cat([qu, qv])
-    expected = 0.0
-    for i in range(4):  # L_S: the 2n - 2 batch negatives plus every queued key, cosine / tau
-        negatives_x = [V[j] for j in range(4) if j != i] + [U[j] for j in range(4) if j != i] + queue.double().tolist()
-        expected += reference_ranking([U[i]], [V[i]], negatives_x, cosine=True, tau=0.5)
-        negatives_y = [U[j] for j in range(4) if j != i] + [V[j] for j in range(4) if j != i] + queue.double().tolist()
-        expected += reference_ranking([V[i]], [U[i]], negatives_y, cosine=True, tau=0.5)
-    assert sentence_contrastive_loss(u, v, 0.5, queue).item() == pytest.approx(expected / 4, rel=1e-5)
-
-
 def build(kind, tokenizer, **config):
+    """A tiny model of ``kind`` with a queue of 16, its collator, 64 training rows and the name of its key module."""
     torch.manual_seed(0)
     if kind == "lightweight":
         model = LightweightDualTransformer.from_tokenizer(tokenizer, hidden_size=32, intermediate_size=64,
@@ -82,8 +51,7 @@ def test_queue_negatives_for_every_model(kind, tokenizer, tmp_path):
     first = model(**batch)
     assert int(model.momentum_contrast.queue_x.filled) == 4 and int(model.momentum_contrast.queue_y.filled) == 4
     second = model(**batch)  # the same batch, now with its own keys queued as negatives: a harder loss
-    contrastive = {"lightweight": "loss_align", "cmlm": "loss_br", "hictl": "loss_sentence"}[kind]
-    assert getattr(second, contrastive) > getattr(first, contrastive)
+    assert getattr(second, CONTRASTIVE[kind]) > getattr(first, CONTRASTIVE[kind])
 
     args = XlsrTrainingArguments(
         output_dir=str(tmp_path), per_device_train_batch_size=4, max_steps=3, learning_rate=1e-3, save_strategy="no",
@@ -104,6 +72,109 @@ def test_queue_negatives_for_every_model(kind, tokenizer, tmp_path):
         key.named_parameters(), loaded.momentum_contrast.momentum[name].named_parameters(), strict=True
     ):
         assert torch.equal(a, b), n
+
+
+CONTRASTIVE = {"lightweight": "loss_align", "cmlm": "loss_br", "hictl": "loss_sentence"}
+
+
+def without_dropout(model):
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.0
+    return model
+
+
+def queries_and_keys(kind, model, batch):
+    """The live queries and the momentum keys of a batch, computed by hand from the two encoders."""
+    live, key = model._key_modules(), model.momentum_contrast.momentum
+    vectors = {}
+    for side in ("x", "y"):
+        ids, mask = batch[f"{side}_input_ids"], batch[f"{side}_attention_mask"]
+        for name, modules in (("query", live), ("key", key)):
+            states = modules["encoder"](input_ids=ids, attention_mask=mask).last_hidden_state.double()
+            weights = mask.unsqueeze(-1).double()
+            vector = (states * weights).sum(1) / weights.sum(1)  # mean pooling (HICTL's too, in these tests)
+            if kind == "hictl":
+                projection = modules["projection"]
+                vector = vector @ projection.weight.double().T + projection.bias.double()
+            vectors[f"{name}_{side}"] = torch.nn.functional.normalize(vector, dim=-1)
+    return vectors
+
+
+def reference_queue_loss(kind, v, queue_x, queue_y, tau, margin, ids=None, queue_ids=None):
+    """L(x -> y) + L(y -> x) written out: cosine / tau, the positive and every negative from the momentum keys;
+    queued keys whose id is the query's own example id are left out."""
+    n, total = len(v["query_x"]), 0.0
+    for q_side, k_side in (("x", "y"), ("y", "x")):
+        queue = {"x": queue_x, "y": queue_y}
+        for i in range(n):
+            q = v[f"query_{q_side}"][i]
+
+            def queued(side, i=i, queue=queue):
+                return [key for j, key in enumerate(queue[side]) if ids is None or queue_ids[j] != ids[i]]
+
+            positive = (float(q @ v[f"key_{k_side}"][i]) - margin) / tau
+            negatives = [v[f"key_{k_side}"][j] for j in range(n) if j != i]
+            if kind == "hictl":  # the other 2n - 2 sentences of both languages and both queues
+                negatives += [v[f"key_{q_side}"][j] for j in range(n) if j != i]
+                negatives += queued("x") + queued("y")
+            else:
+                negatives += queued(k_side)
+            logits = [positive] + [float(q @ k.double()) / tau for k in negatives]
+            top = max(logits)
+            total -= positive - top - math.log(sum(math.exp(t - top) for t in logits))
+    return total / n
+
+
+@pytest.mark.parametrize("kind", ["lightweight", "cmlm", "hictl"])
+def test_queued_loss_takes_every_key_from_the_momentum_encoder(kind, tokenizer):
+    """After EMA steps have moved the momentum encoder away from the live one, the model's contrastive loss is
+    the one whose positive, in-batch and queued keys all come from the momentum encoder."""
+    extra = {"pooling": "mean"} if kind == "hictl" else {}  # an untrained [CLS] is the same for every sentence
+    model, collator, rows, _ = build(kind, tokenizer, queue_momentum=0.5, queue_temperature=0.1, **extra)
+    without_dropout(model).train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    for start in (0, 4, 8):
+        model(**collator([rows[i] for i in range(start, start + 4)])).loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        model.momentum_update()
+    batch = collator([rows[i] for i in range(12, 16)])
+    model.eval()
+    with torch.no_grad():
+        out = model(**batch)
+        vectors = queries_and_keys(kind, model, batch)
+    assert (vectors["query_y"] - vectors["key_y"]).abs().max() > 1e-3  # the encoders differ by now
+    queue_x, queue_y = (q.negatives()[0].double() for q in model.momentum_contrast.queues())
+    margin = model.config.br_margin if kind == "cmlm" else 0.0
+    expected = reference_queue_loss(kind, vectors, queue_x, queue_y, 0.1, margin)
+    assert getattr(out, CONTRASTIVE[kind]).item() == pytest.approx(expected, rel=1e-4)
+    live_positives = {**vectors, "key_x": vectors["query_x"], "key_y": vectors["query_y"]}
+    assert abs(reference_queue_loss(kind, live_positives, queue_x, queue_y, 0.1, margin) - expected) > 1e-3
+
+
+@pytest.mark.parametrize("kind", ["lightweight", "cmlm", "hictl"])
+def test_queued_keys_of_the_querys_own_example_are_not_its_negatives(kind, tokenizer):
+    """The same batch twice: queued with its example ids, a pair's own keys (its translation among them) are left
+    out of its negatives; the other pairs' keys stay."""
+    extra = {"pooling": "mean"} if kind == "hictl" else {}
+    model, collator, rows, _ = build(kind, tokenizer, queue_temperature=0.1, **extra)
+    without_dropout(model).train()
+    batch = collator([{**rows[i], "example_id": 100 + i} for i in range(4)])
+    assert batch["example_ids"].tolist() == [100, 101, 102, 103]
+    model(**batch)  # queues the batch's keys with their ids
+    masked = getattr(model(**batch), CONTRASTIVE[kind])
+    model.eval()
+    with torch.no_grad():
+        vectors = queries_and_keys(kind, model, batch)
+    contrast = model.momentum_contrast
+    queue_x, queue_y = contrast.queue_x.keys[:4].double(), contrast.queue_y.keys[:4].double()
+    margin = model.config.br_margin if kind == "cmlm" else 0.0
+    ids, queued_ids = [100, 101, 102, 103], contrast.queue_x.ids[:4].tolist()
+    expected = reference_queue_loss(kind, vectors, queue_x, queue_y, 0.1, margin, ids, queued_ids)
+    assert masked.item() == pytest.approx(expected, rel=1e-4)
+    with_own = reference_queue_loss(kind, vectors, queue_x, queue_y, 0.1, margin)
+    assert with_own > expected + 0.1
 
 
 def test_without_a_queue_nothing_is_added(tokenizer):
@@ -136,3 +207,4 @@ def test_two_processes_gather_every_models_keys(model_type, tmp_path):
     for name in rank0:
         assert torch.equal(rank0[name], rank1[name]), name
     assert int(rank0["momentum_contrast.queue_x.filled"]) == 24  # 3 steps x 4 pairs x 2 processes
+    assert int(rank0["momentum_contrast.momentum_updates"]) == 3

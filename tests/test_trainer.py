@@ -63,11 +63,14 @@ def test_loss_parts_and_queue_statistics_are_logged(tmp_path, tokenizer, bible_p
 
 
 def test_resume_continues_exactly(tmp_path, tokenizer, bible_pairs):
-    """6 steps straight == 3 steps, checkpoint, resume in a new trainer, 3 more steps."""
-    straight = make_trainer(tmp_path / "straight", tokenizer, bible_pairs, max_steps=6)
+    """6 steps straight == 3 steps, checkpoint, resume in a new trainer, 3 more steps. The queue holds 10 keys and
+    a step brings 4, so the pointer at the checkpoint (2) is not where a fresh queue starts (0)."""
+    straight = make_trainer(tmp_path / "straight", tokenizer, bible_pairs, max_steps=6,
+                            model=tiny_dual_momentum(queue_size=10))  # fmt: skip
     straight.train()
 
-    first = make_trainer(tmp_path / "split", tokenizer, bible_pairs, max_steps=6, save_strategy="steps", save_steps=3)
+    first = make_trainer(tmp_path / "split", tokenizer, bible_pairs, max_steps=6, save_strategy="steps", save_steps=3,
+                         model=tiny_dual_momentum(queue_size=10))  # fmt: skip
     # stop after the checkpoint of step 3, as an interrupted run would
     first.add_callback(StopAt(3))
     first.train()
@@ -78,17 +81,18 @@ def test_resume_continues_exactly(tmp_path, tokenizer, bible_pairs):
         tmp_path / "split",
         tokenizer,
         bible_pairs,
-        model=tiny_dual_momentum(queue_size=12),
+        model=tiny_dual_momentum(queue_size=10),
         max_steps=6,
         save_strategy="steps",
         save_steps=3,
     )
+    assert int(first.model.queue_x.ptr) == 12 % 10 and int(resumed.model.queue_x.ptr) == 0
     resumed.train(resume_from_checkpoint=str(checkpoint))
 
     a, b = straight.model.state_dict(), resumed.model.state_dict()
     for name in a:
         assert torch.equal(a[name], b[name]), name  # queues, pointers, fill counts, momentum and query weights
-    assert int(b["momentum_updates"]) == 6 and int(b["queue_x.ptr"]) == (6 * 4) % 12
+    assert int(b["momentum_contrast.momentum_updates"]) == 6 and int(b["momentum_contrast.queue_x.ptr"]) == 24 % 10
     losses_straight = [e["loss"] for e in straight.state.log_history if "loss" in e]
     losses_resumed = [e["loss"] for e in first.state.log_history if "loss" in e][:3] + [
         e["loss"] for e in resumed.state.log_history if "loss" in e
@@ -129,3 +133,58 @@ def test_retrieval_evaluator_runs_as_trainer_evaluation(tmp_path, tokenizer, bib
     standalone = evaluator(trainer.model, tokenizers={"x": tokenizer, "y": tokenizer})
     assert metrics["eval_retrieval_en2fr_accuracy"] == standalone["retrieval_en2fr_accuracy"]
     assert 0.0 <= metrics["eval_retrieval_accuracy"] <= 1.0
+
+
+class NanGradientsAt(TrainerCallback):
+    """Make the backward pass of one optimizer step produce NaN gradients, as an overflow would."""
+
+    def __init__(self, step):
+        self.step, self.handles = step, []
+
+    def on_step_begin(self, args, state, control, model=None, **kwargs):
+        if state.global_step + 1 == self.step:
+            self.handles = [p.register_hook(lambda g: g * float("nan")) for p in model.parameters() if p.requires_grad]
+
+    def on_step_end(self, args, state, control, **kwargs):
+        for handle in self.handles:
+            handle.remove()
+        self.handles = []
+
+
+def test_a_step_with_non_finite_gradients_leaves_no_trace_in_queue_or_momentum_encoder(
+    tmp_path, tokenizer, bible_pairs, caplog
+):
+    """Step 3's gradients are NaN: its keys leave the queue again and no EMA runs; the optimizer step makes the
+    query weights NaN, so steps 4-5 have a NaN loss, queue nothing and update nothing either."""
+    trainer = make_trainer(tmp_path, tokenizer, bible_pairs, max_steps=5, max_grad_norm=0.0,
+                           model=tiny_dual_momentum(queue_size=10))  # fmt: skip
+    trainer.add_callback(NanGradientsAt(3))
+    with caplog.at_level("WARNING"):
+        trainer.train()
+    model = trainer.model
+    assert int(model.momentum_updates) == 2 and int(model.queue_x.ptr) == 8 and int(model.queue_x.filled) == 8
+    assert all(torch.isfinite(p).all() for p in model.momentum_encoder_x.parameters())
+    assert torch.isfinite(model.queue_x.keys).all() and torch.isfinite(model.queue_y.keys).all()
+    assert not torch.isfinite(next(model.encoder_x.parameters())).all()  # the query encoder did diverge
+    assert "optimizer step 3 had non-finite gradients: no EMA update, its keys leave the queues" in caplog.text
+    assert "optimizer step 4: the loss or the momentum keys are not finite; nothing was queued" in caplog.text
+    assert int(model.momentum_contrast.skipped_steps) == 3
+
+
+def test_a_plain_trainer_that_never_runs_the_ema_is_warned(tmp_path, tokenizer, bible_pairs):
+    """transformers.Trainer knows nothing of the momentum encoder: the model warns once the queue fills with keys
+    of a frozen copy. XlsrTrainer, even accumulating gradients, does not warn: its callback runs the EMA."""
+    from transformers import Trainer, TrainingArguments
+
+    collator = BitextCollator(tokenizer, tokenizer, x_column="en", y_column="fr", max_length=32)
+    args = dict(output_dir=str(tmp_path), per_device_train_batch_size=4, max_steps=3, save_strategy="no",
+                report_to="none", use_cpu=True, disable_tqdm=True, remove_unused_columns=False)  # fmt: skip
+    plain = Trainer(model=tiny_dual_momentum(), args=TrainingArguments(**args), train_dataset=bible_pairs,
+                    data_collator=collator)  # fmt: skip
+    with pytest.warns(UserWarning, match="the momentum encoder has never been updated"):
+        plain.train()
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*momentum encoder has never been updated.*")
+        make_trainer(tmp_path, tokenizer, bible_pairs, max_steps=3, gradient_accumulation_steps=2).train()

@@ -12,18 +12,49 @@ from transformers import AutoModel, PreTrainedModel
 from ..tokenization import load_tokenizers
 
 
+class ModelLoadError(ValueError):
+    """What a user pointed at is not a model that hf_xlsr can load; the message names the path and says why."""
+
+
+def looks_like_a_hub_id(name: str) -> bool:
+    """``owner/name`` or ``name``: no path syntax (``./``, ``/``, ``~``, ``\\``, more than one ``/``)."""
+    return not name.startswith((".", "/", "~")) and "\\" not in name and name.count("/") <= 1 and bool(name.strip())
+
+
+def check_model_path(path: str | os.PathLike) -> None:
+    """Refuse, with one clear sentence, a path that does not exist or a folder that holds no model."""
+    folder = Path(path)
+    if folder.is_dir():
+        markers = ("config.json", "modules.json")
+        if any((folder / m).is_file() for m in markers) or any(
+            (p / "modules.json").is_file() for p in folder.iterdir()
+        ):
+            return
+        raise ModelLoadError(f"{path}: not a model folder (no config.json or modules.json in it)")
+    if folder.exists():
+        raise ModelLoadError(f"{path}: a file, not a model folder")
+    if not looks_like_a_hub_id(str(path)):
+        raise ModelLoadError(f"{path}: no such model folder")
+
+
 def load_trained_model(path: str | os.PathLike) -> tuple[PreTrainedModel, dict]:
     """An hf_xlsr model (any of the registered types) and its tokenizers."""
     import hf_xlsr  # noqa: F401  (registers the model types with AutoModel)
 
-    model = AutoModel.from_pretrained(str(path))
+    check_model_path(path)
+    try:
+        model = AutoModel.from_pretrained(str(path))
+    except (OSError, ValueError, KeyError) as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ModelLoadError(f"{path}: cannot be loaded as an hf_xlsr model ({reason})") from error
     if not hasattr(model, "get_sentence_embeddings"):
-        raise ValueError(f"{path}: {type(model).__name__} is not an hf_xlsr model")
+        raise ModelLoadError(f"{path}: {type(model).__name__} is not an hf_xlsr model")
     return model, load_tokenizers(path)
 
 
 def load_for_evaluation(path: str | os.PathLike) -> tuple[object, dict | None]:
     """``(model, tokenizers)`` ready for :func:`~hf_xlsr.evaluation.encoders.as_encoder`."""
+    check_model_path(path)
     folder = Path(path)
     if (folder / "modules.json").is_file():
         return SentenceTransformer(str(folder)), None

@@ -155,7 +155,7 @@ class FrozenParametersMixin:
             if result.unexpected_keys:
                 raise ValueError(f"the adapter in {folder} does not fit {name!r}: {result.unexpected_keys[:3]}")
         if getattr(self, "momentum_coefficient", None) is not None:
-            self.momentum_update(0.0)
+            self.synchronize_momentum_encoder()
 
 
 __all__ = ["FrozenParametersMixin", "add_lora", "lora_config", "merged_copy"]

@@ -8,18 +8,24 @@ from transformers import AutoConfig, PreTrainedConfig
 from transformers.configuration_utils import SubConfigSpec
 
 from .adapters import lora_config
+from .configuration_dual_momentum import validate_queue
 
-SCHEDULES = ("cmlm", "br", "s1", "s2", "s3")
+# Schedules by what they do: "a->b" trains a for second_stage_step optimizer steps, then b; "+" trains both.
+SCHEDULES = ("cmlm", "br", "cmlm+br", "cmlm->br", "cmlm->cmlm+br")
+# Section 4.2's names. Table 4's caption swaps S1 and S2 (it calls CMLM -> BR "S1"); the text's are kept here.
+SCHEDULE_ALIASES = {"s1": "cmlm+br", "s2": "cmlm->br", "s3": "cmlm->cmlm+br"}
 
 
 @strict
 class CmlmConfig(PreTrainedConfig):
     r"""Conditional MLM around any BERT-like masked language model shared by both sentences.
 
-    ``schedule`` combines CMLM and bitext retrieval (BR) as in Section 4.2: ``s1`` both from the start, ``s2``
-    CMLM then BR alone, ``s3`` CMLM then CMLM + BR (the paper's choice); ``cmlm`` / ``br`` train one loss. The
-    second stage starts at optimizer step ``second_stage_step``. Defaults are the paper's (Sections 3, 4.2, 4.4
-    and Appendix C).
+    ``schedule`` combines CMLM and bitext retrieval (BR) as in Section 4.2, named by what it does: ``cmlm+br`` both
+    from the start (Section 4.2's S1), ``cmlm->br`` CMLM then BR alone (S2), ``cmlm->cmlm+br`` CMLM then CMLM + BR
+    (S3, the paper's choice); ``cmlm`` / ``br`` train one loss. ``s1`` / ``s2`` / ``s3`` are accepted as aliases with
+    Section 4.2's meaning (Table 4's caption swaps S1 and S2) and stored under the descriptive name. The second
+    stage starts at optimizer step ``second_stage_step``. Defaults are the paper's (Sections 3, 4.2, 4.4 and
+    Appendix C).
     """
 
     model_type = "xlsr_cmlm"
@@ -44,12 +50,18 @@ class CmlmConfig(PreTrainedConfig):
     # Bitext retrieval and schedules (Section 4.2)
     br_margin: float = 0.3  # additive margin m
     br_weight: float = 0.2  # alpha in L = L_CMLM + alpha L_br
-    schedule: Literal["cmlm", "br", "s1", "s2", "s3"] = "s3"
+    schedule: Literal["cmlm", "br", "cmlm+br", "cmlm->br", "cmlm->cmlm+br", "s1", "s2", "s3"] = "cmlm->cmlm+br"
     second_stage_step: int = 1_500_000  # first stage of S2 / S3: 1.5M steps (Section 4.4)
 
-    # A queue of momentum keys (hf_xlsr's extension, not in the paper): more negatives for L_br
-    queue_size: int = 0  # 0: in-batch negatives only, as in the paper
+    # A queue of momentum keys (hf_xlsr's extension, not in the paper): L_br becomes an additive-margin InfoNCE
+    # against the momentum encoder's keys (positive, in-batch and queued), L2-normalised, at queue_temperature
+    queue_size: int = 0  # 0: the paper's in-batch L_br on raw inner products
     queue_momentum: float = 0.999  # EMA coefficient of the key encoder
+    queue_temperature: float = 0.04  # tau of the queued loss (MoCo-BERT's best, its Table 4); br_margin is on cosines
+
+    # A masked-LM head that the checkpoint does not have (sentence encoders such as MiniLM) starts random; trained
+    # together with the encoder it wrecks the sentence space in a few dozen steps, so it learns alone first
+    head_warmup_steps: int = 0  # optimizer steps with the encoder frozen; from_encoder sets it for a new head
 
     # LoRA (hf_xlsr's extension): adapters on the encoder, the only encoder weights that train
     lora: dict | None = None  # peft.LoraConfig fields (r, lora_alpha, target_modules, ...); None: full fine-tuning
@@ -83,12 +95,19 @@ class CmlmConfig(PreTrainedConfig):
             "lr_scheduler_type": "linear",
         }
 
+    def __post_init__(self, **kwargs):
+        super().__post_init__(**kwargs)
+        self.schedule = SCHEDULE_ALIASES.get(self.schedule, self.schedule)
+
     def stage_losses(self, stage: int) -> tuple[bool, bool]:
         """Which losses are on, ``(cmlm, br)``, in ``stage`` 1 or 2 of the schedule."""
-        first, second = {"cmlm": ((1, 0), (1, 0)), "br": ((0, 1), (0, 1)), "s1": ((1, 1), (1, 1)),
-                         "s2": ((1, 0), (0, 1)), "s3": ((1, 0), (1, 1))}[self.schedule]  # fmt: skip
-        on = first if stage == 1 else second
-        return bool(on[0]), bool(on[1])
+        stages = self.schedule.split("->")
+        losses = set(stages[min(stage, len(stages)) - 1].split("+"))
+        return "cmlm" in losses, "br" in losses
+
+    @property
+    def multi_stage(self) -> bool:
+        return "->" in self.schedule
 
     def validate_cmlm(self):
         if self.lora is not None:
@@ -99,6 +118,9 @@ class CmlmConfig(PreTrainedConfig):
             raise ValueError(f"mlm_probability must lie in (0, 1), got {self.mlm_probability}")
         if self.mask_replace_prob + self.random_replace_prob > 1.0:
             raise ValueError("mask_replace_prob + random_replace_prob must not exceed 1")
+        if self.head_warmup_steps < 0:
+            raise ValueError(f"head_warmup_steps must not be negative, got {self.head_warmup_steps}")
+        validate_queue(self)
 
 
-__all__ = ["SCHEDULES", "CmlmConfig"]
+__all__ = ["SCHEDULES", "SCHEDULE_ALIASES", "CmlmConfig"]

@@ -13,6 +13,16 @@ from .adapters import lora_config
 DROPOUT_FIELDS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "dropout", "attention_dropout")
 
 
+def validate_queue(config: PreTrainedConfig) -> None:
+    """The queue fields shared by the models with hf_xlsr's queue extension."""
+    if config.queue_size < 0:
+        raise ValueError(f"queue_size must not be negative, got {config.queue_size}")
+    if not 0.0 <= config.queue_momentum <= 1.0:
+        raise ValueError(f"queue_momentum must lie in [0, 1], got {config.queue_momentum}")
+    if not config.queue_temperature > 0:
+        raise ValueError(f"queue_temperature must be positive, got {config.queue_temperature}")
+
+
 @strict
 class DualMomentumConfig(PreTrainedConfig):
     r"""Dual momentum contrast: one query encoder per language, each with an EMA momentum encoder and a memory queue.
@@ -115,4 +125,4 @@ class DualMomentumConfig(PreTrainedConfig):
             raise ValueError(f"encoder_x and encoder_y must have the same hidden_size to share queues, got {hidden}")
 
 
-__all__ = ["DualMomentumConfig"]
+__all__ = ["DualMomentumConfig", "validate_queue"]

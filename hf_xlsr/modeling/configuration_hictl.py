@@ -8,6 +8,7 @@ from transformers import AutoConfig, EncoderDecoderConfig, PreTrainedConfig
 from transformers.configuration_utils import SubConfigSpec
 
 from .adapters import lora_config
+from .configuration_dual_momentum import validate_queue
 
 
 @strict
@@ -24,7 +25,10 @@ class HictlConfig(PreTrainedConfig):
     encoder: PreTrainedConfig | dict | None = None  # XLM-R-style encoder with a masked-LM head (AutoModelForMaskedLM)
     language_x: str = "x"  # language code of the x side
     language_y: str = "y"  # language code of the y side
-    pooling: Literal["cls"] = "cls"  # g: the final state of the first token (Section 3.1)
+    # g: the final state of the first token (Section 3.1). From scratch, every input's first state starts out the
+    # same and dropout noise between the two passes buries the difference, so L_S alone barely moves: warm up with
+    # TLM first (use_sentence_level=False), or use "mean", the mean of the final states, which L_S trains at once
+    pooling: Literal["cls", "mean"] = "cls"
     projection_size: int | None = None  # f: linear projection of g(M(x)); None keeps the hidden size
 
     use_lm: bool = True  # L_LM: TLM / MLM (Eq. 7)
@@ -32,14 +36,20 @@ class HictlConfig(PreTrainedConfig):
     use_word_level: bool = True  # L_W (Eq. 6)
     temperature: float = 1.0  # s(q, k) / temperature in Eq. 2, 3, 5; the paper uses the plain cosine (1.0)
     num_negatives: int = 512  # m, sampled negative words (Section 4.1)
+    # negatives are drawn with probability softmax(cos(q, e(w)) / this) over the words outside the pair: the paper
+    # samples "according to the normalized similarities" without a temperature; at 1.0 cosines in [-1, 1] give an
+    # almost uniform draw, so the default makes the negatives really hard (see sample_word_negatives)
+    negative_sampling_temperature: float = 0.05
     mlm_probability: float = 0.15  # BERT/XLM masking of the LM task
     perturbation: Literal["shuffle", "local_shuffle", "reverse"] = "local_shuffle"  # y for monolingual data
     perturbation_window: int = 3  # words are shuffled within windows of this size (local_shuffle)
     special_token_ids: list[int] | None = None  # the tokenizer's special ids: never words of a bag, never negatives
 
-    # A queue of momentum keys (hf_xlsr's extension, not in the paper): more negatives for L_S
-    queue_size: int = 0  # 0: in-batch negatives only, as in the paper
+    # A queue of momentum keys (hf_xlsr's extension, not in the paper): L_S becomes MoCo-style InfoNCE against the
+    # momentum encoder's keys (positive, the other 2n - 2 of the batch, both queues), at queue_temperature
+    queue_size: int = 0  # 0: the paper's in-batch L_S
     queue_momentum: float = 0.999  # EMA coefficient of the key encoder
+    queue_temperature: float = 0.04  # tau of the queued loss (MoCo-BERT's best, its Table 4)
 
     # LoRA (hf_xlsr's extension): adapters on the encoder, the only encoder weights that train
     lora: dict | None = None  # peft.LoraConfig fields (r, lora_alpha, target_modules, ...); None: full fine-tuning
@@ -68,8 +78,13 @@ class HictlConfig(PreTrainedConfig):
     def validate_hictl(self):
         if self.lora is not None:
             lora_config(self.lora)
+        validate_queue(self)
         if not self.temperature > 0:
             raise ValueError(f"temperature must be positive, got {self.temperature}")
+        if not self.negative_sampling_temperature > 0:
+            raise ValueError(
+                f"negative_sampling_temperature must be positive, got {self.negative_sampling_temperature}"
+            )
         if self.num_negatives < 1:
             raise ValueError(f"num_negatives must be at least 1, got {self.num_negatives}")
         if not (self.use_lm or self.use_sentence_level or self.use_word_level):

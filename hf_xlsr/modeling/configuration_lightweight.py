@@ -7,6 +7,7 @@ from huggingface_hub.dataclasses import strict
 from transformers import BertConfig, PreTrainedConfig
 
 from .adapters import lora_config
+from .configuration_dual_momentum import validate_queue
 
 GENERATIVE_TASKS = ("ugt", "smlm", "xtr", "mlm", "mlm_xtr", "none")
 
@@ -51,9 +52,11 @@ class LightweightDualTransformerConfig(PreTrainedConfig):
     sim_weight: float = 2.0  # weight of L_sim in Eq. 7
     mlm_probability: float = 0.15  # masking ratio of the MLM ablation (Table 6 rows MLM, MLM+XTR)
 
-    # A queue of momentum keys (hf_xlsr's extension, not in the paper): more negatives for L_align
-    queue_size: int = 0  # 0: in-batch negatives only, as in the paper
+    # A queue of momentum keys (hf_xlsr's extension, not in the paper): L_align becomes MoCo-style InfoNCE against
+    # the momentum encoder's keys (positive, in-batch and queued), L2-normalised, at queue_temperature
+    queue_size: int = 0  # 0: the paper's in-batch L_align on raw inner products
     queue_momentum: float = 0.999  # EMA coefficient of the key encoder
+    queue_temperature: float = 0.04  # tau of the queued loss (MoCo-BERT's best, its Table 4)
 
     # LoRA (hf_xlsr's extension): adapters on the encoder, the only encoder weights that train
     lora: dict | None = None  # peft.LoraConfig fields (r, lora_alpha, target_modules, ...); None: full fine-tuning
@@ -101,6 +104,7 @@ class LightweightDualTransformerConfig(PreTrainedConfig):
     def validate_lightweight(self):
         if self.lora is not None:
             lora_config(self.lora)
+        validate_queue(self)
         if self.hidden_size % self.num_attention_heads:
             raise ValueError(f"hidden_size {self.hidden_size} is not a multiple of {self.num_attention_heads} heads")
         if not 0.0 < self.mlm_probability < 1.0:

@@ -6,10 +6,19 @@ over hundreds of thousands of negatives stays exact.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
+
+QUEUE_BLOCK_SIZE = 8192  # queued keys scored at once: memory is O(batch x block), never O(batch x queue)
+
+
+def at_least_float32(tensor: torch.Tensor) -> torch.Tensor:
+    """``tensor`` in float32, or float64 when it is (scores are never computed in half precision)."""
+    return tensor if tensor.dtype == torch.float64 else tensor.float()
 
 
 class ContrastiveTerms(NamedTuple):
@@ -21,64 +30,147 @@ class ContrastiveTerms(NamedTuple):
     negative_similarity: torch.Tensor | None  # mean cosine between a query and its negatives (None: no negatives)
 
 
-def info_nce(
-    queries: torch.Tensor, positive_keys: torch.Tensor, negative_keys: torch.Tensor, temperature: float
-) -> ContrastiveTerms:
-    """InfoNCE with one positive per query and a shared set of negatives (MoCo-BERT, Eq. 2).
+class _QueueLogSumExp(torch.autograd.Function):
+    """``log sum_j exp(q_i . k_j * scale)`` over a queue, block by block, with the gradient for ``q`` accumulated in
+    the same pass (an online softmax, as in memory-efficient attention): nothing of size batch x queue is ever held,
+    and the queue itself is not saved for the backward pass."""
 
-    ``L(x, y) = -log exp(h_x . h_y / tau) / sum_{i=0..K} exp(h_x . h_{y_i} / tau)`` where ``h_{y_0} = h_y`` is the
-    positive key of each query and ``h_{y_1..K}`` are ``negative_keys`` (the memory queue). Inputs are L2-normalised
-    ``(n, d)`` queries and positives and ``(K, d)`` negatives; ``K`` may be 0. The mean over the ``n`` queries is
-    returned.
+    @staticmethod
+    def forward(ctx, queries, keys, scale, query_ids, key_ids, block_size):
+        q = at_least_float32(queries)
+        n = q.shape[0]
+        running_max, total = q.new_full((n,), -math.inf), q.new_zeros(n)
+        weighted = q.new_zeros(q.shape) if ctx.needs_input_grad[0] else None  # sum_j e^(logit_ij - max_i) k_j
+        best, logit_sum, count = q.new_full((n,), -math.inf), q.new_zeros(()), q.new_zeros(())
+        masking = query_ids is not None and key_ids is not None
+        for start in range(0, keys.shape[0], block_size):
+            block = keys[start : start + block_size].to(q.dtype)  # one block in float32, never the whole queue
+            logits = (q @ block.T) * scale
+            if masking:  # a query's own example is not its negative
+                same = (query_ids[:, None] == key_ids[None, start : start + block_size]) & (query_ids[:, None] >= 0)
+                logits = logits.masked_fill(same, -math.inf)
+                count += (~same).sum()
+                logit_sum += logits.masked_fill(same, 0.0).sum()
+            else:
+                count += logits.numel()
+                logit_sum += logits.sum()
+            block_max = logits.max(dim=1).values
+            best = torch.maximum(best, block_max)
+            new_max = torch.maximum(running_max, block_max)
+            shift = torch.where(torch.isfinite(new_max), new_max, 0.0)
+            rescale = torch.exp(running_max - shift)  # exp(-inf) = 0 for rows that had nothing yet
+            weights = torch.exp(logits - shift[:, None])
+            total = total * rescale + weights.sum(dim=1)
+            if weighted is not None:
+                weighted = weighted * rescale[:, None] + weights @ block
+            running_max = new_max
+        lse = torch.where(torch.isfinite(running_max), running_max, 0.0) + torch.log(total)  # -inf: all masked
+        if weighted is not None:  # d lse_i / d q_i = scale * sum_j softmax_ij k_j
+            inverse = torch.where(total > 0, scale / total, 0.0)
+            ctx.save_for_backward((weighted * inverse[:, None]).to(queries.dtype))
+        ctx.mark_non_differentiable(best, logit_sum, count)
+        return lse.to(queries.dtype), best.to(queries.dtype), logit_sum.to(queries.dtype), count
+
+    @staticmethod
+    def backward(ctx, grad_lse, grad_best, grad_sum, grad_count):
+        (gradient,) = ctx.saved_tensors
+        return grad_lse[:, None] * gradient, None, None, None, None, None
+
+
+def queue_logsumexp(
+    queries: torch.Tensor,
+    keys: torch.Tensor,
+    scale: float,
+    query_ids: torch.Tensor | None = None,
+    key_ids: torch.Tensor | None = None,
+    block_size: int = QUEUE_BLOCK_SIZE,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Score ``queries`` ``(n, d)`` against queued ``keys`` ``(K, d)`` (any storage dtype) in blocks.
+
+    Returns ``(lse, best, logit_sum, count)``: ``lse[i] = log sum_j exp(scale * q_i . k_j)`` (differentiable in
+    ``queries``), and without gradient the best logit of each query, the sum of all logits and their number.
+    Keys whose id equals the query's id (ids >= 0) are left out. Each block is converted to float32 on its own;
+    the full queue never is.
     """
-    queries, positive_keys, negative_keys = queries.float(), positive_keys.float(), negative_keys.float()
-    positive = (queries * positive_keys).sum(dim=-1, keepdim=True)  # (n, 1)
-    negative = queries @ negative_keys.T  # (n, K)
-    logits = torch.cat([positive, negative], dim=1) / temperature
-    targets = torch.zeros(queries.shape[0], dtype=torch.long, device=queries.device)
-    loss = F.cross_entropy(logits, targets)
+    return _QueueLogSumExp.apply(queries, keys, scale, query_ids, key_ids, block_size)
+
+
+def info_nce(
+    queries: torch.Tensor,
+    keys: torch.Tensor,
+    temperature: float,
+    queues: Sequence[tuple[torch.Tensor, torch.Tensor | None]] = (),
+    *,
+    in_batch_negatives: bool = True,
+    margin: float = 0.0,
+    exclude: torch.Tensor | None = None,
+    query_ids: torch.Tensor | None = None,
+) -> ContrastiveTerms:
+    """InfoNCE of L2-normalised queries against keys and queues of keys, scored by cosine / temperature.
+
+    Query i's positive is ``keys[i]``; the other rows of ``keys`` are its in-batch negatives (unless
+    ``in_batch_negatives`` is False or ``exclude[i, j]`` is True), and every key of every ``(keys, ids)`` pair in
+    ``queues`` is a negative, except those whose id equals the query's ``query_ids`` entry (its own example)::
+
+        L_i = -log e^((q_i.k_i - m)/tau) / (e^((q_i.k_i - m)/tau) + sum_{j != i} e^(q_i.k_j/tau) + sum_Q e^(q_i.Q/tau))
+
+    With ``in_batch_negatives=False`` this is MoCo-BERT's Eq. 2 (the queue alone holds the negatives); with a
+    margin m it is an additive-margin softmax. Returns the mean over queries. Queues are scored block by block
+    (:func:`queue_logsumexp`) in their storage dtype, without a float32 copy or a batch x queue matrix of logits.
+    """
+    q, k = at_least_float32(queries), at_least_float32(keys)
+    scale = 1.0 / temperature
+    cosines = q @ k.T  # (n, m), m >= n: the positives on the diagonal
+    positive = torch.eye(len(q), len(k), dtype=torch.bool, device=q.device)
+    negative = ~positive if in_batch_negatives else torch.zeros_like(positive)
+    if exclude is not None:
+        negative &= ~exclude
+    logits = (cosines - margin * positive.float()) * scale
+    total = torch.logsumexp(logits.masked_fill(~(positive | negative), -math.inf), dim=1)
     with torch.no_grad():
-        # A query counts as correct when its positive strictly beats the best negative.
-        best_negative = negative.max(dim=1).values if negative.shape[1] else positive.new_full((len(positive),), -2.0)
-        accuracy = (positive.squeeze(1) > best_negative).float().mean()
-        negative_similarity = negative.mean() if negative.numel() else None
-    return ContrastiveTerms(loss, accuracy, positive.detach().mean(), negative_similarity)
+        best = cosines.masked_fill(~negative, -2.0).max(dim=1).values
+        negative_sum, negative_count = cosines[negative].sum(), negative.sum()
+    for queue, queue_ids in queues:
+        if not len(queue):
+            continue
+        queue_lse, queue_best, queue_sum, queue_count = queue_logsumexp(q, queue, scale, query_ids, queue_ids)
+        total = torch.logaddexp(total, queue_lse)
+        with torch.no_grad():
+            best = torch.maximum(best, queue_best / scale)
+            negative_sum, negative_count = negative_sum + queue_sum / scale, negative_count + queue_count
+    loss = (total - logits.diagonal()).mean()
+    with torch.no_grad():
+        positive_cosine = cosines.diagonal()
+        accuracy = (positive_cosine > best).float().mean()
+        negative_similarity = negative_sum / negative_count if negative_count else None
+    return ContrastiveTerms(loss, accuracy, positive_cosine.mean(), negative_similarity)
 
 
-def _with_queue(scores: torch.Tensor, queries: torch.Tensor, queue: torch.Tensor | None) -> torch.Tensor:
-    """Append the queries' scores with queued keys as extra negative columns (hf_xlsr's queue extension)."""
-    if queue is None or not len(queue):
-        return scores
-    return torch.cat([scores, queries.float() @ queue.float().T], dim=1)
-
-
-def in_batch_alignment_loss(
-    u: torch.Tensor, v: torch.Tensor, queue_u: torch.Tensor | None = None, queue_v: torch.Tensor | None = None
-) -> torch.Tensor:
+def in_batch_alignment_loss(u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """Translation ranking with in-batch negatives, both directions, raw inner products (Mao et al., Eq. 5).
 
     ``-log softmax_k(u_j . v_k)[j] - log softmax_k(u_k . v_j)[j]`` for each pair j of the batch: the other
-    ``n - 1`` sentences of each language are the negatives (plus ``queue_v`` / ``queue_u`` keys when given). The
-    paper sums over pairs; this is the mean, so the loss does not grow with the batch size.
+    ``n - 1`` sentences of each language are the negatives. Eq. 5 sums over pairs; the official code
+    (``nn.CrossEntropyLoss()``) takes the mean, as here, so the loss does not grow with the batch size.
     """
     scores = u.float() @ v.float().T
     targets = torch.arange(len(scores), device=scores.device)
-    forward = _with_queue(scores, u, queue_v)
-    backward = _with_queue(scores.T, v, queue_u)
-    return F.cross_entropy(forward, targets) + F.cross_entropy(backward, targets)
+    return F.cross_entropy(scores, targets) + F.cross_entropy(scores.T, targets)
 
 
 def in_batch_similarity_loss(u: torch.Tensor, v: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     """Align the in-batch similarity structure of the two languages (Mao et al., Eq. 6).
 
     With ``P_u[j1, j2] = softmax_k(u_j1 . u_k)[j2]`` and ``P_v`` likewise, the loss is
-    ``-log cos(pi / 2 * (P_u - P_v))`` averaged over every pair ``(j1, j2)``: zero when the two languages see
-    the batch the same way. Eq. 6 writes one index j for the pair (j1, j2); all pairs of the batch are used here.
+    ``-sum_{j1, j2} log cos(pi / 2 * (P_u - P_v))``: zero when the two languages see the batch the same way.
+    Eq. 6 writes one index j for the pair (j1, j2); every pair of the batch is used, and the terms are summed, not
+    averaged, as in the paper and the official code (``torch.sum``): a mean over the B x B entries would weigh
+    L_sim about B^2 times less against L_align (1/16,384 at B = 128), switching it off in effect.
     ``cos`` is clamped at ``eps`` because ``|P_u - P_v|`` can reach 1.
     """
     p_u = torch.softmax(u.float() @ u.float().T, dim=-1)
     p_v = torch.softmax(v.float() @ v.float().T, dim=-1)
-    return -torch.log(torch.cos(torch.pi / 2 * (p_u - p_v)).clamp(min=eps)).mean()
+    return -torch.log(torch.cos(torch.pi / 2 * (p_u - p_v)).clamp(min=eps)).sum()
 
 
 def bag_of_words(token_ids: torch.Tensor, keep: torch.Tensor, vocab_size: int) -> torch.Tensor:
@@ -110,57 +202,50 @@ def kl_to_target(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return F.kl_div(torch.log_softmax(logits.float(), dim=-1), target, reduction="batchmean")
 
 
-def additive_margin_retrieval_loss(
-    source: torch.Tensor,
-    target: torch.Tensor,
-    margin: float,
-    queue_source: torch.Tensor | None = None,
-    queue_target: torch.Tensor | None = None,
-) -> torch.Tensor:
+def additive_margin_retrieval_loss(source: torch.Tensor, target: torch.Tensor, margin: float) -> torch.Tensor:
     """Bitext retrieval with additive margin softmax, both directions (Yang et al., 2021, Section 4.2).
 
     ``L_sbr = -1/B sum_i log e^(phi(s_i, t_i) - m) / (e^(phi(s_i, t_i) - m) + sum_{j != i} e^(phi(s_i, t_j)))``
     with ``phi`` the inner product of the sentence vectors; ``L_tbr`` normalises over the sources instead.
-    Returns ``L_br = L_sbr + L_tbr``. The margin is subtracted from the positive logit only; queued keys, when
-    given, are extra negatives.
+    Returns ``L_br = L_sbr + L_tbr``. The margin is subtracted from the positive logit only.
     """
     scores = source.float() @ target.float().T
     scores = scores - margin * torch.eye(len(scores), device=scores.device)
     targets = torch.arange(len(scores), device=scores.device)
-    forward = _with_queue(scores, source, queue_target)
-    backward = _with_queue(scores.T, target, queue_source)
-    return F.cross_entropy(forward, targets) + F.cross_entropy(backward, targets)
+    return F.cross_entropy(scores, targets) + F.cross_entropy(scores.T, targets)
 
 
-def sentence_contrastive_loss(
-    r_x: torch.Tensor, r_y: torch.Tensor, temperature: float = 1.0, queue: torch.Tensor | None = None
-) -> torch.Tensor:
+def sentence_contrastive_loss(r_x: torch.Tensor, r_y: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
     """HICTL's sentence-level contrast (Wei et al., Eq. 2-4): for each pair, the other 2n - 2 sentences of the batch
     (both languages) are the negatives; scores are cosine similarities divided by ``temperature``.
 
-    ``L_S = 1/n sum_i (L_sctl(x_i) + L_sctl(y_i))``. Queued keys (either language), when given, are extra
-    negatives of every query.
+    ``L_S = 1/n sum_i (L_sctl(x_i) + L_sctl(y_i))``.
     """
     r = F.normalize(torch.cat([r_x, r_y]).float(), dim=-1)
     n = len(r_x)
     scores = (r @ r.T) / temperature
     scores = scores.masked_fill(torch.eye(2 * n, dtype=torch.bool, device=r.device), float("-inf"))  # not itself
-    if queue is not None and len(queue):
-        scores = torch.cat([scores, (r @ F.normalize(queue.float(), dim=-1).T) / temperature], dim=1)
     targets = torch.cat([torch.arange(n, 2 * n), torch.arange(0, n)]).to(r.device)  # x_i <-> y_i
     return 2 * F.cross_entropy(scores, targets)
 
 
 def sample_word_negatives(
-    scores: torch.Tensor, in_bag: torch.Tensor, num_negatives: int, generator: torch.Generator | None = None
+    similarities: torch.Tensor,
+    in_bag: torch.Tensor,
+    num_negatives: int,
+    temperature: float = 1.0,
+    generator: torch.Generator | None = None,
 ) -> torch.Tensor:
     """Sample ``num_negatives`` words per row from outside its bag of words, without replacement, with
-    probability ``softmax(scores)`` restricted to the words outside the bag (hard negatives; HICTL, Section 3.1).
+    probability ``softmax(similarities / temperature)`` restricted to the words outside the bag: "sampled according
+    to the normalized similarities between q and the embeddings of the words" (HICTL, Section 3.1).
 
-    ``scores`` (n, V) are query-word similarities, ``in_bag`` (n, V) is True for the pair's own words (and any
-    word that must never be a negative). Returns word ids, shape (n, num_negatives).
+    ``similarities`` (n, V) are query-word cosines, ``in_bag`` (n, V) is True for the pair's own words (and any
+    word that must never be a negative). The temperature sets how hard the negatives are: cosines lie in [-1, 1],
+    so at 1.0 the softmax is nearly uniform and the "hard" negatives are random words; at 0.05 a word 0.1 more
+    similar to the query is e^2 = 7.4 times more likely. Returns word ids, shape (n, num_negatives).
     """
-    probabilities = torch.softmax(scores.detach().float(), dim=-1).masked_fill(in_bag, 0.0)
+    probabilities = torch.softmax(similarities.detach().float() / temperature, dim=-1).masked_fill(in_bag, 0.0)
     available = int((~in_bag).sum(dim=1).min())
     if available < num_negatives:
         raise ValueError(f"only {available} words outside a bag of words, cannot sample {num_negatives} negatives")

@@ -9,16 +9,25 @@ tokens of ``s2``. Training CMLM makes ``v`` carry what is needed to fill in the 
 
 Multilingual training adds bitext retrieval with an additive-margin softmax over in-batch negatives, both
 directions (``L_br = L_sbr + L_tbr``, weight alpha), on the same sentence vectors, in one of three schedules
-(S1, S2, S3). Cross-lingual NLI fine-tuning classifies ``[u, v, |u - v|, u * v]``. Principal-component removal
-(PCR, Section 5.2) subtracts each language's top principal component at inference; it is exported as a stock
-``Dense`` module.
+(``cmlm+br``, ``cmlm->br``, ``cmlm->cmlm+br``: Section 4.2's S1, S2, S3). Cross-lingual NLI fine-tuning
+classifies ``[u, v, |u - v|, u * v]``. Principal-component removal (PCR, Section 5.2) subtracts each language's top
+principal component at inference; it is exported as a stock ``Dense`` module.
 
 Choices where the paper is silent: ``phi`` of the retrieval loss is the raw inner product of the mean-pooled
-vectors, as written, with no scale; the optimizer is AdamW (transformers has no LAMB).
+vectors, as written, with no scale; the optimizer is AdamW (transformers has no LAMB). A pretrained encoder
+without a masked-LM head (most sentence encoders) gets a new, random head; ``from_encoder`` then sets
+``head_warmup_steps`` so that the head learns alone, the encoder frozen, before CMLM may change the encoder
+(``XlsrTrainer`` runs the freeze): trained together from the start, a random head wrecks the sentence space in a
+few dozen steps.
+
+With ``config.queue_size`` > 0 (hf_xlsr's extension), L_br becomes its MoCo-consistent form: live queries against
+the momentum encoder's keys (positive, in-batch negatives and queue), L2-normalised, the margin subtracted from the
+positive cosine, at ``queue_temperature`` (see ``queue.py``).
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import torch
@@ -33,7 +42,11 @@ from .common import SentenceEncoderMixin
 from .configuration_cmlm import CmlmConfig
 from .losses import additive_margin_retrieval_loss
 from .pooling import l2_normalize, pool
-from .queue import MomentumContrast, QueuedNegativesMixin
+from .queue import MomentumContrast, QueuedNegativesMixin, init_momentum_state
+
+logger = logging.getLogger(__name__)
+
+NEW_HEAD_WARMUP_STEPS = 300  # head_warmup_steps that from_encoder sets when the checkpoint has no masked-LM head
 
 
 @dataclass
@@ -66,6 +79,7 @@ class CmlmPreTrainedModel(PreTrainedModel):
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
+        init_momentum_state(module)
         if isinstance(module, nn.Linear):
             init.normal_(module.weight, mean=0.0, std=getattr(self.config.encoder, "initializer_range", 0.02))
             init.zeros_(module.bias)
@@ -103,14 +117,28 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixi
         if config.queue_size:  # hf_xlsr's extension: queued momentum keys as more negatives of L_br
             self.momentum_contrast = MomentumContrast(self._key_modules(), config.queue_size, h)
         self.post_init()
-        if config.queue_size:
-            self.momentum_update(0.0)  # the key encoder starts as an exact copy
+        self.synchronize_momentum_encoder()  # the key encoder starts as an exact copy
         self._record_parameter_state()
 
     @classmethod
     def from_encoder(cls, name_or_path: str, **config_kwargs) -> CmlmModel:
-        """CMLM around a pretrained masked LM (a Hub id or a local path); a missing MLM head is initialised."""
-        masked_lm = AutoModelForMaskedLM.from_pretrained(name_or_path, config=AutoConfig.from_pretrained(name_or_path))
+        """CMLM around a pretrained masked LM (a Hub id or a local path).
+
+        A checkpoint without a masked-LM head gets a new one, and unless ``head_warmup_steps`` is given, the
+        encoder stays frozen for the first ``NEW_HEAD_WARMUP_STEPS`` optimizer steps while the head learns.
+        """
+        masked_lm, info = AutoModelForMaskedLM.from_pretrained(
+            name_or_path, config=AutoConfig.from_pretrained(name_or_path), output_loading_info=True
+        )
+        prefix = masked_lm.base_model_prefix
+        new_head = [key for key in info["missing_keys"] if not key.startswith(f"{prefix}.")]
+        if new_head and "head_warmup_steps" not in config_kwargs:
+            config_kwargs["head_warmup_steps"] = NEW_HEAD_WARMUP_STEPS
+            logger.warning(
+                "%s has no masked-LM head (%s, ... are new): the head trains alone for the first %d optimizer steps, "
+                "the encoder frozen, so that its random start does not wreck the sentence space (head_warmup_steps)",
+                name_or_path, new_head[0], NEW_HEAD_WARMUP_STEPS,
+            )  # fmt: skip
         return cls(CmlmConfig(encoder=masked_lm.config.to_dict(), **config_kwargs), masked_lm=masked_lm)
 
     # ----------------------------------------------------------------------------------------------------------------
@@ -198,6 +226,7 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixi
         hypothesis_input_ids: torch.Tensor | None = None,
         hypothesis_attention_mask: torch.Tensor | None = None,
         nli_labels: torch.Tensor | None = None,
+        example_ids: torch.Tensor | None = None,
         return_loss: bool = True,
     ) -> CmlmOutput:
         r"""CMLM on ``first`` / ``second`` (masked, ``second_labels`` -100 where not masked), bitext retrieval on
@@ -214,21 +243,13 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixi
                 hits = (u @ v.T).argmax(dim=1) == torch.arange(len(u), device=u.device)
                 parts["accuracy_xy"] = hits.float().mean()
             if return_loss and use_br:
-                queue_x = queue_y = None
-                if self.config.queue_size:
-                    queue_x, queue_y = (
-                        self.momentum_contrast.queue_x.negatives(),
-                        self.momentum_contrast.queue_y.negatives(),
-                    )
-                loss_br = additive_margin_retrieval_loss(u, v, self.config.br_margin, queue_x, queue_y)
-                if self.config.queue_size:
-                    with torch.no_grad():
-                        keys = self.momentum_contrast.momentum["encoder"]
-                        k_x = pool(keys(input_ids=x_input_ids, attention_mask=x_attention_mask).last_hidden_state,
-                                   x_attention_mask, self.config.pooling)  # fmt: skip
-                        k_y = pool(keys(input_ids=y_input_ids, attention_mask=y_attention_mask).last_hidden_state,
-                                   y_attention_mask, self.config.pooling)  # fmt: skip
-                    self.momentum_contrast.enqueue(k_x, k_y)
+                if self.config.queue_size:  # hf_xlsr's extension: momentum keys, a queue of them, cosine / tau
+                    keys_x = self._momentum_keys(x_input_ids, x_attention_mask)
+                    keys_y = self._momentum_keys(y_input_ids, y_attention_mask)
+                    queries = parts["embeddings_x"], parts["embeddings_y"]
+                    loss_br, _ = self._queued_contrast(*queries, keys_x, keys_y, example_ids, self.config.br_margin)
+                else:
+                    loss_br = additive_margin_retrieval_loss(u, v, self.config.br_margin)
                 parts["loss_br"] = loss_br.detach()
                 loss = self.config.br_weight * loss_br if use_cmlm else loss_br  # alpha only alongside CMLM
         if return_loss and use_cmlm and first_input_ids is not None:
@@ -248,6 +269,25 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixi
 
     def _key_modules(self) -> dict:
         return {"encoder": self.encoder}
+
+    @torch.no_grad()
+    def _momentum_keys(self, input_ids, attention_mask) -> torch.Tensor:
+        """L2-normalised pooled states of the momentum encoder (keys of the queue extension)."""
+        states = self.momentum_contrast.momentum["encoder"](input_ids=input_ids, attention_mask=attention_mask)
+        return l2_normalize(pool(states.last_hidden_state, attention_mask, self.config.pooling))
+
+    @property
+    def encoder_frozen_steps(self) -> int:
+        """Optimizer steps at the start of training with the encoder frozen (``head_warmup_steps``)."""
+        return self.config.head_warmup_steps
+
+    def set_encoder_frozen(self, frozen: bool) -> None:
+        """Freeze the encoder (the head, projections and NLI classifier keep training), or thaw it, leaving
+        parameters that were frozen anyway (base weights under LoRA) frozen."""
+        prefix = f"masked_lm.{self.masked_lm.base_model_prefix}."
+        for name, parameter in self.named_parameters():
+            if name.startswith(prefix):
+                parameter.requires_grad_(not frozen and name not in self._frozen_parameters)
 
     def cmlm_loss(self, first_ids, first_mask, second_ids, second_mask, second_labels):
         """MLM of the masked second sentence given P(v) of the first, concatenated before its token embeddings."""

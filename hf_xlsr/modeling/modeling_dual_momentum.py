@@ -6,13 +6,16 @@ encoder's most recent keys. Sentences are mean-pooled and L2-normalised; the los
 queries against the other language's positive key and queue (Eq. 2), summed over both directions (Eq. 3). An
 optional NLI head adds ``alpha * L_nli`` (Appendix B, Eq. 5).
 
-State changes and when they happen:
+State changes and when they happen (``queue.py`` has the rules every hf_xlsr queue follows):
 
 * the queues are written in :meth:`DualMomentumModel.forward`, once per micro-batch, only while the model is
-  training with gradients enabled; under several processes the keys of every process are gathered first, so every
-  process holds the same queue;
-* the momentum encoders change only in :meth:`DualMomentumModel.momentum_update`, which the trainer's callback calls
-  once per optimizer step.
+  training with gradients enabled and only when the loss and the keys are finite; under several processes the keys
+  of every process are gathered first, so every process holds the same queue;
+* the momentum encoders change only in :meth:`DualMomentumModel.momentum_update`, in float32, which the trainer's
+  callback calls once per optimizer step (a custom loop calls it after each ``optimizer.step()``); a skipped step
+  calls :meth:`DualMomentumModel.discard_momentum_step`, which takes that step's keys back out of the queues;
+* the queues start empty and only written slots are negatives, so the very first step, with no negative at all,
+  has a loss of exactly 0 and no gradient: it only fills the queues.
 
 Momentum encoders always run in eval mode (no dropout): keys are deterministic functions of the EMA weights. Before
 any EMA update the momentum encoders are exact copies of the query encoders; they are frozen parameters and are
@@ -38,7 +41,7 @@ from .common import SentenceEncoderMixin
 from .configuration_dual_momentum import DROPOUT_FIELDS, DualMomentumConfig
 from .losses import info_nce
 from .pooling import l2_normalize, pool
-from .queue import MemoryQueue, ema_update_, gather_from_processes, momentum_copy
+from .queue import MemoryQueue, MomentumContrast, init_momentum_state
 
 
 @dataclass
@@ -77,15 +80,10 @@ class DualMomentumPreTrainedModel(PreTrainedModel):
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
-        if isinstance(module, MemoryQueue):
-            init.zeros_(module.keys)
-            init.zeros_(module.ptr)
-            init.zeros_(module.filled)
-        elif isinstance(module, nn.Linear):
+        init_momentum_state(module)
+        if isinstance(module, nn.Linear):
             init.normal_(module.weight, mean=0.0, std=0.02)
             init.zeros_(module.bias)
-        elif isinstance(module, DualMomentumModel):
-            init.zeros_(module.momentum_updates)
 
 
 class DualMomentumModel(SentenceEncoderMixin, FrozenParametersMixin, DualMomentumPreTrainedModel):
@@ -110,16 +108,13 @@ class DualMomentumModel(SentenceEncoderMixin, FrozenParametersMixin, DualMomentu
             config.encoder_y._attn_implementation = self.encoder_y.config._attn_implementation
             self.encoder_y.config = config.encoder_y
         # Momentum encoders: frozen copies, updated only by EMA (Eq. 1); never aliases of the query encoders.
-        # Under config.lora only the adapters are trainable: the momentum encoders share the frozen base weights.
+        # Memory queues of the momentum keys, one per language (Section 2). Under config.lora only the adapters are
+        # trainable: the momentum encoders share the frozen base weights.
         self._add_lora()
-        self.momentum_encoder_x = momentum_copy(self.encoder_x)
-        if not config.shared_encoder:
-            self.momentum_encoder_y = momentum_copy(self.encoder_y)
-        # Memory queues of the momentum keys, one per language.
         hidden_size = config.encoder_x.hidden_size
-        queue_dtype = getattr(torch, config.queue_dtype)
-        self.queue_x = MemoryQueue(config.queue_size, hidden_size, queue_dtype)
-        self.queue_y = MemoryQueue(config.queue_size, hidden_size, queue_dtype)
+        self.momentum_contrast = MomentumContrast(
+            self._query_encoders(), config.queue_size, hidden_size, getattr(torch, config.queue_dtype)
+        )
         # NLI multi-task head (Appendix B): two-layer MLP over (u, v, |u - v|), 3-way.
         if config.nli_head:
             self.nli_head = nn.Sequential(
@@ -128,10 +123,8 @@ class DualMomentumModel(SentenceEncoderMixin, FrozenParametersMixin, DualMomentu
                 nn.Dropout(config.nli_dropout),
                 nn.Linear(config.nli_hidden_size, config.nli_num_labels),
             )
-        self.register_buffer("momentum_updates", torch.zeros((), dtype=torch.long))
         self.post_init()
-        for query, key in self._encoder_pairs():
-            ema_update_(key, query, 0.0)  # start as exact copies (post_init may have drawn them independently)
+        self.momentum_contrast.synchronize(self._query_encoders())  # exact copies (post_init drew them apart)
         self._record_parameter_state()
 
     @classmethod
@@ -181,19 +174,35 @@ class DualMomentumModel(SentenceEncoderMixin, FrozenParametersMixin, DualMomentu
         return self.encoder_x
 
     def momentum_encoder(self, language: str) -> PreTrainedModel:
-        if self.language_side(language) == "y" and not self.config.shared_encoder:
-            return self.momentum_encoder_y
-        return self.momentum_encoder_x
+        """The EMA copy of ``language``'s query encoder, which makes that language's keys."""
+        side = "y" if self.language_side(language) == "y" and not self.config.shared_encoder else "x"
+        return self.momentum_contrast.momentum[f"encoder_{side}"]
 
-    def _encoder_pairs(self) -> list[tuple[PreTrainedModel, PreTrainedModel]]:
+    def _query_encoders(self) -> dict[str, PreTrainedModel]:
         sides = ["x"] if self.config.shared_encoder else ["x", "y"]
-        return [(self.query_encoder(side), self.momentum_encoder(side)) for side in sides]
+        return {f"encoder_{side}": self.query_encoder(side) for side in sides}
 
-    def train(self, mode: bool = True) -> DualMomentumModel:
-        super().train(mode)
-        for _, key in self._encoder_pairs():
-            key.eval()
-        return self
+    @property
+    def momentum_encoder_x(self) -> PreTrainedModel:
+        return self.momentum_encoder("x")
+
+    @property
+    def momentum_encoder_y(self) -> PreTrainedModel:
+        return self.momentum_encoder("y")
+
+    @property
+    def queue_x(self) -> MemoryQueue:
+        """The x language's keys: negatives of the y queries."""
+        return self.momentum_contrast.queue_x
+
+    @property
+    def queue_y(self) -> MemoryQueue:
+        """The y language's keys: negatives of the x queries."""
+        return self.momentum_contrast.queue_y
+
+    @property
+    def momentum_updates(self) -> torch.Tensor:
+        return self.momentum_contrast.momentum_updates
 
     def _embed(self, encoder, input_ids, attention_mask=None, token_type_ids=None) -> torch.Tensor:
         """h = L2(pool(encoder(tokens))): Section 2, mean pooling of the last layer and L2 normalisation."""
@@ -231,11 +240,14 @@ class DualMomentumModel(SentenceEncoderMixin, FrozenParametersMixin, DualMomentu
         hypothesis_attention_mask: torch.Tensor | None = None,
         hypothesis_token_type_ids: torch.Tensor | None = None,
         nli_labels: torch.Tensor | None = None,
+        example_ids: torch.Tensor | None = None,
         return_loss: bool = True,
     ) -> DualMomentumOutput:
         r"""Embed the x and y sentences; with both given and ``return_loss``, compute Eq. 3 (and Eq. 5).
 
         ``x_*`` / ``y_*`` are the tokenised sentences of each language (row i of x translates row i of y).
+        ``example_ids`` (optional, one per row) travel with the keys into the queues, so that a query never meets
+        its own example's key among its negatives.
         ``premise_*``, ``hypothesis_*`` and ``nli_labels`` feed the NLI head when the config has one.
         """
         h_x = h_y = None
@@ -249,8 +261,11 @@ class DualMomentumModel(SentenceEncoderMixin, FrozenParametersMixin, DualMomentu
         with torch.no_grad():  # keys: momentum encoders, stop-gradient (Figure 1)
             k_x = self._embed(self.momentum_encoder("x"), x_input_ids, x_attention_mask, x_token_type_ids)
             k_y = self._embed(self.momentum_encoder("y"), y_input_ids, y_attention_mask, y_token_type_ids)
-        xy = info_nce(h_x, k_y, self.queue_y.negatives(), self.config.temperature)  # L(x, y), Eq. 2
-        yx = info_nce(h_y, k_x, self.queue_x.negatives(), self.config.temperature)  # L(y, x)
+        # Eq. 2: the positive key and the queue of the other language, no in-batch negatives. A queued key of the
+        # same example (the translation itself, seen an epoch ago) is left out when example ids are given.
+        tau, only_queue = self.config.temperature, {"in_batch_negatives": False, "query_ids": example_ids}
+        xy = info_nce(h_x, k_y, tau, [self.queue_y.negatives()], **only_queue)  # L(x, y)
+        yx = info_nce(h_y, k_x, tau, [self.queue_x.negatives()], **only_queue)  # L(y, x)
         loss = xy.loss + yx.loss  # Eq. 3
 
         loss_nli = None
@@ -265,9 +280,7 @@ class DualMomentumModel(SentenceEncoderMixin, FrozenParametersMixin, DualMomentu
             loss_nli = F.cross_entropy(self.nli_head(torch.cat([u, v, (u - v).abs()], dim=-1)).float(), nli_labels)
             loss = loss + self.config.nli_weight * loss_nli  # Eq. 5
 
-        if self.training and torch.is_grad_enabled():
-            self.queue_x.enqueue(gather_from_processes(k_x))
-            self.queue_y.enqueue(gather_from_processes(k_y))
+        self.momentum_contrast.enqueue(k_x, k_y, example_ids, loss)  # in training with gradients, finite only
         negative_similarity = None
         if xy.negative_similarity is not None and yx.negative_similarity is not None:
             negative_similarity = (xy.negative_similarity + yx.negative_similarity) / 2
@@ -294,11 +307,19 @@ class DualMomentumModel(SentenceEncoderMixin, FrozenParametersMixin, DualMomentu
 
     @torch.no_grad()
     def momentum_update(self, momentum: float | None = None) -> None:
-        """Eq. 1 for every momentum encoder: ``theta_k <- m * theta_k + (1 - m) * theta_q``."""
-        m = self.config.momentum if momentum is None else momentum
-        for query, key in self._encoder_pairs():
-            ema_update_(key, query, m)
-        self.momentum_updates += 1
+        """Eq. 1 for every momentum encoder, ``theta_k <- m * theta_k + (1 - m) * theta_q``, in float32; call it
+        once after every optimizer step (``XlsrTrainer`` does, through ``MomentumCallback``)."""
+        self.momentum_contrast.update(self._query_encoders(), self.config.momentum if momentum is None else momentum)
+
+    @torch.no_grad()
+    def discard_momentum_step(self) -> None:
+        """The optimizer step was skipped: no EMA, and the keys of its micro-batches leave the queues."""
+        self.momentum_contrast.discard_step()
+
+    @torch.no_grad()
+    def synchronize_momentum_encoder(self) -> None:
+        """Restart the momentum encoders as exact copies of the query encoders."""
+        self.momentum_contrast.synchronize(self._query_encoders())
 
 
 __all__ = ["DualMomentumModel", "DualMomentumOutput", "DualMomentumPreTrainedModel"]

@@ -15,7 +15,15 @@ data is monolingual -- three losses are summed (Eq. 7):
 
 Choices where the paper is silent: the concatenated pair is masked once and serves both TLM and the word-level
 query; the projection f keeps the hidden size unless ``projection_size`` says otherwise; scores may be divided by
-a temperature (1.0, i.e. none, by default, as in Eq. 2).
+a temperature (1.0, i.e. none, by default, as in Eq. 2); negatives are drawn with probability
+``softmax(cos(q, e(w)) / negative_sampling_temperature)`` (0.05: at 1.0 the draw is nearly uniform, not hard). For a
+monolingual pair the reordering is built from the masked sentence's own tokens (``HictlCollator``), so the MLM never
+sees a masked word in the other half and it works for scripts without spaces; a model trained from scratch learns
+L_S on ``pooling="mean"`` or after a TLM warm-up (the first token's state starts out the same for every input).
+
+With ``config.queue_size`` > 0 (hf_xlsr's extension), L_S becomes its MoCo-consistent form: live queries against
+the momentum encoder's keys (positive, the other 2n - 2 of the batch, both queues), L2-normalised, at
+``queue_temperature`` (see ``queue.py``).
 
 :class:`HictlForTranslation` (Section 3.2, Figure 2) puts a new shallow decoder after the HICTL encoder and adds,
 at every decoding step, the similarity between the encoder's first-token state and every target word (their
@@ -45,8 +53,8 @@ from .adapters import FrozenParametersMixin
 from .common import SentenceEncoderMixin
 from .configuration_hictl import HictlConfig, HictlTranslationConfig
 from .losses import sample_word_negatives, sentence_contrastive_loss, word_contrastive_loss
-from .pooling import l2_normalize
-from .queue import MomentumContrast, QueuedNegativesMixin
+from .pooling import l2_normalize, pool
+from .queue import MomentumContrast, QueuedNegativesMixin, init_momentum_state
 
 
 @dataclass
@@ -76,6 +84,7 @@ class HictlPreTrainedModel(PreTrainedModel):
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
+        init_momentum_state(module)
         if isinstance(module, nn.Linear):
             init.normal_(module.weight, mean=0.0, std=getattr(self.config.encoder, "initializer_range", 0.02))
             init.zeros_(module.bias)
@@ -96,8 +105,7 @@ class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, FrozenPara
         if config.queue_size:  # hf_xlsr's extension: queued momentum keys as more negatives of L_S
             self.momentum_contrast = MomentumContrast(self._key_modules(), config.queue_size, config.embedding_size)
         self.post_init()
-        if config.queue_size:
-            self.momentum_update(0.0)  # the key encoder starts as an exact copy
+        self.synchronize_momentum_encoder()  # the key encoder starts as an exact copy
         self._record_parameter_state()
 
     @classmethod
@@ -122,16 +130,19 @@ class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, FrozenPara
         return self.encoder
 
     def sentence_representation(self, input_ids, attention_mask=None) -> torch.Tensor:
-        """r = f(g(M(x))): the first token's final state through the linear projection (not normalised)."""
+        """r = f(g(M(x))): the first token's final state (``pooling="cls"``, the paper's g) or the mean of the final
+        states (``"mean"``), through the linear projection f; not normalised."""
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
         states = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        return self.projection(states[:, 0])
+        return self.projection(pool(states, attention_mask, self.config.pooling))
 
     def get_sentence_embeddings(self, input_ids, attention_mask=None, token_type_ids=None, language="x"):
         self.language_side(language)
         return l2_normalize(self.sentence_representation(input_ids, attention_mask))
 
     def export_head_modules(self, side: str) -> list:
-        """The projection f as a stock sentence-transformers ``Dense`` module (after CLS pooling)."""
+        """The projection f as a stock sentence-transformers ``Dense`` module (after the pooling)."""
         from sentence_transformers.sentence_transformer.modules import Dense
 
         dense = Dense(
@@ -148,10 +159,10 @@ class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, FrozenPara
         if tokenizer is not None:
             tokenizer.save_pretrained(path)
 
-    def word_scores(self, queries: torch.Tensor) -> torch.Tensor:
-        """``s(q, e(w)) / temperature`` for every word w: cosine with the input embeddings, ``(n, V)``."""
+    def word_similarities(self, queries: torch.Tensor) -> torch.Tensor:
+        """``s(q, e(w))`` for every word w: cosine of the query with the input embeddings, ``(n, V)``."""
         embeddings = F.normalize(self.masked_lm.get_input_embeddings().weight.float(), dim=-1)
-        return (F.normalize(queries.float(), dim=-1) @ embeddings.T) / self.config.temperature
+        return F.normalize(queries.float(), dim=-1) @ embeddings.T
 
     def special_token_ids(self) -> list[int]:
         """The tokenizer's special ids (``config.special_token_ids``, set by :meth:`from_tokenizer`), else the
@@ -178,6 +189,7 @@ class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, FrozenPara
         pair_input_ids: torch.Tensor | None = None,
         pair_attention_mask: torch.Tensor | None = None,
         pair_labels: torch.Tensor | None = None,
+        example_ids: torch.Tensor | None = None,
         return_loss: bool = True,
     ) -> HictlOutput:
         r"""``x_*`` / ``y_*``: the two sentences, encoded separately (L_S); ``pair_*``: ``[CLS] x [SEP] y [SEP]``,
@@ -198,26 +210,17 @@ class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, FrozenPara
                 hits = (parts["embeddings_x"] @ parts["embeddings_y"].T).argmax(dim=1)
                 parts["accuracy_xy"] = (hits == torch.arange(len(r_x), device=r_x.device)).float().mean()
             if config.use_sentence_level:
-                queue = None
-                if config.queue_size:  # hf_xlsr's extension: queued keys of both languages as more negatives
-                    queue = torch.cat(
-                        [self.momentum_contrast.queue_x.negatives(), self.momentum_contrast.queue_y.negatives()]
+                if config.queue_size:  # hf_xlsr's extension: momentum keys of both languages and both queues
+                    keys_x, keys_y = (
+                        self._momentum_keys(x_input_ids, x_attention_mask),
+                        self._momentum_keys(y_input_ids, y_attention_mask),
                     )
-                loss_sentence = sentence_contrastive_loss(r_x, r_y, config.temperature, queue)  # Eq. 2-4
-                if config.queue_size:
-                    with torch.no_grad():
-                        keys = self.momentum_contrast.momentum
-                        k_x = keys["projection"](
-                            keys["encoder"](input_ids=x_input_ids, attention_mask=x_attention_mask).last_hidden_state[
-                                :, 0
-                            ]
-                        )
-                        k_y = keys["projection"](
-                            keys["encoder"](input_ids=y_input_ids, attention_mask=y_attention_mask).last_hidden_state[
-                                :, 0
-                            ]
-                        )
-                    self.momentum_contrast.enqueue(k_x, k_y)
+                    queries = parts["embeddings_x"], parts["embeddings_y"]
+                    loss_sentence, _ = self._queued_contrast(
+                        *queries, keys_x, keys_y, example_ids, both_languages=True
+                    )
+                else:
+                    loss_sentence = sentence_contrastive_loss(r_x, r_y, config.temperature)  # Eq. 2-4
                 parts["loss_sentence"] = loss_sentence.detach()
                 loss = loss_sentence
 
@@ -245,6 +248,13 @@ class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, FrozenPara
     def _key_modules(self) -> dict:
         return {"encoder": self.encoder, "projection": self.projection}
 
+    @torch.no_grad()
+    def _momentum_keys(self, input_ids, attention_mask) -> torch.Tensor:
+        """L2-normalised ``f(g(M(x)))`` of the momentum encoder and projection (keys of the queue extension)."""
+        keys = self.momentum_contrast.momentum
+        states = keys["encoder"](input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        return l2_normalize(keys["projection"](pool(states, attention_mask, self.config.pooling)))
+
     def word_level_loss(self, queries, pair_ids, pair_mask) -> torch.Tensor:
         """Eq. 5-6 for each pair: its bag of words as positives, ``num_negatives`` sampled hard negatives."""
         vocab = self.masked_lm.get_input_embeddings().weight.shape[0]
@@ -254,9 +264,11 @@ class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, FrozenPara
         bag = counts > 0  # the unique words of each pair
         excluded = bag.clone()
         excluded[:, self.special_token_ids()] = True  # special tokens are neither positives nor negatives
-        scores = self.word_scores(queries)
-        negatives = sample_word_negatives(scores, excluded, self.config.num_negatives)
-        return word_contrastive_loss(scores, bag, negatives)
+        similarities = self.word_similarities(queries)
+        negatives = sample_word_negatives(
+            similarities, excluded, self.config.num_negatives, self.config.negative_sampling_temperature
+        )  # hard negatives: sampled by similarity to the query (Section 3.1)
+        return word_contrastive_loss(similarities / self.config.temperature, bag, negatives)
 
 
 class HictlForTranslation(EncoderDecoderModel):
@@ -286,6 +298,14 @@ class HictlForTranslation(EncoderDecoderModel):
             decoder_start_token_id=start, pad_token_id=tokenizer.pad_token_id, eos_token_id=end, **config_kwargs,
         )  # fmt: skip
         return cls(config, encoder=encoder_model, decoder=AutoModelForCausalLM.from_config(config.decoder))
+
+    @property
+    def encoder_frozen_steps(self) -> int:
+        """Optimizer steps of the first fine-tuning stage, in which only the decoder learns (Section 3.2)."""
+        return self.config.encoder_frozen_steps
+
+    def set_encoder_frozen(self, frozen: bool) -> None:
+        self.encoder.requires_grad_(not frozen)
 
     def target_word_similarity(self, cls_state: torch.Tensor) -> torch.Tensor:
         """``cos(h_cls, e(w)) / fusion_temperature`` for every target word w, ``(batch, V)``: computed once per

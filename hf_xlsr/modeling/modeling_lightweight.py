@@ -7,6 +7,8 @@ in one of the two sentences, and the token distribution of the translation to re
 union UGT, Eq. 1-4) -- with two in-batch sentence-level contrastive losses (L_align, Eq. 5; L_sim, Eq. 6),
 weighted 1, 2, 2 (Eq. 7). The vocabulary distribution ``p(h_S)`` is ``softmax(E . FC(h_S) + b)``: the fully
 connected layer of Section 3.1 followed by the input embedding matrix ``E`` (tied input and output embeddings).
+As in the official code (Mao-KU/lightweight-crosslingual-sent2vec, ``BertPredictionHeadTransform``), FC is
+Linear -> swish -> LayerNorm: a linear map alone would add nothing before the linear output matrix.
 
 Where the paper is ambiguous, this is what was chosen:
 
@@ -14,12 +16,21 @@ Where the paper is ambiguous, this is what was chosen:
   predict from, and Section 3.1 puts the FC layer between the sentence representation and the generative loss.
 * ``N_w`` in Eq. 3 counts occurrences, so the target sums to 1 (footnote 4 sets ``N_w = 1``, which would not for
   a sentence with a repeated token); in Eq. 4 a translation token equal to ``w_t`` receives both halves.
-* Eq. 5 and 6 sum over the batch; the losses here are means. Eq. 6 writes one index for the pair ``(j1, j2)``;
-  every pair of the batch is used.
+* L_align (Eq. 5) is the mean over the batch, L_sim (Eq. 6) the sum over the B x B pairs, as in the official
+  code (``CrossEntropyLoss()`` and ``torch.sum``); a mean would make L_sim about B^2 times weaker than the paper's.
 * ``u``, ``v`` of the contrastive losses come from the same forward pass as the generative loss, one token
   masked ("the masked token w_t is omitted in the following equations").
 * The MLM ablation (Table 6) predicts each masked position from its own final state through the same FC layer
   and tied output matrix.
+
+Two details where this implementation departs from the official code on purpose, because the code does not do
+what Eq. 3-4 say: the masked token ``w_t`` keeps its 0.5 share of the UGT target even when it also occurs in the
+translation (the official ``index_fill`` overwrites it with the translation's share), and the other sentence's
+target is the bag of words of the masked sentence *before* masking (the official one counts the [MASK] token).
+
+With ``config.queue_size`` > 0 (hf_xlsr's extension), L_align becomes its MoCo-consistent form: live queries
+against the momentum encoder's keys (positive, in-batch negatives and queue), L2-normalised, at
+``queue_temperature`` (see ``queue.py``).
 """
 
 from __future__ import annotations
@@ -44,7 +55,7 @@ from .losses import (
     unified_generative_target,
 )
 from .pooling import l2_normalize, pool
-from .queue import MomentumContrast, QueuedNegativesMixin
+from .queue import MomentumContrast, QueuedNegativesMixin, init_momentum_state
 
 
 @dataclass
@@ -77,6 +88,7 @@ class LightweightDualTransformerPreTrainedModel(PreTrainedModel):
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
+        init_momentum_state(module)
         if isinstance(module, nn.Linear):
             init.normal_(module.weight, mean=0.0, std=self.config.initializer_range)
             init.zeros_(module.bias)
@@ -95,15 +107,16 @@ class LightweightDualTransformer(
         super().__init__(config)
         # One encoder for both languages (Section 3.1: the dual encoders share every parameter).
         self.encoder = BertModel(config.encoder_config(), add_pooling_layer=False)
-        # The fully connected layer before the generative loss (Section 3.1); the output matrix is the embeddings.
+        # The fully connected layer before the generative loss (Section 3.1), Linear -> swish -> LayerNorm as in the
+        # official code; the output matrix is the input embeddings.
         self.generative_dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.generative_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.generative_bias = nn.Parameter(torch.zeros(config.vocab_size))
         self._add_lora()  # config.lora: adapters on the encoder, the rest of it frozen
         if config.queue_size:  # hf_xlsr's extension: queued momentum keys as more negatives of L_align
             self.momentum_contrast = MomentumContrast(self._key_modules(), config.queue_size, config.hidden_size)
         self.post_init()
-        if config.queue_size:
-            self.momentum_update(0.0)  # the key encoder starts as an exact copy
+        self.synchronize_momentum_encoder()  # the key encoder starts as an exact copy
         self._record_parameter_state()
 
     @classmethod
@@ -146,8 +159,10 @@ class LightweightDualTransformer(
         return l2_normalize(self._encode(input_ids, attention_mask)[1])
 
     def generative_logits(self, states: torch.Tensor) -> torch.Tensor:
-        """``E . FC(h) + b``: vocabulary scores from a state, output matrix tied to the input embeddings."""
-        return F.linear(self.generative_dense(states), self.get_input_embeddings().weight, self.generative_bias)
+        """``E . FC(h) + b``: vocabulary scores from a state, FC = LayerNorm(swish(Linear(h))), output matrix tied to
+        the input embeddings."""
+        transformed = self.generative_norm(F.silu(self.generative_dense(states)))
+        return F.linear(transformed, self.get_input_embeddings().weight, self.generative_bias)
 
     def _content(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         special = [i for i in (self.config.pad_token_id, self.config.bos_token_id, self.config.eos_token_id,
@@ -170,6 +185,7 @@ class LightweightDualTransformer(
         y_mlm_labels: torch.Tensor | None = None,
         x_token_type_ids: torch.Tensor | None = None,
         y_token_type_ids: torch.Tensor | None = None,
+        example_ids: torch.Tensor | None = None,
         return_loss: bool = True,
     ) -> LightweightDualTransformerOutput:
         r"""Encode the pairs; with ``return_loss``, compute Eq. 7.
@@ -199,18 +215,15 @@ class LightweightDualTransformer(
             parts.update(loss_generative=generative.detach(), generative_accuracy=accuracy)
             loss = loss + config.generative_weight * generative
         if config.use_align:
-            queue_x = queue_y = None
-            if config.queue_size:  # hf_xlsr's extension: the queued momentum keys are more negatives
-                queue_x, queue_y = (
-                    self.momentum_contrast.queue_x.negatives(),
-                    self.momentum_contrast.queue_y.negatives(),
-                )
-            align = in_batch_alignment_loss(u, v, queue_x, queue_y)  # Eq. 5
+            if config.queue_size:  # hf_xlsr's extension: momentum keys, a queue of them, cosine / temperature
+                keys_x = self._momentum_keys(x_input_ids, x_attention_mask)
+                keys_y = self._momentum_keys(y_input_ids, y_attention_mask)
+                queries = embeddings["embeddings_x"], embeddings["embeddings_y"]
+                align, _ = self._queued_contrast(*queries, keys_x, keys_y, example_ids)
+            else:
+                align = in_batch_alignment_loss(u, v)  # Eq. 5
             parts["loss_align"] = align.detach()
             loss = loss + config.align_weight * align
-            if config.queue_size:
-                self.momentum_contrast.enqueue(self._momentum_keys(x_input_ids, x_attention_mask),
-                                               self._momentum_keys(y_input_ids, y_attention_mask))  # fmt: skip
         if config.use_sim:
             sim = in_batch_similarity_loss(u, v)  # Eq. 6
             parts["loss_sim"] = sim.detach()
@@ -273,8 +286,9 @@ class LightweightDualTransformer(
 
     @torch.no_grad()
     def _momentum_keys(self, input_ids, attention_mask) -> torch.Tensor:
+        """L2-normalised mean-pooled states of the momentum encoder (keys of the queue extension)."""
         states = self.momentum_contrast.momentum["encoder"](input_ids=input_ids, attention_mask=attention_mask)
-        return pool(states.last_hidden_state, attention_mask, "mean")
+        return l2_normalize(pool(states.last_hidden_state, attention_mask, "mean"))
 
     def _key_modules(self) -> dict:
         return {"encoder": self.encoder}

@@ -1,26 +1,51 @@
-"""Momentum-contrast machinery: a memory queue of keys, the EMA update, and the cross-process gather.
+"""Momentum-contrast machinery: a memory queue of keys, the EMA update, the cross-process gather, and the scoring
+of queries against a queue in blocks.
 
 These are model state and model operations; *when* they run is the trainer's business (see
 ``hf_xlsr.trainers.callbacks``). Only torch is imported so that checkpoints pushed with their code load through
 ``trust_remote_code``.
+
+The rules every model with a queue follows (MoCo, He et al., 2020; MoCo-BERT, Wang et al., 2021):
+
+* keys come from the momentum (EMA) copy of the encoder, without gradient, in eval mode, L2-normalised; a loss that
+  uses a queue takes its positive, its in-batch keys and its queued keys from that one encoder;
+* keys enter the queue once per micro-batch, in training with gradients enabled, gathered from every process;
+  a micro-batch whose loss or keys are not finite enqueues nothing;
+* the EMA runs once per optimizer step (``momentum_update``), in float32, and commits that step's keys; a skipped
+  optimizer step (fp16 overflow, non-finite gradients) runs ``discard_momentum_step`` instead, which takes the
+  step's keys back out of the queues, so a skipped step leaves no trace;
+* a queue starts empty and only written slots are negatives. On the very first step of MoCo-BERT, whose loss has
+  no in-batch negatives, the loss is therefore exactly 0 and gives no gradient: that step only fills the queue.
+  MoCo's reference code fills the queue with random unit vectors instead; those are not sentences, and would be
+  counted as negatives in the accuracy and the similarity statistics, so hf_xlsr does not.
 """
 
 from __future__ import annotations
 
 import copy
+import logging
+import warnings
 
 import torch
 import torch.distributed as dist
 from torch import nn
+from transformers import initialization as init
+
+from .losses import ContrastiveTerms, info_nce
+
+logger = logging.getLogger(__name__)
 
 
 class MemoryQueue(nn.Module):
     """A first-in-first-out queue of the ``size`` most recent keys (He et al., 2020), stored as buffers.
 
     ``keys`` is written circularly from ``ptr``; ``filled`` counts the slots written so far (at most ``size``).
-    Because writing starts at slot 0 and never skips a slot, the valid entries are always ``keys[:filled]``:
-    slots not yet written are never returned as negatives. All three buffers are saved with the model, so a
-    checkpoint resumes with the exact queue it stopped with.
+    Because writing starts at slot 0 and never skips a slot, the valid entries are always ``keys[:filled]``.
+    ``ids`` holds the example id of each key (-1 when unknown), so that a loss can leave out queued keys that come
+    from the query's own example. All four buffers are saved with the model, so a checkpoint resumes with the
+    exact queue it stopped with.
+
+    Writes since the last :meth:`commit` can be undone with :meth:`rollback` (a skipped optimizer step).
     """
 
     def __init__(self, size: int, dim: int, dtype: torch.dtype = torch.float32):
@@ -28,23 +53,29 @@ class MemoryQueue(nn.Module):
         if size < 1 or dim < 1:
             raise ValueError(f"queue size and key dimension must be positive, got size={size}, dim={dim}")
         self.register_buffer("keys", torch.zeros(size, dim, dtype=dtype))
+        self.register_buffer("ids", torch.full((size,), -1, dtype=torch.long))
         self.register_buffer("ptr", torch.zeros((), dtype=torch.long))
         self.register_buffer("filled", torch.zeros((), dtype=torch.long))
+        self._undo: list[tuple] = []  # (slots, their old keys, their old ids, old ptr, old filled), oldest first
+        self._undo_rows = 0
 
     @property
     def size(self) -> int:
         return self.keys.shape[0]
 
-    def negatives(self) -> torch.Tensor:
-        """A copy of the valid keys, shape ``(filled, dim)``.
+    def negatives(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The valid keys ``(filled, dim)`` in their storage dtype and their ids ``(filled,)``: views, not copies.
 
-        It is a copy so that enqueueing later in the same step does not modify a tensor autograd saved.
+        Scoring goes through :func:`~hf_xlsr.modeling.losses.queue_logsumexp`, which keeps no reference to them
+        for the backward pass, so a later enqueue in the same step cannot change a gradient.
         """
-        return self.keys[: int(self.filled)].clone()
+        filled = int(self.filled)
+        return self.keys[:filled], self.ids[:filled]
 
     @torch.no_grad()
-    def enqueue(self, keys: torch.Tensor) -> None:
-        """Write ``keys`` (``(n, dim)``) from ``ptr`` on, wrapping around; of a longer batch the newest stay."""
+    def enqueue(self, keys: torch.Tensor, ids: torch.Tensor | None = None) -> None:
+        """Write ``keys`` (``(n, dim)``) and their example ``ids`` from ``ptr`` on, wrapping around; of a batch
+        longer than the queue the newest stay."""
         if keys.shape[-1] != self.keys.shape[1]:
             raise ValueError(
                 f"keys of dimension {keys.shape[-1]} cannot enter a queue of dimension {self.keys.shape[1]}"
@@ -54,15 +85,55 @@ class MemoryQueue(nn.Module):
         # `size` keys survive, in the slots they would have reached, so the oldest key is always at the new ptr.
         kept = min(n, self.size)
         slots = (start + torch.arange(n - kept, n, device=self.keys.device)) % self.size
+        if self._undo_rows + kept <= self.size:  # beyond that the whole queue changed: the step cannot be undone
+            self._undo.append((slots, self.keys[slots].clone(), self.ids[slots].clone(), start, int(self.filled)))
+            self._undo_rows += kept
+        else:
+            self._undo, self._undo_rows = [None], self.size + 1
         self.keys[slots] = keys.detach()[n - kept :].to(self.keys.dtype)
+        self.ids[slots] = -1 if ids is None else ids[n - kept :].to(self.ids)
         self.ptr.fill_((start + n) % self.size)
         self.filled.fill_(min(self.size, int(self.filled) + n))
+
+    def commit(self) -> None:
+        """Forget the undo record: the keys written so far stay (called after a good optimizer step)."""
+        self._undo, self._undo_rows = [], 0
+
+    @torch.no_grad()
+    def rollback(self) -> bool:
+        """Undo every write since the last :meth:`commit`; False when they overwrote more than the whole queue
+        and could not be recorded (the queue is then emptied, which is always a valid state)."""
+        if self._undo and self._undo[0] is None:
+            self.reset()
+            return False
+        for slots, old_keys, old_ids, ptr, filled in reversed(self._undo):
+            self.keys[slots], self.ids[slots] = old_keys, old_ids
+            self.ptr.fill_(ptr)
+            self.filled.fill_(filled)
+        self.commit()
+        return True
 
     @torch.no_grad()
     def reset(self) -> None:
         self.keys.zero_()
+        self.ids.fill_(-1)
         self.ptr.zero_()
         self.filled.zero_()
+        self.commit()
+
+
+@torch.no_grad()
+def init_momentum_state(module: nn.Module) -> None:
+    """For a model's ``_init_weights``: empty queues and zero counters (checkpoints overwrite them)."""
+    if isinstance(module, MemoryQueue):
+        init.zeros_(module.keys)
+        init.constant_(module.ids, -1)
+        init.zeros_(module.ptr)
+        init.zeros_(module.filled)
+    elif isinstance(module, MomentumContrast):
+        init.zeros_(module.momentum_updates)
+        init.zeros_(module.skipped_steps)
+        init.zeros_(module.enqueues)
 
 
 def momentum_copy(module: nn.Module) -> nn.Module:
@@ -75,13 +146,22 @@ def momentum_copy(module: nn.Module) -> nn.Module:
 @torch.no_grad()
 def ema_update_(target: nn.Module, source: nn.Module, momentum: float) -> None:
     """``theta_target <- m * theta_target + (1 - m) * theta_source`` for every parameter (MoCo-BERT, Eq. 1) that
-    ``target`` does not share with ``source``."""
+    ``target`` does not share with ``source``, in float32: the target must hold float32 weights, since with
+    ``1 - m = 0.001`` a bfloat16 weight would keep only a few percent of each update."""
     targets, sources = list(target.parameters()), list(source.parameters())
     if len(targets) != len(sources) or any(t.shape != s.shape for t, s in zip(targets, sources, strict=True)):
         raise ValueError("momentum encoder and query encoder do not have the same parameters")
     pairs = [(t, s.detach()) for t, s in zip(targets, sources, strict=True) if t is not s]
+    low = sorted({str(t.dtype) for t, _ in pairs if t.dtype not in (torch.float32, torch.float64)})
+    if low:
+        raise ValueError(
+            f"the momentum encoder holds {', '.join(low)} weights: an EMA with 1 - m = {1 - momentum:g} in that "
+            "precision loses most of each update. Keep the model's weights in float32 and train in mixed precision "
+            "(TrainingArguments(bf16=True) or fp16=True autocast the forward pass; the EMA stays in float32)."
+        )
     if pairs:
-        torch._foreach_lerp_([t for t, _ in pairs], [s for _, s in pairs], 1.0 - momentum)
+        sources_ = [s if s.dtype == t.dtype else s.to(t.dtype) for t, s in pairs]
+        torch._foreach_lerp_([t for t, _ in pairs], sources_, 1.0 - momentum)
 
 
 def gather_from_processes(tensor: torch.Tensor) -> torch.Tensor:
@@ -104,14 +184,15 @@ def gather_from_processes(tensor: torch.Tensor) -> torch.Tensor:
 
 
 class MomentumContrast(nn.Module):
-    """The dual momentum model's machinery as a part other models reuse: an EMA copy of the modules that make a
-    sentence vector, and one memory queue of that copy's keys per language.
+    """An EMA copy of the modules that make a sentence vector, one memory queue of that copy's keys per language,
+    and the counters that tell whether the EMA is really running.
 
-    A model whose in-batch contrastive loss can take more negatives holds one (``config.queue_size > 0``): it
-    computes keys with :attr:`momentum` (no gradient, eval mode), scores its queries against
-    ``queue_x.negatives()`` / ``queue_y.negatives()`` too, then calls :meth:`enqueue`; the trainer's
-    ``MomentumCallback`` calls ``model.momentum_update`` once per optimizer step. Everything is model state:
-    saved with checkpoints, restored on resume, left out of exports.
+    A model holds one and calls :meth:`enqueue` in its forward pass; the trainer's ``MomentumCallback`` calls the
+    model's ``momentum_update`` once per optimizer step (a custom training loop must call
+    ``model.momentum_update()`` after each ``optimizer.step()``). If keys keep being enqueued while no EMA update
+    has ever run, the queue would fill with keys of a frozen encoder: :meth:`enqueue` warns once.
+
+    Everything is model state: saved with checkpoints, restored on resume, left out of exports.
     """
 
     def __init__(self, modules: dict[str, nn.Module], queue_size: int, dim: int, dtype: torch.dtype = torch.float32):
@@ -119,28 +200,89 @@ class MomentumContrast(nn.Module):
         self.momentum = nn.ModuleDict({name: momentum_copy(m).eval() for name, m in modules.items()})
         self.queue_x = MemoryQueue(queue_size, dim, dtype)
         self.queue_y = MemoryQueue(queue_size, dim, dtype)
+        self.register_buffer("momentum_updates", torch.zeros((), dtype=torch.long))  # EMA updates (good steps)
+        self.register_buffer("skipped_steps", torch.zeros((), dtype=torch.long))  # optimizer steps discarded
+        self.register_buffer("enqueues", torch.zeros((), dtype=torch.long))  # micro-batches enqueued
+        self.enqueues_per_update = 1  # micro-batches per optimizer step; MomentumCallback sets it
+        self._warned = False
 
     def train(self, mode: bool = True) -> MomentumContrast:
         super().train(mode)
-        self.momentum.eval()  # keys without dropout, as the dual momentum model's
+        self.momentum.eval()  # keys without dropout
         return self
+
+    def queues(self) -> tuple[MemoryQueue, MemoryQueue]:
+        return self.queue_x, self.queue_y
+
+    @torch.no_grad()
+    def synchronize(self, modules: dict[str, nn.Module]) -> None:
+        """Make every momentum module an exact copy of its live module (at construction, after loading
+        adapters); not an optimizer step, so no counter moves."""
+        for name, module in modules.items():
+            ema_update_(self.momentum[name], module, 0.0)
 
     @torch.no_grad()
     def update(self, modules: dict[str, nn.Module], momentum: float) -> None:
+        """EMA of every momentum module towards its live module, then the step's keys are committed."""
         for name, module in modules.items():
             ema_update_(self.momentum[name], module, momentum)
+        for queue in self.queues():
+            queue.commit()
+        self.momentum_updates += 1
 
-    def enqueue(self, keys_x: torch.Tensor, keys_y: torch.Tensor) -> None:
+    @torch.no_grad()
+    def discard_step(self) -> None:
+        """A skipped optimizer step: no EMA, and the keys it enqueued leave the queues again."""
+        for queue in self.queues():
+            queue.rollback()
+        self.skipped_steps += 1
+
+    def enqueue(
+        self,
+        keys_x: torch.Tensor,
+        keys_y: torch.Tensor,
+        ids: torch.Tensor | None = None,
+        loss: torch.Tensor | None = None,
+    ) -> bool:
         """Queue the batch's keys of every process, in training with gradients only (checked here, before any
-        no-grad context of the caller's own)."""
-        if self.training and torch.is_grad_enabled():
-            self.queue_x.enqueue(gather_from_processes(keys_x))
-            self.queue_y.enqueue(gather_from_processes(keys_y))
+        no-grad context of the caller's own). Nothing is queued when the loss or a key is not finite. Returns
+        whether the keys were queued."""
+        if not (self.training and torch.is_grad_enabled()):
+            return False
+        finite = torch.isfinite(keys_x).all() & torch.isfinite(keys_y).all()
+        if loss is not None:
+            finite = finite & torch.isfinite(loss).all()
+        keys_x, keys_y = gather_from_processes(keys_x), gather_from_processes(keys_y)
+        ids = gather_from_processes(ids) if ids is not None else None
+        finite = bool(gather_from_processes(finite.to(torch.float32).reshape(1)).min() > 0)  # all processes alike
+        step = int(self.momentum_updates) + int(self.skipped_steps) + 1
+        if not finite:
+            logger.warning("optimizer step %d: the loss or the momentum keys are not finite; nothing was queued", step)
+            return False
+        self.queue_x.enqueue(keys_x, ids)
+        self.queue_y.enqueue(keys_y, ids)
+        self.enqueues += 1
+        if int(self.momentum_updates) == 0 and int(self.enqueues) > self.enqueues_per_update and not self._warned:
+            self._warned = True
+            warnings.warn(
+                f"keys have been enqueued {int(self.enqueues)} times but the momentum encoder has never been "
+                "updated: the queue is filling with keys of a frozen copy. Train with hf_xlsr's XlsrTrainer (its "
+                "MomentumCallback runs the EMA), pass hf_xlsr.trainers.MomentumCallback() to your Trainer, or call "
+                "model.momentum_update() after every optimizer.step() in your own loop.",
+                stacklevel=3,
+            )
+        return True
 
 
 class QueuedNegativesMixin:
-    """The momentum update of a model with an optional :class:`MomentumContrast` (``config.queue_size`` > 0,
-    ``config.queue_momentum``, the modules of ``self._key_modules()``)."""
+    """hf_xlsr's queue extension for a model whose paper uses in-batch negatives (``config.queue_size`` > 0,
+    ``config.queue_momentum``, ``config.queue_temperature``, the modules of ``self._key_modules()``).
+
+    With a queue, the paper's in-batch loss is replaced by its MoCo-consistent form (:meth:`_queued_contrast`):
+    live queries against keys of the momentum encoder only (the positive, the in-batch negatives and the queued
+    negatives), all L2-normalised and scored by cosine / ``queue_temperature``. Mixing live positives with stale
+    queued keys would let the model tell the two encoders apart instead of the sentences.
+    """
 
     @property
     def momentum_coefficient(self) -> float | None:
@@ -149,7 +291,53 @@ class QueuedNegativesMixin:
 
     @torch.no_grad()
     def momentum_update(self, momentum: float | None = None) -> None:
-        """EMA of the key encoder: ``theta_k <- m theta_k + (1 - m) theta_q``."""
+        """EMA of the key encoder, ``theta_k <- m theta_k + (1 - m) theta_q``, once per optimizer step."""
         if self.config.queue_size:
             m = self.config.queue_momentum if momentum is None else momentum
             self.momentum_contrast.update(self._key_modules(), m)
+
+    @torch.no_grad()
+    def discard_momentum_step(self) -> None:
+        """The optimizer step was skipped: no EMA, and this step's keys leave the queues."""
+        if self.config.queue_size:
+            self.momentum_contrast.discard_step()
+
+    @torch.no_grad()
+    def synchronize_momentum_encoder(self) -> None:
+        """Restart the key encoder as an exact copy of the live one."""
+        if self.config.queue_size:
+            self.momentum_contrast.synchronize(self._key_modules())
+
+    def _queued_contrast(
+        self,
+        queries_x: torch.Tensor,
+        queries_y: torch.Tensor,
+        keys_x: torch.Tensor,
+        keys_y: torch.Tensor,
+        example_ids: torch.Tensor | None = None,
+        margin: float = 0.0,
+        both_languages: bool = False,
+    ) -> tuple[torch.Tensor, ContrastiveTerms]:
+        """``L(x -> y) + L(y -> x)`` of :func:`~hf_xlsr.modeling.losses.info_nce`, then the keys are queued.
+
+        ``queries_*`` are the live encoder's L2-normalised vectors, ``keys_*`` the momentum encoder's. Each x query's
+        positive is its translation's key; its negatives are the other y keys of the batch and the y queue, or with
+        ``both_languages`` (HICTL's L_S) the other 2n - 2 keys of the batch and both queues. Returns the loss and
+        the x -> y terms (accuracy and similarities, for logging).
+        """
+        tau = self.config.queue_temperature
+        contrast = self.momentum_contrast
+        if both_languages:
+            n = len(queries_x)
+            own = torch.zeros(n, 2 * n, dtype=torch.bool, device=queries_x.device)
+            own[torch.arange(n), n + torch.arange(n)] = True  # the query's own key is not its negative
+            queues = [contrast.queue_x.negatives(), contrast.queue_y.negatives()]
+            xy = info_nce(queries_x, torch.cat([keys_y, keys_x]), tau, queues, exclude=own, query_ids=example_ids)
+            yx = info_nce(queries_y, torch.cat([keys_x, keys_y]), tau, queues, exclude=own, query_ids=example_ids)
+        else:
+            options = {"margin": margin, "query_ids": example_ids}
+            xy = info_nce(queries_x, keys_y, tau, [contrast.queue_y.negatives()], **options)
+            yx = info_nce(queries_y, keys_x, tau, [contrast.queue_x.negatives()], **options)
+        loss = xy.loss + yx.loss
+        contrast.enqueue(keys_x, keys_y, example_ids, loss)
+        return loss, xy

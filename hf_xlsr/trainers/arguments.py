@@ -1,8 +1,11 @@
 """Run arguments: dataclasses for ``HfArgumentParser``, read from a YAML/JSON file plus ``--key value`` overrides.
 
-A config file is flat: model, data and ``TrainingArguments`` fields side by side. Training hyperparameters a run
-does not set take the paper's values from the model's configuration (``config.training_defaults``), so a config
-that names only the data trains with the paper's recipe.
+A config file is flat: model, data and ``TrainingArguments`` fields side by side, the model configuration's
+fields under ``model_config``. One rule sets each training hyperparameter (``paper_training_values``): a
+``TrainingArguments`` field given explicitly (command line over file) wins; otherwise the model configuration's
+value is used -- the one under ``model_config`` (or in the checkpoint being continued) if the run sets it, else
+the paper's default. So ``model_config: {learning_rate: 1e-4}`` trains at 1e-4, and a config that names only the
+data trains with the paper's recipe.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import torch
 import yaml
 from transformers import HfArgumentParser, PreTrainedConfig
 
-from .trainer import XlsrTrainingArguments
+from .trainer import XlsrTrainingArguments, paper_training_values
 
 
 @dataclass
@@ -133,6 +136,51 @@ def _given_on_command_line(overrides: list[str]) -> set[str]:
     return {arg[2:].split("=", 1)[0].replace("-", "_") for arg in overrides if arg.startswith("--")}
 
 
+def _without_model_config(overrides: list[str]) -> list[str]:
+    """The command line less ``--model_config JSON`` (read separately, before the other arguments)."""
+    kept, skip = [], False
+    for arg in overrides:
+        if skip:
+            skip = False
+        elif arg == "--model_config":
+            skip = True
+        elif not arg.startswith("--model_config="):
+            kept.append(arg)
+    return kept
+
+
+def _model_config(config_class, values: dict, overrides: list[str], where) -> dict:
+    """The run's ``model_config``: ``--model_config JSON`` on the command line, else the file's, checked."""
+    raw = values.get("model_config")
+    for i, arg in enumerate(overrides):
+        if arg == "--model_config" and i + 1 < len(overrides):
+            raw = overrides[i + 1]
+        elif arg.startswith("--model_config="):
+            raw = arg.split("=", 1)[1]
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError as error:
+            raise ConfigFileError(f"{where}: model_config is not a JSON object: {error}") from None
+    if raw is not None and not isinstance(raw, dict):
+        raise ConfigFileError(f"{where}: model_config must be a mapping of configuration fields")
+    return coerce_config_values(config_class, raw or {}, f"{where}: model_config")
+
+
+def _run_model_configuration(config_class, values: dict, model_config: dict):
+    """The model configuration the run will train: the checkpoint's (``model_name_or_path``) or the class
+    defaults, with the run's ``model_config`` on top. Only its training values are read here."""
+    from ..data.corpora import resolve_reference
+
+    checkpoint = values.get("model_name_or_path")
+    if checkpoint:
+        try:
+            return config_class.from_pretrained(resolve_reference(checkpoint), **model_config)
+        except OSError as error:
+            raise ConfigFileError(f"model_name_or_path {checkpoint!r}: {str(error).splitlines()[0]}") from None
+    return config_class(**model_config)
+
+
 def parse_run_arguments(
     config_path: str | os.PathLike | None, overrides: list[str] | None = None
 ) -> tuple[ModelArguments, DataArguments, XlsrTrainingArguments]:
@@ -149,22 +197,19 @@ def parse_run_arguments(
         raise ConfigFileError(f"{config_path}: unknown model_type {model_type!r} (one of {sorted(MODEL_RECIPES)})")
     config_class = MODEL_RECIPES[model_type].config_class
     given = set(values) | _given_on_command_line(overrides)
-    defaults = config_class().training_defaults
-    values.update({name: value for name, value in defaults.items() if name not in given})
-    if "per_device_train_batch_size" not in given:
-        world_size = int(os.environ.get("WORLD_SIZE", "1"))
-        values["per_device_train_batch_size"] = max(1, config_class().train_batch_size // world_size)
-    if "use_cpu" not in given and int(os.environ.get("WORLD_SIZE", "1")) > 1 and not torch.cuda.is_available():
+    model_config = _model_config(config_class, values, overrides, config_path)
+    values["model_config"] = model_config
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    values.update(
+        paper_training_values(_run_model_configuration(config_class, values, model_config), given, world_size)
+    )
+    if "use_cpu" not in given and world_size > 1 and not torch.cuda.is_available():
         # Several processes and no GPU: without use_cpu, Trainer would run them as independent single processes.
         values["use_cpu"] = True
     parser = HfArgumentParser(ARGUMENT_CLASSES)
     parser.set_defaults(**values)
-    model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=overrides)
-    if isinstance(model_args.model_config, str):
-        model_args.model_config = json.loads(model_args.model_config)
-    model_args.model_config = coerce_config_values(
-        config_class, model_args.model_config or {}, f"{config_path}: model_config"
-    )
+    model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=_without_model_config(overrides))
+    model_args.model_config = model_config
     if isinstance(data_args.bible_translations, str):
         data_args.bible_translations = json.loads(data_args.bible_translations)
     if len(data_args.languages) != 2:

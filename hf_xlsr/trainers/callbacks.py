@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import math
 
+import torch
+from torch.nn.utils import get_total_norm
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 logger = logging.getLogger(__name__)
@@ -26,20 +28,43 @@ def scheduled_momentum(base: float, step: int, total_steps: int, schedule: str =
 
 
 class MomentumCallback(TrainerCallback):
-    """Run the model's EMA update (``model.momentum_update(m)``) once per optimizer step.
+    """Run the model's EMA update (``model.momentum_update(m)``) once per optimizer step, or, when the step was
+    skipped (fp16 overflow) or its gradients were not finite, ``model.discard_momentum_step()`` instead: no EMA,
+    and the step's keys leave the queues again.
 
     ``on_optimizer_step`` fires after ``optimizer.step()``, once per optimizer step whatever the gradient
-    accumulation, so the momentum encoders see exactly one update per parameter update.
+    accumulation, so the momentum encoders see exactly one update per parameter update. ``XlsrTrainer`` adds this
+    callback itself; with a plain ``transformers.Trainer`` pass it in ``callbacks=[MomentumCallback()]``.
     """
 
     def __init__(self, schedule: str = "constant"):
         if schedule not in MOMENTUM_SCHEDULES:
             raise ValueError(f"momentum schedule must be one of {MOMENTUM_SCHEDULES}, got {schedule!r}")
         self.schedule = schedule
+        self._finite_gradients = True
 
-    def on_optimizer_step(
+    def on_train_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, model=None, **kw):
+        contrast = getattr(model, "momentum_contrast", None)
+        if contrast is not None:  # micro-batches per optimizer step: the model warns only beyond that
+            contrast.enqueues_per_update = args.gradient_accumulation_steps
+
+    def on_pre_optimizer_step(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, model=None, **kwargs
     ) -> None:
+        gradients = [p.grad for p in model.parameters() if p.grad is not None]
+        self._finite_gradients = not gradients or bool(torch.isfinite(get_total_norm(gradients)))
+
+    def on_optimizer_step(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, model=None, optimizer=None,
+        **kwargs,
+    ) -> None:  # fmt: skip
+        skipped = bool(getattr(optimizer, "step_was_skipped", False))
+        if skipped or not self._finite_gradients:
+            reason = "was skipped (fp16 overflow)" if skipped else "had non-finite gradients"
+            logger.warning("optimizer step %d %s: no EMA update, its keys leave the queues", state.global_step + 1,
+                           reason)  # fmt: skip
+            model.discard_momentum_step()
+            return
         base = model.momentum_coefficient
         model.momentum_update(scheduled_momentum(base, state.global_step, state.max_steps, self.schedule))
 
@@ -57,19 +82,24 @@ class StageCallback(TrainerCallback):
 
 
 class EncoderFreezeCallback(TrainerCallback):
-    """Two-stage fine-tuning (HICTL, Section 3.2): the encoder is frozen for ``config.encoder_frozen_steps``
-    optimizer steps, only the decoder learning, then every parameter trains.
+    """The encoder frozen for the first ``model.encoder_frozen_steps`` optimizer steps, then thawed
+    (``model.set_encoder_frozen(bool)``): CMLM's warm-up of a new masked-LM head, and HICTL's two-stage translation
+    fine-tuning (Section 3.2), in which only the decoder learns at first.
 
     The optimizer is built before training starts, with every parameter, so the encoder's parameters are in it and
     resume updating when they thaw; while frozen they have no gradient and the optimizer skips them.
     """
 
     def on_train_begin(self, args, state: TrainerState, control: TrainerControl, model=None, **kwargs) -> None:
+        self._frozen = None
         self._set(model, state.global_step)
 
     def on_step_begin(self, args, state: TrainerState, control: TrainerControl, model=None, **kwargs) -> None:
         self._set(model, state.global_step)
 
-    @staticmethod
-    def _set(model, step: int) -> None:
-        model.encoder.requires_grad_(step >= model.config.encoder_frozen_steps)
+    def _set(self, model, step: int) -> None:
+        frozen = step < model.encoder_frozen_steps
+        if frozen != self._frozen:
+            model.set_encoder_frozen(frozen)
+            logger.info("step %d: encoder %s", step, "frozen" if frozen else "trains")
+            self._frozen = frozen

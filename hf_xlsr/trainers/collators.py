@@ -22,6 +22,14 @@ def column(features: Sequence[dict[str, Any]], name: str) -> list[str]:
     return texts
 
 
+def with_example_ids(batch: dict[str, torch.Tensor], features: Sequence[dict[str, Any]]) -> dict[str, torch.Tensor]:
+    """Pass the rows' ``example_id`` (``XlsrTrainer`` numbers the training rows) on as ``example_ids``: a model
+    with a queue keeps them with the keys, so a query never meets its own example among its negatives."""
+    if "example_id" in features[0]:
+        batch["example_ids"] = torch.tensor([row["example_id"] for row in features], dtype=torch.long)
+    return batch
+
+
 def tokenize(
     tokenizer: PreTrainedTokenizerBase, texts: list[str], prefix: str, max_length: int
 ) -> dict[str, torch.Tensor]:
@@ -55,7 +63,7 @@ class BitextCollator:
             batch.update(tokenize(nli_tokenizer, column(features, premise), "premise", self.max_length))
             batch.update(tokenize(nli_tokenizer, column(features, hypothesis), "hypothesis", self.max_length))
             batch["nli_labels"] = torch.tensor([row[label] for row in features], dtype=torch.long)
-        return batch
+        return with_example_ids(batch, features)
 
 
 @dataclass
@@ -92,7 +100,7 @@ class PairMaskingCollator:
         special_x, special_y = batch.pop("_x_special"), batch.pop("_y_special")
         if self.task in ("smlm", "ugt"):
             batch.update(self._mask_one_token(batch, special_x, special_y))
-        return batch
+        return with_example_ids(batch, features)
 
     def _mask_one_token(self, batch, special_x, special_y) -> dict[str, torch.Tensor]:
         n = len(special_x)
@@ -155,23 +163,43 @@ class CmlmCollator:
         if self.x_column in features[0]:
             batch.update(tokenize(self.tokenizer, column(features, self.x_column), "x", self.max_length))
             batch.update(tokenize(self.tokenizer, column(features, self.y_column), "y", self.max_length))
-        return {key: value for key, value in batch.items() if not key.endswith("token_type_ids")}
+        batch = {key: value for key, value in batch.items() if not key.endswith("token_type_ids")}
+        return with_example_ids(batch, features)
 
 
-def reorder_words(text: str, perturbation: str, window: int, rng: random.Random) -> str:
-    """HICTL's monolingual counterpart of a sentence: its words reordered (``shuffle`` all, ``local_shuffle``
-    within consecutive windows of ``window`` words, or ``reverse``)."""
-    words = text.split()
+def special_token_templates(tokenizer: PreTrainedTokenizerBase) -> tuple[tuple[list, list], tuple[list, list, list]]:
+    """The special tokens a tokenizer puts around one sentence (before, after) and a pair (start, middle, end),
+    read off its encodings of two probe words: ``[CLS] a [SEP]`` / ``[CLS] a [SEP] b [SEP]`` for BERT,
+    ``<s> a </s>`` / ``<s> a </s></s> b </s>`` for XLM-R."""
+    a, b = (tokenizer(word, add_special_tokens=False)["input_ids"] for word in ("a", "b"))
+    single, pair = tokenizer("a")["input_ids"], tokenizer("a", "b")["input_ids"]
+
+    def find(sequence, part, start=0):
+        for i in range(start, len(sequence) - len(part) + 1):
+            if sequence[i : i + len(part)] == part:
+                return i
+        raise ValueError(f"cannot read the special tokens of {type(tokenizer).__name__}: {part} not in {sequence}")
+
+    i = find(single, a)
+    j = find(pair, a)
+    k = find(pair, b, j + len(a))
+    return (single[:i], single[i + len(a) :]), (pair[:j], pair[j + len(a) : k], pair[k + len(b) :])
+
+
+def reorder(items: Sequence, perturbation: str, window: int, rng: random.Random) -> list:
+    """HICTL's perturbation of a sentence: its items (words, or tokenizer pieces) reordered -- ``shuffle`` all,
+    ``local_shuffle`` within consecutive windows of ``window`` items, or ``reverse``."""
+    items = list(items)
     if perturbation == "reverse":
-        return " ".join(reversed(words))
+        return items[::-1]
     if perturbation == "shuffle":
-        rng.shuffle(words)
-        return " ".join(words)
+        rng.shuffle(items)
+        return items
     if perturbation == "local_shuffle":
-        blocks = [words[i : i + window] for i in range(0, len(words), window)]
+        blocks = [items[i : i + window] for i in range(0, len(items), window)]
         for block in blocks:
             rng.shuffle(block)
-        return " ".join(word for block in blocks for word in block)
+        return [item for block in blocks for item in block]
     raise ValueError(f"perturbation must be 'shuffle', 'local_shuffle' or 'reverse', got {perturbation!r}")
 
 
@@ -181,7 +209,11 @@ class HictlCollator:
     TLM (``pair_*``, ``pair_labels``).
 
     A row without a ``y_column`` text -- or, with ``monolingual_probability``, any row -- is monolingual: its
-    counterpart is the sentence with its words reordered (``perturbation``), and the LM task is then MLM.
+    counterpart is the sentence reordered (``perturbation``) at the level of the tokenizer's words, or of its
+    pieces where the sentence is one word to the tokenizer (Chinese, Japanese, Thai), so that scripts without
+    spaces are reordered too. The LM task is then MLM, and the reordered half of the pair is made from the *masked*
+    sentence: a masked word is masked in both halves, so the MLM cannot copy it from the other half. Labels stand
+    on the first half only.
     """
 
     tokenizer: PreTrainedTokenizerBase
@@ -195,22 +227,76 @@ class HictlCollator:
 
     def __post_init__(self):
         self._bert_masking = DataCollatorForLanguageModeling(self.tokenizer, mlm_probability=self.mlm_probability)
+        self._single, self._pair = special_token_templates(self.tokenizer)
 
     def __call__(self, features: Sequence[dict[str, Any]]) -> dict[str, torch.Tensor]:
+        if self.tokenizer.padding_side == "left":
+            raise ValueError("HictlCollator needs a tokenizer that pads on the right")
         rng = random.Random(int(torch.randint(0, 2**31, ())))
         xs = column(features, self.x_column)
         ys = [row.get(self.y_column) for row in features]
-        for i, (x, y) in enumerate(zip(xs, ys, strict=True)):
-            if y is None or rng.random() < self.monolingual_probability:
-                source = x if y is None or rng.random() < 0.5 else y
-                xs[i], ys[i] = source, reorder_words(source, self.perturbation, self.perturbation_window, rng)
-        batch = tokenize(self.tokenizer, xs, "x", self.max_length)
-        batch.update(tokenize(self.tokenizer, ys, "y", self.max_length))
-        pair = self.tokenizer(xs, ys, padding=True, truncation=True, max_length=2 * self.max_length,
-                              return_tensors="pt", return_special_tokens_mask=True)  # fmt: skip
-        special = pair.pop("special_tokens_mask").bool() | ~pair["attention_mask"].bool()
-        batch["pair_input_ids"], batch["pair_labels"] = self._bert_masking.torch_mask_tokens(
-            pair["input_ids"].clone(), special
+        monolingual = [y is None or rng.random() < self.monolingual_probability for y in ys]
+        # A monolingual row reorders its x sentence, or half of the time its y sentence when it has one.
+        firsts = [y if mono and y is not None and rng.random() < 0.5 else x for x, y, mono in zip(xs, ys, monolingual,
+                  strict=True)]  # fmt: skip
+        options = {"add_special_tokens": False, "truncation": True, "max_length": self.max_length - 2}
+        pieces = self.tokenizer(firsts, **options)
+        bilingual = [i for i, mono in enumerate(monolingual) if not mono]
+        y_pieces = self.tokenizer([ys[i] for i in bilingual], **options)["input_ids"] if bilingual else []
+        y_pieces = dict(zip(bilingual, y_pieces, strict=True))
+        rows = {"x": [], "y": [], "pair": [], "labels": []}
+        for i, mono in enumerate(monolingual):
+            x_ids = pieces["input_ids"][i]
+            if mono:
+                order = self._reordering(pieces, i, rng)
+                masked_x, labels_x = self._mask(x_ids)
+                y_ids, masked_y, labels_y = (
+                    [x_ids[j] for j in order],
+                    [masked_x[j] for j in order],
+                    [-100] * len(order),
+                )
+            else:
+                y_ids = y_pieces[i]
+                masked, labels = self._mask(x_ids + y_ids)
+                masked_x, masked_y = masked[: len(x_ids)], masked[len(x_ids) :]
+                labels_x, labels_y = labels[: len(x_ids)], labels[len(x_ids) :]
+            (before, after), (start, middle, end) = self._single, self._pair
+            rows["x"].append(before + x_ids + after)
+            rows["y"].append(before + y_ids + after)
+            rows["pair"].append(start + masked_x + middle + masked_y + end)
+            rows["labels"].append([-100] * len(start) + labels_x + [-100] * len(middle) + labels_y + [-100] * len(end))
+        batch = {}
+        for prefix in ("x", "y", "pair"):
+            padded = self.tokenizer.pad({"input_ids": rows[prefix]}, return_tensors="pt")
+            batch[f"{prefix}_input_ids"], batch[f"{prefix}_attention_mask"] = (
+                padded["input_ids"],
+                padded["attention_mask"],
+            )
+        width = batch["pair_input_ids"].shape[1]
+        batch["pair_labels"] = torch.tensor([labels + [-100] * (width - len(labels)) for labels in rows["labels"]])
+        return with_example_ids(batch, features)
+
+    def _mask(self, ids: list[int]) -> tuple[list[int], list[int]]:
+        """BERT masking of content tokens: the masked ids and the labels (-100 where not masked)."""
+        if not ids:
+            return [], []
+        masked, labels = self._bert_masking.torch_mask_tokens(
+            torch.tensor([ids]), special_tokens_mask=torch.zeros(1, len(ids), dtype=torch.bool)
         )
-        batch["pair_attention_mask"] = pair["attention_mask"]
-        return {key: value for key, value in batch.items() if not key.endswith("token_type_ids")}
+        return masked[0].tolist(), labels[0].tolist()
+
+    def _reordering(self, encoded, row: int, rng: random.Random) -> list[int]:
+        """A permutation of row ``row``'s pieces that reorders its words (pieces of a word stay together), or its
+        pieces when the tokenizer sees a single word."""
+        n = len(encoded["input_ids"][row])
+        words = encoded.word_ids(row) if encoded.is_fast else [None] * n
+        groups: list[list[int]] = []
+        for position, word in enumerate(words):
+            if groups and word is not None and words[position - 1] == word:
+                groups[-1].append(position)
+            else:
+                groups.append([position])
+        if len(groups) < 2:
+            groups = [[position] for position in range(n)]
+        return [position for group in reorder(groups, self.perturbation, self.perturbation_window, rng)
+                for position in group]  # fmt: skip

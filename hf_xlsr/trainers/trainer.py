@@ -23,6 +23,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+import datasets
 import torch
 from accelerate.utils import broadcast_object_list
 from torch.utils.data import DataLoader
@@ -40,9 +41,23 @@ _NO_EVAL_DATASET = "evaluators only"
 STAGING_FOLDER = ".partial-checkpoints"
 
 
+def paper_training_values(config, given: set[str], world_size: int = 1) -> dict:
+    """The training values a model's configuration holds (``config.training_defaults``: the paper's recipe, or what
+    the user set in the configuration) for every field not in ``given``; the batch size per device is the
+    configuration's total batch size shared over ``world_size`` processes.
+
+    This is hf_xlsr's one rule for training hyperparameters: explicit arguments > the model configuration (where a
+    run's ``model_config`` lands) > the paper's defaults (the configuration's own defaults).
+    """
+    values = {name: value for name, value in config.training_defaults.items() if name not in given}
+    if "per_device_train_batch_size" not in given and hasattr(config, "train_batch_size"):
+        values["per_device_train_batch_size"] = max(1, config.train_batch_size // world_size)
+    return values
+
+
 @dataclass
 class XlsrTrainingArguments(TrainingArguments):
-    """``TrainingArguments`` plus the hf_xlsr options."""
+    """``TrainingArguments`` plus the hf_xlsr options. :meth:`for_model` fills in the paper's recipe."""
 
     momentum_schedule: str = field(
         default="constant",
@@ -59,6 +74,18 @@ class XlsrTrainingArguments(TrainingArguments):
     push_checkpoint_to_hub: bool = field(
         default=False, metadata={"help": "with push_export_to_hub, also push the full training checkpoint"}
     )
+
+    @classmethod
+    def for_model(cls, model, **arguments) -> XlsrTrainingArguments:
+        """Arguments for training ``model`` (or a configuration): those given here, then the training values of the
+        model's configuration (the paper's, e.g. MoCo-BERT's Table 9, unless the configuration was given others),
+        then ``TrainingArguments``' own defaults. ``XlsrTrainingArguments(...)`` itself applies no paper value.
+
+        ``XlsrTrainingArguments.for_model(model, output_dir="run", max_steps=1000)``
+        """
+        config = getattr(model, "config", model)
+        world_size = int(os.environ.get("WORLD_SIZE", "1"))
+        return cls(**{**paper_training_values(config, set(arguments), world_size), **arguments})
 
 
 class XlsrTrainer(Trainer):
@@ -87,6 +114,11 @@ class XlsrTrainer(Trainer):
         if args is not None and args.ddp_broadcast_buffers is None:
             # Every process computes the same queues; broadcasting them each step would only cost bandwidth.
             args.ddp_broadcast_buffers = False
+        if args is not None and args.ddp_find_unused_parameters is None and getattr(model, "encoder_frozen_steps", 0):
+            args.ddp_find_unused_parameters = True  # a frozen encoder has no gradients for DDP to reduce
+        contrast = getattr(model, "momentum_contrast", None)
+        if contrast is not None and isinstance(kwargs.get("train_dataset"), datasets.Dataset):
+            kwargs["train_dataset"] = number_examples(kwargs["train_dataset"], contrast.queue_x.size)
         placeholder = eval_dataset is None and self.evaluators
         super().__init__(
             model=model, args=args, eval_dataset=_NO_EVAL_DATASET if placeholder else eval_dataset, **kwargs
@@ -101,7 +133,7 @@ class XlsrTrainer(Trainer):
             self.add_callback(MomentumCallback(getattr(self.args, "momentum_schedule", "constant")))
         if hasattr(self.model, "stage"):
             self.add_callback(StageCallback())
-        if getattr(self.model.config, "encoder_frozen_steps", 0):
+        if getattr(self.model, "encoder_frozen_steps", 0):
             self.add_callback(EncoderFreezeCallback())
         self._output_parts: dict[str, list[torch.Tensor]] = defaultdict(list)
         self._staging_dir: str | None = None
@@ -232,6 +264,21 @@ class XlsrTrainer(Trainer):
                     use_mtime=False,
                 )
         self.accelerator.wait_for_everyone()
+
+
+def number_examples(dataset: datasets.Dataset, queue_size: int) -> datasets.Dataset:
+    """The training rows numbered in an ``example_id`` column, which collators pass to the model, so that a queued
+    key of a query's own example (its translation, queued an epoch ago) is never one of its negatives."""
+    if queue_size >= len(dataset):
+        logger.warning(
+            "the queue holds %d keys but an epoch has only %d training pairs: every query would meet its own "
+            "translation among the queued negatives of the next epoch; keys of a query's own example are left out "
+            "(by example_id), but a queue this large mostly repeats keys. Use a smaller queue_size or more data.",
+            queue_size, len(dataset),
+        )  # fmt: skip
+    if "example_id" in dataset.column_names:
+        return dataset
+    return dataset.add_column("example_id", list(range(len(dataset))))
 
 
 def read_log_history(checkpoint_dir: str) -> list[dict]:

