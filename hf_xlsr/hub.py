@@ -1,12 +1,12 @@
 """Model cards and publishing to the Hugging Face Hub.
 
-``push_to_hub`` exports a trained model to sentence-transformers folders, writes a model card into each (what
-the model is, its paper, its training run, its evaluation results as a table and as ``model-index`` metadata,
-usage for sentence-transformers, transformers and mteb), and uploads them with ``huggingface_hub``. A model with
-one encoder per language becomes one repository per language (``<repo_id>-<language>``), since
-``SentenceTransformer`` loads a whole repository. With ``include_checkpoint`` the full training checkpoint goes
-along, in a ``checkpoint/`` folder, with its modeling code (``auto_map``) so that ``AutoModel.from_pretrained(
-repo, subfolder="checkpoint", trust_remote_code=True)`` works where hf_xlsr is not installed.
+``push_to_hub`` exports a trained model to one sentence-transformers folder (a model with one encoder per language
+routes by language: ``encode(texts, task="fr")``), writes its model card (what the model is, its paper, its training
+run, its evaluation results as a table and as ``model-index`` metadata, usage for sentence-transformers,
+transformers and mteb) and uploads it with ``huggingface_hub``. With ``include_checkpoint`` the full training
+checkpoint goes along, in a ``checkpoint/`` folder, with its modeling code (``auto_map``) so that
+``AutoModel.from_pretrained(repo, subfolder="checkpoint", trust_remote_code=True)`` works where hf_xlsr is not
+installed.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,7 +23,7 @@ from huggingface_hub import EvalResult, HfApi, ModelCard, ModelCardData
 from transformers import PreTrainedModel
 
 from .evaluation.languages import MTEB_LANGUAGES
-from .export import export_sentence_transformers
+from .export import MTEB_META, base_model_reference, export_sentence_transformers, routes
 from .tokenization import save_tokenizers
 
 logger = logging.getLogger(__name__)
@@ -48,7 +47,6 @@ EXAMPLES = {
     "zh": ["猫在垫子上睡觉。", "今天下雨。"],
 }
 TASK_TYPES = {"probe": "text-classification"}
-_HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 
 
 def save_with_code(model: PreTrainedModel, tokenizers: Mapping, folder: str | os.PathLike) -> None:
@@ -75,27 +73,22 @@ def result_rows(results: Mapping[str, Mapping[str, float]]) -> list[dict]:
 
 def render_model_card(
     model: PreTrainedModel,
-    side: str,
     repo_id: str,
-    paired_repos: list[str],
     results: Mapping[str, Mapping[str, float]],
     run_info: Mapping,
     checkpoint_subfolder: str | None = None,
-    license: str = "apache-2.0",
+    license: str | None = None,
 ) -> ModelCard:
-    """The card of one exported encoder: metadata (``ModelCardData``, ``model-index``) and the family's template."""
+    """The card of an export: metadata (``ModelCardData``, ``model-index``) and the family's template."""
     config = model.config
     family = FAMILIES[config.model_type]
     languages = [config.language_x, config.language_y]
-    language = languages[0] if side == "x" else languages[1]
     rows = result_rows(results)
-    encoder_config = getattr(config, "encoder_x", None) or getattr(config, "encoder", None)
-    base_model = getattr(encoder_config, "_name_or_path", "") or run_info.get("encoder_x") or ""
-    base_model = base_model if _HUB_ID.match(base_model or "") and not Path(base_model).exists() else None
+    base_model, base_license = base_model_reference(model, run_info)
     card_data = ModelCardData(
         model_name=repo_id,
         language=sorted(set(languages)),
-        license=license,
+        license=license or base_license or "apache-2.0",
         library_name="sentence-transformers",
         pipeline_tag="sentence-similarity",
         tags=[
@@ -105,7 +98,7 @@ def render_model_card(
             "cross-lingual",
             "hf_xlsr",
             family,
-        ],
+        ],  # fmt: skip
         base_model=base_model,
         eval_results=[
             EvalResult(
@@ -119,30 +112,26 @@ def render_model_card(
         ]
         or None,
     )
+    language_routes = list(routes(model))
+    heads = ["Dense"] if getattr(model, "language_specific_heads", False) or config.model_type == "xlsr_hictl" else []
+    stack = ["Transformer", "Pooling", *heads]
+    modules = [f"Router({' | '.join(language_routes)}: {' → '.join(stack)})"] if language_routes else stack
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined)
-    paired_languages = [lang for lang in languages if lang != language] or [language]
     content = environment.get_template(f"{family}.md").render(
         card_data=card_data.to_yaml(),
         model_name=repo_id,
-        language=language,
         languages=languages,
-        paired_repos=paired_repos,
-        paired_languages=paired_languages,
-        modules=[
-            "Transformer",
-            "Pooling",
-            *(["Dense"] if getattr(model, "language_specific_heads", False) else []),
-            "Normalize",
-        ],  # fmt: skip
+        routes=language_routes,
+        modules=[*modules, "Normalize"],
         examples={lang: EXAMPLES.get(lang, EXAMPLES["en"]) for lang in languages},
         pooling=config.pooling,
-        mteb_language=MTEB_LANGUAGES.get(language, language).split("-")[0],
+        mteb_language=MTEB_LANGUAGES.get(languages[1], languages[1]).split("-")[0],
         checkpoint_subfolder=checkpoint_subfolder,
         architecture=type(model).__name__,
         results=rows,
         evaluation_note=run_info.get("evaluation_data", "see the training run"),
         training=run_info.get("training", {}),
-        base_model=base_model or getattr(encoder_config, "_name_or_path", ""),
+        base_model=base_model or "",
         config=config,
     )
     return ModelCard(content)
@@ -157,20 +146,20 @@ def prepare_upload(
     run_info: Mapping | None = None,
     include_checkpoint: bool = False,
     max_seq_length: int = 128,
-) -> dict[str, Path]:
-    """Write the folder of each repository to upload under ``staging_dir``; return ``{repo id: folder}``."""
-    config = model.config
-    exports = export_sentence_transformers(model, tokenizers, Path(staging_dir) / "export", max_seq_length)
-    names = {"x": config.language_x, "y": config.language_y}
-    repos = {side: repo_id if len(exports) == 1 else f"{repo_id}-{names[side]}" for side in exports}
-    for side, folder in exports.items():
-        checkpoint = CHECKPOINT_FOLDER if include_checkpoint and side == "x" else None
-        if checkpoint:
-            save_with_code(model, tokenizers, folder / checkpoint)
-        paired = [repo for other, repo in repos.items() if other != side]
-        card = render_model_card(model, side, repos[side], paired, results or {}, run_info or {}, checkpoint)
-        card.save(folder / "README.md")
-    return {repos[side]: folder for side, folder in exports.items()}
+) -> Path:
+    """Write the folder to upload under ``staging_dir``: the export, its card, its mteb metadata named after the
+    repository, and the checkpoint if asked for; return it."""
+    run_info = dict(run_info or {})
+    folder = export_sentence_transformers(model, tokenizers, Path(staging_dir) / "export", max_seq_length, run_info)
+    meta_file = folder / MTEB_META
+    meta = json.loads(meta_file.read_text())
+    meta["name"] = repo_id
+    meta_file.write_text(json.dumps(meta, indent=2))
+    checkpoint = CHECKPOINT_FOLDER if include_checkpoint else None
+    if checkpoint:
+        save_with_code(model, tokenizers, folder / checkpoint)
+    render_model_card(model, repo_id, results or {}, run_info, checkpoint).save(folder / "README.md")
+    return folder
 
 
 def push_to_hub(
@@ -186,15 +175,12 @@ def push_to_hub(
 ) -> list[str]:
     """Export, write the cards and upload; returns the URLs of the commits, one per repository."""
     api = HfApi(token=token)
-    urls = []
     with tempfile.TemporaryDirectory() as staging:
-        folders = prepare_upload(model, tokenizers, repo_id, staging, results, run_info, include_checkpoint)
-        for repo, folder in folders.items():
-            api.create_repo(repo, private=private, exist_ok=True)
-            commit = api.upload_folder(repo_id=repo, folder_path=str(folder), commit_message=commit_message)
-            urls.append(str(commit))
-            logger.info("pushed %s to %s", folder, repo)
-    return urls
+        folder = prepare_upload(model, tokenizers, repo_id, staging, results, run_info, include_checkpoint)
+        api.create_repo(repo_id, private=private, exist_ok=True)
+        commit = api.upload_folder(repo_id=repo_id, folder_path=str(folder), commit_message=commit_message)
+        logger.info("pushed %s to %s", folder, repo_id)
+    return [str(commit)]
 
 
 def push_trained_model(model_dir: str | os.PathLike, repo_id: str, **kwargs) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ import torch
 import yaml
 from conftest import MINILM, tiny_encoder_config
 from safetensors.torch import load_file
+from sentence_transformers import SentenceTransformer
 
 from hf_xlsr.trainers import ConfigFileError, parse_run_arguments
 
@@ -122,8 +124,8 @@ def test_both_entry_points_run_the_same_training(tmp_path):
     assert script.keys() == cli.keys()
     assert all(torch.equal(script[name], cli[name]) for name in script)
     assert int(cli["momentum_contrast.queue_x.filled"]) == 16 and int(cli["momentum_contrast.momentum_updates"]) == 2
-    assert (tmp_path / "cli" / "export" / "en" / "modules.json").is_file()
-    assert (tmp_path / "cli" / "export" / "fr" / "modules.json").is_file()
+    routed = SentenceTransformer(str(tmp_path / "cli" / "export"))  # one encoder per language: routed by language
+    assert routed.encode(["Au commencement"], task="fr").shape == (1, 32)
 
 
 def test_cli_reports_a_bad_config_without_a_traceback_dump(tmp_path):
@@ -179,7 +181,6 @@ TINY_RECIPES = {
 
 @pytest.mark.parametrize("model_type", sorted(TINY_RECIPES))
 def test_every_recipe_trains_evaluates_and_exports(model_type, tmp_path):
-    from sentence_transformers import SentenceTransformer
 
     from hf_xlsr.trainers import run_training
 
@@ -193,8 +194,8 @@ def test_every_recipe_trains_evaluates_and_exports(model_type, tmp_path):
     trainer, metrics = run_training(*parse_run_arguments(config))
     assert trainer.state.global_step == 2 and 0 <= metrics["eval_retrieval_accuracy"] <= 1
     assert (tmp_path / "run" / "hf_xlsr_run.json").is_file()
-    folders = sorted(
-        p for p in [tmp_path / "export", *(tmp_path / "export").iterdir()] if (p / "modules.json").is_file()
-    )
-    assert folders, "no sentence-transformers folder exported"
-    assert SentenceTransformer(str(folders[0])).encode(["Au commencement"]).shape[0] == 1
+    exported = SentenceTransformer(str(tmp_path / "export"))
+    routes = list(exported[0].sub_modules) if type(exported[0]).__name__ == "Router" else []
+    assert exported.encode(["Au commencement"], **({"task": "fr"} if routes else {})).shape[0] == 1
+    meta = json.loads((tmp_path / "export" / "mteb_model_meta.json").read_text())
+    assert meta["training_datasets"] == [] and meta["languages"] == ["eng-Latn", "fra-Latn"]

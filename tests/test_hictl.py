@@ -308,10 +308,10 @@ def test_save_load_export_and_classification_path(tmp_path, tokenizer, pairs):
     for (name, a), (_, b) in zip(model.state_dict().items(), loaded.state_dict().items(), strict=True):
         assert torch.equal(a, b), name
     assert loaded.config.special_token_ids == sorted(tokenizer.all_special_ids)
-    folders = export_sentence_transformers(model, {"x": tokenizer, "y": tokenizer}, tmp_path / "export")
+    folder = export_sentence_transformers(model, {"x": tokenizer, "y": tokenizer}, tmp_path / "export")
     from sentence_transformers import SentenceTransformer
 
-    st = SentenceTransformer(str(folders["x"]))
+    st = SentenceTransformer(str(folder))
     assert [type(m).__name__ for m in st] == ["Transformer", "Pooling", "Dense", "Normalize"]
     assert st[1].pooling_mode == "cls" and st.get_embedding_dimension() == 16
     texts = list(pairs["fr"][:4])

@@ -27,16 +27,18 @@ def files_of(folder: Path) -> list[str]:
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
 
 
-def test_upload_folders_of_a_dual_encoder(tmp_path, tokenizer):
+def test_the_upload_folder_of_a_dual_encoder(tmp_path, tokenizer):
     model = tiny_dual_momentum()
-    folders = prepare_upload(model, {"x": tokenizer, "y": tokenizer}, "me/moco", tmp_path, RESULTS, RUN)
-    assert set(folders) == {"me/moco-en", "me/moco-fr"}
-    expected = ["1_Pooling/config.json", "2_Normalize/config.json", "README.md", "config.json",
-                "config_sentence_transformers.json", "model.safetensors", "modules.json",
-                "sentence_bert_config.json", "tokenizer.json", "tokenizer_config.json"]  # fmt: skip
-    for folder in folders.values():
-        assert files_of(folder) == expected  # the export and its card, nothing of the training state
-    card = ModelCard.load(folders["me/moco-fr"] / "README.md")
+    folder = prepare_upload(model, {"x": tokenizer, "y": tokenizer}, "me/moco", tmp_path, RESULTS, RUN)
+    route = ["config.json", "model.safetensors", "sentence_bert_config.json", "tokenizer.json",
+             "tokenizer_config.json"]  # fmt: skip
+    expected = sorted(["1_Normalize/config.json", "README.md", "config_sentence_transformers.json", "modules.json",
+                       "mteb_model_meta.json", "router_config.json", "en_1_Pooling/config.json",
+                       "fr_1_Pooling/config.json", *(f"{lang}_0_Transformer/{name}" for lang in ("en", "fr")
+                                                     for name in route)])  # fmt: skip
+    assert files_of(folder) == expected  # the export, its card and metadata, nothing of the training state
+    assert json.loads((folder / "mteb_model_meta.json").read_text())["name"] == "me/moco"
+    card = ModelCard.load(folder / "README.md")
     assert card.data.language == ["en", "fr"] and card.data.library_name == "sentence-transformers"
     assert "dual_momentum" in card.data.tags
     index = card.data.to_dict()["model-index"][0]["results"]
@@ -44,11 +46,12 @@ def test_upload_folders_of_a_dual_encoder(tmp_path, tokenizer):
     assert ("sentence-similarity", "retrieval_en2fr_accuracy", 0.71) in values
     assert ("text-classification", "probe_en2fr_accuracy", 0.5) in values
     text = card.text
-    assert 'SentenceTransformer("me/moco-fr")' in text and 'SentenceTransformer("me/moco-en")' in text
+    assert 'SentenceTransformer("me/moco")' in text and 'task="fr")' in text and 'task="en")' in text
     assert "| retrieval | retrieval_en2fr_accuracy | 0.7100 |" in text
     assert "| learning_rate | 0.0001 |" in text and "| queue size K | 16 |" in text
     assert "Aligning Cross-lingual Sentence Representations with Dual Momentum Contrast" in text
-    assert 'mteb.get_tasks(tasks=["Tatoeba"], languages=["fra"])' in text
+    assert 'mteb.get_tasks(tasks=["Tatoeba"], languages=["fra"])' in text and "load_mteb_model" in text
+    assert 'subfolder="en_0_Transformer"' in text
 
 
 def test_push_calls_huggingface_hub_once_per_repository(tmp_path, tokenizer, monkeypatch):
@@ -91,8 +94,8 @@ def test_push_of_a_trained_folder_reads_its_results(tmp_path, tokenizer, monkeyp
     (tmp_path / "trained" / "evaluation.json").write_text(json.dumps(RESULTS))
     (tmp_path / "trained" / "hf_xlsr_run.json").write_text(json.dumps(RUN))
     push_trained_model(tmp_path / "trained", "me/run")
-    assert set(uploads) == {"me/run-en", "me/run-fr"}
-    header = yaml.safe_load(uploads["me/run-en"].split("---")[1])
+    assert set(uploads) == {"me/run"}  # one repository, routed by language
+    header = yaml.safe_load(uploads["me/run"].split("---")[1])
     assert header["model-index"][0]["results"][0]["metrics"][0]["value"] == 0.71
 
 
@@ -128,8 +131,8 @@ def test_pushed_checkpoint_loads_with_remote_code_where_hf_xlsr_is_absent(tmp_pa
     model = tiny_dual_momentum()
     model.train()
     model(**batch_of(tokenizer, bible_pairs))  # non-empty queues: part of what must survive
-    folders = prepare_upload(model, {"x": tokenizer, "y": tokenizer}, "me/moco", tmp_path, include_checkpoint=True)
-    checkpoint = folders["me/moco-en"] / "checkpoint"
+    folder = prepare_upload(model, {"x": tokenizer, "y": tokenizer}, "me/moco", tmp_path, include_checkpoint=True)
+    checkpoint = folder / "checkpoint"
     config = json.loads((checkpoint / "config.json").read_text())
     assert config["auto_map"] == {
         "AutoConfig": "configuration_dual_momentum.DualMomentumConfig",
@@ -163,19 +166,18 @@ def test_cards_of_every_model_family_render(tmp_path, tokenizer, heldout_pairs):
     lightweight = LightweightDualTransformer.from_tokenizer(
         tokenizer, hidden_size=32, intermediate_size=64, num_attention_heads=2, language_x="en", language_y="fr"
     )
-    folders = prepare_upload(lightweight, tokenizers, "me/light", tmp_path / "light", RESULTS, RUN)
-    assert list(folders) == ["me/light"]  # one shared encoder, one repository
-    text = ModelCard.load(folders["me/light"] / "README.md").text
-    assert "One encoder embeds both languages (en, fr)" in text and "Lightweight Cross-Lingual" in text
+    folder = prepare_upload(lightweight, tokenizers, "me/light", tmp_path / "light", RESULTS, RUN)
+    assert not (folder / "router_config.json").exists()  # one shared encoder, a plain folder
+    text = ModelCard.load(folder / "README.md").text
+    assert "One encoder\nembeds both languages (en, fr)" in text and "Lightweight Cross-Lingual" in text
     assert "| generative task | ugt |" in text
 
     cmlm = CmlmModel(CmlmConfig(encoder=tiny_encoder_config(), num_projections=3, pcr_components=1,
                                 language_x="en", language_y="fr"))  # fmt: skip
     fit_language_components(cmlm, tokenizers, list(heldout_pairs["en"][:40]), list(heldout_pairs["fr"][:40]))
-    folders = prepare_upload(cmlm, tokenizers, "me/cmlm", tmp_path / "cmlm", RESULTS, RUN)
-    assert set(folders) == {"me/cmlm-en", "me/cmlm-fr"}  # PCR differs per language
-    card = ModelCard.load(folders["me/cmlm-fr"] / "README.md")
-    assert (
-        "Transformer → Pooling → Dense → Normalize" in card.text and "Conditional Masked Language Model" in card.text
-    )
-    assert (folders["me/cmlm-fr"] / "2_Dense" / "config.json").is_file()
+    folder = prepare_upload(cmlm, tokenizers, "me/cmlm", tmp_path / "cmlm", RESULTS, RUN)
+    assert (folder / "router_config.json").is_file()  # PCR differs per language: a route each
+    card = ModelCard.load(folder / "README.md")
+    assert "Router(en | fr: Transformer → Pooling → Dense) → Normalize" in card.text
+    assert "Conditional Masked Language Model" in card.text
+    assert (folder / "fr_2_Dense" / "config.json").is_file()

@@ -1,8 +1,8 @@
 """One interface for every model an evaluator can score: ``encoder(sentences, language) -> float32 array``.
 
-:func:`as_encoder` turns an hf_xlsr model (with its tokenizers), a ``SentenceTransformer``, a mapping from
-language code to ``SentenceTransformer`` (the per-language exports of a dual encoder), or a callable into such an
-encoder. Returned vectors are L2-normalised rows.
+:func:`as_encoder` turns an hf_xlsr model (with its tokenizers), a ``SentenceTransformer`` (an hf_xlsr export of a
+dual encoder routes by language: ``encode(texts, task=language)``), a mapping from language code to
+``SentenceTransformer``, or a callable into such an encoder. Returned vectors are L2-normalised rows.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import torch
 from sentence_transformers import SentenceTransformer
+from sentence_transformers.sentence_transformer.modules import Router
 from tqdm.auto import tqdm
 from transformers import PreTrainedTokenizerBase
 
@@ -82,6 +83,13 @@ class Evaluator:
         return {f"{prefix}{key}": value for key, value in metrics.items()}
 
 
+def language_routes(model: SentenceTransformer) -> list[str]:
+    """The routes of a ``SentenceTransformer`` whose first module is a ``Router`` (an hf_xlsr dual-encoder export
+    routes by language code); [] for a plain one."""
+    first = model[0] if len(model) else None
+    return list(first.sub_modules) if isinstance(first, Router) else []
+
+
 def as_encoder(
     model: object,
     tokenizers: Mapping[str, PreTrainedTokenizerBase] | None = None,
@@ -91,10 +99,17 @@ def as_encoder(
 ) -> Encoder:
     """Wrap ``model`` as an :data:`Encoder` (see the module docstring for what ``model`` may be)."""
     if isinstance(model, SentenceTransformer):
-        return lambda sentences, language: model.encode(
-            list(sentences), batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True,
-            show_progress_bar=show_progress,
-        ).astype(np.float32)  # fmt: skip
+        routed = language_routes(model)
+
+        def encode(sentences: Sequence[str], language: str) -> np.ndarray:
+            if routed and language not in routed:
+                raise KeyError(f"the model routes languages {routed}, not {language!r}")
+            return model.encode(
+                list(sentences), batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True,
+                show_progress_bar=show_progress, **({"task": language} if routed else {}),
+            ).astype(np.float32)  # fmt: skip
+
+        return encode
     if isinstance(model, Mapping):
         encoders = {
             language: as_encoder(m, tokenizers, batch_size, max_length, show_progress) for language, m in model.items()

@@ -1,5 +1,5 @@
-"""Load whatever a user points an evaluation at: an hf_xlsr model folder, a sentence-transformers folder, or an
-export folder holding one sentence-transformers folder per language."""
+"""Load whatever a user points an evaluation at: an hf_xlsr model folder or a sentence-transformers folder (an
+hf_xlsr export among them)."""
 
 from __future__ import annotations
 
@@ -53,12 +53,9 @@ def load_trained_model(path: str | os.PathLike) -> tuple[PreTrainedModel, dict]:
 
 
 def load_for_evaluation(path: str | os.PathLike) -> tuple[object, dict | None]:
-    """``(model, tokenizers)`` ready for :func:`~hf_xlsr.evaluation.encoders.as_encoder`."""
+    """``(model, tokenizers)`` ready for :func:`~hf_xlsr.evaluation.encoders.as_encoder`: a sentence-transformers
+    folder (an hf_xlsr export among them) or an hf_xlsr model folder."""
     check_model_path(path)
-    folder = Path(path)
-    if (folder / "modules.json").is_file():
-        return SentenceTransformer(str(folder)), None
-    languages = sorted(p.name for p in folder.iterdir() if (p / "modules.json").is_file()) if folder.is_dir() else []
-    if languages:
-        return {language: SentenceTransformer(str(folder / language)) for language in languages}, None
+    if (Path(path) / "modules.json").is_file():
+        return SentenceTransformer(str(path)), None
     return load_trained_model(path)

@@ -6,15 +6,24 @@ that carry their own data: :func:`bitext_task`, :func:`sts_task` and :func:`clas
 standard MTEB tasks given by name when the Hub is reachable.
 
 The adapter (:class:`XlsrMtebEncoder`) gives ``mteb`` any model ``as_encoder`` takes (an hf_xlsr model with its
-tokenizers, a ``SentenceTransformer``, per-language exports). It routes each batch to the encoder of its
+tokenizers, a ``SentenceTransformer`` or an hf_xlsr export). It routes each batch to the encoder of its
 language: the language column of a bitext task, the split of a cross-lingual classification task, or the
 task's language. Its revision is a hash of the weights, so mteb's result cache never hands a retrained
-checkpoint the score of an older one.
+checkpoint the score of an older one. :func:`load_mteb_model` loads an export with the ``ModelMeta`` it carries
+(languages, size, license, training datasets, base model), so results are labelled and mteb knows on which tasks
+the model is not zero-shot::
+
+    import mteb
+    from hf_xlsr.evaluation.mteb import load_mteb_model
+
+    model = load_mteb_model("runs/dual_momentum_bible_en_fr/export")
+    results = mteb.evaluate(model, mteb.get_tasks(tasks=["Tatoeba"], languages=["fra"]))
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -31,8 +40,9 @@ from mteb.abstasks.text.bitext_mining import AbsTaskBitextMining
 from mteb.models import ModelMeta
 from mteb.models.abs_encoder import AbsEncoder
 from mteb.models.model_meta import ScoringFunction
+from sentence_transformers import SentenceTransformer
 
-from .encoders import as_encoder
+from .encoders import as_encoder, language_routes
 from .languages import MTEB_LANGUAGES, mteb_language
 
 logger = logging.getLogger(__name__)
@@ -164,15 +174,21 @@ def model_fingerprint(model: object) -> str | None:
 
 
 class XlsrMtebEncoder(AbsEncoder):
-    """Any model ``as_encoder`` takes, as an MTEB encoder; ``languages`` are the model's language codes."""
+    """Any model ``as_encoder`` takes, as an MTEB encoder; ``languages`` are the model's language codes.
+
+    ``model_meta`` (an ``mteb.ModelMeta``, e.g. an export's) labels the results; without it a minimal one is made,
+    named ``hf_xlsr/<name>`` with the weights' hash as its revision.
+    """
 
     def __init__(self, model: object, tokenizers=None, name: str | None = None, languages: Sequence[str] = (),
-                 default_language: str | None = None, batch_size: int = 32):  # fmt: skip
+                 default_language: str | None = None, batch_size: int = 32,
+                 model_meta: ModelMeta | None = None):  # fmt: skip
         self.model = model
         self.encoder = as_encoder(model, tokenizers, batch_size)
-        self.languages = list(languages) or (list(model) if isinstance(model, Mapping) else [])
+        routed = language_routes(model) if isinstance(model, SentenceTransformer) else []
+        self.languages = list(languages) or routed or (list(model) if isinstance(model, Mapping) else [])
         self.default_language = default_language or (self.languages[0] if self.languages else "x")
-        self.mteb_model_meta = ModelMeta.create_empty(
+        self.mteb_model_meta = model_meta or ModelMeta.create_empty(
             {"name": f"hf_xlsr/{name or type(model).__name__}", "revision": model_fingerprint(model),
              "similarity_fn_name": ScoringFunction.COSINE, "framework": ["PyTorch"]}
         )  # fmt: skip
@@ -203,6 +219,25 @@ class XlsrMtebEncoder(AbsEncoder):
         return (a * b).sum(dim=-1)
 
 
+def export_model_meta(path: str | os.PathLike) -> ModelMeta:
+    """The ``mteb.ModelMeta`` an hf_xlsr export carries (``mteb_model_meta.json``)."""
+    from ..export import MTEB_META
+
+    file = Path(path) / MTEB_META
+    if not file.is_file():
+        raise FileNotFoundError(f"{file}: not an hf_xlsr export (no mteb metadata)")
+    fields = json.loads(file.read_text())
+    if fields.get("training_datasets") is not None:
+        fields["training_datasets"] = set(fields["training_datasets"])
+    return ModelMeta(loader=None, **fields)
+
+
+def load_mteb_model(path: str | os.PathLike, batch_size: int = 32) -> XlsrMtebEncoder:
+    """An hf_xlsr export as an MTEB model carrying its ``ModelMeta``, for ``mteb.evaluate``."""
+    model = SentenceTransformer(str(path))
+    return XlsrMtebEncoder(model, batch_size=batch_size, model_meta=export_model_meta(path))
+
+
 def run_mteb(
     model: object,
     tasks: Sequence[mteb.AbsTask | str],
@@ -211,14 +246,16 @@ def run_mteb(
     cache_dir: str | os.PathLike | None = None,
     name: str | None = None,
     batch_size: int = 32,
+    model_meta: ModelMeta | None = None,
 ) -> dict[str, float]:
-    """Run local and standard MTEB tasks; return ``{task name: main score}`` (mean over subsets and splits).
+    """Run local and standard MTEB tasks with ``mteb.evaluate``; return ``{task name: main score}`` (mean over
+    subsets and splits). ``model_meta`` labels the results (an export's: :func:`export_model_meta`).
 
     Results are cached under ``cache_dir`` (MTEB's own layout) keyed by the model's weight hash.
     """
     if hasattr(model, "config") and not languages:
         languages = [getattr(model.config, "language_x", "x"), getattr(model.config, "language_y", "y")]
-    encoder = XlsrMtebEncoder(model, tokenizers, name, languages, batch_size=batch_size)
+    encoder = XlsrMtebEncoder(model, tokenizers, name, languages, batch_size=batch_size, model_meta=model_meta)
     if cache_dir is not None and encoder.mteb_model_meta.revision is None:
         raise ValueError("results can only be cached for a model with weights (the cache is keyed by their hash)")
     resolved = [mteb.get_task(task) if isinstance(task, str) else task for task in tasks]

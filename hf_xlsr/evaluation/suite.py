@@ -45,6 +45,7 @@ class SuiteOptions:
     output_dir: str = "evaluation"
     batch_size: int = 64
     mteb_cache: str | None = None
+    model_meta: object | None = None  # the mteb.ModelMeta of an export, labelling the mteb results
     seed: int = 0
     extra: dict = field(default_factory=dict)
 
@@ -110,7 +111,8 @@ def _mteb(model, tokenizers, options: SuiteOptions, standard: Sequence[str]) -> 
     ]
     if "en" in options.languages:
         tasks.append(sts_task(load_lee_similarity(), "en", name="HfXlsrLeeSTS", min_score=0.0, max_score=1.0))
-    scores = run_mteb(model, tasks, tokenizers, options.languages, options.mteb_cache, batch_size=options.batch_size)
+    scores = run_mteb(model, tasks, tokenizers, options.languages, options.mteb_cache, batch_size=options.batch_size,
+                      model_meta=options.model_meta)  # fmt: skip
     return {f"mteb_{task}": score for task, score in scores.items()}
 
 

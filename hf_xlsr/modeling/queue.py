@@ -190,13 +190,22 @@ class MomentumContrast(nn.Module):
     A model holds one and calls :meth:`enqueue` in its forward pass; the trainer's ``MomentumCallback`` calls the
     model's ``momentum_update`` once per optimizer step (a custom training loop must call
     ``model.momentum_update()`` after each ``optimizer.step()``). If keys keep being enqueued while no EMA update
-    has ever run, the queue would fill with keys of a frozen encoder: :meth:`enqueue` warns once.
+    has ever run, the queue would fill with keys of a frozen encoder: :meth:`enqueue` warns once (``strict=False``)
+    or raises (``strict=True``).
 
     Everything is model state: saved with checkpoints, restored on resume, left out of exports.
     """
 
-    def __init__(self, modules: dict[str, nn.Module], queue_size: int, dim: int, dtype: torch.dtype = torch.float32):
+    def __init__(
+        self,
+        modules: dict[str, nn.Module],
+        queue_size: int,
+        dim: int,
+        dtype: torch.dtype = torch.float32,
+        strict: bool = False,
+    ):
         super().__init__()
+        self.strict = strict
         self.momentum = nn.ModuleDict({name: momentum_copy(m).eval() for name, m in modules.items()})
         self.queue_x = MemoryQueue(queue_size, dim, dtype)
         self.queue_y = MemoryQueue(queue_size, dim, dtype)
@@ -264,13 +273,15 @@ class MomentumContrast(nn.Module):
         self.enqueues += 1
         if int(self.momentum_updates) == 0 and int(self.enqueues) > self.enqueues_per_update and not self._warned:
             self._warned = True
-            warnings.warn(
+            message = (
                 f"keys have been enqueued {int(self.enqueues)} times but the momentum encoder has never been "
                 "updated: the queue is filling with keys of a frozen copy. Train with hf_xlsr's XlsrTrainer (its "
                 "MomentumCallback runs the EMA), pass hf_xlsr.trainers.MomentumCallback() to your Trainer, or call "
-                "model.momentum_update() after every optimizer.step() in your own loop.",
-                stacklevel=3,
+                "model.momentum_update() after every optimizer.step() in your own loop."
             )
+            if self.strict:
+                raise RuntimeError(message)
+            warnings.warn(message, stacklevel=3)
         return True
 
 

@@ -35,16 +35,20 @@ class MomentumCallback(TrainerCallback):
     ``on_optimizer_step`` fires after ``optimizer.step()``, once per optimizer step whatever the gradient
     accumulation, so the momentum encoders see exactly one update per parameter update. ``XlsrTrainer`` adds this
     callback itself; with a plain ``transformers.Trainer`` pass it in ``callbacks=[MomentumCallback()]``.
+
+    ``target`` is what holds the momentum encoder (``momentum_coefficient``, ``momentum_update``,
+    ``discard_momentum_step``, ``momentum_contrast``): the trainer's model when None, or another object such as
+    :class:`hf_xlsr.losses.MomentumQueueLoss`.
     """
 
-    def __init__(self, schedule: str = "constant"):
+    def __init__(self, schedule: str = "constant", target=None):
         if schedule not in MOMENTUM_SCHEDULES:
             raise ValueError(f"momentum schedule must be one of {MOMENTUM_SCHEDULES}, got {schedule!r}")
-        self.schedule = schedule
+        self.schedule, self.target = schedule, target
         self._finite_gradients = True
 
     def on_train_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, model=None, **kw):
-        contrast = getattr(model, "momentum_contrast", None)
+        contrast = getattr(self.target or model, "momentum_contrast", None)
         if contrast is not None:  # micro-batches per optimizer step: the model warns only beyond that
             contrast.enqueues_per_update = args.gradient_accumulation_steps
 
@@ -63,10 +67,11 @@ class MomentumCallback(TrainerCallback):
             reason = "was skipped (fp16 overflow)" if skipped else "had non-finite gradients"
             logger.warning("optimizer step %d %s: no EMA update, its keys leave the queues", state.global_step + 1,
                            reason)  # fmt: skip
-            model.discard_momentum_step()
+            (self.target or model).discard_momentum_step()
             return
-        base = model.momentum_coefficient
-        model.momentum_update(scheduled_momentum(base, state.global_step, state.max_steps, self.schedule))
+        target = self.target or model
+        base = target.momentum_coefficient
+        target.momentum_update(scheduled_momentum(base, state.global_step, state.max_steps, self.schedule))
 
 
 class StageCallback(TrainerCallback):

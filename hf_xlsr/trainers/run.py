@@ -271,7 +271,7 @@ def run_training(
             with atomic_directory(Path(training_args.output_dir) / "adapters") as staging:
                 model.save_adapters(staging)
         if data_args.export_dir:
-            export_sentence_transformers(model, tokenizers, data_args.export_dir, data_args.max_length)
+            export_sentence_transformers(model, tokenizers, data_args.export_dir, data_args.max_length, run_info)
         if training_args.push_export_to_hub:
             retrieval = {k.removeprefix("eval_"): v for k, v in metrics.items() if "retrieval" in k}
             trainer.push_export_to_hub(results={"retrieval": retrieval} if retrieval else {}, run_info=run_info)
@@ -298,6 +298,7 @@ def run_record(model_args, data_args, training_args, trainer, n_train: int, eval
         training["lora"] = ", ".join(f"{k}={v}" for k, v in lora.items()) + " (merged into the exported weights)"
     return {
         "model_type": model_args.model_type,
+        "train_data": data_args.train_data,
         "encoder_x": model_args.encoder_x,
         "encoder_y": model_args.encoder_y,
         "languages": data_args.languages,

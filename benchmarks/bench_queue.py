@@ -1,0 +1,130 @@
+"""The cost of a memory queue in the loss, against its arithmetic floor and against scoring it in one piece.
+
+For one direction of MoCo-BERT's loss (a batch of B queries, d = 384, a queue of K keys), each configuration runs
+in a fresh process and reports the seconds of forward + backward and the resident memory the step added:
+
+* ``no queue``: the loss on the batch alone (the part every configuration shares);
+* ``blocked``: hf_xlsr's ``info_nce``, the queue scored in blocks of 8,192 keys with an online log-sum-exp whose
+  gradient for the queries is accumulated in the same pass (nothing of size B x K is kept);
+* ``materialised``: the queue scored in one piece, as hf_xlsr did before: a float32 copy of the queue, the B x K
+  logits concatenated to the batch's and ``cross_entropy``, autograd keeping the logits for the backward pass.
+
+The floor is the arithmetic the queue needs, 2 B K d multiply-adds (its logits, and the gradient of the queries
+through them), at the machine's own float32 matmul rate measured in the same run on matrices of the same shapes.
+The issue's floor counts the backward twice over (4 B K d); both ratios are printed.
+
+    python benchmarks/bench_queue.py --out benchmarks/results/queue.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+D = 384
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def materialised(q, k, queue, tau):
+    """The former implementation: a float32 copy of the queue, logits of the whole queue kept for backward."""
+    scores = q.float() @ k.float().T
+    negatives = q.float() @ queue.float().T
+    logits = torch.cat([scores, negatives], dim=1) / tau
+    return F.cross_entropy(logits, torch.arange(len(q)))
+
+
+def one_configuration(implementation: str, size: int, batch: int, dtype: str, repeats: int) -> dict:
+    from hf_xlsr.modeling.losses import info_nce
+
+    torch.manual_seed(0)
+    queue = F.normalize(torch.randn(size, D), dim=-1).to(getattr(torch, dtype)) if size else None
+    keys = F.normalize(torch.randn(batch, D), dim=-1)
+    base = torch.randn(batch, D)
+    before = peak_rss_mb()
+
+    def step():
+        q = F.normalize(base.clone().requires_grad_(), dim=-1)
+        if implementation == "materialised":
+            loss = materialised(q, keys, queue, 0.04)
+        else:
+            loss = info_nce(q, keys, 0.04, [(queue, None)] if queue is not None else []).loss
+        loss.backward()
+
+    step()  # warm-up
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    return {"seconds": sorted(times)[len(times) // 2], "added_rss_mb": peak_rss_mb() - before}
+
+
+def matmul_rate(size: int, batch: int) -> float:
+    """Multiply-adds per second of float32 (B x d) @ (d x K) products on this machine, in blocks of 8,192 keys."""
+    q, keys = torch.randn(batch, D), torch.randn(min(size, 8192), D)
+    q @ keys.T
+    repeats = max(3, 4_000_000_000 // (batch * D * len(keys)) // 50)
+    start = time.perf_counter()
+    for _ in range(repeats):
+        q @ keys.T
+    return repeats * batch * D * len(keys) / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[4096, 65536, 409600])
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--out")
+    parser.add_argument("--one", nargs=4, metavar=("IMPLEMENTATION", "SIZE", "DTYPE", "REPEATS"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    if args.one:
+        implementation, size, dtype, repeats = args.one
+        print(json.dumps(one_configuration(implementation, int(size), args.batch, dtype, int(repeats))))
+        return
+
+    def run(implementation: str, size: int, dtype: str = "float32") -> dict:
+        command = [sys.executable, __file__, "--batch", str(args.batch), "--threads", str(args.threads),
+                   "--one", implementation, str(size), dtype, str(args.repeats)]  # fmt: skip
+        output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+        return json.loads(output.strip().splitlines()[-1])
+
+    baseline = run("blocked", 0)
+    rows = []
+    print(f"batch {args.batch}, d {D}, {args.threads} threads; no queue: {baseline['seconds'] * 1e3:.2f} ms")
+    print(f"{'K':>8} {'queue':>8} {'implementation':>13} {'ms added':>9} {'x floor':>8} {'x issue floor':>14} "
+          f"{'MB added':>9}")  # fmt: skip
+    for size in args.sizes:
+        rate = matmul_rate(size, args.batch)
+        floor = 2 * args.batch * size * D / rate
+        for dtype in ("float32", "float16"):
+            for implementation in ("blocked", "materialised"):
+                result = run(implementation, size, dtype)
+                added = result["seconds"] - baseline["seconds"]
+                row = {"K": size, "queue_dtype": dtype, "implementation": implementation, "batch": args.batch,
+                       "seconds": result["seconds"], "added_seconds": added, "floor_seconds": floor,
+                       "ratio_to_floor": added / floor, "ratio_to_issue_floor": added / (2 * floor),
+                       "added_rss_mb": result["added_rss_mb"], "queue_mb": size * D * (4 if dtype == "float32" else 2)
+                       / 2**20, "matmul_rate_gmacs": rate / 1e9}  # fmt: skip
+                rows.append(row)
+                print(f"{size:>8} {dtype:>8} {implementation:>13} {added * 1e3:>9.1f} {row['ratio_to_floor']:>8.2f} "
+                      f"{row['ratio_to_issue_floor']:>14.2f} {result['added_rss_mb']:>9.1f}", flush=True)  # fmt: skip
+    if args.out:
+        with open(args.out, "w") as handle:
+            json.dump({"arguments": vars(args), "baseline": baseline, "rows": rows}, handle, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,166 @@
+"""MomentumQueueLoss with SentenceTransformerTrainer: keys from the momentum copy, one EMA per optimizer step, the
+queue and momentum model in checkpoints, two processes, and the model card."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from conftest import tiny_encoder_config
+from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
+from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
+from test_multiprocess import ROOT, launch_two_processes
+from transformers import BertConfig, BertModel, TrainerCallback
+
+from hf_xlsr.data import load_bible
+from hf_xlsr.losses import MomentumQueueLoss
+
+
+@pytest.fixture(scope="module")
+def encoder_dir(tmp_path_factory, tokenizer) -> str:
+    """A tiny BERT with the real MiniLM tokenizer, saved once."""
+    folder = tmp_path_factory.mktemp("tiny_encoder")
+    torch.manual_seed(0)
+    config = BertConfig(**{k: v for k, v in tiny_encoder_config().items() if k != "model_type"})
+    BertModel(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+@pytest.fixture(scope="module")
+def pairs():
+    rows = load_bible(["en", "fr"], split="train").select(range(64))
+    return rows.rename_columns({"en": "anchor", "fr": "positive"}).select_columns(["anchor", "positive"])
+
+
+def sentence_model(encoder_dir) -> SentenceTransformer:
+    torch.manual_seed(0)
+    modules = [Transformer(encoder_dir, max_seq_length=32), Pooling(32, "mean")]
+    return SentenceTransformer(modules=modules, device="cpu")
+
+
+def trainer_for(model, loss, pairs, output_dir, callbacks=None, **arguments):
+    defaults = dict(output_dir=str(output_dir), per_device_train_batch_size=4, max_steps=6, learning_rate=1e-3,
+                    save_strategy="no", report_to="none", use_cpu=True, disable_tqdm=True, seed=0)  # fmt: skip
+    args = SentenceTransformerTrainingArguments(**{**defaults, **arguments})
+    callbacks = [loss.callback] if callbacks is None else callbacks
+    return SentenceTransformerTrainer(model=model, args=args, train_dataset=pairs, loss=loss, callbacks=callbacks)
+
+
+def test_the_loss_takes_its_positives_and_negatives_from_the_momentum_copy(encoder_dir, pairs):
+    """After EMA steps, the loss equals Eq. 2-3 written out with the momentum copy's keys and the queue."""
+    model = sentence_model(encoder_dir)
+    loss = MomentumQueueLoss(model, queue_size=10, momentum=0.5, temperature=0.1)
+    trainer_for(model, loss, pairs, "unused", max_steps=3, learning_rate=5e-2).train()
+    assert int(loss.momentum_contrast.momentum_updates) == 3
+    batch = [model.tokenize(list(pairs[column][40:44])) for column in ("anchor", "positive")]
+    model.eval()
+    with torch.no_grad():
+        value = loss(batch).item()
+        live = [torch.nn.functional.normalize(model(dict(b))["sentence_embedding"].double(), dim=-1) for b in batch]
+        momentum = loss.momentum_contrast.momentum["encoder"]
+        keys = [torch.nn.functional.normalize(momentum(dict(b))["sentence_embedding"].double(), dim=-1) for b in batch]
+    assert (live[1] - keys[1]).abs().max() > 1e-3  # the momentum copy lags behind by now
+    queues = [q.negatives()[0].double() for q in (loss.momentum_contrast.queue_x, loss.momentum_contrast.queue_y)]
+
+    def direction(queries, own_keys, queue):
+        total = 0.0
+        for i in range(4):
+            logits = [float(queries[i] @ k) / 0.1 for k in own_keys] + [float(queries[i] @ k) / 0.1 for k in queue]
+            top = max(logits)
+            total -= logits[i] - top - math.log(sum(math.exp(t - top) for t in logits))
+        return total / 4
+
+    expected = direction(live[0], keys[1], queues[1]) + direction(live[1], keys[0], queues[0])
+    assert value == pytest.approx(expected, rel=1e-5)
+
+
+def test_one_ema_per_optimizer_step_under_gradient_accumulation(encoder_dir, pairs, tmp_path):
+    model = sentence_model(encoder_dir)
+    loss = MomentumQueueLoss(model, queue_size=10, momentum=0.9)
+    before = [p.detach().clone() for p in loss.momentum_contrast.momentum["encoder"].parameters()]
+    trainer_for(model, loss, pairs, tmp_path, max_steps=3, gradient_accumulation_steps=2).train()
+    contrast = loss.momentum_contrast
+    assert int(contrast.momentum_updates) == 3 and int(contrast.enqueues) == 6  # 3 EMA, 6 micro-batches queued
+    assert int(contrast.queue_x.ptr) == (6 * 4) % 10 and int(contrast.queue_x.filled) == 10
+    after = list(loss.momentum_contrast.momentum["encoder"].parameters())
+    assert any(not torch.equal(a, b) for a, b in zip(before, after, strict=True))
+
+
+def test_training_without_the_callback_is_refused(encoder_dir, pairs, tmp_path):
+    model = sentence_model(encoder_dir)
+    loss = MomentumQueueLoss(model, queue_size=10)
+    with pytest.raises(RuntimeError, match="the momentum encoder has never been updated"):
+        trainer_for(model, loss, pairs, tmp_path, callbacks=[]).train()
+
+
+class StopAt(TrainerCallback):
+    def __init__(self, step):
+        self.step = step
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step >= self.step:
+            control.should_training_stop = True
+        return control
+
+
+def test_resume_restores_queue_pointer_and_momentum_model_exactly(encoder_dir, pairs, tmp_path):
+    """6 steps straight == 3 steps, checkpoint, a new model, loss and trainer resumed, 3 more steps. The queue holds
+    10 keys and a step brings 4: the pointer at the checkpoint is 2, not where a fresh queue starts."""
+    straight_model = sentence_model(encoder_dir)
+    straight = MomentumQueueLoss(straight_model, queue_size=10, momentum=0.9)
+    trainer_for(straight_model, straight, pairs, tmp_path / "straight").train()
+
+    model = sentence_model(encoder_dir)
+    first = MomentumQueueLoss(model, queue_size=10, momentum=0.9)
+    interrupted = trainer_for(model, first, pairs, tmp_path / "split", save_strategy="steps", save_steps=3)
+    interrupted.add_callback(StopAt(3))
+    interrupted.train()
+    assert int(first.momentum_contrast.queue_x.ptr) == 2
+    model = sentence_model(encoder_dir)
+    resumed = MomentumQueueLoss(model, queue_size=10, momentum=0.9)
+    trainer_for(model, resumed, pairs, tmp_path / "split", save_strategy="steps", save_steps=3).train(
+        resume_from_checkpoint=str(tmp_path / "split" / "checkpoint-3")
+    )
+    a, b = straight.momentum_contrast.state_dict(), resumed.momentum_contrast.state_dict()
+    assert a.keys() == b.keys()
+    for name in a:
+        assert torch.equal(a[name], b[name]), name
+    assert int(b["queue_x.ptr"]) == 24 % 10 and int(b["momentum_updates"]) == 6
+    for (name, p), q in zip(straight_model.named_parameters(), model.parameters(), strict=True):
+        assert torch.equal(p, q), name
+
+
+def test_resuming_without_the_saved_queue_names_the_missing_file(encoder_dir, pairs, tmp_path):
+    model = sentence_model(encoder_dir)
+    loss = MomentumQueueLoss(model, queue_size=10)
+    trainer = trainer_for(model, loss, pairs, tmp_path, max_steps=2, save_strategy="steps", save_steps=2)
+    trainer.train()
+    (tmp_path / "checkpoint-2" / "momentum_queue_loss.safetensors").unlink()
+    fresh = MomentumQueueLoss(sentence_model(encoder_dir), queue_size=10)
+    with pytest.raises(FileNotFoundError, match=r"checkpoint-2/momentum_queue_loss\.safetensors: training resumes"):
+        trainer_for(fresh.model, fresh, pairs, tmp_path, max_steps=4).train(resume_from_checkpoint=True)
+
+
+def test_two_processes_hold_the_same_queue_of_both_processes_keys(encoder_dir, tmp_path):
+    result = launch_two_processes(ROOT / "tests" / "scripts" / "train_st_loss.py", encoder_dir, str(tmp_path))
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    rank0, rank1 = torch.load(tmp_path / "rank0.pt"), torch.load(tmp_path / "rank1.pt")
+    assert int(rank0["world_size"]) == 2
+    for name in rank0:
+        assert torch.equal(rank0[name], rank1[name]), name
+    assert int(rank0["queue_x.filled"]) == 24 and int(rank0["momentum_updates"]) == 3  # 3 steps x 4 x 2
+
+
+def test_the_model_card_names_the_loss_and_cites_the_paper(encoder_dir, pairs, tmp_path):
+    model = sentence_model(encoder_dir)
+    loss = MomentumQueueLoss(model, queue_size=10)
+    assert loss.get_config_dict() == {"queue_size": 10, "momentum": 0.999, "temperature": 0.05, "symmetric": True,
+                                      "in_batch_negatives": True, "queue_dtype": "float32"}  # fmt: skip
+    trainer_for(model, loss, pairs, tmp_path, max_steps=1).train()
+    model.save(str(tmp_path / "saved"))
+    card = (tmp_path / "saved" / "README.md").read_text()
+    assert "MomentumQueueLoss" in card and "Aligning Cross-lingual Sentence Representations" in card
+    assert '"queue_size": 10' in card
