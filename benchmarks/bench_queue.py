@@ -10,8 +10,9 @@ in a fresh process and reports the seconds of forward + backward and the residen
   logits concatenated to the batch's and ``cross_entropy``, autograd keeping the logits for the backward pass.
 
 The floor is the arithmetic the queue needs, 2 B K d multiply-adds (its logits, and the gradient of the queries
-through them), at the machine's own float32 matmul rate measured in the same run on matrices of the same shapes.
-The issue's floor counts the backward twice over (4 B K d); both ratios are printed.
+through them), at the machine's own float32 matmul rate measured in the same run on matrices of the same shapes
+(the median of 200 timings). The issue's floor counts the backward twice over (4 B K d); both ratios are printed.
+Times are medians of ``--repeats`` steps.
 
     python benchmarks/bench_queue.py --out benchmarks/results/queue.json
 """
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import time
@@ -31,8 +31,20 @@ import torch.nn.functional as F
 D = 384
 
 
+def reset_peak_rss() -> None:
+    """Linux: make the peak resident set size start again from the current one (``clear_refs`` value 5)."""
+    with open("/proc/self/clear_refs", "w") as handle:
+        handle.write("5")
+
+
 def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    with open("/proc/self/status") as handle:
+        return next(int(line.split()[1]) for line in handle if line.startswith("VmHWM:")) / 1024
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status") as handle:
+        return next(int(line.split()[1]) for line in handle if line.startswith("VmRSS:")) / 1024
 
 
 def materialised(q, k, queue, tau):
@@ -50,7 +62,8 @@ def one_configuration(implementation: str, size: int, batch: int, dtype: str, re
     queue = F.normalize(torch.randn(size, D), dim=-1).to(getattr(torch, dtype)) if size else None
     keys = F.normalize(torch.randn(batch, D), dim=-1)
     base = torch.randn(batch, D)
-    before = peak_rss_mb()
+    reset_peak_rss()
+    before = rss_mb()
 
     def step():
         q = F.normalize(base.clone().requires_grad_(), dim=-1)
@@ -69,15 +82,17 @@ def one_configuration(implementation: str, size: int, batch: int, dtype: str, re
     return {"seconds": sorted(times)[len(times) // 2], "added_rss_mb": peak_rss_mb() - before}
 
 
-def matmul_rate(size: int, batch: int) -> float:
-    """Multiply-adds per second of float32 (B x d) @ (d x K) products on this machine, in blocks of 8,192 keys."""
-    q, keys = torch.randn(batch, D), torch.randn(min(size, 8192), D)
-    q @ keys.T
-    repeats = max(3, 4_000_000_000 // (batch * D * len(keys)) // 50)
-    start = time.perf_counter()
+def matmul_rate(batch: int, repeats: int = 200) -> float:
+    """Multiply-adds per second of this machine's float32 matmuls of the queue's two shapes, (B x d) @ (d x 8192)
+    for the logits and (B x 8192) @ (8192 x d) for the queries' gradient; the median of ``repeats``."""
+    q, keys, weights = torch.randn(batch, D), torch.randn(8192, D), torch.randn(batch, 8192)
+    times = []
     for _ in range(repeats):
+        start = time.perf_counter()
         q @ keys.T
-    return repeats * batch * D * len(keys) / (time.perf_counter() - start)
+        weights @ keys
+        times.append(time.perf_counter() - start)
+    return 2 * batch * D * 8192 / sorted(times)[len(times) // 2]
 
 
 def main() -> None:
@@ -85,9 +100,11 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[4096, 65536, 409600])
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--out")
-    parser.add_argument("--one", nargs=4, metavar=("IMPLEMENTATION", "SIZE", "DTYPE", "REPEATS"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--one", nargs=4, metavar=("IMPLEMENTATION", "SIZE", "DTYPE", "REPEATS"), help=argparse.SUPPRESS
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     if args.one:
@@ -102,12 +119,12 @@ def main() -> None:
         return json.loads(output.strip().splitlines()[-1])
 
     baseline = run("blocked", 0)
+    rate = matmul_rate(args.batch)
     rows = []
     print(f"batch {args.batch}, d {D}, {args.threads} threads; no queue: {baseline['seconds'] * 1e3:.2f} ms")
     print(f"{'K':>8} {'queue':>8} {'implementation':>13} {'ms added':>9} {'x floor':>8} {'x issue floor':>14} "
           f"{'MB added':>9}")  # fmt: skip
     for size in args.sizes:
-        rate = matmul_rate(size, args.batch)
         floor = 2 * args.batch * size * D / rate
         for dtype in ("float32", "float16"):
             for implementation in ("blocked", "materialised"):

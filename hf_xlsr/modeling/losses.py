@@ -37,7 +37,7 @@ class _QueueLogSumExp(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, queries, keys, scale, query_ids, key_ids, block_size):
-        q = at_least_float32(queries)
+        q = at_least_float32(queries) * scale  # scaled once: each block's logits come straight from the matmul
         n = q.shape[0]
         running_max, total = q.new_full((n,), -math.inf), q.new_zeros(n)
         weighted = q.new_zeros(q.shape) if ctx.needs_input_grad[0] else None  # sum_j e^(logit_ij - max_i) k_j
@@ -45,24 +45,24 @@ class _QueueLogSumExp(torch.autograd.Function):
         masking = query_ids is not None and key_ids is not None
         for start in range(0, keys.shape[0], block_size):
             block = keys[start : start + block_size].to(q.dtype)  # one block in float32, never the whole queue
-            logits = (q @ block.T) * scale
+            logits = q @ block.T
             if masking:  # a query's own example is not its negative
                 same = (query_ids[:, None] == key_ids[None, start : start + block_size]) & (query_ids[:, None] >= 0)
-                logits = logits.masked_fill(same, -math.inf)
+                logits.masked_fill_(same, -math.inf)
                 count += (~same).sum()
                 logit_sum += logits.masked_fill(same, 0.0).sum()
             else:
                 count += logits.numel()
                 logit_sum += logits.sum()
-            block_max = logits.max(dim=1).values
+            block_max = logits.amax(dim=1)
             best = torch.maximum(best, block_max)
             new_max = torch.maximum(running_max, block_max)
             shift = torch.where(torch.isfinite(new_max), new_max, 0.0)
             rescale = torch.exp(running_max - shift)  # exp(-inf) = 0 for rows that had nothing yet
-            weights = torch.exp(logits - shift[:, None])
+            weights = logits.sub_(shift[:, None]).exp_()  # in place: the block's logits are not needed any more
             total = total * rescale + weights.sum(dim=1)
             if weighted is not None:
-                weighted = weighted * rescale[:, None] + weights @ block
+                weighted = torch.addmm(weighted * rescale[:, None], weights, block)
             running_max = new_max
         lse = torch.where(torch.isfinite(running_max), running_max, 0.0) + torch.log(total)  # -inf: all masked
         if weighted is not None:  # d lse_i / d q_i = scale * sum_j softmax_ij k_j
