@@ -29,9 +29,18 @@ VARIANTS = {
 }
 
 
+def common_arguments(args, output_dir) -> dict:
+    """The budget every variant trains with: same steps, batch, learning rate schedule, clipping and seed."""
+    return dict(
+        output_dir=output_dir, max_steps=args.steps, per_device_train_batch_size=args.batch_size,
+        learning_rate=args.learning_rate, warmup_steps=args.warmup_steps, lr_scheduler_type="cosine",
+        weight_decay=1e-4, max_grad_norm=10.0, seed=args.seed, save_strategy="no", report_to="none",
+        disable_tqdm=True, use_cpu=True,
+    )  # fmt: skip
+
+
 def child(name: str, args) -> dict:
     import torch
-    from bench_dual_momentum_quality import common_arguments
 
     from hf_xlsr import DualMomentumModel
     from hf_xlsr.data import load_bible, resolve_reference

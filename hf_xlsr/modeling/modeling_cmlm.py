@@ -57,6 +57,7 @@ class CmlmOutput(ModelOutput):
     loss_br: additive-margin bitext retrieval loss, both directions, before alpha.
     loss_nli: cross-entropy of the NLI head.
     mlm_accuracy: share of masked tokens predicted right. accuracy_xy: in-batch retrieval accuracy x -> y.
+    queue_fill: with a queue (hf_xlsr's extension), the share of its slots written so far.
     embeddings_x / embeddings_y: L2-normalised sentence vectors of the bitext.
     """
 
@@ -66,6 +67,7 @@ class CmlmOutput(ModelOutput):
     loss_nli: torch.FloatTensor | None = None
     mlm_accuracy: torch.FloatTensor | None = None
     accuracy_xy: torch.FloatTensor | None = None
+    queue_fill: torch.FloatTensor | None = None
     embeddings_x: torch.FloatTensor | None = None
     embeddings_y: torch.FloatTensor | None = None
 
@@ -124,22 +126,25 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixi
     def from_encoder(cls, name_or_path: str, **config_kwargs) -> CmlmModel:
         """CMLM around a pretrained masked LM (a Hub id or a local path).
 
-        A checkpoint without a masked-LM head gets a new one, and unless ``head_warmup_steps`` is given, the
-        encoder stays frozen for the first ``NEW_HEAD_WARMUP_STEPS`` optimizer steps while the head learns.
+        A checkpoint without a masked-LM head gets a new one, and unless ``head_warmup_steps`` is given (or the
+        schedule never trains CMLM), the encoder stays frozen for the first ``NEW_HEAD_WARMUP_STEPS`` optimizer
+        steps while the head learns.
         """
         masked_lm, info = AutoModelForMaskedLM.from_pretrained(
             name_or_path, config=AutoConfig.from_pretrained(name_or_path), output_loading_info=True
         )
         prefix = masked_lm.base_model_prefix
         new_head = [key for key in info["missing_keys"] if not key.startswith(f"{prefix}.")]
-        if new_head and "head_warmup_steps" not in config_kwargs:
-            config_kwargs["head_warmup_steps"] = NEW_HEAD_WARMUP_STEPS
+        config = CmlmConfig(encoder=masked_lm.config.to_dict(), **config_kwargs)
+        trains_cmlm = config.stage_losses(1)[0] or config.stage_losses(2)[0]
+        if new_head and trains_cmlm and "head_warmup_steps" not in config_kwargs:
+            config.head_warmup_steps = NEW_HEAD_WARMUP_STEPS
             logger.warning(
                 "%s has no masked-LM head (%s, ... are new): the head trains alone for the first %d optimizer steps, "
                 "the encoder frozen, so that its random start does not wreck the sentence space (head_warmup_steps)",
                 name_or_path, new_head[0], NEW_HEAD_WARMUP_STEPS,
             )  # fmt: skip
-        return cls(CmlmConfig(encoder=masked_lm.config.to_dict(), **config_kwargs), masked_lm=masked_lm)
+        return cls(config, masked_lm=masked_lm)
 
     # ----------------------------------------------------------------------------------------------------------------
     # Encoder and projections
@@ -248,6 +253,7 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixi
                     keys_y = self._momentum_keys(y_input_ids, y_attention_mask)
                     queries = parts["embeddings_x"], parts["embeddings_y"]
                     loss_br, _ = self._queued_contrast(*queries, keys_x, keys_y, example_ids, self.config.br_margin)
+                    parts.update(self.queue_statistics())
                 else:
                     loss_br = additive_margin_retrieval_loss(u, v, self.config.br_margin)
                 parts["loss_br"] = loss_br.detach()

@@ -293,7 +293,7 @@ class DualMomentumModel(SentenceEncoderMixin, FrozenParametersMixin, DualMomentu
             accuracy_yx=yx.accuracy,
             positive_similarity=(xy.positive_similarity + yx.positive_similarity) / 2,
             negative_similarity=negative_similarity,
-            queue_fill=self.queue_y.filled.float() / self.queue_y.size,
+            queue_fill=self.momentum_contrast.fill(),
             embeddings_x=h_x,
             embeddings_y=h_y,
         )

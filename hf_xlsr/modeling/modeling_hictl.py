@@ -63,6 +63,7 @@ class HictlOutput(ModelOutput):
     loss: ``L_LM + L_S + L_W`` (Eq. 7), the parts switched on in the config.
     loss_lm: TLM / MLM on the concatenated pair. loss_sentence: L_S (Eq. 4). loss_word: L_W (Eq. 6).
     accuracy_xy: in-batch retrieval accuracy x -> y of the sentence representations.
+    queue_fill: with a queue (hf_xlsr's extension), the share of its slots written so far.
     embeddings_x / embeddings_y: L2-normalised sentence representations r.
     """
 
@@ -71,6 +72,7 @@ class HictlOutput(ModelOutput):
     loss_sentence: torch.FloatTensor | None = None
     loss_word: torch.FloatTensor | None = None
     accuracy_xy: torch.FloatTensor | None = None
+    queue_fill: torch.FloatTensor | None = None
     embeddings_x: torch.FloatTensor | None = None
     embeddings_y: torch.FloatTensor | None = None
 
@@ -219,6 +221,7 @@ class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, FrozenPara
                     loss_sentence, _ = self._queued_contrast(
                         *queries, keys_x, keys_y, example_ids, both_languages=True
                     )
+                    parts.update(self.queue_statistics())
                 else:
                     loss_sentence = sentence_contrastive_loss(r_x, r_y, config.temperature)  # Eq. 2-4
                 parts["loss_sentence"] = loss_sentence.detach()

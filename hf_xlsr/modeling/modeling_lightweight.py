@@ -66,6 +66,7 @@ class LightweightDualTransformerOutput(ModelOutput):
     loss_align: L_align (Eq. 5). loss_sim: L_sim (Eq. 6).
     generative_accuracy: how often the masked token is the most probable word (SMLM / UGT).
     accuracy_xy: in-batch retrieval accuracy x -> y by inner product.
+    queue_fill: with a queue (hf_xlsr's extension), the share of its slots written so far.
     embeddings_x / embeddings_y: L2-normalised sentence vectors.
     """
 
@@ -75,6 +76,7 @@ class LightweightDualTransformerOutput(ModelOutput):
     loss_sim: torch.FloatTensor | None = None
     generative_accuracy: torch.FloatTensor | None = None
     accuracy_xy: torch.FloatTensor | None = None
+    queue_fill: torch.FloatTensor | None = None
     embeddings_x: torch.FloatTensor | None = None
     embeddings_y: torch.FloatTensor | None = None
 
@@ -220,6 +222,7 @@ class LightweightDualTransformer(
                 keys_y = self._momentum_keys(y_input_ids, y_attention_mask)
                 queries = embeddings["embeddings_x"], embeddings["embeddings_y"]
                 align, _ = self._queued_contrast(*queries, keys_x, keys_y, example_ids)
+                parts.update(self.queue_statistics())
             else:
                 align = in_batch_alignment_loss(u, v)  # Eq. 5
             parts["loss_align"] = align.detach()

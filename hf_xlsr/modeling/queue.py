@@ -223,6 +223,10 @@ class MomentumContrast(nn.Module):
     def queues(self) -> tuple[MemoryQueue, MemoryQueue]:
         return self.queue_x, self.queue_y
 
+    def fill(self) -> torch.Tensor:
+        """The share of the queue's slots written so far (logged as ``queue_fill``)."""
+        return self.queue_y.filled.float() / self.queue_y.size
+
     @torch.no_grad()
     def synchronize(self, modules: dict[str, nn.Module]) -> None:
         """Make every momentum module an exact copy of its live module (at construction, after loading
@@ -352,3 +356,7 @@ class QueuedNegativesMixin:
         loss = xy.loss + yx.loss
         contrast.enqueue(keys_x, keys_y, example_ids, loss)
         return loss, xy
+
+    def queue_statistics(self) -> dict[str, torch.Tensor]:
+        """``{"queue_fill": ...}`` for a model's output when it has a queue, else nothing."""
+        return {"queue_fill": self.momentum_contrast.fill()} if self.config.queue_size else {}
