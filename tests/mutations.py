@@ -94,7 +94,7 @@ MUTATIONS = [
              "similarities, excluded, self.config.num_negatives, 1e9",
              "tests/test_hictl.py::test_sampled_word_negatives_are_hard"),
     Mutation("hictl_word_query_not_cls", M + "modeling_hictl.py",
-             "word_level_loss(output.hidden_states[-1][:, 0]", "word_level_loss(output.hidden_states[-1][:, 1]",
+             "self.word_level_loss(states[:, 0],", "self.word_level_loss(states[:, 1],",
              "tests/test_hictl.py::test_word_level_query_is_the_pairs_first_token"),
     Mutation("hictl_monolingual_copy_visible", "hf_xlsr/trainers/collators.py",
              "[masked_x[j] for j in order],", "[x_ids[j] for j in order],",

@@ -68,8 +68,8 @@ def test_projections_and_their_concatenation_before_the_second_sentence(tokenize
 
     batch = CmlmCollator(tokenizer, "en", "fr", max_length=32, swap_probability=0.0)([adjacent[i] for i in range(3)])
     seen = {}
-    hook = model.masked_lm.register_forward_pre_hook(
-        lambda module, args, kwargs: seen.update(kwargs), with_kwargs=True
+    hook = model.encoder.register_forward_pre_hook(  # the pass over the second sentence, with its prefix
+        lambda module, args, kwargs: seen.update(kwargs) if "inputs_embeds" in kwargs else None, with_kwargs=True
     )
     model(first_input_ids=batch["first_input_ids"], first_attention_mask=batch["first_attention_mask"],
           second_input_ids=batch["second_input_ids"], second_attention_mask=batch["second_attention_mask"],
@@ -157,6 +157,26 @@ def test_schedules_switch_losses_at_the_second_stage(schedule, alias, first, sec
             assert out.loss.item() == pytest.approx((out.loss_cmlm + 0.2 * out.loss_br).item(), rel=1e-6)
         elif expected == (False, True):
             assert out.loss.item() == pytest.approx(out.loss_br.item(), rel=1e-6)  # BR alone, weight 1
+
+
+def test_masked_token_loss_scores_only_masked_positions_as_full_scoring_would():
+    """The head on the masked positions only: the loss written out in float64 over every position's logits."""
+    from hf_xlsr.modeling.common import masked_lm_head
+    from hf_xlsr.modeling.losses import masked_token_loss
+
+    model = tiny_cmlm()
+    torch.manual_seed(4)
+    states = torch.randn(3, 7, 32)
+    labels = torch.full((3, 7), -100)
+    labels[0, 2], labels[1, 0], labels[1, 5], labels[2, 6] = 11, 2000, 7, 30000
+    head = masked_lm_head(model.masked_lm)
+    assert head is model.masked_lm.cls
+    loss, accuracy = masked_token_loss(states, labels, head)
+    with torch.no_grad():
+        logits = head(states).double()
+    expected = [-torch.log_softmax(logits[i, j], dim=-1)[labels[i, j]].item() for i, j in labels.ne(-100).nonzero()]
+    assert loss.item() == pytest.approx(sum(expected) / 4, rel=1e-5)
+    assert 0.0 <= accuracy.item() <= 1.0
 
 
 def test_the_first_sentences_encoder_gets_the_cmlm_gradient(tokenizer, adjacent):

@@ -1,6 +1,18 @@
-"""What the evaluators and the export need from every hf_xlsr model, whatever its paper."""
+"""What the evaluators and the export need from every hf_xlsr model, whatever its paper; and the prediction head
+of a masked LM, which CMLM and HICTL apply to the masked positions only."""
 
 from __future__ import annotations
+
+from torch import nn
+
+
+def masked_lm_head(masked_lm: nn.Module) -> nn.Module:
+    """The prediction head of an ``AutoModelForMaskedLM``: its one child besides the base model (BERT's ``cls``,
+    XLM-R's ``lm_head``, ...), mapping final states ``(..., hidden)`` to vocabulary scores."""
+    heads = [module for name, module in masked_lm.named_children() if name != masked_lm.base_model_prefix]
+    if len(heads) != 1:
+        raise ValueError(f"cannot tell the prediction head of {type(masked_lm).__name__} from its other modules")
+    return heads[0]
 
 
 class SentenceEncoderMixin:

@@ -98,6 +98,7 @@ class HictlTranslationConfig(EncoderDecoderConfig):
 
     model_type = "xlsr_hictl_translation"
 
+    fusion: bool = True  # add the similarity to the logits (Section 3.2); False: the same decoder without it
     fusion_temperature: float = 1.0  # scale of the added similarity: cos(h_cls, e(w)) / fusion_temperature
     decoder_layers: int = 4  # "a shallower decoder with 4 identical layers" (Section 4.2)
     encoder_frozen_steps: int = 0  # two-stage fine-tuning: decoder only for these optimizer steps, then all

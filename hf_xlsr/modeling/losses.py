@@ -7,7 +7,7 @@ over hundreds of thousands of negatives stays exact.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import torch
@@ -195,6 +195,23 @@ def unified_generative_target(other_sentence: torch.Tensor, masked_token: torch.
     half = is_masked_side.float().unsqueeze(1) * 0.5
     target = other_sentence * (1.0 - half)
     return target.scatter_add(1, masked_token.unsqueeze(1), half)
+
+
+def masked_token_loss(
+    states: torch.Tensor, labels: torch.Tensor, head: Callable[[torch.Tensor], torch.Tensor]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Cross-entropy of the masked tokens (``labels`` >= 0, -100 elsewhere) and the share predicted right, with the
+    vocabulary ``head`` applied to the masked positions' ``states`` only: the same loss as scoring every position and
+    ignoring the others, without a ``(batch, length, vocabulary)`` tensor (a third of the positions at most)."""
+    masked = labels != -100
+    if not bool(masked.any()):
+        zero = states.sum() * 0.0
+        return zero, zero.detach()
+    logits = head(states[masked]).float()
+    targets = labels[masked]
+    with torch.no_grad():
+        accuracy = (logits.argmax(-1) == targets).float().mean()
+    return F.cross_entropy(logits, targets), accuracy
 
 
 def kl_to_target(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:

@@ -38,9 +38,9 @@ from transformers import initialization as init
 from transformers.utils import ModelOutput
 
 from .adapters import FrozenParametersMixin
-from .common import SentenceEncoderMixin
+from .common import SentenceEncoderMixin, masked_lm_head
 from .configuration_cmlm import CmlmConfig
-from .losses import additive_margin_retrieval_loss
+from .losses import additive_margin_retrieval_loss, masked_token_loss
 from .pooling import l2_normalize, pool
 from .queue import MomentumContrast, QueuedNegativesMixin, init_momentum_state
 
@@ -238,7 +238,8 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixi
         ``x`` / ``y``, NLI on ``premise`` / ``hypothesis``; the schedule's stage decides which losses count."""
         use_cmlm, use_br = self.config.stage_losses(int(self.stage))
         parts, loss = {}, None
-        if x_input_ids is not None and y_input_ids is not None:
+        # the bitext is encoded when a loss uses it, or for its embeddings when no loss is asked for
+        if x_input_ids is not None and y_input_ids is not None and (use_br or not return_loss):
             u, v = (
                 self.sentence_vector(x_input_ids, x_attention_mask),
                 self.sentence_vector(y_input_ids, y_attention_mask),
@@ -302,12 +303,8 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixi
         inputs_embeds = torch.cat([projected.to(tokens.dtype), tokens], dim=1)
         attention_mask = torch.cat([second_mask.new_ones(projected.shape[:2]), second_mask], dim=1)
         labels = torch.cat([second_labels.new_full(projected.shape[:2], -100), second_labels], dim=1)
-        logits = self.masked_lm(inputs_embeds=inputs_embeds, attention_mask=attention_mask).logits
-        loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100)
-        with torch.no_grad():
-            masked = labels != -100
-            accuracy = (logits.argmax(-1)[masked] == labels[masked]).float().mean()
-        return loss, accuracy
+        states = self.encoder(inputs_embeds=inputs_embeds, attention_mask=attention_mask).last_hidden_state
+        return masked_token_loss(states, labels, masked_lm_head(self.masked_lm))  # the masked positions only
 
 
 __all__ = ["CmlmModel", "CmlmOutput"]

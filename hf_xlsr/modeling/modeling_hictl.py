@@ -50,9 +50,9 @@ from transformers.modeling_outputs import Seq2SeqLMOutput
 from transformers.utils import ModelOutput
 
 from .adapters import FrozenParametersMixin
-from .common import SentenceEncoderMixin
+from .common import SentenceEncoderMixin, masked_lm_head
 from .configuration_hictl import HictlConfig, HictlTranslationConfig
-from .losses import sample_word_negatives, sentence_contrastive_loss, word_contrastive_loss
+from .losses import masked_token_loss, sample_word_negatives, sentence_contrastive_loss, word_contrastive_loss
 from .pooling import l2_normalize, pool
 from .queue import MomentumContrast, QueuedNegativesMixin, init_momentum_state
 
@@ -228,13 +228,9 @@ class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, FrozenPara
                 loss = loss_sentence
 
         if pair_input_ids is not None and (config.use_lm or config.use_word_level):
-            output = self.masked_lm(
-                input_ids=pair_input_ids, attention_mask=pair_attention_mask, output_hidden_states=True
-            )
-            if config.use_lm and pair_labels is not None:
-                loss_lm = F.cross_entropy(
-                    output.logits.flatten(0, 1).float(), pair_labels.flatten(), ignore_index=-100
-                )
+            states = self.encoder(input_ids=pair_input_ids, attention_mask=pair_attention_mask).last_hidden_state
+            if config.use_lm and pair_labels is not None:  # TLM / MLM, the head on the masked positions only
+                loss_lm, _ = masked_token_loss(states, pair_labels, masked_lm_head(self.masked_lm))
                 parts["loss_lm"] = loss_lm.detach()
                 loss = loss_lm if loss is None else loss + loss_lm
             if config.use_word_level:
@@ -243,7 +239,7 @@ class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, FrozenPara
                     if pair_labels is None
                     else torch.where(pair_labels >= 0, pair_labels, pair_input_ids)
                 )
-                loss_word = self.word_level_loss(output.hidden_states[-1][:, 0], original, pair_attention_mask)
+                loss_word = self.word_level_loss(states[:, 0], original, pair_attention_mask)  # the [CLS] query
                 parts["loss_word"] = loss_word.detach()
                 loss = loss_word if loss is None else loss + loss_word
         return HictlOutput(loss=loss, **parts)
@@ -343,8 +339,10 @@ class HictlForTranslation(EncoderDecoderModel):
             past_key_values=past_key_values, decoder_inputs_embeds=decoder_inputs_embeds, use_cache=use_cache,
             **kwargs,
         )  # fmt: skip
-        fusion = self.target_word_similarity(encoder_outputs.last_hidden_state[:, 0])
-        logits = output.logits + fusion[:, None, :].to(output.logits.dtype)
+        logits = output.logits
+        if self.config.fusion:
+            fusion = self.target_word_similarity(encoder_outputs.last_hidden_state[:, 0])
+            logits = logits + fusion[:, None, :].to(output.logits.dtype)
         loss = None
         if labels is not None:
             loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100)

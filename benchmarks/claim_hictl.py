@@ -1,0 +1,150 @@
+"""HICTL's claims (Wei et al., Sections 3 and 4) in miniature, from a small model warm-started with TLM.
+
+1. Warm start: a small XLM-R-style model (4 layers, width 256, a Unigram vocabulary learned from the training
+   verses) trained with TLM alone on en-fr translation pairs until its first-token ([CLS]) state carries content
+   (its held-out retrieval accuracy is recorded). Every arm continues from this one checkpoint.
+2. Arms, equal steps, the paper's defaults otherwise (cosine scores at temperature 1, 512 hard negative words):
+   ``tlm``, ``tlm+ls`` (sentence-level contrast) and ``tlm+ls+lw`` (and word-level contrast); held-out retrieval
+   on [CLS] (1,000 en-fr pairs, both ways) and the zero-shot probe (book genre, trained in English, tested in
+   French) on [CLS].
+3. Translation (Section 3.2): the encoder of ``tlm+ls+lw`` with a new 2-layer decoder, trained en->fr in two stages
+   (decoder alone for half the steps, then everything), with the similarity fusion (its scale tuned by chrF on
+   held-out development verses) and without it, same steps; chrF and BLEU on 200 other held-out verses, and a few
+   outputs.
+
+    HF_HUB_OFFLINE=1 python benchmarks/claim_hictl.py --out benchmarks/results/claim_hictl.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import tempfile
+import time
+
+import torch
+from common import Results, machine
+
+ARMS = {
+    "tlm": {"use_sentence_level": False, "use_word_level": False},
+    "tlm+ls": {"use_sentence_level": True, "use_word_level": False},
+    "tlm+ls+lw": {"use_sentence_level": True, "use_word_level": True},
+}
+
+
+def fit(model, collate, rows, steps: int, args, seed: int, learning_rate: float) -> None:
+    from hf_xlsr.trainers import XlsrTrainer, XlsrTrainingArguments
+
+    with tempfile.TemporaryDirectory() as output_dir:
+        arguments = XlsrTrainingArguments(
+            output_dir=output_dir, max_steps=steps, per_device_train_batch_size=args.batch_size,
+            learning_rate=learning_rate, warmup_steps=steps // 10, lr_scheduler_type="linear", seed=seed,
+            logging_steps=50, save_strategy="no", report_to="none", disable_tqdm=True,
+            use_cpu=not torch.cuda.is_available(),
+        )  # fmt: skip
+        XlsrTrainer(model=model, args=arguments, train_dataset=rows, data_collator=collate).train()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--warmup-steps", type=int, default=1500)
+    parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--mt-steps", type=int, default=1000)
+    parser.add_argument("--tune-steps", type=int, default=300)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--max-length", type=int, default=48)
+    parser.add_argument("--vocab-size", type=int, default=8000)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+
+    from hf_xlsr import HictlConfig, HictlForPreTraining, HictlForTranslation
+    from hf_xlsr.data import load_bible
+    from hf_xlsr.data.tokenizer_training import train_unigram_tokenizer
+    from hf_xlsr.evaluation import LinearProbeEvaluator, RetrievalEvaluator
+    from hf_xlsr.evaluation.translation import translate, translation_scores
+    from hf_xlsr.trainers import HictlCollator
+
+    train = load_bible(["en", "fr"], split="train")
+    heldout = load_bible(["en", "fr"], split="heldout").shuffle(seed=0)
+    tokenizer = train_unigram_tokenizer(list(train["en"]) + list(train["fr"]), args.vocab_size)
+    tokenizers = {"x": tokenizer, "y": tokenizer}
+    retrieval = RetrievalEvaluator.from_dataset(heldout, ["en", "fr"], max_pairs=1000, seed=0)
+    probe = LinearProbeEvaluator.from_bible("en", ["en", "fr"], max_train=3000, max_test=1000, seed=0)
+    collate = HictlCollator(tokenizer, "en", "fr", args.max_length)
+    encoder = {"model_type": "xlm-roberta", "vocab_size": len(tokenizer), "hidden_size": 256, "num_hidden_layers": 4,
+               "num_attention_heads": 4, "intermediate_size": 1024, "max_position_embeddings": 2 * args.max_length + 8,
+               "pad_token_id": tokenizer.pad_token_id, "type_vocab_size": 1}  # fmt: skip
+    results = Results(args.out, {"script": "benchmarks/claim_hictl.py", **{k: v for k, v in vars(args).items()
+                                 if k not in ("out", "seeds", "threads")}, "machine": machine()})  # fmt: skip
+
+    def scored(model) -> dict:
+        found, genre = retrieval(model, tokenizers), probe(model, tokenizers)
+        return {"bible_en2fr": found["retrieval_en2fr_accuracy"], "bible_fr2en": found["retrieval_fr2en_accuracy"],
+                "bible": found["retrieval_accuracy"], "probe_en2en": genre["probe_en2en_accuracy"],
+                "probe_en2fr": genre["probe_en2fr_accuracy"]}  # fmt: skip
+
+    torch.manual_seed(0)
+    warm = HictlForPreTraining(HictlConfig(encoder=encoder, language_x="en", language_y="fr", **ARMS["tlm"]))
+    warm.use_tokenizer(tokenizer)
+    start = time.time()
+    fit(warm, collate, train, args.warmup_steps, args, 0, 5e-4)
+    if not results.done("warm start (TLM)", 0):
+        seconds = round(time.time() - start)
+        results.add({"arm": "warm start (TLM)", "seed": 0, "train_seconds": seconds, **scored(warm)})
+    encoders = {}
+    for seed in args.seeds:
+        for arm, losses in ARMS.items():
+            model = copy.deepcopy(warm)
+            for name, value in losses.items():
+                setattr(model.config, name, value)
+            torch.manual_seed(seed)
+            start = time.time()
+            fit(model, collate, train, args.steps, args, seed, 2e-4)
+            encoders[(arm, seed)] = model
+            if not results.done(arm, seed):
+                run = {"arm": arm, "seed": seed, "train_seconds": round(time.time() - start), **scored(model)}
+                results.add(run)
+                print(run, flush=True)
+
+    def mt_collate(rows):
+        source = tokenizer([r["en"] for r in rows], padding=True, truncation=True, max_length=args.max_length,
+                           return_tensors="pt")  # fmt: skip
+        target = tokenizer([r["fr"] for r in rows], padding=True, truncation=True, max_length=args.max_length,
+                           return_tensors="pt")  # fmt: skip
+        return {**source, "labels": target["input_ids"].masked_fill(target["attention_mask"] == 0, -100)}
+
+    dev = (list(heldout["en"][1000:1200]), list(heldout["fr"][1000:1200]))
+    test = (list(heldout["en"][1200:1400]), list(heldout["fr"][1200:1400]))
+
+    def translator(steps: int, **fields):
+        torch.manual_seed(0)
+        model = HictlForTranslation.from_hictl(encoders[("tlm+ls+lw", args.seeds[0])], tokenizer, decoder_layers=2,
+                                               encoder_frozen_steps=steps // 2, **fields)  # fmt: skip
+        fit(model, mt_collate, train, steps, args, 0, 1e-3)
+        return model
+
+    tuning = {}
+    for temperature in (0.1, 0.3, 1.0):
+        hypotheses = translate(translator(args.tune_steps, fusion_temperature=temperature), tokenizer, dev[0],
+                               max_new_tokens=48)  # fmt: skip
+        tuning[temperature] = translation_scores(hypotheses, dev[1])["chrf"]
+    best = max(tuning, key=tuning.get)
+    for arm, fields in (("translation without fusion", {"fusion": False}),
+                        (f"translation with fusion (temperature {best})", {"fusion_temperature": best})):  # fmt: skip
+        if results.done(arm, 0):
+            continue
+        start = time.time()
+        hypotheses = translate(translator(args.mt_steps, **fields), tokenizer, test[0], max_new_tokens=48)
+        run = {"arm": arm, "seed": 0, "train_seconds": round(time.time() - start), "dev_chrf_by_temperature": tuning,
+               **translation_scores(hypotheses, test[1]),
+               "examples": [{"source": s, "reference": r, "output": h}
+                            for s, r, h in list(zip(test[0], test[1], hypotheses, strict=True))[:4]]}  # fmt: skip
+        results.add(run)
+        print({k: v for k, v in run.items() if k != "examples"}, flush=True)
+
+
+if __name__ == "__main__":
+    main()
