@@ -71,28 +71,35 @@ def _evaluate(args: argparse.Namespace, rest: list[str]) -> int:
 
 
 def _mine(args: argparse.Namespace, rest: list[str]) -> int:
-    from .data.bitext import read_sentences
+    import tempfile
+
+    from .data.bitext import SentenceFile
     from .evaluation.encoders import as_encoder
     from .evaluation.loading import load_for_evaluation
-    from .evaluation.mining import mine
-    from .utils import atomic_file
+    from .evaluation.mining import RATIO_THRESHOLD, mine_files
 
-    source, target = read_sentences(args.src), read_sentences(args.tgt)
+    threshold = None if args.all_pairs else args.threshold
+    if threshold is None and not args.all_pairs:
+        if args.margin != "ratio":
+            raise MiningArgumentError("the distance margin has no customary cut: give --threshold, or --all-pairs")
+        threshold = RATIO_THRESHOLD
+        print(f"keeping pairs whose ratio margin is at least {threshold} (the customary cut; --threshold to change "
+              "it, --all-pairs to keep every mined pair)")  # fmt: skip
+    source, target = SentenceFile(args.src), SentenceFile(args.tgt)
     model, tokenizers = load_for_evaluation(args.model)
-    encode = as_encoder(model, tokenizers, batch_size=args.batch_size, show_progress=True)
-    pairs = mine(
-        encode([text for _, text in source], args.src_lang),
-        encode([text for _, text in target], args.tgt_lang),
-        k=args.k, margin=args.margin, mode=args.mode, index=args.index,
-    )  # fmt: skip
-    if args.threshold is not None:
-        pairs = pairs.above(args.threshold)
-    with atomic_file(args.out) as handle:
-        for s, t, score in zip(pairs.source, pairs.target, pairs.scores, strict=True):
-            (s_line, s_text), (t_line, t_text) = source[s], target[t]
-            handle.write(f"{score:.4f}\t{s_line}\t{t_line}\t{s_text}\t{t_text}\n")
-    print(f"{len(pairs)} pairs written to {args.out} (score, source line, target line, source, target)")
+    encode = as_encoder(model, tokenizers, batch_size=args.batch_size)
+    work = Path(args.embeddings) if args.embeddings else None
+    with tempfile.TemporaryDirectory(dir=Path(args.out).resolve().parent) as scratch:
+        written = mine_files(
+            encode, source, target, args.out, args.src_lang, args.tgt_lang, threshold, work or scratch, k=args.k,
+            margin=args.margin, mode=args.mode, index=args.index,
+        )  # fmt: skip
+    print(f"{written} pairs written to {args.out} (score, source line, target line, source, target)")
     return 0
+
+
+class MiningArgumentError(ValueError):
+    """Mining options that do not go together."""
 
 
 def _push(args: argparse.Namespace, rest: list[str]) -> int:
@@ -147,7 +154,10 @@ def build_parser() -> argparse.ArgumentParser:
     mine.add_argument("--margin", choices=("ratio", "distance"), default="ratio")
     mine.add_argument("--mode", choices=("forward", "backward", "max", "intersect"), default="max")
     mine.add_argument("--index", choices=("auto", "flat", "ivf"), default="auto")
-    mine.add_argument("--threshold", type=float, help="keep pairs scoring at least this (default: all pairs)")
+    mine.add_argument("--threshold", type=float,
+                      help="keep pairs scoring at least this (default: 1.06 for the ratio margin)")  # fmt: skip
+    mine.add_argument("--all-pairs", action="store_true", help="keep every mined pair, whatever its score")
+    mine.add_argument("--embeddings", help="folder for the embeddings (memory-mapped .npy; default: a temporary one)")
     mine.add_argument("--batch-size", type=int, default=64)
     mine.set_defaults(handler=_mine)
 
@@ -174,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         return args.handler(args, rest)
-    except (ConfigFileError, BitextFormatError, FileNotFoundError, ModelLoadError) as error:
+    except (ConfigFileError, BitextFormatError, FileNotFoundError, ModelLoadError, MiningArgumentError) as error:
         parser.exit(2, f"hf-xlsr {args.command}: error: {error}\n")
 
 

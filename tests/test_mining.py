@@ -122,6 +122,36 @@ def test_mining_evaluator_chooses_threshold_on_dev_and_scores_test(minilm):
     assert metrics["mining_f1"] > 0.85 and metrics["mining_threshold"] > 1.0
 
 
+def write_lines(path, lines):
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_mine_command_keeps_the_customary_ratio_cut_by_default(tmp_path, capsys):
+    """100 verse pairs (two English translations) hidden among 150 unpaired verses per side: the default cut keeps
+    fewer pairs than --all-pairs, at a higher precision; the embeddings go to memory-mapped files."""
+    verses = unique_pairs(load_bible(["en", "kjv"], {"kjv": "k"}, split="heldout"), ["en", "kjv"])
+    split = hide_pairs(verses["en"], verses["kjv"], n_gold=100, n_unpaired=150, seed=5)
+    source, target = write_lines(tmp_path / "src.txt", split.source), write_lines(tmp_path / "tgt.txt", split.target)
+    model = resolve_reference(MINILM)
+    common = ["mine", "--model", model, "--src", str(source), "--tgt", str(target)]
+    assert main([*common, "--out", str(tmp_path / "default.tsv"), "--embeddings", str(tmp_path / "vectors")]) == 0
+    assert "keeping pairs whose ratio margin is at least 1.06" in capsys.readouterr().out
+    assert np.load(tmp_path / "vectors" / "source.npy", mmap_mode="r").shape == (250, 384)
+    assert main([*common, "--out", str(tmp_path / "all.tsv"), "--all-pairs"]) == 0
+    gold = set(split.gold)
+
+    def precision(path):
+        rows = [line.split("\t") for line in path.read_text(encoding="utf-8").splitlines()]
+        return sum((int(r[1]) - 1, int(r[2]) - 1) in gold for r in rows) / len(rows), len(rows)
+
+    (cut, kept), (everything, mined) = precision(tmp_path / "default.tsv"), precision(tmp_path / "all.tsv")
+    assert kept < mined and cut > everything + 0.2, (cut, kept, everything, mined)
+    with pytest.raises(SystemExit):
+        main([*common, "--out", str(tmp_path / "d.tsv"), "--margin", "distance"])
+    assert "the distance margin has no customary cut: give --threshold" in capsys.readouterr().err
+
+
 def test_mine_command_writes_scored_pairs(tmp_path, minilm):
     verses = load_bible(["en", "kjv"], {"kjv": "k"}, split="heldout").select(range(40))
     (tmp_path / "a.txt").write_text("\n".join(verses["en"][:30]) + "\n\n", encoding="utf-8")  # a blank line too

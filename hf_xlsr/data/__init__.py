@@ -1,6 +1,6 @@
 """Data: parallel corpora from files, datasets and the Hub; the offline corpora; the MLDoc-like Bible task."""
 
-from .bitext import BitextFormatError, load_bitext, read_jsonl, read_sentences, read_tsv, unique_pairs
+from .bitext import BitextFormatError, SentenceFile, load_bitext, read_jsonl, read_tsv, unique_pairs
 from .corpora import (
     BIBLE_TRANSLATIONS,
     BOOK_GROUPS,
@@ -20,12 +20,12 @@ __all__ = [
     "DEFAULT_BIBLE_TRANSLATIONS",
     "HELDOUT_BOOKS",
     "HSK_HELDOUT_TOPICS",
+    "SentenceFile",
     "load_bible",
     "load_bible_adjacent",
     "load_bitext",
     "load_hsk",
     "read_jsonl",
-    "read_sentences",
     "read_tsv",
     "resolve_reference",
     "unique_pairs",

@@ -36,15 +36,72 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
             yield number, text.rstrip("\r\n")
 
 
-def read_sentences(path: str | os.PathLike) -> list[tuple[int, str]]:
-    """``(line number, sentence)`` for every non-blank line of a UTF-8 text file (mining input)."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such file")
-    sentences = [(number, line.strip()) for number, line in _lines(path) if line.strip()]
-    if not sentences:
-        raise BitextFormatError(f"{path}: no sentences")
-    return sentences
+class SentenceFile:
+    """The non-blank lines of a UTF-8 text file, one sentence each (mining input), indexed by byte offset: the
+    texts are read back in batches or one by one, never held in memory all at once.
+
+    Building the index reads the file once, checking every line's UTF-8 (a bad line raises
+    :class:`BitextFormatError` naming the file and line).
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise FileNotFoundError(f"{self.path}: no such file")
+        offsets, numbers, position = [], [], 0
+        with open(self.path, "rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as error:
+                    raise BitextFormatError(
+                        f"{self.path}:{number}: invalid UTF-8 (byte 0x{raw[error.start]:02x} at column "
+                        f"{error.start + 1})"
+                    ) from None
+                if text.strip():
+                    offsets.append(position)
+                    numbers.append(number)
+                position += len(raw)
+        if not offsets:
+            raise BitextFormatError(f"{self.path}: no sentences")
+        self.offsets, self.line_numbers = offsets, numbers
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def batches(self, size: int) -> Iterator[list[str]]:
+        """The sentences in file order, ``size`` at a time."""
+        batch = []
+        with open(self.path, "rb") as handle:
+            for raw in handle:
+                text = raw.decode("utf-8").strip()
+                if text:
+                    batch.append(text)
+                if len(batch) == size:
+                    yield batch
+                    batch = []
+        if batch:
+            yield batch
+
+    def reader(self):
+        """A function ``sentence(i) -> str`` reading the i-th sentence from the file (open it with ``with``)."""
+        return _SentenceReader(self)
+
+
+class _SentenceReader:
+    def __init__(self, sentences: SentenceFile):
+        self.sentences = sentences
+
+    def __enter__(self):
+        self.handle = open(self.sentences.path, "rb")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.handle.close()
+
+    def __call__(self, i: int) -> str:
+        self.handle.seek(self.sentences.offsets[i])
+        return self.handle.readline().decode("utf-8").strip()
 
 
 def read_tsv(path: str | os.PathLike, columns: Sequence[str]) -> datasets.Dataset:

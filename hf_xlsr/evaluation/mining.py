@@ -12,14 +12,18 @@ split and F1 is measured on a separate test split.
 
 Nearest neighbours are found with faiss: exact inner-product search below ``IVF_THRESHOLD`` sentences, an IVF
 index above (both overridable). Vectors are added and queries searched in blocks, so no ``n x n`` matrix is built.
+:func:`mine_files` mines two text files of any size: embeddings go to memory-mapped files, texts are read back
+from the input files by offset as the pairs are written.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import faiss
 import numpy as np
@@ -31,6 +35,9 @@ logger = logging.getLogger(__name__)
 MARGINS = ("ratio", "distance")
 MODES = ("forward", "backward", "max", "intersect")
 IVF_THRESHOLD = 100_000
+# The customary cut of the ratio margin for mining without gold pairs (LASER's, CCMatrix's): pairs below it are
+# mostly not translations. ``hf-xlsr mine`` keeps pairs at or above it unless told otherwise.
+RATIO_THRESHOLD = 1.06
 
 
 def _unit_float32(vectors: np.ndarray) -> np.ndarray:
@@ -204,6 +211,62 @@ def hide_pairs(
         [target[i] for i in target_rows],
         sorted((source_position[int(row)], target_position[int(row)]) for row in gold),
     )
+
+
+def embed_file(
+    encoder: Encoder, sentences, language: str, path: str | os.PathLike, chunk: int = 8192, progress: bool = True
+) -> np.ndarray:
+    """Embed a :class:`~hf_xlsr.data.SentenceFile` into a float32 ``.npy`` file at ``path``, ``chunk`` sentences at
+    a time, and return it memory-mapped: neither the texts nor the vectors are held in memory all at once."""
+    from tqdm.auto import tqdm
+
+    vectors = None
+    with tqdm(total=len(sentences), desc=f"embedding {language}", unit="sentence", disable=not progress) as bar:
+        start = 0
+        for batch in sentences.batches(chunk):
+            embedded = encoder(batch, language)
+            if vectors is None:
+                shape = (len(sentences), embedded.shape[1])
+                vectors = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=shape)
+            vectors[start : start + len(batch)] = embedded
+            start += len(batch)
+            bar.update(len(batch))
+    vectors.flush()
+    return np.load(path, mmap_mode="r")
+
+
+def mine_files(
+    encoder: Encoder,
+    source,
+    target,
+    output: str | os.PathLike,
+    source_language: str,
+    target_language: str,
+    threshold: float | None,
+    work_dir: str | os.PathLike,
+    k: int = 4,
+    margin: str = "ratio",
+    mode: str = "max",
+    index: str = "auto",
+    progress: bool = True,
+) -> int:
+    """Mine two :class:`~hf_xlsr.data.SentenceFile` s: embed each into ``work_dir`` (memory-mapped), mine, and
+    write the pairs scoring at least ``threshold`` (all with None), best first, to ``output`` as
+    ``score, source line, target line, source, target`` (tab-separated), reading each text back from its file as
+    the pair is written. Returns the number of pairs written."""
+    from ..utils import atomic_file
+
+    Path(work_dir).mkdir(parents=True, exist_ok=True)
+    x = embed_file(encoder, source, source_language, Path(work_dir) / "source.npy", progress=progress)
+    y = embed_file(encoder, target, target_language, Path(work_dir) / "target.npy", progress=progress)
+    pairs = mine(x, y, k=k, margin=margin, mode=mode, index=index)
+    if threshold is not None:
+        pairs = pairs.above(threshold)
+    with atomic_file(output) as handle, source.reader() as source_text, target.reader() as target_text:
+        for s, t, score in zip(pairs.source.tolist(), pairs.target.tolist(), pairs.scores.tolist(), strict=True):
+            handle.write(f"{score:.4f}\t{source.line_numbers[s]}\t{target.line_numbers[t]}\t{source_text(s)}\t"
+                         f"{target_text(t)}\n")  # fmt: skip
+    return len(pairs)
 
 
 class MiningEvaluator(Evaluator):
