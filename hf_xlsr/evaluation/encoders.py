@@ -19,8 +19,13 @@ from transformers import PreTrainedTokenizerBase
 Encoder = Callable[[Sequence[str], str], np.ndarray]
 
 
+PRECISIONS = ("auto", "float32", "bfloat16")
+
+
 class ModelEncoder:
-    """Encode with an hf_xlsr model's ``get_sentence_embeddings``, batching sentences of similar length."""
+    """Encode with an hf_xlsr model's ``get_sentence_embeddings``: sentences sorted by length so that each batch pads
+    little, no autograd, and with ``precision="auto"`` bfloat16 autocast on a GPU that has it (float32 elsewhere,
+    where the vectors equal ``SentenceTransformer.encode``'s)."""
 
     def __init__(
         self,
@@ -29,11 +34,20 @@ class ModelEncoder:
         batch_size: int = 64,
         max_length: int = 128,
         show_progress: bool = False,
+        precision: str = "auto",
     ):
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
         self.model, self.tokenizers, self.batch_size, self.max_length = model, tokenizers, batch_size, max_length
-        self.show_progress = show_progress
+        self.show_progress, self.precision = show_progress, precision
 
-    @torch.no_grad()
+    def _autocast(self, device: torch.device):
+        bfloat16 = self.precision == "bfloat16" or (
+            self.precision == "auto" and device.type == "cuda" and torch.cuda.is_bf16_supported()
+        )
+        return torch.autocast(device.type, dtype=torch.bfloat16, enabled=bfloat16)
+
+    @torch.inference_mode()
     def __call__(self, sentences: Sequence[str], language: str) -> np.ndarray:
         model = self.model
         side = model.language_side(language)
@@ -53,9 +67,10 @@ class ModelEncoder:
                 max_length=self.max_length,
                 return_tensors="pt",
             ).to(device)
-            embeddings = model.get_sentence_embeddings(
-                inputs["input_ids"], inputs["attention_mask"], inputs.get("token_type_ids"), language=side
-            )
+            with self._autocast(device):
+                embeddings = model.get_sentence_embeddings(
+                    inputs["input_ids"], inputs["attention_mask"], inputs.get("token_type_ids"), language=side
+                )
             vectors[rows] = embeddings.float().cpu().numpy()
         model.train(was_training)
         return vectors
@@ -96,8 +111,10 @@ def as_encoder(
     batch_size: int = 64,
     max_length: int = 128,
     show_progress: bool = False,
+    precision: str = "auto",
 ) -> Encoder:
-    """Wrap ``model`` as an :data:`Encoder` (see the module docstring for what ``model`` may be)."""
+    """Wrap ``model`` as an :data:`Encoder` (see the module docstring for what ``model`` may be); ``precision``
+    applies to hf_xlsr models (:class:`ModelEncoder`)."""
     if isinstance(model, SentenceTransformer):
         routed = language_routes(model)
 
@@ -126,7 +143,7 @@ def as_encoder(
             raise ValueError(
                 "an hf_xlsr model needs its tokenizers to encode text: pass tokenizers={'x': ..., 'y': ...}"
             )
-        return ModelEncoder(model, tokenizers, batch_size, max_length, show_progress)
+        return ModelEncoder(model, tokenizers, batch_size, max_length, show_progress, precision)
     if callable(model):
         return model
     raise TypeError(f"cannot encode text with a {type(model).__name__}")
