@@ -164,3 +164,16 @@ def test_the_model_card_names_the_loss_and_cites_the_paper(encoder_dir, pairs, t
     card = (tmp_path / "saved" / "README.md").read_text()
     assert "MomentumQueueLoss" in card and "Aligning Cross-lingual Sentence Representations" in card
     assert '"queue_size": 10' in card
+
+
+def test_the_readme_script_trains(tmp_path):
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "train_sentence_transformers.py"), "--max-steps", "2",
+         "--output-dir", str(tmp_path / "run")], capture_output=True, text=True, timeout=600, cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    model = SentenceTransformer(str(tmp_path / "run" / "final"))
+    assert model.encode(["Au commencement"]).shape == (1, 384)
