@@ -133,3 +133,14 @@ def test_collator_tokenizes_each_side_and_nli_columns(tokenizer):
     assert "premise_input_ids" in batch and "hypothesis_attention_mask" in batch
     with pytest.raises(KeyError, match="batch has no column 'de'"):
         BitextCollator(tokenizer, x_column="en", y_column="de")(rows)
+
+
+def test_lists_of_translations_give_every_combination_with_one_id_per_verse():
+    from hf_xlsr.data import load_bible
+
+    single = load_bible(["en", "fr"], {"en": "4", "fr": "l"}, split="heldout")
+    combined = load_bible(["en", "fr"], {"en": ["4", "k"], "fr": ["l", "o"]}, split="heldout")
+    assert abs(len(combined) - 4 * len(single)) < 0.05 * len(single)  # a few verses lack a text in one translation
+    first = combined.filter(lambda row: (row["book"], row["chapter"], row["verse"]) == (6, 1, 1))
+    assert len(first) == 4 and len(set(first["example_id"])) == 1  # Joshua 1:1 in 4 combinations, one id
+    assert len(set(first["en"])) == 2 and len(set(first["fr"])) == 2

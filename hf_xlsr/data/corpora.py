@@ -11,6 +11,7 @@ Splits are deterministic: Bible verses by book (``HELDOUT_BOOKS``), HSK sentence
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import logging
 import re
@@ -137,7 +138,7 @@ def clean_verse(text: str) -> str:
 
 def load_bible(
     languages: Sequence[str] = ("en", "fr"),
-    translations: dict[str, str] | None = None,
+    translations: dict[str, str | list[str]] | None = None,
     split: str | None = None,
     heldout_books: Sequence[int] = HELDOUT_BOOKS,
     min_letters: int = 3,
@@ -146,11 +147,24 @@ def load_bible(
 
     ``translations`` maps a language code (or any column name) to a translation code of ``BIBLE_TRANSLATIONS``;
     unnamed languages take ``DEFAULT_BIBLE_TRANSLATIONS``. Two columns may name two translations of one language
-    (``{"en": "4", "en_kjv": "k"}``). ``split`` is ``"train"``, ``"heldout"`` (the books of ``heldout_books``) or
-    None for all. Verses with fewer than ``min_letters`` letters in any column (placeholders such as ``***``)
-    are dropped. Extra columns: ``book``, ``chapter``, ``verse``, ``group`` (genre of the book).
+    (``{"en": "4", "en_kjv": "k"}``). A list of codes (``{"en": ["4", "k", "3"], "fr": ["l", "o"]}``) gives every
+    combination of the listed translations, one after the other, with an ``example_id`` per verse that every
+    combination shares: a model with a queue then never takes one translation of a verse as a negative of another.
+    ``split`` is ``"train"``, ``"heldout"`` (the books of ``heldout_books``) or None for all. Verses with fewer than
+    ``min_letters`` letters in any column (placeholders such as ``***``) are dropped. Extra columns: ``book``,
+    ``chapter``, ``verse``, ``group`` (genre of the book).
     """
     translations = dict(translations or {})
+    listed = {column: codes for column, codes in translations.items() if isinstance(codes, (list, tuple))}
+    if listed:
+        parts = []
+        for combination in itertools.product(*listed.values()):
+            chosen = {**translations, **dict(zip(listed, combination, strict=True))}
+            part = load_bible(languages, chosen, split, heldout_books, min_letters)
+            ids = [b * 1_000_000 + c * 1_000 + v for b, c, v in zip(part["book"], part["chapter"], part["verse"],
+                                                                     strict=True)]  # fmt: skip
+            parts.append(part.add_column("example_id", ids))
+        return datasets.concatenate_datasets(parts)
     codes = {}
     for column in languages:
         code = translations.get(column) or DEFAULT_BIBLE_TRANSLATIONS.get(column)
