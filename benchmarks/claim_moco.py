@@ -38,6 +38,9 @@ def arms(batch: int) -> dict[str, dict]:
         "K128B_m0": {"queue_size": 128 * batch, "momentum": 0.0},
         "K128B_tau0.01": {"queue_size": 128 * batch, "temperature": 0.01},
         "K128B_tau0.1": {"queue_size": 128 * batch, "temperature": 0.1},
+        # for shorter runs (a larger encoder): full after 64 of 320 steps, EMA horizon 50
+        "K64B_m0.98": {"queue_size": 64 * batch, "momentum": 0.98},
+        "K1B_m0.98": {"queue_size": batch, "momentum": 0.98},
     }
 
 

@@ -1,0 +1,129 @@
+"""MomentumQueueLoss against sentence-transformers' in-batch losses, under SentenceTransformerTrainer.
+
+The setup of the MoCo claim (``claim_moco.py``): the offline MiniLM-L6, Bible en-fr training pairs, batches of 8,
+640 steps, AdamW at 4e-5 with 64 warm-up steps and cosine decay, temperature 0.04 (scale 25), symmetric losses;
+held-out retrieval on 1,000 pairs. Arms:
+
+* ``mnrl``: ``MultipleNegativesRankingLoss`` both ways, batch 8 (7 in-batch negatives);
+* ``queue``: ``MomentumQueueLoss`` with 128 queued keys (16 batches), momentum 0.99, batch 8;
+* ``cached_mnrl``: ``CachedMultipleNegativesRankingLoss`` both ways at batch 128 (mini-batches of 32): as many
+  negatives as the queue, fresh, at 16 times the pairs per step.
+
+``--timing`` measures seconds per step of the three in one process, interleaved (median of ``--timing-steps``).
+
+    HF_HUB_OFFLINE=1 python benchmarks/bench_st_loss.py --timing --out benchmarks/results/st_loss_timing.json
+    HF_HUB_OFFLINE=1 python benchmarks/bench_st_loss.py --out benchmarks/results/st_loss.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+
+import torch
+from claim_moco import training_arguments
+from common import ENCODERS, Results, heldout_evaluators, machine, score
+
+ARMS = {"mnrl": 8, "queue": 8, "cached_mnrl": 128}  # arm -> batch size
+
+
+def loss_for(arm: str, model):
+    from sentence_transformers.sentence_transformer.losses import (
+        CachedMultipleNegativesRankingLoss,
+        MultipleNegativesRankingLoss,
+    )
+
+    from hf_xlsr.losses import MomentumQueueLoss
+
+    both = {"directions": ("query_to_doc", "doc_to_query"), "partition_mode": "per_direction"}
+    if arm == "mnrl":
+        return MultipleNegativesRankingLoss(model, scale=25.0, **both)
+    if arm == "cached_mnrl":
+        return CachedMultipleNegativesRankingLoss(model, scale=25.0, mini_batch_size=32, **both)
+    return MomentumQueueLoss(model, queue_size=128, momentum=0.99, temperature=0.04, in_batch_negatives=True)
+
+
+def trainer_for(arm: str, train, output_dir: str, seed: int, steps: int):
+    from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
+    from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
+
+    from hf_xlsr.data import resolve_reference
+
+    torch.manual_seed(seed)
+    model = SentenceTransformer(resolve_reference(ENCODERS["minilm"]))
+    model[0].max_seq_length = 64
+    loss = loss_for(arm, model)
+    budget = argparse.Namespace(steps=steps, batch_size=ARMS[arm], learning_rate=4e-5)
+    args = SentenceTransformerTrainingArguments(**training_arguments(budget, output_dir, seed))
+    callbacks = [loss.callback] if hasattr(loss, "callback") else []
+    return model, SentenceTransformerTrainer(model=model, args=args, train_dataset=train, loss=loss,
+                                             callbacks=callbacks)  # fmt: skip
+
+
+def timing(train, steps: int) -> dict:
+    from transformers import TrainerCallback
+
+    class Clock(TrainerCallback):
+        def __init__(self):
+            self.times, self.start = [], None
+
+        def on_step_begin(self, args, state, control, **kwargs):
+            self.start = time.perf_counter()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            self.times.append(time.perf_counter() - self.start)
+
+    seconds = {}
+    for arm in ARMS:
+        with tempfile.TemporaryDirectory() as output_dir:
+            _, trainer = trainer_for(arm, train, output_dir, 0, steps + 1)
+            clock = Clock()
+            trainer.add_callback(clock)
+            trainer.train()
+        seconds[arm] = sorted(clock.times[1:])[len(clock.times[1:]) // 2]  # the first step warms up
+    return {arm: {"seconds_per_step": s, "ratio_to_mnrl": s / seconds["mnrl"]} for arm, s in seconds.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=640)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--arms", nargs="+", default=list(ARMS))
+    parser.add_argument("--timing", action="store_true")
+    parser.add_argument("--timing-steps", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+
+    from hf_xlsr.data import load_bible
+
+    train = load_bible(["en", "fr"], split="train").select_columns(["en", "fr"])
+    if args.timing:
+        rows = timing(train, args.timing_steps)
+        for arm, row in rows.items():
+            print(f"{arm:<12}{row['seconds_per_step']:8.2f} s / step{row['ratio_to_mnrl']:7.2f} x MNRL")
+        with open(args.out, "w") as handle:
+            json.dump({"machine": machine(), "batch_sizes": ARMS, "rows": rows}, handle, indent=2)
+        return
+    evaluators = heldout_evaluators(["en", "fr"])
+    results = Results(args.out, {"script": "benchmarks/bench_st_loss.py", "steps": args.steps, "batch_sizes": ARMS,
+                                 "machine": machine()})  # fmt: skip
+    for seed in args.seeds:
+        for arm in args.arms:
+            if results.done(arm, seed):
+                continue
+            began = time.time()
+            with tempfile.TemporaryDirectory() as output_dir:
+                model, trainer = trainer_for(arm, train, output_dir, seed, args.steps)
+                trainer.train()
+            model[0].max_seq_length = 128
+            run = {"arm": arm, "seed": seed, "train_seconds": round(time.time() - began), **score(evaluators, model)}
+            results.add(run)
+            print(run, flush=True)
+
+
+if __name__ == "__main__":
+    main()
