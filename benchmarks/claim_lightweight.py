@@ -110,6 +110,11 @@ def main() -> None:
     parser.add_argument("--arms", nargs="+", default=list(ARMS))
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--layers-table", action="store_true")
+    parser.add_argument(
+        "--save-dir",
+        default="runs/claim_lightweight_full",
+        help="where the full model (ugt+align+sim) of the first seed is saved, with its tokenizer",
+    )
     parser.add_argument("--out")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -145,6 +150,9 @@ def main() -> None:
                    "probe_en2fr": genre["probe_en2fr_accuracy"]}  # fmt: skip
             results.add(run)
             print(run, flush=True)
+            if arm == "ugt+align+sim" and seed == args.seeds[0] and args.save_dir:
+                model.save_pretrained(args.save_dir)
+                tokenizer.save_pretrained(args.save_dir)
 
 
 if __name__ == "__main__":
