@@ -125,6 +125,7 @@ def main() -> None:
     from hf_xlsr.data import load_bible
     from hf_xlsr.data.tokenizer_training import train_unigram_tokenizer
     from hf_xlsr.evaluation import LinearProbeEvaluator, RetrievalEvaluator
+    from hf_xlsr.tokenization import save_tokenizers
 
     train, heldout = load_bible(["en", "fr"], split="train"), load_bible(["en", "fr"], split="heldout")
     tokenizer = train_unigram_tokenizer(list(train["en"]) + list(train["fr"]), args.vocab_size)
@@ -152,7 +153,7 @@ def main() -> None:
             print(run, flush=True)
             if arm == "ugt+align+sim" and seed == args.seeds[0] and args.save_dir:
                 model.save_pretrained(args.save_dir)
-                tokenizer.save_pretrained(args.save_dir)
+                save_tokenizers({"x": tokenizer, "y": tokenizer}, args.save_dir)
 
 
 if __name__ == "__main__":
