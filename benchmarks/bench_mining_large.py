@@ -4,10 +4,10 @@ Data: the whole offline Bible (31 translations, read at run time, never stored i
 numbers are the gold pairs, English (World English Bible) on the source side and French (Louis Segond) on the
 target side; the other verse numbers are split in two halves, one for each side, and every translation of a verse
 of a side's half goes into that side, so the gold pairs are the only translations across the two sides (409,226
-source and 409,224 target sentences). Each side is written to a text file and embedded once with hf_xlsr's streaming
-path (an indexed ``SentenceFile``, embeddings in a memory-mapped ``.npy``, both cached under ``benchmarks/.cache/mining_large``) by
-``--model`` (by default the full lightweight model of ``claim_lightweight.py``, 2 layers: MiniLM-L6 would take
-three times longer on this CPU).
+source and 409,224 target sentences). Each side is written to a text file and embedded once with hf_xlsr's
+streaming path (an indexed ``SentenceFile``, embeddings in a memory-mapped ``.npy``, both cached under
+``benchmarks/.cache/mining_large``) by ``--model`` (by default the full lightweight model of
+``claim_lightweight.py``, 2 layers: MiniLM-L6 would take three times longer on this CPU).
 
 Methods, each timed on the cached embeddings, with the peak resident memory it added:
 
@@ -140,7 +140,7 @@ def main() -> None:
         (
             "full",
             "peer (IVF, n/1000 lists, 3 probes)",
-            lambda: peer_mine(np.asarray(x), np.asarray(y), ann=True),
+            lambda: peer_mine(np.array(x), np.array(y), ann=True),
             gold,
         ),
         ("100k", "hf_xlsr exact (reference)", lambda: hf_xlsr(x[:n], y[:n], "flat"), sub_gold),
