@@ -188,3 +188,16 @@ def test_a_plain_trainer_that_never_runs_the_ema_is_warned(tmp_path, tokenizer, 
     with warnings.catch_warnings():
         warnings.filterwarnings("error", message=".*momentum encoder has never been updated.*")
         make_trainer(tmp_path, tokenizer, bible_pairs, max_steps=3, gradient_accumulation_steps=2).train()
+
+
+def test_training_rows_are_numbered_for_the_queue_and_a_queue_as_large_as_an_epoch_is_flagged(
+    tmp_path, tokenizer, bible_pairs, caplog
+):
+    small = bible_pairs.select(range(40))
+    with caplog.at_level("WARNING"):
+        trainer = make_trainer(tmp_path, tokenizer, small, model=tiny_dual_momentum(queue_size=48), max_steps=12)
+    assert "the queue holds 48 keys but an epoch has only 40 training pairs" in caplog.text
+    assert trainer.train_dataset["example_id"] == list(range(40))
+    trainer.train()  # 12 steps of 4: every pair seen once, then again with its own keys queued
+    queued = trainer.model.queue_x.ids[: int(trainer.model.queue_x.filled)].tolist()
+    assert len(queued) == 48 and set(queued) == set(range(40))  # every key carries its row's number
