@@ -12,7 +12,8 @@ from sentence_transformers import SentenceTransformer, SentenceTransformerTraine
 from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
 from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
 from test_multiprocess import ROOT, launch_two_processes
-from transformers import BertConfig, BertModel, TrainerCallback
+from test_trainer import StopAt
+from transformers import BertConfig, BertModel
 
 from hf_xlsr.data import load_bible
 from hf_xlsr.losses import MomentumQueueLoss
@@ -94,16 +95,6 @@ def test_training_without_the_callback_is_refused(encoder_dir, pairs, tmp_path):
     loss = MomentumQueueLoss(model, queue_size=10)
     with pytest.raises(RuntimeError, match="the momentum encoder has never been updated"):
         trainer_for(model, loss, pairs, tmp_path, callbacks=[]).train()
-
-
-class StopAt(TrainerCallback):
-    def __init__(self, step):
-        self.step = step
-
-    def on_step_end(self, args, state, control, **kwargs):
-        if state.global_step >= self.step:
-            control.should_training_stop = True
-        return control
 
 
 def test_resume_restores_queue_pointer_and_momentum_model_exactly(encoder_dir, pairs, tmp_path):

@@ -23,8 +23,8 @@ class BitextFormatError(ValueError):
     """A parallel-corpus file or dataset does not have the expected shape; the message names where."""
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """Yield ``(line_number, text)`` with the line ending removed, decoding each line as strict UTF-8."""
+def _raw_lines(path: Path) -> Iterator[tuple[int, bytes, str]]:
+    """Yield ``(line_number, raw bytes, text)``, decoding each line as strict UTF-8 (an error names file and line)."""
     with open(path, "rb") as handle:
         for number, raw in enumerate(handle, start=1):
             try:
@@ -33,7 +33,13 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
                 raise BitextFormatError(
                     f"{path}:{number}: invalid UTF-8 (byte 0x{raw[error.start]:02x} at column {error.start + 1})"
                 ) from None
-            yield number, text.rstrip("\r\n")
+            yield number, raw, text
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, text)`` with the line ending removed."""
+    for number, _, text in _raw_lines(path):
+        yield number, text.rstrip("\r\n")
 
 
 class SentenceFile:
@@ -49,19 +55,11 @@ class SentenceFile:
         if not self.path.is_file():
             raise FileNotFoundError(f"{self.path}: no such file")
         offsets, numbers, position = [], [], 0
-        with open(self.path, "rb") as handle:
-            for number, raw in enumerate(handle, start=1):
-                try:
-                    text = raw.decode("utf-8")
-                except UnicodeDecodeError as error:
-                    raise BitextFormatError(
-                        f"{self.path}:{number}: invalid UTF-8 (byte 0x{raw[error.start]:02x} at column "
-                        f"{error.start + 1})"
-                    ) from None
-                if text.strip():
-                    offsets.append(position)
-                    numbers.append(number)
-                position += len(raw)
+        for number, raw, text in _raw_lines(self.path):
+            if text.strip():
+                offsets.append(position)
+                numbers.append(number)
+            position += len(raw)
         if not offsets:
             raise BitextFormatError(f"{self.path}: no sentences")
         self.offsets, self.line_numbers = offsets, numbers
