@@ -2,10 +2,14 @@
 
     python benchmarks/plot_results.py      # writes benchmarks/plots/*.png (needs matplotlib: hf_xlsr[eval])
 
-* ``queue_size.png`` -- held-out retrieval accuracy against queue size K (``results/quality.json``);
-* ``step_time.png`` -- train-step time against batch size, each method and sentence-transformers
-  (``results/step.json``);
+* ``moco_queue_size.png`` -- held-out retrieval against queue size K, mean and spread over seeds, with the in-batch
+  peer (``results/claim_moco_minilm_en_fr.json``);
+* ``queue_cost.png`` -- seconds a queue adds to a step against K: blocked, materialised, and the arithmetic floor
+  (``results/queue.json``);
+* ``cmlm_loss.png`` -- CMLM and MLM training loss against steps, every seed (``results/claim_cmlm.json``);
 * ``mining_time.png`` -- mining time against sentences per side, hf_xlsr and the peer (``results/mining.json``).
+
+A plot whose results file does not exist yet is skipped.
 """
 
 from __future__ import annotations
@@ -17,58 +21,83 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from common import mean_and_spread  # noqa: E402
 
 HERE = Path(__file__).parent
 RESULTS, PLOTS = HERE / "results", HERE / "plots"
 
 
-def rows(name: str) -> list[dict]:
-    return json.loads((RESULTS / f"{name}.json").read_text())["rows"]
+def load(name: str) -> dict:
+    return json.loads((RESULTS / f"{name}.json").read_text())
 
 
-def queue_size() -> None:
-    table = {row["variant"]: row["mean"] for row in rows("quality")}
-    sizes = [256, 1024, 4096]
+def moco_queue_size() -> None:
+    data = load("claim_moco_minilm_en_fr")
+    batch = data["setup"]["batch_size"]
+    by_arm: dict[str, list[float]] = {}
+    for run in data["runs"]:
+        by_arm.setdefault(run["arm"], []).append(100 * run["bible"])
     fig, ax = plt.subplots(figsize=(5, 3.5))
-    accuracy = [100 * table[f"dm_separate_K{k}_m0.999"] for k in sizes]
-    ax.plot(sizes, accuracy, "o-", label="DualMomentumModel, m = 0.999")
-    ax.axhline(100 * table["st_mnrl"], color="grey", linestyle="--", label="sentence-transformers MNRL (no queue)")
+    points = [(multiple * batch, *mean_and_spread(by_arm[f"K{multiple}B"])[:2])
+              for multiple in (1, 16, 128) if f"K{multiple}B" in by_arm]  # fmt: skip
+    ax.errorbar([p[0] for p in points], [p[1] for p in points], yerr=[p[2] for p in points], fmt="o-", capsize=3,
+                label="DualMomentumModel, m = 0.99")  # fmt: skip
+    if "mnrl" in by_arm:
+        mean, spread, _ = mean_and_spread(by_arm["mnrl"])
+        ax.axhline(mean, color="grey", linestyle="--", label="sentence-transformers MNRL (in-batch)")
+        ax.axhspan(mean - spread, mean + spread, color="grey", alpha=0.15)
     ax.set(xscale="log", xlabel="queue size K", ylabel="held-out en-fr retrieval accuracy (%)",
-           title="Queue size (120 steps x 32 pairs)")  # fmt: skip
-    ax.set_xticks(sizes, [str(k) for k in sizes])
+           title=f"MiniLM-L6, batch {batch}, {data['setup']['steps']} steps")  # fmt: skip
+    ax.set_xticks([p[0] for p in points], [str(p[0]) for p in points])
     ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
-    ax.set_ylim(50, 65)  # one seed: differences under a point are noise
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(PLOTS / "queue_size.png", dpi=120)
+    fig.savefig(PLOTS / "moco_queue_size.png", dpi=120)
 
 
-def step_time() -> None:
-    data = rows("step")
+def queue_cost() -> None:
+    rows = load("queue")["rows"]
     fig, ax = plt.subplots(figsize=(5, 3.5))
-    labels = {"st_mnrl_symmetric": "sentence-transformers MNRL (peer)",
-              "dual_momentum_shared": "DualMomentumModel, shared encoder",
-              "dual_momentum_separate": "DualMomentumModel, encoder per language"}  # fmt: skip
-    for method, label in labels.items():
-        points = sorted((row["batch_size"], row["step_seconds"]) for row in data if row["method"] == method)
-        ax.plot(*zip(*points, strict=True), "o-", label=label)
-    ax.set(xscale="log", yscale="log", xlabel="batch size (en-fr pairs)", ylabel="seconds per train step",
-           title="Train-step time, MiniLM-L6, 2 CPU threads")  # fmt: skip
-    batches = sorted({row["batch_size"] for row in data})
-    ax.set_xticks(batches, [str(b) for b in batches])
-    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    for implementation, dtype, style in (
+        ("blocked", "float32", "o-"),
+        ("blocked", "float16", "o--"),
+        ("materialised", "float32", "s-"),
+        ("materialised", "float16", "s--"),
+    ):
+        points = sorted((r["K"], 1e3 * r["added_seconds"]) for r in rows
+                        if r["implementation"] == implementation and r["queue_dtype"] == dtype)  # fmt: skip
+        ax.plot(*zip(*points, strict=True), style, label=f"{implementation}, {dtype} queue")
+    floor = sorted({(r["K"], 1e3 * r["floor_seconds"]) for r in rows})
+    ax.plot(*zip(*floor, strict=True), "k:", label="floor: 2 B K d multiply-adds")
+    ax.set(xscale="log", yscale="log", xlabel="queue size K", ylabel="ms added to a step",
+           title="The queue's cost, batch 32, d = 384, 2 CPU threads")  # fmt: skip
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(PLOTS / "queue_cost.png", dpi=120)
+
+
+def cmlm_loss() -> None:
+    runs = [run for run in load("claim_cmlm")["runs"] if run["arm"] in ("mlm", "cmlm")]
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    colours = {"mlm": "tab:grey", "cmlm": "tab:blue"}
+    for run in runs:
+        curve = [(entry["step"], entry["loss"]) for entry in run["loss_curve"] if "step" in entry]
+        if curve:
+            label = run["arm"] if run["seed"] == 0 else None
+            ax.plot(*zip(*curve, strict=True), color=colours[run["arm"]], label=label)
+    ax.set(xlabel="optimizer step", ylabel="masked-token loss", title="Conditional MLM against MLM, tiny BERT")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(PLOTS / "step_time.png", dpi=120)
+    fig.savefig(PLOTS / "cmlm_loss.png", dpi=120)
 
 
 def mining_time() -> None:
-    data = rows("mining")
+    rows = load("mining")["rows"]
     fig, ax = plt.subplots(figsize=(5, 3.5))
     labels = {"peer_exact": "peer, exact search", "peer_ivf": "peer, IVF",
               "hf_xlsr_exact": "hf_xlsr, exact search", "hf_xlsr_auto": "hf_xlsr, auto (IVF from 100k)"}  # fmt: skip
     for method, label in labels.items():
-        points = sorted((row["size"], row["seconds"]) for row in data if row["method"] == method)
+        points = sorted((row["size"], row["seconds"]) for row in rows if row["method"] == method)
         ax.plot(*zip(*points, strict=True), "o-", label=label)
     ax.set(xscale="log", yscale="log", xlabel="sentences per side", ylabel="seconds",
            title="Bitext mining time, 2 CPU threads")  # fmt: skip
@@ -79,7 +108,11 @@ def mining_time() -> None:
 
 def main() -> None:
     PLOTS.mkdir(exist_ok=True)
-    for plot in (queue_size, step_time, mining_time):
+    for plot, needs in ((moco_queue_size, "claim_moco_minilm_en_fr"), (queue_cost, "queue"),
+                        (cmlm_loss, "claim_cmlm"), (mining_time, "mining")):  # fmt: skip
+        if not (RESULTS / f"{needs}.json").is_file():
+            print(f"skipped {plot.__name__}: no results/{needs}.json")
+            continue
         plot()
         print(f"wrote {PLOTS / plot.__name__}.png")
 
