@@ -65,6 +65,8 @@ def child(method: str, batch_size: int, steps: int, max_length: int, threads: in
         # fill the queue so every step scores the full set of negatives
         model.queue_x.enqueue(torch.nn.functional.normalize(torch.randn(4096, 384), dim=-1))
         model.queue_y.enqueue(torch.nn.functional.normalize(torch.randn(4096, 384), dim=-1))
+        for queue in model.momentum_contrast.queues():
+            queue.commit()  # the filled queue is the starting state, not writes of a step to undo
 
         def step(i):
             return model(**inputs[i]).loss

@@ -86,6 +86,8 @@ def child(name: str, threads: int) -> dict:
     queue_bytes = sum(q.keys.numel() * q.keys.element_size() for q in (model.queue_x, model.queue_y))
     model.queue_x.enqueue(torch.randn(options["queue_size"], 384))  # touch every page: a full queue
     model.queue_y.enqueue(torch.randn(options["queue_size"], 384))
+    for queue in model.momentum_contrast.queues():
+        queue.commit()  # the filled queue is the starting state, not writes of a step to undo
     if options.get("checkpointing"):
         model.gradient_checkpointing_enable()
     model.train()
