@@ -7,7 +7,10 @@ held-out retrieval on 1,000 pairs. Arms:
 * ``mnrl``: ``MultipleNegativesRankingLoss`` both ways, batch 8 (7 in-batch negatives);
 * ``queue``: ``MomentumQueueLoss`` with 128 queued keys (16 batches), momentum 0.99, batch 8;
 * ``cached_mnrl``: ``CachedMultipleNegativesRankingLoss`` both ways at batch 128 (mini-batches of 32): as many
-  negatives as the queue, fresh, at 16 times the pairs per step.
+  negatives as the queue, all fresh, over the same number of training pairs (a sixteenth of the steps).
+
+The ``mnrl`` arm is the same run as ``claim_moco.py``'s (same function, data order and seeds), so its results can
+be taken from there.
 
 ``--timing`` measures seconds per step of the three in one process, interleaved (median of ``--timing-steps``).
 
@@ -117,10 +120,17 @@ def main() -> None:
                 continue
             began = time.time()
             with tempfile.TemporaryDirectory() as output_dir:
-                model, trainer = trainer_for(arm, train, output_dir, seed, args.steps)
+                steps = args.steps * ARMS["mnrl"] // ARMS[arm]  # every arm sees the same pairs
+                model, trainer = trainer_for(arm, train, output_dir, seed, steps)
                 trainer.train()
             model[0].max_seq_length = 128
-            run = {"arm": arm, "seed": seed, "train_seconds": round(time.time() - began), **score(evaluators, model)}
+            run = {
+                "arm": arm,
+                "seed": seed,
+                "steps": steps,
+                "train_seconds": round(time.time() - began),
+                **score(evaluators, model),
+            }
             results.add(run)
             print(run, flush=True)
 
