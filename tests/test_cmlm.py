@@ -202,9 +202,10 @@ def test_the_first_sentences_encoder_gets_the_cmlm_gradient(tokenizer, adjacent)
 
 def test_cmlm_uses_the_first_sentence(small_tokenizer, adjacent):
     """Train a tiny CMLM to rebuild each of 32 verses from its own vector (``second`` = ``first``): its loss with
-    the true first sentence is then lower than with the first sentence of another row, under every masking."""
+    the true first sentence is then lower than with the first sentence of another row, under every masking. With 80%
+    of the second sentence masked, its visible tokens cannot stand in for the prefix (the gap is about 2.7 nats)."""
     rows = [{"first": adjacent[i]["first"], "second": adjacent[i]["first"]} for i in range(32)]
-    collate = CmlmCollator(small_tokenizer, "en", "fr", max_length=32, swap_probability=0.0)
+    collate = CmlmCollator(small_tokenizer, "en", "fr", max_length=32, swap_probability=0.0, mlm_probability=0.8)
     encoder = {**tiny_encoder_config(vocab_size=len(small_tokenizer), hidden_size=64), "intermediate_size": 128,
                "pad_token_id": small_tokenizer.pad_token_id}  # fmt: skip
     model = tiny_cmlm(encoder=encoder, num_projections=2, schedule="cmlm")
@@ -224,7 +225,7 @@ def test_cmlm_uses_the_first_sentence(small_tokenizer, adjacent):
                     "first_attention_mask": batch["first_attention_mask"][shift]}  # fmt: skip
         with torch.no_grad():
             true, other = model(**batch).loss_cmlm.item(), model(**shuffled).loss_cmlm.item()
-        assert other > true + 0.05, (seed, true, other)
+        assert other > true + 1.0, (seed, true, other)
 
 
 def test_a_new_masked_lm_head_trains_alone_first(tmp_path, tokenizer, adjacent, minilm_path, caplog):
