@@ -65,6 +65,9 @@ class Results:
         return any(run["arm"] == arm and run["seed"] == seed for run in self.data["runs"])
 
     def add(self, run: dict) -> None:
+        """Append ``run`` to the runs on disk, so that two processes filling one file keep each other's runs."""
+        if self.path.is_file():
+            self.data["runs"] = json.loads(self.path.read_text())["runs"]
         self.data["runs"].append({**run, "finished": time.strftime("%Y-%m-%d %H:%M")})
         self.path.parent.mkdir(parents=True, exist_ok=True)
         temporary = self.path.with_suffix(".partial")
