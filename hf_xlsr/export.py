@@ -90,6 +90,9 @@ def export_sentence_transformers(
         else:
             modules = [*stacks[""], Normalize()]
         exported = SentenceTransformer(modules=modules, device="cpu")
+        if language_routes:  # routes are languages, not query/document: no encode_query snippet in the card
+            exported.model_card_data.ir_model = False
+            exported.model_card_data.generate_widget_examples = False
         exported.save(str(staging))
         meta = mteb_model_meta(model, exported, run_info or {}, output_dir.name)
         (staging / MTEB_META).write_text(json.dumps(meta, indent=2))
