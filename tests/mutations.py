@@ -128,6 +128,9 @@ MUTATIONS = [
     Mutation("st_loss_without_callback_allowed", "hf_xlsr/losses.py", "getattr(torch, queue_dtype), strict=True)",
              "getattr(torch, queue_dtype), strict=False)",
              "tests/test_st_loss.py::test_training_without_the_callback_is_refused"),
+    Mutation("router_card_shows_encode_query", "hf_xlsr/export.py",
+             "exported.model_card_data.ir_model = False", "pass",
+             "tests/test_export.py::test_a_dual_encoder_exports_one_folder_routed_by_language"),
     # Evaluation and configuration
     Mutation("probe_on_raw_vectors", "hf_xlsr/evaluation/probe.py",
              "classifier = make_pipeline(StandardScaler(), LogisticRegression(",

@@ -16,12 +16,15 @@ from hf_xlsr.evaluation import as_encoder
 from hf_xlsr.export import MTEB_META, export_sentence_transformers
 
 
-def test_a_dual_encoder_exports_one_folder_routed_by_language(tmp_path, tokenizer, heldout_pairs):
+def test_a_dual_encoder_exports_one_folder_routed_by_language(tmp_path, tokenizer, heldout_pairs, caplog):
     model = tiny_dual_momentum(pooling="mean")
     with torch.no_grad():  # make the two languages' encoders differ, as after training
         for p in model.encoder_y.parameters():
             p.mul_(1.1)
     folder = export_sentence_transformers(model, {"x": tokenizer, "y": tokenizer}, tmp_path / "export")
+    # the routes are languages, not query / document: the card shows no encode_query snippet, the export warns nothing
+    assert "encode_query" not in (folder / "README.md").read_text()
+    assert "No route found" not in caplog.text
     assert folder == tmp_path / "export"
     modules = json.loads((folder / "modules.json").read_text())
     assert [m["type"] for m in modules] == ["sentence_transformers.base.modules.router.Router",
