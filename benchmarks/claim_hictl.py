@@ -21,6 +21,7 @@ import argparse
 import copy
 import tempfile
 import time
+from pathlib import Path
 
 import torch
 from common import Results, machine
@@ -29,6 +30,9 @@ ARMS = {
     "tlm": {"use_sentence_level": False, "use_word_level": False},
     "tlm+ls": {"use_sentence_level": True, "use_word_level": False},
     "tlm+ls+lw": {"use_sentence_level": True, "use_word_level": True},
+    # the same two with s(q, k) = cosine / 0.05 in Eq. 2, 3 and 5 instead of the paper's plain cosine
+    "tlm+ls_tau0.05": {"use_sentence_level": True, "use_word_level": False, "temperature": 0.05},
+    "tlm+ls+lw_tau0.05": {"use_sentence_level": True, "use_word_level": True, "temperature": 0.05},
 }
 
 
@@ -49,16 +53,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--warmup-steps", type=int, default=1500)
     parser.add_argument("--steps", type=int, default=1000)
-    parser.add_argument("--mt-steps", type=int, default=1000)
+    parser.add_argument("--mt-steps", type=int, default=1000, help="0 skips the translation arms")
     parser.add_argument("--tune-steps", type=int, default=300)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--max-length", type=int, default=48)
     parser.add_argument("--vocab-size", type=int, default=8000)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--arms", nargs="+", default=["tlm", "tlm+ls", "tlm+ls+lw"], choices=sorted(ARMS))
+    parser.add_argument("--warm-dir", default="runs/hictl_warm", help="the warm start is saved here, and reused")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
+    if args.mt_steps and "tlm+ls+lw" not in args.arms:
+        parser.error("the translation arms start from the tlm+ls+lw encoder: add it to --arms, or pass --mt-steps 0")
     torch.set_num_threads(args.threads)
+
+    from transformers import AutoTokenizer
 
     from hf_xlsr import HictlConfig, HictlForPreTraining, HictlForTranslation
     from hf_xlsr.data import load_bible
@@ -69,16 +79,23 @@ def main() -> None:
 
     train = load_bible(["en", "fr"], split="train")
     heldout = load_bible(["en", "fr"], split="heldout").shuffle(seed=0)
-    tokenizer = train_unigram_tokenizer(list(train["en"]) + list(train["fr"]), args.vocab_size)
+    warm_dir = Path(args.warm_dir) / f"{args.warmup_steps}_steps"
+    cached = (warm_dir / "config.json").is_file()
+    if cached:
+        tokenizer = AutoTokenizer.from_pretrained(warm_dir)
+    else:
+        tokenizer = train_unigram_tokenizer(list(train["en"]) + list(train["fr"]), args.vocab_size)
     tokenizers = {"x": tokenizer, "y": tokenizer}
     retrieval = RetrievalEvaluator.from_dataset(heldout, ["en", "fr"], max_pairs=1000, seed=0)
     probe = LinearProbeEvaluator.from_bible("en", ["en", "fr"], max_train=3000, max_test=1000, seed=0)
     collate = HictlCollator(tokenizer, "en", "fr", args.max_length)
+    positions = max(2 * args.max_length, 128) + 8  # TLM pairs, and the evaluators' 128 tokens
     encoder = {"model_type": "xlm-roberta", "vocab_size": len(tokenizer), "hidden_size": 256, "num_hidden_layers": 4,
-               "num_attention_heads": 4, "intermediate_size": 1024, "max_position_embeddings": 2 * args.max_length + 8,
+               "num_attention_heads": 4, "intermediate_size": 1024, "max_position_embeddings": positions,
                "pad_token_id": tokenizer.pad_token_id, "type_vocab_size": 1}  # fmt: skip
     results = Results(args.out, {"script": "benchmarks/claim_hictl.py", **{k: v for k, v in vars(args).items()
-                                 if k not in ("out", "seeds", "threads")}, "machine": machine()})  # fmt: skip
+                                 if k not in ("out", "seeds", "arms", "threads", "warm_dir")},
+                                 "machine": machine()})  # fmt: skip
 
     def scored(model) -> dict:
         found, genre = retrieval(model, tokenizers), probe(model, tokenizers)
@@ -86,18 +103,24 @@ def main() -> None:
                 "bible": found["retrieval_accuracy"], "probe_en2en": genre["probe_en2en_accuracy"],
                 "probe_en2fr": genre["probe_en2fr_accuracy"]}  # fmt: skip
 
-    torch.manual_seed(0)
-    warm = HictlForPreTraining(HictlConfig(encoder=encoder, language_x="en", language_y="fr", **ARMS["tlm"]))
-    warm.use_tokenizer(tokenizer)
-    start = time.time()
-    fit(warm, collate, train, args.warmup_steps, args, 0, 5e-4)
-    if not results.done("warm start (TLM)", 0):
+    if cached:
+        warm = HictlForPreTraining.from_pretrained(warm_dir)
+    else:
+        torch.manual_seed(0)
+        warm = HictlForPreTraining(HictlConfig(encoder=encoder, language_x="en", language_y="fr", **ARMS["tlm"]))
+        warm.use_tokenizer(tokenizer)
+        start = time.time()
+        fit(warm, collate, train, args.warmup_steps, args, 0, 5e-4)
         seconds = round(time.time() - start)
-        results.add({"arm": "warm start (TLM)", "seed": 0, "train_seconds": seconds, **scored(warm)})
+        warm.save_pretrained(warm_dir)
+        tokenizer.save_pretrained(warm_dir)
+        if not results.done("warm start (TLM)", 0):
+            results.add({"arm": "warm start (TLM)", "seed": 0, "train_seconds": seconds, **scored(warm)})
     encoders = {}
     for seed in args.seeds:
-        for arm, losses in ARMS.items():
+        for arm in args.arms:
             model = copy.deepcopy(warm)
+            losses = ARMS[arm]
             for name, value in losses.items():
                 setattr(model.config, name, value)
             torch.manual_seed(seed)
@@ -108,6 +131,9 @@ def main() -> None:
                 run = {"arm": arm, "seed": seed, "train_seconds": round(time.time() - start), **scored(model)}
                 results.add(run)
                 print(run, flush=True)
+
+    if args.mt_steps == 0:
+        return
 
     def mt_collate(rows):
         source = tokenizer([r["en"] for r in rows], padding=True, truncation=True, max_length=args.max_length,
