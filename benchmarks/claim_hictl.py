@@ -89,7 +89,7 @@ def main() -> None:
     retrieval = RetrievalEvaluator.from_dataset(heldout, ["en", "fr"], max_pairs=1000, seed=0)
     probe = LinearProbeEvaluator.from_bible("en", ["en", "fr"], max_train=3000, max_test=1000, seed=0)
     collate = HictlCollator(tokenizer, "en", "fr", args.max_length)
-    positions = max(2 * args.max_length, 128) + 8  # TLM pairs, and the evaluators' 128 tokens
+    positions = max(2 * args.max_length, 128) + 8  # TLM pairs; verses up to the evaluators' 128 tokens, whole
     encoder = {"model_type": "xlm-roberta", "vocab_size": len(tokenizer), "hidden_size": 256, "num_hidden_layers": 4,
                "num_attention_heads": 4, "intermediate_size": 1024, "max_position_embeddings": positions,
                "pad_token_id": tokenizer.pad_token_id, "type_vocab_size": 1}  # fmt: skip

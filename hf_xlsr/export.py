@@ -55,6 +55,8 @@ def routes(model: PreTrainedModel) -> dict[str, str]:
 def side_modules(model: PreTrainedModel, side: str, encoder_dir: str, max_seq_length: int | None) -> list:
     """The stock modules that reproduce ``model.get_sentence_embeddings(..., language=side)`` before
     normalisation."""
+    if max_seq_length is not None:  # never past what the position table takes (None: sentence-transformers decides)
+        max_seq_length = min(max_seq_length, model.max_tokens(side) or max_seq_length)
     transformer = Transformer(encoder_dir, max_seq_length=max_seq_length)
     hidden_size = model.query_encoder(side).config.hidden_size  # what the pooling sees; heads may change it
     modules = [transformer, Pooling(hidden_size, pooling_mode=model.config.pooling)]

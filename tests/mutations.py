@@ -31,6 +31,7 @@ class Mutation:
 
 
 M = "hf_xlsr/modeling/"
+POSITIONS = "tests/test_export.py::test_inputs_are_cut_to_what_the_position_table_takes"
 MUTATIONS = [
     # MoCo-BERT and every queue
     Mutation("moco_positive_from_query_encoder", M + "modeling_dual_momentum.py",
@@ -139,6 +140,15 @@ MUTATIONS = [
     Mutation("model_config_training_values_ignored", "hf_xlsr/trainers/arguments.py",
              "return config_class(**model_config)", "return config_class()",
              "tests/test_cli_and_arguments.py::test_one_rule_for_training_values_explicit_then_run_config_then_paper"),
+    # inputs cut to the position table
+    Mutation("encoder_cut_ignores_positions", "hf_xlsr/evaluation/encoders.py",
+             "max_length = min(self.max_length, model.max_tokens(side) or self.max_length)",
+             "max_length = self.max_length", POSITIONS),
+    Mutation("positions_without_padding_offset", M + "common.py",
+             "(0 if table.padding_idx is None else table.padding_idx + 1)", "0", POSITIONS),
+    Mutation("export_cut_ignores_positions", "hf_xlsr/export.py",
+             "max_seq_length = min(max_seq_length, model.max_tokens(side) or max_seq_length)",
+             "max_seq_length = max_seq_length", POSITIONS),
 ]  # fmt: skip
 
 

@@ -76,3 +76,36 @@ def test_exports_carry_mteb_metadata_with_the_training_datasets(tmp_path, tokeni
     assert meta.is_zero_shot_on([tatoeba]) is (not expected)
     loaded = load_mteb_model(folder)
     assert loaded.mteb_model_meta == meta and loaded.languages == ["en", "fr"]
+
+
+def test_inputs_are_cut_to_what_the_position_table_takes(tmp_path, tokenizer):
+    """A model with a short position table (16 BERT positions; 20 XLM-R ones, counted from the padding index + 1)
+    encodes a 60-token sentence, in the evaluators and in its export, as its first positions' worth of tokens; a
+    cut at the evaluators' default (128) would index past the table."""
+    from conftest import tiny_encoder_config
+
+    from hf_xlsr import HictlConfig, HictlForPreTraining
+
+    bert = tiny_dual_momentum(encoder_x={**tiny_encoder_config(), "max_position_embeddings": 16}, shared_encoder=True)
+    xlmr_config = {**tiny_encoder_config(), "model_type": "xlm-roberta", "max_position_embeddings": 20}
+    xlmr_config["pad_token_id"] = 0  # the MiniLM tokenizer's padding id
+    torch.manual_seed(0)
+    xlmr = HictlForPreTraining(HictlConfig(encoder=xlmr_config, language_x="en", language_y="fr"))
+    long_sentence = " ".join(["river"] * 60)
+    for model, limit in ((bert, 16), (xlmr, 19)):
+        model.eval()
+        assert model.max_tokens("en") == limit
+        ids = tokenizer([long_sentence], truncation=True, max_length=limit + 1, return_tensors="pt")
+        with torch.no_grad(), pytest.raises((IndexError, RuntimeError)):  # one token more does not fit the table
+            model.query_encoder("en")(**ids)
+        ids = tokenizer([long_sentence], truncation=True, max_length=limit, return_tensors="pt")
+        with torch.no_grad():
+            expected = torch.nn.functional.normalize(
+                model.get_sentence_embeddings(ids["input_ids"], ids["attention_mask"], language="en"), dim=-1
+            )[0].numpy()
+        vector = as_encoder(model, {"x": tokenizer, "y": tokenizer})([long_sentence], "en")[0]
+        np.testing.assert_allclose(vector, expected, atol=1e-5)
+        folder = export_sentence_transformers(model, {"x": tokenizer, "y": tokenizer}, tmp_path / f"export_{limit}")
+        exported = SentenceTransformer(str(folder))  # as a user loads it
+        assert exported.max_seq_length == limit
+        np.testing.assert_allclose(exported.encode([long_sentence]), vector[None], atol=1e-5)

@@ -52,6 +52,7 @@ class ModelEncoder:
         model = self.model
         side = model.language_side(language)
         tokenizer = self.tokenizers[side]
+        max_length = min(self.max_length, model.max_tokens(side) or self.max_length)  # what the positions take
         was_training = model.training
         model.eval()
         device = next(model.parameters()).device
@@ -64,7 +65,7 @@ class ModelEncoder:
                 [sentences[i] for i in rows],
                 padding=True,
                 truncation=True,
-                max_length=self.max_length,
+                max_length=max_length,
                 return_tensors="pt",
             ).to(device)
             with self._autocast(device):

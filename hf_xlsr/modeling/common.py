@@ -34,3 +34,11 @@ class SentenceEncoderMixin:
         raise ValueError(
             f"unknown language {language!r}: use 'x', 'y', {self.config.language_x!r} or {self.config.language_y!r}"
         )
+
+    def max_tokens(self, language: str) -> int | None:
+        """The longest input, in tokens, that the position table of ``language``'s query encoder takes (None when it
+        has no learned table). RoBERTa-style tables (XLM-R's) count positions from the padding index + 1."""
+        table = getattr(getattr(self.query_encoder(language), "embeddings", None), "position_embeddings", None)
+        if not isinstance(table, nn.Embedding):
+            return None
+        return table.num_embeddings - (0 if table.padding_idx is None else table.padding_idx + 1)
