@@ -7,6 +7,8 @@
 * ``queue_cost.png`` -- seconds a queue adds to a step against K: blocked, materialised, and the arithmetic floor
   (``results/queue.json``);
 * ``cmlm_loss.png`` -- CMLM and MLM training loss against steps, every seed (``results/claim_cmlm.json``);
+* ``cmlm_schedules.png`` -- CMLM's and bitext retrieval's training losses against steps for part B's three
+  schedules, every seed, with the stage switch marked (``results/claim_cmlm.json``);
 * ``mining_time.png`` -- mining time against sentences per side, hf_xlsr and the peer (``results/mining.json``).
 
 A plot whose results file does not exist yet is skipped.
@@ -91,6 +93,25 @@ def cmlm_loss() -> None:
     fig.savefig(PLOTS / "cmlm_loss.png", dpi=120)
 
 
+def cmlm_schedules() -> None:
+    data = load("claim_cmlm")
+    runs = [run for run in data["runs"] if run["arm"].startswith("schedule ")]
+    colours = {"schedule cmlm+br": "tab:green", "schedule cmlm->br": "tab:orange",
+               "schedule cmlm->cmlm+br": "tab:blue"}  # fmt: skip
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    for ax, loss, title in zip(axes, ("loss_cmlm", "loss_br"), ("CMLM loss", "bitext retrieval loss"), strict=True):
+        for run in runs:
+            curve = [(entry["step"], entry[loss]) for entry in run["loss_curve"] if loss in entry]
+            if curve:
+                label = run["arm"].removeprefix("schedule ") if run["seed"] == 0 else None
+                ax.plot(*zip(*curve, strict=True), color=colours[run["arm"]], label=label, alpha=0.8)
+        ax.axvline(data["setup"]["stage_one"], color="grey", linestyle=":", label="stage switch")
+        ax.set(xlabel="optimizer step", ylabel=title, title=f"{title}, tiny BERT from scratch")
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(PLOTS / "cmlm_schedules.png", dpi=120)
+
+
 def mining_time() -> None:
     rows = load("mining")["rows"]
     fig, ax = plt.subplots(figsize=(5, 3.5))
@@ -108,8 +129,8 @@ def mining_time() -> None:
 
 def main() -> None:
     PLOTS.mkdir(exist_ok=True)
-    for plot, needs in ((moco_queue_size, "claim_moco_minilm_en_fr"), (queue_cost, "queue"),
-                        (cmlm_loss, "claim_cmlm"), (mining_time, "mining")):  # fmt: skip
+    for plot, needs in ((moco_queue_size, "claim_moco_minilm_en_fr"), (queue_cost, "queue"), (cmlm_loss, "claim_cmlm"),
+                        (cmlm_schedules, "claim_cmlm"), (mining_time, "mining")):  # fmt: skip
         if not (RESULTS / f"{needs}.json").is_file():
             print(f"skipped {plot.__name__}: no results/{needs}.json")
             continue
