@@ -10,7 +10,10 @@ another row (direct evidence that the prefix is used).
 
 Part B, the schedules (each seed): CMLM for ``--stage-one`` steps (the loss curve is recorded, to show whether
 it reached its plateau), then the second stage for ``--stage-two`` steps, labelled by what they do: ``cmlm+br``
-(both from the start), ``cmlm->br`` and ``cmlm->cmlm+br``; bitext retrieval on the rows' en-fr translations.
+(both from the start), ``cmlm->br`` and ``cmlm->cmlm+br``; bitext retrieval on the rows' en-fr translations. The
+control ``br`` trains BR alone from the random start for ``--stage-two`` steps (what the CMLM stage adds).
+With ``--per-stage-lr`` the two-stage arms of a seed share one CMLM stage (its own warm-up and linear decay over
+``--stage-one`` steps) and each second stage is a new run with its own warm-up and decay over ``--stage-two``.
 Scored by held-out en-fr retrieval and, for principal-component removal (Section 5.2), by the language-bias
 measure: in a pool of held-out en and fr verses, the share of each query's nearest neighbour that is in its own
 language, before and after removing each language's first principal component.
@@ -21,7 +24,7 @@ language, before and after removing each language's first principal component.
 from __future__ import annotations
 
 import argparse
-import itertools
+import copy
 import tempfile
 import time
 
@@ -31,6 +34,7 @@ from common import Results, machine
 from transformers.modeling_outputs import MaskedLMOutput
 
 SCHEDULES = ["cmlm+br", "cmlm->br", "cmlm->cmlm+br"]
+CONTROLS = ["br"]  # BR alone from the random start for --stage-two steps: the second stage without the CMLM stage
 
 
 class MaskedLanguageModelling(torch.nn.Module):
@@ -141,26 +145,44 @@ def part_b(args, tokenizer, rows, heldout_adjacent, results) -> None:
     pool = heldout.shuffle(seed=0).select(range(500))
     train_sample = load_bible(["en", "fr"], split="train").shuffle(seed=0).select(range(5000))
     tokenizers = {"x": tokenizer, "y": tokenizer}
-    for seed, schedule in itertools.product(args.seeds, args.schedules):
-        arm = f"schedule {schedule}"
-        if results.done(arm, seed):
-            continue
-        model = tiny_cmlm(tokenizer, seed, schedule=schedule, num_projections=15, pcr_components=1)
-        start = time.time()
-        curve = train(model, tokenizer, rows, args.stage_one + args.stage_two, args, seed, args.stage_one)
-        found = retrieval(model, tokenizers)
-        sentences = {"en": list(pool["en"]), "fr": list(pool["fr"])}
-        before = language_bias(model, sentences, k=1, tokenizers=tokenizers)
-        fit_language_components(model, tokenizers, train_sample["en"], train_sample["fr"])
-        found_pcr = retrieval(model, tokenizers)
-        after = language_bias(model, sentences, k=1, tokenizers=tokenizers)
-        run = {"arm": arm, "seed": seed, "train_seconds": round(time.time() - start), "loss_curve": curve,
-               "bible_en2fr": found["retrieval_en2fr_accuracy"], "bible_fr2en": found["retrieval_fr2en_accuracy"],
-               "bible": found["retrieval_accuracy"], "bible_with_pcr": found_pcr["retrieval_accuracy"],
-               "own_language_top1_before_pcr": (before["en"]["en"] + before["fr"]["fr"]) / 2,
-               "own_language_top1_after_pcr": (after["en"]["en"] + after["fr"]["fr"]) / 2}  # fmt: skip
-        results.add(run)
-        print({k: v for k, v in run.items() if k != "loss_curve"}, flush=True)
+    for seed in args.seeds:
+        stage_one = None  # with --per-stage-lr, the two-stage arms of a seed share one CMLM stage
+        for schedule in args.schedules:
+            arm = f"schedule {schedule}"
+            if schedule == "br":
+                arm += f" {args.stage_two}"
+            elif args.per_stage_lr and "->" in schedule:
+                arm += f" per-stage lr {args.stage_one}+{args.stage_two}"
+            if results.done(arm, seed):
+                continue
+            start = time.time()
+            if args.per_stage_lr and "->" in schedule:
+                if stage_one is None:
+                    stage_one = tiny_cmlm(tokenizer, seed, schedule="cmlm", num_projections=15, pcr_components=1)
+                    stage_one_curve = train(stage_one, tokenizer, rows, args.stage_one, args, seed)
+                model = copy.deepcopy(stage_one)
+                model.config.schedule = schedule.split("->")[1]
+                curve = stage_one_curve + [
+                    {**e, "step": e["step"] + args.stage_one}
+                    for e in train(model, tokenizer, rows, args.stage_two, args, seed + 100)
+                ]
+            else:
+                model = tiny_cmlm(tokenizer, seed, schedule=schedule, num_projections=15, pcr_components=1)
+                steps = args.stage_two if schedule == "br" else args.stage_one + args.stage_two
+                curve = train(model, tokenizer, rows, steps, args, seed, args.stage_one)
+            found = retrieval(model, tokenizers)
+            sentences = {"en": list(pool["en"]), "fr": list(pool["fr"])}
+            before = language_bias(model, sentences, k=1, tokenizers=tokenizers)
+            fit_language_components(model, tokenizers, train_sample["en"], train_sample["fr"])
+            found_pcr = retrieval(model, tokenizers)
+            after = language_bias(model, sentences, k=1, tokenizers=tokenizers)
+            run = {"arm": arm, "seed": seed, "train_seconds": round(time.time() - start), "loss_curve": curve,
+                   "bible_en2fr": found["retrieval_en2fr_accuracy"], "bible_fr2en": found["retrieval_fr2en_accuracy"],
+                   "bible": found["retrieval_accuracy"], "bible_with_pcr": found_pcr["retrieval_accuracy"],
+                   "own_language_top1_before_pcr": (before["en"]["en"] + before["fr"]["fr"]) / 2,
+                   "own_language_top1_after_pcr": (after["en"]["en"] + after["fr"]["fr"]) / 2}  # fmt: skip
+            results.add(run)
+            print({k: v for k, v in run.items() if k != "loss_curve"}, flush=True)
 
 
 def main() -> None:
@@ -173,7 +195,15 @@ def main() -> None:
     parser.add_argument("--vocab-size", type=int, default=8000)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--parts", nargs="+", default=["a", "b"])
-    parser.add_argument("--schedules", nargs="+", default=SCHEDULES, choices=SCHEDULES, help="part B's arms to run")
+    parser.add_argument(
+        "--schedules", nargs="+", default=SCHEDULES, choices=SCHEDULES + CONTROLS, help="part B's arms to run"
+    )
+    parser.add_argument(
+        "--per-stage-lr",
+        action="store_true",
+        help="part B's two-stage arms: one CMLM stage per seed (its own warm-up and decay), then each "
+        "second stage as a new run with its own warm-up and decay",
+    )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()

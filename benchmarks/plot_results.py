@@ -94,20 +94,31 @@ def cmlm_loss() -> None:
 
 
 def cmlm_schedules() -> None:
+    """Left: CMLM loss against optimizer step. Right: BR loss against the steps since BR began (the second stage's
+    start for the two-stage arms), so that BR from a CMLM-trained start and from the random one line up."""
     data = load("claim_cmlm")
     runs = [run for run in data["runs"] if run["arm"].startswith("schedule ")]
-    colours = {"schedule cmlm+br": "tab:green", "schedule cmlm->br": "tab:orange",
-               "schedule cmlm->cmlm+br": "tab:blue"}  # fmt: skip
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
-    for ax, loss, title in zip(axes, ("loss_cmlm", "loss_br"), ("CMLM loss", "bitext retrieval loss"), strict=True):
-        for run in runs:
-            curve = [(entry["step"], entry[loss]) for entry in run["loss_curve"] if loss in entry]
-            if curve:
-                label = run["arm"].removeprefix("schedule ") if run["seed"] == 0 else None
-                ax.plot(*zip(*curve, strict=True), color=colours[run["arm"]], label=label, alpha=0.8)
-        ax.axvline(data["setup"]["stage_one"], color="grey", linestyle=":", label="stage switch")
-        ax.set(xlabel="optimizer step", ylabel=title, title=f"{title}, tiny BERT from scratch")
+    colours = {"cmlm+br": "tab:green", "cmlm->br": "tab:orange", "cmlm->cmlm+br": "tab:blue", "br": "tab:red"}
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    labelled = set()
+    for run in runs:
+        arm = run["arm"].removeprefix("schedule ")
+        schedule = arm.split()[0]
+        style = "--" if "per-stage" in arm else "-"  # dashed: each stage its own warm-up and decay
+        label = None if arm in labelled else arm
+        labelled.add(arm)
+        cmlm = [(e["step"], e["loss_cmlm"]) for e in run["loss_curve"] if "loss_cmlm" in e]
+        if cmlm:
+            axes[0].plot(*zip(*cmlm, strict=True), style, color=colours[schedule], label=label, alpha=0.7)
+        br = [(e["step"], e["loss_br"]) for e in run["loss_curve"] if "loss_br" in e]
+        switch = br[0][0] - 50  # curves are logged every 50 steps
+        axes[1].plot(*zip(*[(step - switch, loss) for step, loss in br], strict=True), style,
+                     color=colours[schedule], label=label, alpha=0.7)  # fmt: skip
+    axes[0].axvline(data["setup"]["stage_one"], color="grey", linestyle=":", label="stage switch")
+    axes[0].set(xlabel="optimizer step", ylabel="CMLM loss", title="CMLM loss, tiny BERT from scratch")
+    axes[1].set(xlabel="steps since BR began", ylabel="BR loss (both directions)", title="bitext retrieval loss")
     axes[0].legend(fontsize=7)
+    axes[1].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(PLOTS / "cmlm_schedules.png", dpi=120)
 
