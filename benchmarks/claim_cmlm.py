@@ -148,15 +148,16 @@ def part_b(args, tokenizer, rows, heldout_adjacent, results) -> None:
     for seed in args.seeds:
         stage_one = None  # with --per-stage-lr, the two-stage arms of a seed share one CMLM stage
         for schedule in args.schedules:
+            shares_stage_one = args.per_stage_lr and "->" in schedule
             arm = f"schedule {schedule}"
             if schedule == "br":
                 arm += f" {args.stage_two}"
-            elif args.per_stage_lr and "->" in schedule:
+            elif shares_stage_one:
                 arm += f" per-stage lr {args.stage_one}+{args.stage_two}"
             if results.done(arm, seed):
                 continue
             start = time.time()
-            if args.per_stage_lr and "->" in schedule:
+            if shares_stage_one:
                 if stage_one is None:
                     stage_one = tiny_cmlm(tokenizer, seed, schedule="cmlm", num_projections=15, pcr_components=1)
                     stage_one_curve = train(stage_one, tokenizer, rows, args.stage_one, args, seed)

@@ -7,8 +7,9 @@
 * ``queue_cost.png`` -- seconds a queue adds to a step against K: blocked, materialised, and the arithmetic floor
   (``results/queue.json``);
 * ``cmlm_loss.png`` -- CMLM and MLM training loss against steps, every seed (``results/claim_cmlm.json``);
-* ``cmlm_schedules.png`` -- CMLM's and bitext retrieval's training losses against steps for part B's three
-  schedules, every seed, with the stage switch marked (``results/claim_cmlm.json``);
+* ``cmlm_schedules.png`` -- part B's arms, every seed: CMLM loss against steps (stage switch marked) and bitext
+  retrieval loss against the steps since BR began; dashed: each stage its own lr
+  schedule (``results/claim_cmlm.json``);
 * ``mining_time.png`` -- mining time against sentences per side, hf_xlsr and the peer (``results/mining.json``).
 
 A plot whose results file does not exist yet is skipped.
