@@ -2,7 +2,8 @@
 
 1. Warm start: a small XLM-R-style model (4 layers, width 256, a Unigram vocabulary learned from the training
    verses) trained with TLM alone on en-fr translation pairs until its first-token ([CLS]) state carries content
-   (its held-out retrieval accuracy is recorded). Every arm continues from this one checkpoint.
+   (its held-out retrieval accuracy is recorded); or, with ``--encoder``, a pretrained encoder (MiniLM-L6, e5) whose
+   new masked-LM head TLM trains for the warm-up steps. Every arm continues from this one checkpoint.
 2. Arms, equal steps, the paper's defaults otherwise (cosine scores at temperature 1, 512 hard negative words):
    ``tlm``, ``tlm+ls`` (sentence-level contrast) and ``tlm+ls+lw`` (and word-level contrast); held-out retrieval
    on [CLS] (1,000 en-fr pairs, both ways) and the zero-shot probe (book genre, trained in English, tested in
@@ -13,6 +14,9 @@
    outputs.
 
     HF_HUB_OFFLINE=1 python benchmarks/claim_hictl.py --out benchmarks/results/claim_hictl.json
+    HF_HUB_OFFLINE=1 python benchmarks/claim_hictl.py --encoder minilm --warmup-steps 100 --steps 250 \
+        --batch-size 16 --learning-rate 4e-5 --warmup-learning-rate 1e-4 --mt-steps 0 \
+        --out benchmarks/results/claim_hictl_minilm.json
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import time
 from pathlib import Path
 
 import torch
-from common import Results, machine
+from common import ENCODERS, Results, machine
 
 ARMS = {
     "tlm": {"use_sentence_level": False, "use_word_level": False},
@@ -51,7 +55,10 @@ def fit(model, collate, rows, steps: int, args, seed: int, learning_rate: float)
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--encoder", help=f"start from this pretrained encoder ({sorted(ENCODERS)}, or a path)")
     parser.add_argument("--warmup-steps", type=int, default=1500)
+    parser.add_argument("--warmup-learning-rate", type=float, default=5e-4)
+    parser.add_argument("--learning-rate", type=float, default=2e-4, help="of the arms")
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--mt-steps", type=int, default=1000, help="0 skips the translation arms")
     parser.add_argument("--tune-steps", type=int, default=300)
@@ -71,7 +78,7 @@ def main() -> None:
     from transformers import AutoTokenizer
 
     from hf_xlsr import HictlConfig, HictlForPreTraining, HictlForTranslation
-    from hf_xlsr.data import load_bible
+    from hf_xlsr.data import load_bible, resolve_reference
     from hf_xlsr.data.tokenizer_training import train_unigram_tokenizer
     from hf_xlsr.evaluation import LinearProbeEvaluator, RetrievalEvaluator
     from hf_xlsr.evaluation.translation import translate, translation_scores
@@ -79,10 +86,11 @@ def main() -> None:
 
     train = load_bible(["en", "fr"], split="train")
     heldout = load_bible(["en", "fr"], split="heldout").shuffle(seed=0)
-    warm_dir = Path(args.warm_dir) / f"{args.warmup_steps}_steps"
+    warm_dir = Path(args.warm_dir) / f"{Path(args.encoder or 'scratch').name}_{args.warmup_steps}_steps"
     cached = (warm_dir / "config.json").is_file()
-    if cached:
-        tokenizer = AutoTokenizer.from_pretrained(warm_dir)
+    start_path = resolve_reference(ENCODERS.get(args.encoder, args.encoder)) if args.encoder else None
+    if cached or start_path:
+        tokenizer = AutoTokenizer.from_pretrained(warm_dir if cached else start_path)
     else:
         tokenizer = train_unigram_tokenizer(list(train["en"]) + list(train["fr"]), args.vocab_size)
     tokenizers = {"x": tokenizer, "y": tokenizer}
@@ -90,9 +98,9 @@ def main() -> None:
     probe = LinearProbeEvaluator.from_bible("en", ["en", "fr"], max_train=3000, max_test=1000, seed=0)
     collate = HictlCollator(tokenizer, "en", "fr", args.max_length)
     positions = max(2 * args.max_length, 128) + 8  # TLM pairs; verses up to the evaluators' 128 tokens, whole
-    encoder = {"model_type": "xlm-roberta", "vocab_size": len(tokenizer), "hidden_size": 256, "num_hidden_layers": 4,
-               "num_attention_heads": 4, "intermediate_size": 1024, "max_position_embeddings": positions,
-               "pad_token_id": tokenizer.pad_token_id, "type_vocab_size": 1}  # fmt: skip
+    small = {"model_type": "xlm-roberta", "vocab_size": len(tokenizer), "hidden_size": 256, "num_hidden_layers": 4,
+             "num_attention_heads": 4, "intermediate_size": 1024, "max_position_embeddings": positions,
+             "pad_token_id": tokenizer.pad_token_id, "type_vocab_size": 1}  # fmt: skip
     results = Results(args.out, {"script": "benchmarks/claim_hictl.py", **{k: v for k, v in vars(args).items()
                                  if k not in ("out", "seeds", "arms", "threads", "warm_dir")},
                                  "machine": machine()})  # fmt: skip
@@ -107,10 +115,14 @@ def main() -> None:
         warm = HictlForPreTraining.from_pretrained(warm_dir)
     else:
         torch.manual_seed(0)
-        warm = HictlForPreTraining(HictlConfig(encoder=encoder, language_x="en", language_y="fr", **ARMS["tlm"]))
+        fields = {"language_x": "en", "language_y": "fr", **ARMS["tlm"]}
+        if start_path:
+            warm = HictlForPreTraining.from_encoder(start_path, **fields)
+        else:
+            warm = HictlForPreTraining(HictlConfig(encoder=small, **fields))
         warm.use_tokenizer(tokenizer)
         start = time.time()
-        fit(warm, collate, train, args.warmup_steps, args, 0, 5e-4)
+        fit(warm, collate, train, args.warmup_steps, args, 0, args.warmup_learning_rate)
         seconds = round(time.time() - start)
         warm.save_pretrained(warm_dir)
         tokenizer.save_pretrained(warm_dir)
@@ -125,7 +137,7 @@ def main() -> None:
                 setattr(model.config, name, value)
             torch.manual_seed(seed)
             start = time.time()
-            fit(model, collate, train, args.steps, args, seed, 2e-4)
+            fit(model, collate, train, args.steps, args, seed, args.learning_rate)
             encoders[(arm, seed)] = model
             if not results.done(arm, seed):
                 run = {"arm": arm, "seed": seed, "train_seconds": round(time.time() - start), **scored(model)}
