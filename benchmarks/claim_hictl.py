@@ -97,10 +97,6 @@ def main() -> None:
     retrieval = RetrievalEvaluator.from_dataset(heldout, ["en", "fr"], max_pairs=1000, seed=0)
     probe = LinearProbeEvaluator.from_bible("en", ["en", "fr"], max_train=3000, max_test=1000, seed=0)
     collate = HictlCollator(tokenizer, "en", "fr", args.max_length)
-    positions = max(2 * args.max_length, 128) + 8  # TLM pairs; verses up to the evaluators' 128 tokens, whole
-    small = {"model_type": "xlm-roberta", "vocab_size": len(tokenizer), "hidden_size": 256, "num_hidden_layers": 4,
-             "num_attention_heads": 4, "intermediate_size": 1024, "max_position_embeddings": positions,
-             "pad_token_id": tokenizer.pad_token_id, "type_vocab_size": 1}  # fmt: skip
     results = Results(args.out, {"script": "benchmarks/claim_hictl.py", **{k: v for k, v in vars(args).items()
                                  if k not in ("out", "seeds", "arms", "threads", "warm_dir")},
                                  "machine": machine()})  # fmt: skip
@@ -119,6 +115,11 @@ def main() -> None:
         if start_path:
             warm = HictlForPreTraining.from_encoder(start_path, **fields)
         else:
+            positions = max(2 * args.max_length, 128) + 8  # TLM pairs; verses up to the evaluators' 128 tokens
+            small = {"model_type": "xlm-roberta", "vocab_size": len(tokenizer), "hidden_size": 256,
+                     "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 1024,
+                     "max_position_embeddings": positions, "pad_token_id": tokenizer.pad_token_id,
+                     "type_vocab_size": 1}  # fmt: skip
             warm = HictlForPreTraining(HictlConfig(encoder=small, **fields))
         warm.use_tokenizer(tokenizer)
         start = time.time()
