@@ -21,7 +21,7 @@
         --out benchmarks/results/claim_hictl_minilm.json
     HF_HUB_OFFLINE=1 python benchmarks/claim_hictl.py --encoder minilm --warmup-steps 100 --steps 250 \
         --batch-size 16 --learning-rate 4e-5 --warmup-learning-rate 1e-4 --arms tlm+ls+lw \
-        --mt-steps 600 --tune-steps 200 --mt-learning-rate 5e-4 --out benchmarks/results/claim_hictl_minilm.json
+        --mt-steps 500 --tune-steps 150 --mt-learning-rate 5e-4 --out benchmarks/results/claim_hictl_minilm.json
 """
 
 from __future__ import annotations
