@@ -140,7 +140,8 @@ def main() -> None:
     for seed in args.seeds:
         for arm in args.arms:
             saves_mt_start = args.mt_steps and (arm, seed) == ("tlm+ls+lw", args.seeds[0])
-            if results.done(arm, seed) and not (saves_mt_start and not (mt_start / "config.json").is_file()):
+            saves_mt_start = saves_mt_start and not (mt_start / "config.json").is_file()
+            if results.done(arm, seed) and not saves_mt_start:
                 continue
             model = copy.deepcopy(warm)
             for name, value in ARMS[arm].items():
@@ -167,9 +168,9 @@ def main() -> None:
 
     dev = (list(heldout["en"][1000:1200]), list(heldout["fr"][1000:1200]))
     test = (list(heldout["en"][1200:1400]), list(heldout["fr"][1200:1400]))
-
-    def as_tokenized(texts):  # what the tokenizer can write back (an uncased one lowercases and drops accents)
-        return tokenizer.batch_decode(tokenizer(texts)["input_ids"], skip_special_tokens=True)
+    # references as the tokenizer can write them back (an uncased one lowercases and drops accents)
+    dev_references, test_references = (tokenizer.batch_decode(tokenizer(texts)["input_ids"], skip_special_tokens=True)
+                                       for texts in (dev[1], test[1]))  # fmt: skip
 
     def translator(steps: int, seed: int, **fields):
         torch.manual_seed(seed)
@@ -184,7 +185,7 @@ def main() -> None:
         for temperature in (0.1, 0.3, 1.0):
             hypotheses = translate(translator(args.tune_steps, 0, fusion_temperature=temperature), tokenizer, dev[0],
                                    max_new_tokens=args.max_length)  # fmt: skip
-            tuning[str(temperature)] = translation_scores(hypotheses, as_tokenized(dev[1]))["chrf"]
+            tuning[str(temperature)] = translation_scores(hypotheses, dev_references)["chrf"]
         results.add({"arm": "fusion scale tuning", "seed": 0, "dev_chrf_by_temperature": tuning,
                      "best_temperature": float(max(tuning, key=tuning.get))})  # fmt: skip
     best = next(run for run in results.data["runs"] if run["arm"] == "fusion scale tuning")["best_temperature"]
@@ -197,11 +198,10 @@ def main() -> None:
             model = translator(args.mt_steps, seed, **fields)
             seconds = round(time.time() - start)
             hypotheses = translate(model, tokenizer, test[0], max_new_tokens=args.max_length)
-            references = as_tokenized(test[1])
             run = {"arm": arm, "seed": seed, "fusion_temperature": fields.get("fusion_temperature"),
-                   "train_seconds": seconds, **translation_scores(hypotheses, references),
-                   "examples": [{"source": s, "reference": r, "output": h}
-                                for s, r, h in zip(test[0][:4], references, hypotheses, strict=False)]}  # fmt: skip
+                   "train_seconds": seconds, **translation_scores(hypotheses, test_references),
+                   "examples": [{"source": s, "reference": r, "output": h} for s, r, h
+                                in zip(test[0], test_references, hypotheses[:4], strict=False)]}  # fmt: skip
             results.add(run)
             print({k: v for k, v in run.items() if k != "examples"}, flush=True)
 
