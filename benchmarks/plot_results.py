@@ -102,10 +102,17 @@ def cmlm_schedules() -> None:
     colours = {"cmlm+br": "tab:green", "cmlm->br": "tab:orange", "cmlm->cmlm+br": "tab:blue", "br": "tab:red"}
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     labelled = set()
+    # solid: one decay (first design); dashed: each stage its own warm-up and decay, dash-dotted: the same with
+    # the 2,000-step CMLM stage
+    switches = {data["setup"]["stage_one"]}
     for run in runs:
         arm = run["arm"].removeprefix("schedule ")
         schedule = arm.split()[0]
-        style = "--" if "per-stage" in arm else "-"  # dashed: each stage its own warm-up and decay
+        style = "-"
+        if "per-stage" in arm:
+            stage_one = int(arm.split()[-1].split("+")[0])
+            switches.add(stage_one)
+            style = "-." if stage_one > 600 else "--"
         label = None if arm in labelled else arm
         labelled.add(arm)
         cmlm = [(e["step"], e["loss_cmlm"]) for e in run["loss_curve"] if "loss_cmlm" in e]
@@ -115,7 +122,8 @@ def cmlm_schedules() -> None:
         switch = br[0][0] - 50  # curves are logged every 50 steps
         axes[1].plot(*zip(*[(step - switch, loss) for step, loss in br], strict=True), style,
                      color=colours[schedule], label=label, alpha=0.7)  # fmt: skip
-    axes[0].axvline(data["setup"]["stage_one"], color="grey", linestyle=":", label="stage switch")
+    for switch in sorted(switches):
+        axes[0].axvline(switch, color="grey", linestyle=":", label=None if switch > min(switches) else "stage switch")
     axes[0].set(xlabel="optimizer step", ylabel="CMLM loss", title="CMLM loss, tiny BERT from scratch")
     axes[1].set(xlabel="steps since BR began", ylabel="BR loss (both directions)", title="bitext retrieval loss")
     axes[0].legend(fontsize=7)
