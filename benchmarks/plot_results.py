@@ -122,8 +122,8 @@ def cmlm_schedules() -> None:
         switch = br[0][0] - 50  # curves are logged every 50 steps
         axes[1].plot(*zip(*[(step - switch, loss) for step, loss in br], strict=True), style,
                      color=colours[schedule], label=label, alpha=0.7)  # fmt: skip
-    for switch in sorted(switches):
-        axes[0].axvline(switch, color="grey", linestyle=":", label=None if switch > min(switches) else "stage switch")
+    for i, step in enumerate(sorted(switches)):
+        axes[0].axvline(step, color="grey", linestyle=":", label="stage switch" if i == 0 else None)
     axes[0].set(xlabel="optimizer step", ylabel="CMLM loss", title="CMLM loss, tiny BERT from scratch")
     axes[1].set(xlabel="steps since BR began", ylabel="BR loss (both directions)", title="bitext retrieval loss")
     axes[0].legend(fontsize=7)
