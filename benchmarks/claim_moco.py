@@ -13,7 +13,7 @@ held-out books, 1,000 pairs, both directions; for en-zh also the HSK held-out to
 * ``K1B_m0.98`` / ``K64B_m0.98`` / ``K64B_m0``: the same questions scaled to a 320-step run of a larger encoder.
 
 Budget rules: with 640 steps of 8 pairs, a 1,024-key queue is full after 128 steps (80% of the run) and the EMA
-horizon 1 / (1 - m) = 100 steps is a sixth of it; K stays far below the ~28k training pairs.
+horizon 1 / (1 - m) = 100 steps is a sixth of it; K stays far below the 25,170 training pairs.
 
     HF_HUB_OFFLINE=1 python benchmarks/claim_moco.py --encoder minilm --languages en fr \
         --out benchmarks/results/claim_moco_minilm_en_fr.json            # resumable: finished runs are skipped
