@@ -10,7 +10,8 @@ held-out books, 1,000 pairs, both directions; for en-zh also the HSK held-out to
 * ``K128B_m0.999`` / ``K128B_m0``: the largest queue with a slower EMA, and with none (keys from the query encoder,
   Table 5's "w/o momentum");
 * ``K128B_tau0.01`` / ``K128B_tau0.1``: Table 4's temperature grid around the default 0.04;
-* ``K1B_m0.98`` / ``K64B_m0.98`` / ``K64B_m0``: the same questions scaled to a 320-step run of a larger encoder.
+* ``K1B_m0.98`` / ``K64B_m0.98`` / ``K64B_m0`` / ``K64B_m0.98_tau0.01`` / ``K64B_m0.98_tau0.1``: the same questions
+  scaled to a 320-step run of a larger encoder.
 
 Budget rules: with 640 steps of 8 pairs, a 1,024-key queue is full after 128 steps (80% of the run) and the EMA
 horizon 1 / (1 - m) = 100 steps is a sixth of it; K stays far below the 25,170 training pairs.
@@ -43,6 +44,8 @@ def arms(batch: int) -> dict[str, dict]:
         "K64B_m0.98": {"queue_size": 64 * batch, "momentum": 0.98},
         "K1B_m0.98": {"queue_size": batch, "momentum": 0.98},
         "K64B_m0": {"queue_size": 64 * batch, "momentum": 0.0},
+        "K64B_m0.98_tau0.01": {"queue_size": 64 * batch, "momentum": 0.98, "temperature": 0.01},
+        "K64B_m0.98_tau0.1": {"queue_size": 64 * batch, "momentum": 0.98, "temperature": 0.1},
     }
 
 
