@@ -14,6 +14,9 @@ from a quarter of the run, as the official ``MultiStepLR`` does at epoch 3 of 12
 Scores on held-out books: retrieval accuracy both ways on 1,000 en-fr pairs, and the zero-shot probe (book genre,
 a logistic regression on standardised vectors trained on 3,000 English verses, tested on 1,000 French ones).
 Table 5 (time and memory by depth) is ``--layers-table``: seconds per step and peak memory for 1-6 layers.
+``--softmax-diagonal DIR`` reads a saved model (``--save-dir``) and prints, for held-out batches, the diagonal mass of
+each language's in-batch softmax of raw inner products (the matrices L_sim compares): 1 where L_sim's minimum is the
+trivial one, every sentence most similar to itself by far.
 
     HF_HUB_OFFLINE=1 python benchmarks/claim_lightweight.py --out benchmarks/results/claim_lightweight.json
 """
@@ -101,6 +104,34 @@ def layers_table(args) -> None:
         print(f"{layers:>6}{sorted(times)[1]:>10.2f}{peak:>13.0f}{sum(p.numel() for p in model.parameters()):>12,}")
 
 
+def softmax_diagonal(args) -> None:
+    """Mean diagonal of ``softmax(U U^T)`` and ``softmax(V V^T)`` over three held-out batches of ``--batch-size``
+    verse pairs, with U, V the raw mean-pooled vectors that Eq. 6 uses, and the self and other inner products."""
+    from hf_xlsr import LightweightDualTransformer
+    from hf_xlsr.data import load_bible
+    from hf_xlsr.modeling.pooling import pool
+    from hf_xlsr.tokenization import load_tokenizers
+
+    model = LightweightDualTransformer.from_pretrained(args.softmax_diagonal).eval()
+    tokenizer = load_tokenizers(args.softmax_diagonal)["x"]
+    heldout = load_bible(["en", "fr"], split="heldout").shuffle(seed=0)
+    for batch in range(3):
+        rows = heldout.select(range(batch * args.batch_size, (batch + 1) * args.batch_size))
+        line = f"held-out batch {batch} of {args.batch_size}:"
+        for language in ("en", "fr"):
+            encoded = tokenizer(list(rows[language]), padding=True, truncation=True, max_length=args.max_length,
+                                return_tensors="pt")  # fmt: skip
+            with torch.no_grad():
+                states = model.encoder(**encoded).last_hidden_state
+            vectors = pool(states, encoded["attention_mask"], "mean").double()
+            products = vectors @ vectors.T
+            other = products[~torch.eye(len(products), dtype=torch.bool)]
+            diagonal = torch.softmax(products, dim=-1).diagonal().mean()
+            line += (f"  {language}: softmax diagonal {diagonal:.4f}, self {products.diagonal().mean():.1f}, "
+                     f"other mean {other.mean():.1f} max {other.max():.1f}")  # fmt: skip
+        print(line)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--width", type=int, default=256)
@@ -118,6 +149,7 @@ def main() -> None:
         "'ARM@sim_weight=W'",
     )
     parser.add_argument("--layers-table", action="store_true")
+    parser.add_argument("--softmax-diagonal", metavar="DIR", help="a model saved by --save-dir; see above")
     parser.add_argument(
         "--save-dir",
         default="runs/claim_lightweight_full",
@@ -128,6 +160,9 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     if args.layers_table:
         layers_table(args)
+        return
+    if args.softmax_diagonal:
+        softmax_diagonal(args)
         return
 
     from hf_xlsr.data import load_bible
