@@ -109,7 +109,6 @@ def softmax_diagonal(args) -> None:
     verse pairs, with U, V the raw mean-pooled vectors that Eq. 6 uses, and the self and other inner products."""
     from hf_xlsr import LightweightDualTransformer
     from hf_xlsr.data import load_bible
-    from hf_xlsr.modeling.pooling import pool
     from hf_xlsr.tokenization import load_tokenizers
 
     model = LightweightDualTransformer.from_pretrained(args.softmax_diagonal).eval()
@@ -121,9 +120,8 @@ def softmax_diagonal(args) -> None:
         for language in ("en", "fr"):
             encoded = tokenizer(list(rows[language]), padding=True, truncation=True, max_length=args.max_length,
                                 return_tensors="pt")  # fmt: skip
-            with torch.no_grad():
-                states = model.encoder(**encoded).last_hidden_state
-            vectors = pool(states, encoded["attention_mask"], "mean").double()
+            with torch.no_grad():  # the model's own encoding, as its forward computes Eq. 6's inputs
+                vectors = model._encode(encoded["input_ids"], encoded["attention_mask"])[1].double()
             products = vectors @ vectors.T
             other = products[~torch.eye(len(products), dtype=torch.bool)]
             diagonal = torch.softmax(products, dim=-1).diagonal().mean()
