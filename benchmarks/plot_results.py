@@ -10,7 +10,10 @@
 * ``cmlm_schedules.png`` -- part B's arms, every seed: CMLM loss against steps (stage switch marked) and bitext
   retrieval loss against the steps since BR began; dashed: each stage its own lr
   schedule (``results/claim_cmlm.json``);
-* ``mining_time.png`` -- mining time against sentences per side, hf_xlsr and the peer (``results/mining.json``).
+* ``mining_time.png`` -- mining time against sentences per side, hf_xlsr and the peer (``results/mining.json``);
+* ``lsim_paired.png`` -- L_sim at 2/128 minus no L_sim, paired by seed, at the lightweight model's full size: each
+  seed's difference and the running mean with its 95% t interval as seeds are added, on the CPU and on the H100
+  (``results/claim_lightweight_fullsize.json``, ``results/claim_lightweight_fullsize_h100.json``).
 
 A plot whose results file does not exist yet is skipped.
 """
@@ -147,10 +150,43 @@ def mining_time() -> None:
     fig.savefig(PLOTS / "mining_time.png", dpi=120)
 
 
+def lsim_paired() -> None:
+    from scipy import stats
+
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    for name, label, color in (("claim_lightweight_fullsize", "2-core CPU", "tab:blue"),
+                               ("claim_lightweight_fullsize_h100", "H100", "tab:orange")):  # fmt: skip
+        if not (RESULTS / f"{name}.json").is_file():
+            continue
+        by_arm: dict[str, dict[int, float]] = {}
+        for run in load(name)["runs"]:
+            by_arm.setdefault(run["arm"], {})[run["seed"]] = 100 * run["bible"]
+        without, with_sim = by_arm["ugt+align"], by_arm["ugt+align+sim@sim_weight=0.015625"]
+        differences = [with_sim[seed] - without[seed] for seed in sorted(set(without) & set(with_sim))]
+        counts = range(3, len(differences) + 1)
+        means, lows, highs = [], [], []
+        for n in counts:
+            mean, spread, _ = mean_and_spread(differences[:n])
+            half = stats.t.ppf(0.975, n - 1) * spread / n**0.5
+            means.append(mean), lows.append(mean - half), highs.append(mean + half)
+        ax.plot(range(1, len(differences) + 1), differences, ".", color=color, alpha=0.5)
+        ax.plot(counts, means, "-", color=color, label=f"{label}: running mean, 95% interval")
+        ax.fill_between(counts, lows, highs, color=color, alpha=0.2)
+    ax.axhspan(0.3, 0.9, color="green", alpha=0.12, label="the paper's gain (Table 7, XSR)")
+    ax.axhline(0, color="grey", linewidth=0.8)
+    ax.set(xlabel="seeds", ylabel="retrieval, L_sim at 2/128 minus none (points)",
+           title="L_sim at the paper's size, paired by seed (dots: one seed)")  # fmt: skip
+    ax.set_ylim(top=ax.get_ylim()[1] + 1.5)  # room for the legend above every seed
+    ax.legend(fontsize=8, loc="upper right")
+    fig.tight_layout()
+    fig.savefig(PLOTS / "lsim_paired.png", dpi=120)
+
+
 def main() -> None:
     PLOTS.mkdir(exist_ok=True)
     for plot, needs in ((moco_queue_size, "claim_moco_minilm_en_fr"), (queue_cost, "queue"), (cmlm_loss, "claim_cmlm"),
-                        (cmlm_schedules, "claim_cmlm"), (mining_time, "mining")):  # fmt: skip
+                        (cmlm_schedules, "claim_cmlm"), (mining_time, "mining"),
+                        (lsim_paired, "claim_lightweight_fullsize_h100")):  # fmt: skip
         if not (RESULTS / f"{needs}.json").is_file():
             print(f"skipped {plot.__name__}: no results/{needs}.json")
             continue
