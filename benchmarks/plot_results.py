@@ -164,14 +164,11 @@ def lsim_paired() -> None:
         without, with_sim = by_arm["ugt+align"], by_arm["ugt+align+sim@sim_weight=0.015625"]
         differences = [with_sim[seed] - without[seed] for seed in sorted(set(without) & set(with_sim))]
         counts = range(3, len(differences) + 1)
-        means, lows, highs = [], [], []
-        for n in counts:
-            mean, spread, _ = mean_and_spread(differences[:n])
-            half = stats.t.ppf(0.975, n - 1) * spread / n**0.5
-            means.append(mean), lows.append(mean - half), highs.append(mean + half)
+        intervals = [stats.ttest_1samp(differences[:n], 0).confidence_interval(0.95) for n in counts]
         ax.plot(range(1, len(differences) + 1), differences, ".", color=color, alpha=0.5)
-        ax.plot(counts, means, "-", color=color, label=f"{label}: running mean, 95% interval")
-        ax.fill_between(counts, lows, highs, color=color, alpha=0.2)
+        ax.plot(counts, [mean_and_spread(differences[:n])[0] for n in counts], "-", color=color,
+                label=f"{label}: running mean, 95% interval")  # fmt: skip
+        ax.fill_between(counts, [i.low for i in intervals], [i.high for i in intervals], color=color, alpha=0.2)
     ax.axhspan(0.3, 0.9, color="green", alpha=0.12, label="the paper's gain (Table 7, XSR)")
     ax.axhline(0, color="grey", linewidth=0.8)
     ax.set(xlabel="seeds", ylabel="retrieval, L_sim at 2/128 minus none (points)",
