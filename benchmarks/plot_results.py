@@ -105,8 +105,8 @@ def cmlm_schedules() -> None:
     colours = {"cmlm+br": "tab:green", "cmlm->br": "tab:orange", "cmlm->cmlm+br": "tab:blue", "br": "tab:red"}
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     labelled = set()
-    # solid: one decay (first design); dashed: each stage its own warm-up and decay, dash-dotted: the same with
-    # the 2,000-step CMLM stage
+    # solid: one decay (first design); each stage its own warm-up and decay (second design): dashed after the
+    # 600-step CMLM stage, dash-dotted after the 2,000-step one, dotted after the 4,000-step one
     switches = {data["setup"]["stage_one"]}
     for run in runs:
         arm = run["arm"].removeprefix("schedule ")
@@ -115,7 +115,7 @@ def cmlm_schedules() -> None:
         if "per-stage" in arm:
             stage_one = int(arm.split()[-1].split("+")[0])
             switches.add(stage_one)
-            style = "-." if stage_one > 600 else "--"
+            style = {600: "--", 2000: "-."}.get(stage_one, ":")
         label = None if arm in labelled else arm
         labelled.add(arm)
         cmlm = [(e["step"], e["loss_cmlm"]) for e in run["loss_curve"] if "loss_cmlm" in e]
