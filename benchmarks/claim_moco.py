@@ -75,7 +75,7 @@ def train_mnrl(path, train, args, seed, output_dir, temperature):
     return model, None, {}
 
 
-def train_moco(path, train, args, seed, output_dir, queue_size, momentum=0.99, temperature=0.04):
+def train_moco(path, train, args, seed, output_dir, queue_size, momentum=0.99, temperature=0.04, lora=None):
     from hf_xlsr import DualMomentumModel
     from hf_xlsr.tokenization import load_tokenizers
     from hf_xlsr.trainers import BitextCollator, XlsrTrainer, XlsrTrainingArguments
@@ -84,7 +84,7 @@ def train_moco(path, train, args, seed, output_dir, queue_size, momentum=0.99, t
     torch.manual_seed(seed)
     model = DualMomentumModel.from_encoders(
         path, shared_encoder=True, language_x=x, language_y=y, queue_size=queue_size, momentum=momentum,
-        temperature=temperature,
+        temperature=temperature, lora=lora,
     )  # fmt: skip
     tokenizers = load_tokenizers(path)
     collator = BitextCollator(tokenizers["x"], tokenizers["y"], x, y, max_length=args.max_length)
