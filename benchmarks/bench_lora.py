@@ -9,7 +9,8 @@ pairs of the Bible's held-out books, both directions; three seeds per arm.
 Budget rules: 320 steps of 8 pairs fill the 512-key queue after 64 steps (it is full for 80% of the run); the EMA
 horizon 1 / (1 - 0.98) = 50 steps is under a sixth of the run; K stays far below the 25,170 training pairs.
 
-Each run trains in its own process, so its peak RSS is its own; step time is the training time over the steps.
+Each run trains in its own process, so its peak RSS is its own; step time is the time to build and train the model,
+divided by the steps.
 
     HF_HUB_OFFLINE=1 python benchmarks/bench_lora.py --arms full --out benchmarks/results/lora.json &
     HF_HUB_OFFLINE=1 python benchmarks/bench_lora.py --arms lora --out benchmarks/results/lora.json  # side by side
