@@ -28,7 +28,7 @@ import time
 
 import torch
 from claim_moco import train_moco
-from common import ENCODERS, Results, heldout_evaluators, machine, mean_and_spread, score
+from common import ENCODERS, Results, heldout_evaluators, machine, mean_and_spread, print_summary, score
 
 ARMS = {
     "full": {"learning_rate": 4e-5},
@@ -93,15 +93,12 @@ def main() -> None:
             run = json.loads(output.strip().splitlines()[-1])
             results.add(run)
             print({k: (float(f"{v:.4g}") if isinstance(v, float) else v) for k, v in run.items()}, flush=True)
-    metrics = ["trainable_parameters", "momentum_encoder_own_mb", "peak_rss_mb", "step_seconds", "bible"]
-    peer = {metric: mean_and_spread([r[metric] for r in results.data["runs"] if r["arm"] == PEER])[0]
-            for metric in metrics if any(r["arm"] == PEER for r in results.data["runs"])}  # fmt: skip
-    for arm in ARMS:
-        runs = [r for r in results.data["runs"] if r["arm"] == arm]
-        for metric in metrics if runs else []:
-            mean, spread, n = mean_and_spread([r[metric] for r in runs])
-            ratio = f", {mean / peer[metric]:.2f}x {PEER}" if metric in peer and metric != "bible" else ""
-            print(f"{arm:<6} {metric:<24} {mean:>14,.4f} ± {spread:.4f} (n={n}){ratio}", flush=True)
+    print_summary(results, ["bible", "bible_en2fr", "bible_fr2en"])
+    costs = ["trainable_parameters", "momentum_encoder_own_mb", "peak_rss_mb", "step_seconds"]
+    means = {arm: {m: mean_and_spread([r[m] for r in results.data["runs"] if r["arm"] == arm])[0] for m in costs}
+             for arm in dict.fromkeys(r["arm"] for r in results.data["runs"])}  # fmt: skip
+    for arm, cost in means.items() if PEER in means else {}.items():  # ratios need the peer's runs
+        print(f"{arm:<6}" + "".join(f"{m} {v:,.4g} ({v / means[PEER][m]:.2f}x {PEER})  " for m, v in cost.items()))
 
 
 if __name__ == "__main__":
