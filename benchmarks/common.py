@@ -4,9 +4,9 @@ a long experiment can stop and resume), and mean / spread over seeds."""
 from __future__ import annotations
 
 import json
-import math
 import os
 import platform
+import statistics
 import time
 from pathlib import Path
 
@@ -84,10 +84,9 @@ class Results:
 
 
 def mean_and_spread(values: list[float]) -> tuple[float, float, int]:
-    n = len(values)
-    mean = sum(values) / n
-    spread = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else float("nan")
-    return mean, spread, n
+    """Mean, sample standard deviation (NaN for one value) and count."""
+    spread = statistics.stdev(values) if len(values) > 1 else float("nan")
+    return statistics.fmean(values), spread, len(values)
 
 
 def print_summary(results: Results, metrics: list[str]) -> None:

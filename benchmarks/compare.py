@@ -1,0 +1,62 @@
+"""Two arms of a results file, paired by seed: the per-seed differences, their mean and spread, and a paired t-test.
+
+This is how RESULTS.md's paired figures are computed from the committed JSON, e.g. LoRA against full fine-tuning at
+each one's best rate, and claim 4's CMLM stage against its control:
+
+    python benchmarks/compare.py benchmarks/results/lora.json lora_lr2e-3 full_lr2e-4
+    python benchmarks/compare.py benchmarks/results/claim_cmlm.json \
+        'schedule cmlm->br per-stage lr 4000+900' 'schedule br 900'
+    python benchmarks/compare.py benchmarks/results/claim_moco_minilm_en_fr_lr2e-4.json K128B mnrl
+
+Only seeds that both arms ran are paired; a difference is in points (percent) of ``--metric``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from common import mean_and_spread
+from scipy.stats import ttest_rel
+
+
+def paired(runs: list[dict], arm: str, baseline: str, metric: str) -> dict[int, tuple[float, float]]:
+    """``{seed: (arm's metric, baseline's metric)}`` over the seeds both arms ran."""
+    by_arm: dict[str, dict[int, float]] = {arm: {}, baseline: {}}
+    for run in runs:
+        if run["arm"] in by_arm and metric in run:
+            by_arm[run["arm"]][run["seed"]] = run[metric]
+    for name, values in by_arm.items():
+        if not values:
+            known = sorted({run["arm"] for run in runs})
+            raise SystemExit(f"compare.py: no run of arm {name!r} with metric {metric!r}; arms in the file: {known}")
+    seeds = sorted(by_arm[arm].keys() & by_arm[baseline].keys())
+    return {seed: (by_arm[arm][seed], by_arm[baseline][seed]) for seed in seeds}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results", help="a results JSON written by one of the claim or bench scripts")
+    parser.add_argument("arm")
+    parser.add_argument("baseline")
+    parser.add_argument("--metric", default="bible", help="a key of the runs (default: mean held-out Bible accuracy)")
+    args = parser.parse_args(argv)
+
+    with open(args.results) as file:
+        runs = json.load(file)["runs"]
+    pairs = paired(runs, args.arm, args.baseline, args.metric)
+    if len(pairs) < 2:
+        raise SystemExit(
+            f"compare.py: {args.arm!r} and {args.baseline!r} share {len(pairs)} seed(s); a paired test needs 2"
+        )
+    print(f"{'seed':>4} {args.arm[:30]:>30} {args.baseline[:30]:>30} {'difference':>11}")
+    for seed, (a, b) in pairs.items():
+        print(f"{seed:>4} {100 * a:>30.2f} {100 * b:>30.2f} {100 * (a - b):>+11.2f}")
+    mean, spread, n = mean_and_spread([100 * (a - b) for a, b in pairs.values()])
+    test = ttest_rel([a for a, _ in pairs.values()], [b for _, b in pairs.values()])
+    print(f"paired difference {mean:+.2f} ± {spread:.2f} points over {n} seeds; "
+          f"t = {test.statistic:.2f}, {n - 1} df, two-sided p = {test.pvalue:.3f}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
