@@ -3,7 +3,8 @@
     python benchmarks/plot_results.py      # writes benchmarks/plots/*.png (needs matplotlib: hf_xlsr[eval])
 
 * ``moco_queue_size.png`` -- held-out retrieval against queue size K, mean and spread over seeds, with the in-batch
-  peer (``results/claim_moco_minilm_en_fr.json``);
+  peer, at Table 9's learning rate and at 2e-4 (``results/claim_moco_minilm_en_fr.json``,
+  ``results/claim_moco_minilm_en_fr_lr2e-4.json``);
 * ``queue_cost.png`` -- seconds a queue adds to a step against K: blocked, materialised, and the arithmetic floor
   (``results/queue.json``);
 * ``cmlm_loss.png`` -- CMLM and MLM training loss against steps, every seed (``results/claim_cmlm.json``);
@@ -38,25 +39,28 @@ def load(name: str) -> dict:
 
 
 def moco_queue_size() -> None:
-    data = load("claim_moco_minilm_en_fr")
-    batch = data["setup"]["batch_size"]
-    by_arm: dict[str, list[float]] = {}
-    for run in data["runs"]:
-        by_arm.setdefault(run["arm"], []).append(100 * run["bible"])
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    points = [(multiple * batch, *mean_and_spread(by_arm[f"K{multiple}B"])[:2])
-              for multiple in (1, 16, 128) if f"K{multiple}B" in by_arm]  # fmt: skip
-    ax.errorbar([p[0] for p in points], [p[1] for p in points], yerr=[p[2] for p in points], fmt="o-", capsize=3,
-                label="DualMomentumModel, m = 0.99")  # fmt: skip
-    if "mnrl" in by_arm:
-        mean, spread, _ = mean_and_spread(by_arm["mnrl"])
-        ax.axhline(mean, color="grey", linestyle="--", label="sentence-transformers MNRL (in-batch)")
-        ax.axhspan(mean - spread, mean + spread, color="grey", alpha=0.15)
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    for name, color in (("claim_moco_minilm_en_fr", "C0"), ("claim_moco_minilm_en_fr_lr2e-4", "C1")):
+        if not (RESULTS / f"{name}.json").is_file():
+            continue
+        data = load(name)
+        batch, rate = data["setup"]["batch_size"], data["setup"]["learning_rate"]
+        by_arm: dict[str, list[float]] = {}
+        for run in data["runs"]:
+            by_arm.setdefault(run["arm"], []).append(100 * run["bible"])
+        points = [(multiple * batch, *mean_and_spread(by_arm[f"K{multiple}B"])[:2])
+                  for multiple in (1, 16, 128) if f"K{multiple}B" in by_arm]  # fmt: skip
+        ax.errorbar([p[0] for p in points], [p[1] for p in points], yerr=[p[2] for p in points], fmt="o-", capsize=3,
+                    color=color, label=f"DualMomentumModel, m = 0.99, lr {rate:g}")  # fmt: skip
+        if "mnrl" in by_arm:
+            mean, spread, _ = mean_and_spread(by_arm["mnrl"])
+            ax.axhline(mean, color=color, linestyle="--", label=f"sentence-transformers MNRL (in-batch), lr {rate:g}")
+            ax.axhspan(mean - spread, mean + spread, color=color, alpha=0.12)
     ax.set(xscale="log", xlabel="queue size K", ylabel="held-out en-fr retrieval accuracy (%)",
            title=f"MiniLM-L6, batch {batch}, {data['setup']['steps']} steps")  # fmt: skip
     ax.set_xticks([p[0] for p in points], [str(p[0]) for p in points])
     ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(PLOTS / "moco_queue_size.png", dpi=120)
 
