@@ -56,7 +56,7 @@ def child(method: str, batch_size: int, steps: int, max_length: int, threads: in
 
     else:
         model = DualMomentumModel.from_encoders(
-            path, shared_encoder=method == "dual_momentum_shared", queue_size=4096, language_x="en", language_y="fr"
+            path, shared_encoder=method == "dual_momentum_shared", queue_size=4096, languages=["en", "fr"]
         )
         tokenizers = load_tokenizers(path)
         collate = BitextCollator(tokenizers["x"], tokenizers["y"], "en", "fr", max_length=max_length)

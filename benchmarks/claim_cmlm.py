@@ -59,7 +59,7 @@ def tiny_cmlm(tokenizer, seed: int, **fields):
     encoder = {"model_type": "bert", "vocab_size": len(tokenizer), "hidden_size": 128, "num_hidden_layers": 4,
                "num_attention_heads": 4, "intermediate_size": 512, "max_position_embeddings": 160,
                "pad_token_id": tokenizer.pad_token_id}  # fmt: skip
-    return CmlmModel(CmlmConfig(encoder=encoder, language_x="en", language_y="fr", **fields))
+    return CmlmModel(CmlmConfig(encoder=encoder, languages=["en", "fr"], **fields))
 
 
 def train(model, tokenizer, rows, steps: int, args, seed: int, second_stage_step: int | None = None) -> list[dict]:
@@ -108,7 +108,7 @@ def scores(model, tokenizer, heldout_adjacent, args) -> dict:
 
     tokenizers = {"x": tokenizer, "y": tokenizer}
     probe = LinearProbeEvaluator.from_bible("en", ["en", "fr"], max_train=3000, max_test=1000, seed=0)
-    probe = probe(model, tokenizers)
+    probe = probe(model, tokenizers=tokenizers)
     english = heldout_adjacent.filter(lambda row: row["language"] == "en")
     adjacent = RetrievalEvaluator.from_dataset(english, ["first", "second"], max_pairs=1000, seed=0, name="adjacent")
     encode = as_encoder(model, tokenizers)
@@ -171,11 +171,11 @@ def part_b(args, tokenizer, rows, heldout_adjacent, results) -> None:
                 model = tiny_cmlm(tokenizer, seed, schedule=schedule, num_projections=15, pcr_components=1)
                 steps = args.stage_two if schedule == "br" else args.stage_one + args.stage_two
                 curve = train(model, tokenizer, rows, steps, args, seed, args.stage_one)
-            found = retrieval(model, tokenizers)
+            found = retrieval(model, tokenizers=tokenizers)
             sentences = {"en": list(pool["en"]), "fr": list(pool["fr"])}
             before = language_bias(model, sentences, k=1, tokenizers=tokenizers)
-            fit_language_components(model, tokenizers, train_sample["en"], train_sample["fr"])
-            found_pcr = retrieval(model, tokenizers)
+            fit_language_components(model, tokenizers, {"en": train_sample["en"], "fr": train_sample["fr"]})
+            found_pcr = retrieval(model, tokenizers=tokenizers)
             after = language_bias(model, sentences, k=1, tokenizers=tokenizers)
             run = {"arm": arm, "seed": seed, "train_seconds": round(time.time() - start), "loss_curve": curve,
                    "bible_en2fr": found["retrieval_en2fr_accuracy"], "bible_fr2en": found["retrieval_fr2en_accuracy"],

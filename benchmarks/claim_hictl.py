@@ -109,7 +109,7 @@ def main() -> None:
                                  "machine": machine()})  # fmt: skip
 
     def scored(model) -> dict:
-        found, genre = retrieval(model, tokenizers), probe(model, tokenizers)
+        found, genre = retrieval(model, tokenizers=tokenizers), probe(model, tokenizers=tokenizers)
         return {"bible_en2fr": found["retrieval_en2fr_accuracy"], "bible_fr2en": found["retrieval_fr2en_accuracy"],
                 "bible": found["retrieval_accuracy"], "probe_en2en": genre["probe_en2en_accuracy"],
                 "probe_en2fr": genre["probe_en2fr_accuracy"]}  # fmt: skip
@@ -118,7 +118,7 @@ def main() -> None:
         warm = HictlForPreTraining.from_pretrained(warm_dir)
     else:
         torch.manual_seed(0)
-        fields = {"language_x": "en", "language_y": "fr", **ARMS["tlm"]}
+        fields = {"languages": ["en", "fr"], **ARMS["tlm"]}
         if start_path:
             warm = HictlForPreTraining.from_encoder(start_path, **fields)
         else:

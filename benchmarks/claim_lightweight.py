@@ -58,7 +58,7 @@ def train_arm(fields: dict, tokenizer, train, args, seed: int):
 
     torch.manual_seed(seed)
     model = LightweightDualTransformer.from_tokenizer(
-        tokenizer, language_x="en", language_y="fr", hidden_size=args.width, intermediate_size=2 * args.width,
+        tokenizer, languages=["en", "fr"], hidden_size=args.width, intermediate_size=2 * args.width,
         num_attention_heads=8 if args.width >= 256 else 4, **fields,
     )  # fmt: skip
     with tempfile.TemporaryDirectory() as output_dir:
@@ -188,8 +188,8 @@ def main() -> None:
             start = time.time()
             model = train_arm(fields, tokenizer, train, args, seed)
             seconds = time.time() - start
-            found = retrieval(model, tokenizers)
-            genre = probe(model, tokenizers)
+            found = retrieval(model, tokenizers=tokenizers)
+            genre = probe(model, tokenizers=tokenizers)
             run = {"arm": arm, "seed": seed, "train_seconds": round(seconds),
                    "bible_en2fr": found["retrieval_en2fr_accuracy"], "bible_fr2en": found["retrieval_fr2en_accuracy"],
                    "bible": found["retrieval_accuracy"], "probe_en2en": genre["probe_en2en_accuracy"],

@@ -83,7 +83,7 @@ def train_moco(path, train, args, seed, output_dir, queue_size, momentum=0.99, t
     x, y = args.languages
     torch.manual_seed(seed)
     model = DualMomentumModel.from_encoders(
-        path, shared_encoder=True, language_x=x, language_y=y, queue_size=queue_size, momentum=momentum,
+        path, shared_encoder=True, languages=[x, y], queue_size=queue_size, momentum=momentum,
         temperature=temperature, lora=lora,
     )  # fmt: skip
     tokenizers = load_tokenizers(path)

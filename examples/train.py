@@ -7,7 +7,7 @@ This is the same code as ``hf-xlsr train CONFIG.yaml``; under ``accelerate launc
 
 import sys
 
-from hf_xlsr.cli import main
+from hf_xlsr_cli import main
 
 if __name__ == "__main__":
     sys.exit(main(["train", *sys.argv[1:]]))

@@ -22,7 +22,7 @@ from .modeling import (
     LightweightDualTransformerOutput,
 )
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 for _config, _model in (
     (DualMomentumConfig, DualMomentumModel),

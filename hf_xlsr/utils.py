@@ -11,6 +11,20 @@ from pathlib import Path
 from typing import IO
 
 
+def current_umask() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask
+
+
+def with_umask(path: Path) -> None:
+    """Give ``path`` and everything under it the modes a plain ``open`` / ``mkdir`` would have given them under the
+    user's umask: temporary files (``mkstemp``, safetensors' writer) are private, 0600."""
+    umask = current_umask()
+    for entry in [path, *path.rglob("*")] if path.is_dir() else [path]:
+        entry.chmod((0o777 if entry.is_dir() else 0o666) & ~umask)
+
+
 @contextmanager
 def atomic_directory(target: str | os.PathLike, merge: bool = False) -> Iterator[Path]:
     """Write a directory's content into a temporary sibling, then rename it into place.
@@ -22,11 +36,9 @@ def atomic_directory(target: str | os.PathLike, merge: bool = False) -> Iterator
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.partial-"))
-    umask = os.umask(0)
-    os.umask(umask)
-    staging.chmod(0o777 & ~umask)  # mkdtemp makes it private; the result should look like any other folder
     try:
         yield staging
+        with_umask(staging)  # mkdtemp and safetensors make private files; the result looks like any other folder
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -57,6 +69,7 @@ def atomic_file(path: str | os.PathLike, encoding: str = "utf-8") -> Iterator[IO
     try:
         with os.fdopen(descriptor, "w", encoding=encoding) as handle:
             yield handle
+        with_umask(Path(temporary))
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

@@ -34,8 +34,7 @@ def tiny_encoder_config(vocab_size: int = 30522, hidden_size: int = 32) -> dict:
 def tiny_dual_momentum(**config) -> DualMomentumModel:
     config.setdefault("encoder_x", tiny_encoder_config())
     config.setdefault("queue_size", 16)
-    config.setdefault("language_x", "en")
-    config.setdefault("language_y", "fr")
+    config.setdefault("languages", ["en", "fr"])
     torch.manual_seed(0)
     return DualMomentumModel(DualMomentumConfig(**config))
 

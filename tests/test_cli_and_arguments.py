@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 import yaml
@@ -14,6 +15,7 @@ from conftest import MINILM, tiny_encoder_config
 from safetensors.torch import load_file
 from sentence_transformers import SentenceTransformer
 
+from hf_xlsr.data import load_bible, resolve_reference
 from hf_xlsr.trainers import ConfigFileError, parse_run_arguments
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,7 +113,7 @@ def tiny_run_config(tmp_path: Path, name: str) -> Path:
 def test_both_entry_points_run_the_same_training(tmp_path):
     commands = {
         "script": [sys.executable, str(ROOT / "examples" / "train.py"), str(tiny_run_config(tmp_path, "script"))],
-        "cli": [sys.executable, "-m", "hf_xlsr.cli", "train", str(tiny_run_config(tmp_path, "cli"))],
+        "cli": [sys.executable, "-m", "hf_xlsr_cli", "train", str(tiny_run_config(tmp_path, "cli"))],
     }
     for command in commands.values():
         result = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
@@ -132,7 +134,7 @@ def test_cli_reports_a_bad_config_without_a_traceback_dump(tmp_path):
     path = tmp_path / "run.yaml"
     path.write_text("learning_rat: 0.1\n")
     result = subprocess.run(
-        [sys.executable, "-m", "hf_xlsr.cli", "train", str(path)], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "hf_xlsr_cli", "train", str(path)], capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 2
     assert "run.yaml: unknown argument 'learning_rat'" in result.stderr
@@ -141,7 +143,7 @@ def test_cli_reports_a_bad_config_without_a_traceback_dump(tmp_path):
 
 @pytest.mark.parametrize("command", ["mine", "evaluate", "export", "push"])
 def test_cli_names_a_model_path_that_is_not_a_model(command, tmp_path, capsys):
-    from hf_xlsr.cli import main
+    from hf_xlsr_cli import main
 
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -170,6 +172,8 @@ def test_example_configs_parse(name, tmp_path):
 
 
 TINY_RECIPES = {
+    "dual_momentum": {"tokenizer_x": MINILM, "model_config": {"encoder_x": tiny_encoder_config(), "queue_size": 32,
+                                                               "shared_encoder": True}},
     "lightweight": {"model_config": {"vocab_size": 600, "hidden_size": 32, "intermediate_size": 64,
                                      "num_attention_heads": 2}},
     "cmlm": {"tokenizer_x": MINILM, "model_config": {"encoder": tiny_encoder_config(), "num_projections": 3,
@@ -180,22 +184,109 @@ TINY_RECIPES = {
 
 
 @pytest.mark.parametrize("model_type", sorted(TINY_RECIPES))
-def test_every_recipe_trains_evaluates_and_exports(model_type, tmp_path):
-
-    from hf_xlsr.trainers import run_training
+def test_every_recipe_trains_three_languages_evaluates_and_exports(model_type, tmp_path, capsys):
+    """`hf-xlsr train` on en-fr and en-de pairs of the Bible: held-out retrieval between all three languages, the
+    export and its metadata name all three (CMLM's PCR gives each its own route)."""
+    from hf_xlsr_cli import main
 
     config = write_config(
-        tmp_path / "run.yaml", model_type=model_type, train_data="bible", max_train_pairs=300, max_eval_pairs=30,
-        max_length=24, per_device_train_batch_size=8, max_steps=2, learning_rate=1e-3,
-        output_dir=str(tmp_path / "run"), save_strategy="no", report_to="none", disable_tqdm=True,
-        export_dir=str(tmp_path / "export"),
-        **TINY_RECIPES[model_type],
+        tmp_path / "run.yaml", model_type=model_type, train_data="bible", languages=["en", "fr", "de"],
+        max_train_pairs=150, max_eval_pairs=30, max_length=24, per_device_train_batch_size=8, max_steps=2,
+        learning_rate=1e-3, output_dir=str(tmp_path / "run"), save_strategy="no", report_to="none",
+        disable_tqdm=True, export_dir=str(tmp_path / "export"), **TINY_RECIPES[model_type],
     )  # fmt: skip
-    trainer, metrics = run_training(*parse_run_arguments(config))
-    assert trainer.state.global_step == 2 and 0 <= metrics["eval_retrieval_accuracy"] <= 1
-    assert (tmp_path / "run" / "hf_xlsr_run.json").is_file()
+    assert main(["train", str(config)]) == 0
+    printed = capsys.readouterr().out
+    metrics = json.loads(printed[printed.rindex("{\n") :])  # the JSON hf-xlsr prints after the Trainer's logs
+    for a, b in (("en", "fr"), ("fr", "en"), ("en", "de"), ("de", "fr")):  # de-fr: never trained directly
+        assert 0 <= metrics[f"eval_retrieval_{a}2{b}_accuracy"] <= 1
+    assert 0 <= metrics["eval_retrieval_zero_shot_accuracy"] <= 1
+    record = json.loads((tmp_path / "run" / "hf_xlsr_run.json").read_text())
+    assert record["language_pairs"] == ["en-fr", "en-de"] and record["training"]["optimizer_steps"] == 2
     exported = SentenceTransformer(str(tmp_path / "export"))
     routes = list(exported[0].sub_modules) if type(exported[0]).__name__ == "Router" else []
+    assert routes == (["en", "fr", "de"] if model_type == "cmlm" else [])
     assert exported.encode(["Au commencement"], **({"task": "fr"} if routes else {})).shape[0] == 1
     meta = json.loads((tmp_path / "export" / "mteb_model_meta.json").read_text())
-    assert meta["training_datasets"] == [] and meta["languages"] == ["eng-Latn", "fra-Latn"]
+    assert meta["training_datasets"] == [] and meta["languages"] == ["eng-Latn", "fra-Latn", "deu-Latn"]
+
+
+def test_an_output_dir_that_is_a_file_is_refused_before_anything_loads(tmp_path, capsys):
+    from hf_xlsr_cli import main
+
+    taken = tmp_path / "taken"
+    taken.write_text("not a folder\n")
+    config = write_config(tmp_path / "run.yaml", output_dir=str(taken), encoder_x=MINILM)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", str(config)])
+    assert exit_info.value.code == 2
+    assert (
+        capsys.readouterr().err.strip()
+        == f"hf-xlsr train: error: {config}: output_dir {taken} is a file, not a folder"
+    )
+    assert taken.read_text() == "not a folder\n"
+
+
+def test_training_and_evaluate_score_one_held_out_sample(tmp_path):
+    """One rule draws the held-out pairs (the data, its size, a fixed seed): training with seed 42 and `hf-xlsr
+    evaluate` see the same 300 pairs, and each records the sample with its figures."""
+    from hf_xlsr.evaluation.suite import SuiteOptions, build_task
+    from hf_xlsr.trainers.run import run_training
+
+    config = tiny_run_config(tmp_path, "run")
+    trainer, _ = run_training(*parse_run_arguments(config, ["--seed", "42", "--max_eval_pairs", "300"]))
+    during_training = trainer.evaluators[0]
+    evaluator = build_task("retrieval", SuiteOptions(max_pairs=300)).evaluator
+    assert during_training.sentences == evaluator.sentences
+    record = json.loads((tmp_path / "run" / "hf_xlsr_run.json").read_text())
+    assert record["evaluation_data"] == "bible (heldout), 300 unique pairs, drawn with seed 0"
+    other = build_task("retrieval", SuiteOptions(max_pairs=300, seed=1)).evaluator
+    assert other.sentences != evaluator.sentences and other.sample.endswith("seed 1")
+    safetensors = tmp_path / "run" / "model.safetensors"
+    from hf_xlsr.utils import current_umask
+
+    assert safetensors.stat().st_mode & 0o777 == 0o666 & ~current_umask()  # not the 0600 of a temporary file
+
+
+def test_the_command_line_answers_help_and_version_without_importing_the_library():
+    code = ("import sys, contextlib, io, hf_xlsr_cli\n"
+            "for argv in (['--help'], ['--version']):\n"
+            "    with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()) as out:\n"
+            "        hf_xlsr_cli.main(argv)\n"
+            "    print(out.getvalue())\n"
+            "print('loaded:', [m for m in ('torch', 'transformers', 'hf_xlsr') if m in sys.modules])")  # fmt: skip
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    import hf_xlsr
+
+    assert "{train,encode,export,evaluate,mine,push}" in result.stdout
+    assert f"hf-xlsr {hf_xlsr.__version__}" in result.stdout
+    assert "loaded: []" in result.stdout, result.stdout + result.stderr
+
+
+def test_train_help_lists_the_run_fields(capsys):
+    from hf_xlsr_cli import main
+
+    assert main(["train", "--help"]) == 0
+    text = capsys.readouterr().out
+    for field in ("--languages", "--language_pairs", "--language_sampling_alpha", "--resume_from_checkpoint",
+                  "--model_config", "--train_data", "--max_steps"):  # fmt: skip
+        assert field in text, field
+
+
+def test_encode_streams_a_file_into_the_vectors_sentence_transformers_gives(tmp_path, capsys):
+    from hf_xlsr_cli import main
+
+    verses = load_bible(["en", "fr"], split="heldout").select(range(30))
+    source = tmp_path / "fr.txt"
+    source.write_text("\n".join(verses["fr"][:10]) + "\n\n" + "\n".join(verses["fr"][10:]) + "\n", encoding="utf-8")
+    output = tmp_path / "out" / "fr.npy"
+    assert main(["encode", "--model", resolve_reference(MINILM), "--input", str(source), "--output", str(output),
+                 "--batch-size", "7"]) == 0  # fmt: skip
+    vectors = np.load(output)
+    expected = SentenceTransformer(resolve_reference(MINILM)).encode(list(verses["fr"]), normalize_embeddings=True)
+    assert vectors.shape == (30, 384) and vectors.dtype == np.float32  # the blank line is no sentence
+    np.testing.assert_allclose(vectors, expected, atol=1e-5)
+    assert "30 sentences" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["encode", "--model", resolve_reference(MINILM), "--input", str(source), "--output", str(tmp_path / "x")])
+    assert "--output " in capsys.readouterr().err and not (tmp_path / "x").exists()

@@ -24,7 +24,7 @@ from hf_xlsr.trainers import CmlmCollator, StageCallback, XlsrTrainer, XlsrTrain
 
 def tiny_cmlm(**fields) -> CmlmModel:
     torch.manual_seed(0)
-    fields = {"encoder": tiny_encoder_config(), "num_projections": 4, "language_x": "en", "language_y": "fr", **fields}
+    fields = {"encoder": tiny_encoder_config(), "num_projections": 4, "languages": ["en", "fr"], **fields}
     return CmlmModel(CmlmConfig(**fields))
 
 
@@ -232,7 +232,7 @@ def test_a_new_masked_lm_head_trains_alone_first(tmp_path, tokenizer, adjacent, 
     """MiniLM ships no masked-LM head: from_encoder sets a warm-up in which the encoder is frozen, and XlsrTrainer
     freezes it for exactly those optimizer steps."""
     with caplog.at_level("WARNING"):
-        model = CmlmModel.from_encoder(minilm_path, language_x="en", language_y="fr")
+        model = CmlmModel.from_encoder(minilm_path, languages=["en", "fr"])
     assert model.config.head_warmup_steps == NEW_HEAD_WARMUP_STEPS
     assert "has no masked-LM head" in caplog.text and "head_warmup_steps" in caplog.text
     model = tiny_cmlm(schedule="cmlm+br", head_warmup_steps=2)
@@ -288,10 +288,10 @@ def test_pcr_removes_each_languages_top_component_and_exports_it(tmp_path, token
     english, french = list(heldout_pairs["en"][:60]), list(heldout_pairs["fr"][:60])
     raw = as_encoder(model, tokenizers)
     raw_en = raw(english, "en")
-    fit_language_components(model, tokenizers, english, french)
+    fit_language_components(model, tokenizers, {"en": english, "fr": french})
     assert model.language_specific_heads
     _, _, vt = np.linalg.svd(raw_en.astype(np.float64), full_matrices=False)
-    assert abs(float(np.dot(vt[0], model.pcr_x[0].numpy()))) == pytest.approx(1.0, abs=1e-5)
+    assert abs(float(np.dot(vt[0], model.pcr[0, 0].numpy()))) == pytest.approx(1.0, abs=1e-5)
     cleaned = as_encoder(model, tokenizers)(english, "en")
     expected = raw_en - np.outer(raw_en @ vt[0], vt[0])
     expected /= np.linalg.norm(expected, axis=1, keepdims=True)
@@ -299,13 +299,14 @@ def test_pcr_removes_each_languages_top_component_and_exports_it(tmp_path, token
 
     model.save_pretrained(tmp_path / "model")
     loaded = CmlmModel.from_pretrained(tmp_path / "model")
-    assert torch.equal(loaded.pcr_y, model.pcr_y) and loaded.language_specific_heads
+    assert torch.equal(loaded.pcr, model.pcr) and loaded.language_specific_heads
     folder = export_sentence_transformers(model, tokenizers, tmp_path / "export")
     from sentence_transformers import SentenceTransformer
 
     exported = SentenceTransformer(str(folder))  # PCR differs per language: a route each
     assert [type(m).__name__ for m in exported] == ["Router", "Normalize"]
     assert [type(m).__name__ for m in exported[0].sub_modules["fr"]] == ["Transformer", "Pooling", "Dense"]
+    assert exported[0].sub_modules["fr"][0] is exported[0].sub_modules["en"][0]  # one encoder, saved once
     for language, texts in (("en", english[:5]), ("fr", french[:5])):
         np.testing.assert_allclose(exported.encode(texts, task=language),
                                    as_encoder(model, tokenizers)(texts, language), atol=1e-5)  # fmt: skip

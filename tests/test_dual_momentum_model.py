@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import json
 import math
+import traceback
 
 import pytest
 import torch
 from conftest import batch_of, tiny_dual_momentum, tiny_encoder_config
 from safetensors import safe_open
+from torch.utils._python_dispatch import TorchDispatchMode
 from transformers import AutoConfig, AutoModel
 
 from hf_xlsr import DualMomentumConfig, DualMomentumModel
 from hf_xlsr.modeling.pooling import pool
+from hf_xlsr.modeling.queue import momentum_pairs
 
 
 def test_auto_classes_resolve_the_model_type(tmp_path):
@@ -57,10 +60,11 @@ def test_encoders_with_different_widths_are_refused():
 def test_momentum_encoders_are_frozen_copies_not_aliases():
     model = tiny_dual_momentum()
     for query, key in [(model.encoder_x, model.momentum_encoder_x), (model.encoder_y, model.momentum_encoder_y)]:
-        for (name, q), (_, k) in zip(query.named_parameters(), key.named_parameters(), strict=True):
+        assert not list(key.parameters())  # float32 buffers, which a mixed-precision engine does not cast
+        for name, k, q in momentum_pairs(key, query):
             assert torch.equal(q, k), name
             assert q.data_ptr() != k.data_ptr()
-            assert q.requires_grad and not k.requires_grad
+            assert q.requires_grad and not k.requires_grad and k.dtype == torch.float32
     model.train()
     assert not model.momentum_encoder_x.training and model.encoder_x.training
 
@@ -147,8 +151,8 @@ def test_each_languages_keys_enter_its_own_queue(tokenizer, bible_pairs):
     model(**batch)
     slots = [(start + i) % model.queue_x.size for i in range(4)]
     with torch.no_grad():
-        k_x = model._embed(model.momentum_encoder_x, batch["x_input_ids"], batch["x_attention_mask"])
-        k_y = model._embed(model.momentum_encoder_y, batch["y_input_ids"], batch["y_attention_mask"])
+        k_x = model.momentum_keys(batch["x_input_ids"], batch["x_attention_mask"], side="x")
+        k_y = model.momentum_keys(batch["y_input_ids"], batch["y_attention_mask"], side="y")
     torch.testing.assert_close(model.queue_x.keys[slots], k_x)
     torch.testing.assert_close(model.queue_y.keys[slots], k_y)
     assert (k_x - k_y).abs().max() > 1e-2
@@ -164,11 +168,12 @@ def test_ema_of_bfloat16_query_weights_into_float32_momentum_weights_is_exact():
     """Mixed precision keeps float32 masters; should a query encoder be bf16, the float32 EMA stays exact."""
     model = tiny_dual_momentum(momentum=0.999)
     model.encoder_x.to(torch.bfloat16)
-    old = {n: p.double().clone() for n, p in model.momentum_encoder_x.named_parameters()}
+    old = {n: k.double().clone() for n, k, _ in momentum_pairs(model.momentum_encoder_x, model.encoder_x)}
     model.momentum_update()
-    for name, param in model.momentum_encoder_x.named_parameters():
-        query = dict(model.encoder_x.named_parameters())[name].double()
-        torch.testing.assert_close(param.double(), 0.999 * old[name] + 0.001 * query, rtol=1e-6, atol=1e-7)
+    for name, key, query in momentum_pairs(model.momentum_encoder_x, model.encoder_x):
+        assert key.dtype == torch.float32
+        expected = 0.999 * old[name] + 0.001 * query.double()
+        torch.testing.assert_close(key.double(), expected, rtol=1e-6, atol=1e-7)
 
 
 def test_a_non_finite_loss_queues_nothing(tokenizer, bible_pairs, caplog):
@@ -176,20 +181,22 @@ def test_a_non_finite_loss_queues_nothing(tokenizer, bible_pairs, caplog):
     model.train()
     model(**batch_of(tokenizer, bible_pairs))
     model.momentum_update()
-    before = [t.clone() for t in (model.queue_x.keys, model.queue_x.ptr, model.queue_x.filled)]
+    state = [(q.keys, q.ids, q.ptr, q.filled) for q in (model.queue_x, model.queue_y)]
+    before = [[t.clone() for t in tensors] for tensors in state]
     with torch.no_grad():
         model.encoder_x.embeddings.word_embeddings.weight[:] = float("nan")  # a diverged query encoder
     with caplog.at_level("WARNING"):
         out = model(**batch_of(tokenizer, bible_pairs, offset=4))
     assert not torch.isfinite(out.loss)
-    for a, b in zip(before, (model.queue_x.keys, model.queue_x.ptr, model.queue_x.filled), strict=True):
-        assert torch.equal(a, b)
+    for old, new in zip(before, state, strict=True):  # neither language's queue moved
+        assert all(torch.equal(a, b) for a, b in zip(old, new, strict=True))
+    assert len(model.queue_x) == len(model.queue_y) == 4
     assert "optimizer step 2: the loss or the momentum keys are not finite; nothing was queued" in caplog.text
 
 
 def test_ema_update_matches_hand_computation(tokenizer, bible_pairs):
     model = tiny_dual_momentum(momentum=0.9)
-    old = {n: p.detach().double().clone() for n, p in model.momentum_encoder_y.named_parameters()}
+    old = {n: k.double().clone() for n, k, _ in momentum_pairs(model.momentum_encoder_y, model.encoder_y)}
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
     model.train()
     model.momentum_contrast.enqueues_per_update = 2  # two micro-batches per optimizer step, as a custom loop says
@@ -199,9 +206,9 @@ def test_ema_update_matches_hand_computation(tokenizer, bible_pairs):
     new = {n: p.detach().double().clone() for n, p in model.encoder_y.named_parameters()}
     assert any(not torch.equal(old[n], new[n]) for n in old)  # the query encoder moved
     model.momentum_update()
-    for name, param in model.momentum_encoder_y.named_parameters():
+    for name, key, _ in momentum_pairs(model.momentum_encoder_y, model.encoder_y):
         expected = 0.9 * old[name] + 0.1 * new[name]
-        torch.testing.assert_close(param.double(), expected, rtol=1e-6, atol=1e-7)
+        torch.testing.assert_close(key.double(), expected, rtol=1e-6, atol=1e-7)
     assert int(model.momentum_updates) == 1
 
 
@@ -211,10 +218,7 @@ def test_momentum_zero_makes_keys_follow_queries_exactly():
         for p in model.encoder_x.parameters():
             p.add_(1.0)
     model.momentum_update()
-    assert all(
-        torch.equal(q, k)
-        for q, k in zip(model.encoder_x.parameters(), model.momentum_encoder_x.parameters(), strict=True)
-    )
+    assert all(torch.equal(q, k) for _, k, q in momentum_pairs(model.momentum_encoder_x, model.encoder_x))
 
 
 def test_enqueue_only_when_training_with_gradients(tokenizer, bible_pairs):
@@ -228,7 +232,7 @@ def test_enqueue_only_when_training_with_gradients(tokenizer, bible_pairs):
     assert int(model.queue_x.filled) == 0 and int(model.queue_y.filled) == 0
     model(**batch)
     assert int(model.queue_x.filled) == 4 and int(model.queue_y.filled) == 4
-    keys = model._embed(model.momentum_encoder_x, batch["x_input_ids"], batch["x_attention_mask"])
+    keys = model.momentum_keys(batch["x_input_ids"], batch["x_attention_mask"], side="x")
     torch.testing.assert_close(model.queue_x.keys[:4], keys.detach())
 
 
@@ -294,3 +298,41 @@ def test_encoders_keep_their_attention_implementation(tmp_path, minilm_path):
     for m in (model, DualMomentumModel.from_pretrained(tmp_path)):
         implementations = {e.config._attn_implementation for e in (m.encoder_x, m.encoder_y, m.momentum_encoder_x)}
         assert implementations == {expected}
+
+
+class DeviceReads(TorchDispatchMode):
+    """Count the reads of a tensor's value by Python (``item``, ``int``, ``bool``: each waits for a GPU) made by
+    hf_xlsr's own code, as opposed to the encoder's."""
+
+    def __init__(self):
+        super().__init__()
+        self.places = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func is torch.ops.aten._local_scalar_dense.default:
+            caller = next(f for f in reversed(traceback.extract_stack()[:-1]) if "/torch/" not in f.filename)
+            if "/hf_xlsr/" in caller.filename:
+                self.places.append(f"{caller.filename.rsplit('/', 1)[-1]}:{caller.lineno}")
+        return func(*args, **(kwargs or {}))
+
+
+def test_a_training_step_reads_one_value_from_the_device(tokenizer, bible_pairs):
+    """Pointers and counters live on the host too: a step reads back only whether its keys were finite."""
+    model = tiny_dual_momentum(queue_size=6)
+    model.train()
+    model(**batch_of(tokenizer, bible_pairs)).loss.backward()
+    model.momentum_update()
+    for offset in (4, 8):  # the queue wraps around in the second of these steps
+        with DeviceReads() as reads:
+            out = model(**batch_of(tokenizer, bible_pairs, offset=offset), example_ids=torch.arange(4) + offset)
+            out.loss.backward()
+            model.momentum_update()
+        assert len(reads.places) == 1, reads.places
+    assert int(model.queue_x.ptr) == 12 % 6 and len(model.queue_x) == 6 and int(model.momentum_updates) == 3
+    keys = model.queue_x.keys.clone()
+    model(**batch_of(tokenizer, bible_pairs, offset=12))
+    assert int(model.queue_x.ptr) == 4
+    model.discard_momentum_step()  # a skipped step: its keys leave, the pointer goes back, on the host too
+    assert int(model.queue_x.ptr) == 0 and torch.equal(model.queue_x.keys, keys)
+    model(**batch_of(tokenizer, bible_pairs, offset=16))
+    assert int(model.queue_x.ptr) == 4 and torch.equal(model.queue_x.keys[4:], keys[4:])

@@ -10,7 +10,6 @@ import pytest
 import torch
 from conftest import MINILM, tiny_dual_momentum
 
-from hf_xlsr.cli import main
 from hf_xlsr.data import load_bible, resolve_reference
 from hf_xlsr.evaluation import (
     LinearProbeEvaluator,
@@ -28,6 +27,7 @@ from hf_xlsr.evaluation import (
     remove_components,
     retrieval_accuracy,
 )
+from hf_xlsr_cli import main
 
 
 def fixed_encoder(table: dict[tuple[str, str], np.ndarray]):
@@ -61,8 +61,8 @@ def test_retrieval_with_pcr_undoes_a_language_offset():
         table[("x", f"s{i}")] = m + 6.0 * np.eye(16)[0]  # each language adds its own large offset
         table[("y", f"s{i}")] = m + 0.3 * rng.normal(size=16) + 6.0 * np.eye(16)[1]
     names = [f"s{i}" for i in range(50)]
-    plain = RetrievalEvaluator(names, names, "x", "y")(fixed_encoder(table))
-    cleaned = RetrievalEvaluator(names, names, "x", "y", pcr=1)(fixed_encoder(table))
+    plain = RetrievalEvaluator({"x": names, "y": names})(fixed_encoder(table))
+    cleaned = RetrievalEvaluator({"x": names, "y": names}, pcr=1)(fixed_encoder(table))
     assert cleaned["retrieval_accuracy"] > plain["retrieval_accuracy"]
     assert cleaned["retrieval_accuracy"] > 0.9
 

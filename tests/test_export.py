@@ -90,7 +90,7 @@ def test_inputs_are_cut_to_what_the_position_table_takes(tmp_path, tokenizer):
     xlmr_config = {**tiny_encoder_config(), "model_type": "xlm-roberta", "max_position_embeddings": 20}
     xlmr_config["pad_token_id"] = 0  # the MiniLM tokenizer's padding id
     torch.manual_seed(0)
-    xlmr = HictlForPreTraining(HictlConfig(encoder=xlmr_config, language_x="en", language_y="fr"))
+    xlmr = HictlForPreTraining(HictlConfig(encoder=xlmr_config, languages=["en", "fr"]))
     long_sentence = " ".join(["river"] * 60)
     for model, limit in ((bert, 16), (xlmr, 19)):
         model.eval()

@@ -23,7 +23,7 @@ from hf_xlsr.trainers.collators import reorder
 
 def tiny_hictl(tokenizer, **fields) -> HictlForPreTraining:
     torch.manual_seed(0)
-    fields = {"encoder": tiny_encoder_config(), "num_negatives": 32, "language_x": "en", "language_y": "fr", **fields}
+    fields = {"encoder": tiny_encoder_config(), "num_negatives": 32, "languages": ["en", "fr"], **fields}
     return HictlForPreTraining(HictlConfig(**fields)).use_tokenizer(tokenizer)
 
 

@@ -164,20 +164,66 @@ def test_cards_of_every_model_family_render(tmp_path, tokenizer, heldout_pairs):
 
     tokenizers = {"x": tokenizer, "y": tokenizer}
     lightweight = LightweightDualTransformer.from_tokenizer(
-        tokenizer, hidden_size=32, intermediate_size=64, num_attention_heads=2, language_x="en", language_y="fr"
+        tokenizer, hidden_size=32, intermediate_size=64, num_attention_heads=2, languages=["en", "fr"]
     )
     folder = prepare_upload(lightweight, tokenizers, "me/light", tmp_path / "light", RESULTS, RUN)
     assert not (folder / "router_config.json").exists()  # one shared encoder, a plain folder
     text = ModelCard.load(folder / "README.md").text
-    assert "One encoder\nembeds both languages (en, fr)" in text and "Lightweight Cross-Lingual" in text
+    assert "One encoder embeds every one of its 2 languages (en, fr)" in text and "Lightweight Cross-Lingual" in text
     assert "| generative task | ugt |" in text
 
     cmlm = CmlmModel(CmlmConfig(encoder=tiny_encoder_config(), num_projections=3, pcr_components=1,
-                                language_x="en", language_y="fr"))  # fmt: skip
-    fit_language_components(cmlm, tokenizers, list(heldout_pairs["en"][:40]), list(heldout_pairs["fr"][:40]))
+                                languages=["en", "fr"]))  # fmt: skip
+    fit_language_components(cmlm, tokenizers, {"en": list(heldout_pairs["en"][:40]),
+                                                "fr": list(heldout_pairs["fr"][:40])})  # fmt: skip
     folder = prepare_upload(cmlm, tokenizers, "me/cmlm", tmp_path / "cmlm", RESULTS, RUN)
     assert (folder / "router_config.json").is_file()  # PCR differs per language: a route each
     card = ModelCard.load(folder / "README.md")
     assert "Router(en | fr: Transformer → Pooling → Dense) → Normalize" in card.text
     assert "Conditional Masked Language Model" in card.text
     assert (folder / "fr_2_Dense" / "config.json").is_file()
+
+
+def test_the_card_of_a_real_run_tells_the_truth_about_it(tmp_path, tokenizer):
+    """A short run of hf-xlsr train, its checkpoint pushed with the card: one encoder shared by three languages,
+    steps (not epochs), the translations and their licences, the pairs' sizes, the start (a Hub id, not "Unknown"),
+    the length it trained at, who measured the figures, the framework versions, the training log."""
+    from conftest import MINILM
+
+    from hf_xlsr.hub import EVALUATION, RUN_INFO, read_json
+    from hf_xlsr.trainers import parse_run_arguments, run_training
+
+    config = tmp_path / "run.yaml"
+    config.write_text(yaml.safe_dump({
+        "model_type": "dual_momentum", "encoder_x": MINILM, "train_data": "bible", "languages": ["en", "fr", "de"],
+        "model_config": {"shared_encoder": True, "queue_size": 16}, "max_train_pairs": 80, "max_eval_pairs": 30,
+        "max_length": 24, "per_device_train_batch_size": 4, "max_steps": 3, "logging_steps": 1, "report_to": "none",
+        "save_strategy": "no", "output_dir": str(tmp_path / "run"), "disable_tqdm": True,
+    }))  # fmt: skip
+    trainer, metrics = run_training(*parse_run_arguments(config))
+    run_info = read_json(tmp_path / "run" / RUN_INFO)
+    results = {"retrieval": {k.removeprefix("eval_"): v for k, v in metrics.items() if "retrieval" in k}}
+    folder = prepare_upload(trainer.model, trainer.tokenizers, "me/moco3", tmp_path / "hub", results, run_info)
+    card = ModelCard.load(folder / "README.md")
+    text = card.text
+    assert (
+        card.data.language == ["en", "fr", "de"] and card.data.base_model == "sentence-transformers/all-MiniLM-L6-v2"
+    )
+    assert "one query encoder shared by every language" in text and "one query encoder per" not in text
+    assert "One encoder embeds every one of its 3 languages (en, fr, de)" in text
+    assert "| max_steps | 3 |" in text and "num_train_epochs" not in text and "| optimizer_steps | 3 |" in text
+    assert "World English Bible (public domain)" in text and "Louis Segond 1910 (public domain)" in text
+    assert "Elberfelder (public domain)" in text and "| en-fr | 80 |" in text and "| en-de | 80 |" in text
+    assert "It cuts sentences at 24 tokens." in text
+    assert json.loads((folder / "mteb_model_meta.json").read_text())["max_tokens"] == 24
+    assert "Measured by the final evaluation of hf-xlsr train (RetrievalEvaluator), on bible (heldout), 30 " in text
+    assert "| retrieval | retrieval_de2fr_accuracy |" in text  # a pair never trained directly
+    assert f"- transformers: {run_info['framework_versions']['transformers']}" in text
+    assert "| 3 | " in text.split("### Training log")[1]  # the loss at every logged step
+    assert "Bible verses, an old and religious register" in text
+    elsewhere = prepare_upload(trainer.model, trainer.tokenizers, "me/moco3", tmp_path / "hub2", results, run_info,
+                               max_seq_length=16, evaluated_by="benchmarks/multilingual_final.py")  # fmt: skip
+    text = ModelCard.load(elsewhere / "README.md").text
+    assert "It cuts sentences at 16 tokens (it was trained at 24)." in text
+    assert "Measured by benchmarks/multilingual_final.py, on bible (heldout)" in text
+    assert not (tmp_path / "run" / EVALUATION).exists()

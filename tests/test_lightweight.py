@@ -122,8 +122,8 @@ def test_single_token_masking(small_tokenizer, bible_train):
 
 def tiny_lightweight(tokenizer, **fields) -> LightweightDualTransformer:
     torch.manual_seed(0)
-    fields = {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "language_x": "en",
-              "language_y": "fr", **fields}  # fmt: skip
+    fields = {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "languages": ["en", "fr"],
+              **fields}  # fmt: skip
     return LightweightDualTransformer.from_tokenizer(tokenizer, **fields)
 
 
@@ -242,7 +242,7 @@ def test_training_from_scratch_lowers_the_loss_and_raises_retrieval(tmp_path, sm
     heldout = RetrievalEvaluator.from_dataset(load_bible(["en", "fr"], split="heldout"), ["en", "fr"], max_pairs=200)
     tokenizers = {"x": small_tokenizer, "y": small_tokenizer}
     model = tiny_lightweight(small_tokenizer)
-    before = heldout(model, tokenizers)["retrieval_accuracy"]
+    before = heldout(model, tokenizers=tokenizers)["retrieval_accuracy"]
     args = XlsrTrainingArguments(
         output_dir=str(tmp_path), per_device_train_batch_size=32, learning_rate=2e-3, max_steps=40, warmup_steps=5,
         lr_scheduler_type="constant_with_warmup", logging_steps=10, save_strategy="no", report_to="none",
@@ -254,5 +254,5 @@ def test_training_from_scratch_lowers_the_loss_and_raises_retrieval(tmp_path, sm
     logs = [entry for entry in trainer.state.log_history if "loss" in entry]
     assert logs[-1]["loss"] < logs[0]["loss"] and logs[-1]["loss_align"] < logs[0]["loss_align"]
     assert logs[-1]["accuracy_xy"] > logs[0]["accuracy_xy"]
-    after = heldout(model, tokenizers)["retrieval_accuracy"]
+    after = heldout(model, tokenizers=tokenizers)["retrieval_accuracy"]
     assert after > before + 0.08, (before, after)

@@ -15,6 +15,7 @@ from transformers import AutoModel
 from hf_xlsr import DualMomentumModel
 from hf_xlsr.export import export_sentence_transformers
 from hf_xlsr.modeling.pooling import l2_normalize, pool
+from hf_xlsr.modeling.queue import momentum_pairs
 
 LORA = {"r": 4, "lora_alpha": 8, "lora_dropout": 0.0}
 
@@ -28,16 +29,14 @@ def test_only_adapters_train_and_momentum_encoders_share_the_base():
     trainable = [name for name, p in model.named_parameters() if p.requires_grad]
     assert trainable and all(".lora_A." in name or ".lora_B." in name for name in trainable)
     for query, key in [(model.encoder_x, model.momentum_encoder_x), (model.encoder_y, model.momentum_encoder_y)]:
-        keys = dict(key.named_parameters())
+        keys = {name: k for name, k, _ in momentum_pairs(key, query)}
         for name, q in query.named_parameters():
             if "lora_" in name:  # a copy of the adapter, frozen
                 assert torch.equal(q, keys[name]) and q.data_ptr() != keys[name].data_ptr()
                 assert q.requires_grad and not keys[name].requires_grad
             else:  # the very tensor of the frozen base: no memory for a second copy
                 assert keys[name] is q and not q.requires_grad
-    own = {id(p): p for p in model.momentum_encoder_x.parameters()}.keys() - {
-        id(p) for p in model.encoder_x.parameters()
-    }
+    own = [k for _, k, q in momentum_pairs(model.momentum_encoder_x, model.encoder_x) if k is not q]
     assert len(own) == len(adapter_names(model.encoder_x))
 
 
@@ -47,15 +46,15 @@ def test_ema_moves_only_adapter_weights_by_the_formula():
         for name, p in model.encoder_x.named_parameters():
             if "lora_" in name:
                 p.add_(torch.randn_like(p))  # as an optimizer step would
-    before = {n: p.detach().double().clone() for n, p in model.momentum_encoder_x.named_parameters()}
+    before = {n: k.double().clone() for n, k, _ in momentum_pairs(model.momentum_encoder_x, model.encoder_x)}
     query = {n: p.detach().double().clone() for n, p in model.encoder_x.named_parameters()}
     model.momentum_update(0.9)
-    for name, p in model.momentum_encoder_x.named_parameters():
+    for name, key, live in momentum_pairs(model.momentum_encoder_x, model.encoder_x):
         if "lora_" in name:
             expected = 0.9 * before[name] + 0.1 * query[name]
-            assert torch.allclose(p.double(), expected, atol=1e-6), name
+            assert torch.allclose(key.double(), expected, atol=1e-6), name
         else:
-            assert p is model.encoder_x.get_parameter(name)
+            assert key is live
 
 
 def test_a_new_adapter_leaves_the_pretrained_encoder_unchanged(minilm_path, tokenizer, bible_pairs):
@@ -104,7 +103,7 @@ def test_checkpoint_keeps_adapters_sharing_and_frozen_flags(tmp_path, tokenizer,
 def test_from_pretrained_keeps_full_momentum_encoders_frozen(tmp_path):
     tiny_dual_momentum().save_pretrained(tmp_path)
     loaded = DualMomentumModel.from_pretrained(tmp_path)
-    assert not any(p.requires_grad for p in loaded.momentum_encoder_x.parameters())
+    assert not list(loaded.momentum_encoder_x.parameters())  # its weights are float32 buffers
     assert all(p.requires_grad for p in loaded.encoder_x.parameters())
 
 
@@ -130,7 +129,7 @@ def test_resume_with_adapters_continues_exactly(tmp_path, tokenizer, bible_pairs
 
 
 def test_trained_adapters_save_load_and_export_merged(tmp_path, minilm_path, tokenizer, bible_pairs):
-    model = DualMomentumModel.from_encoders(minilm_path, queue_size=16, language_x="en", language_y="fr", lora=LORA)
+    model = DualMomentumModel.from_encoders(minilm_path, queue_size=16, languages=["en", "fr"], lora=LORA)
     base = {n: p.detach().clone() for n, p in model.encoder_x.named_parameters() if "lora_" not in n}
     make_trainer(tmp_path / "run", tokenizer, bible_pairs, model=model, max_steps=3).train()
     assert all(torch.equal(p, base[n]) for n, p in model.encoder_x.named_parameters() if "lora_" not in n)
@@ -149,12 +148,12 @@ def test_trained_adapters_save_load_and_export_merged(tmp_path, minilm_path, tok
         hidden = plain(**features).last_hidden_state
     assert torch.allclose(l2_normalize(pool(hidden, features["attention_mask"], "mean")), expected, atol=1e-5)
 
-    fresh = DualMomentumModel.from_encoders(minilm_path, queue_size=16, language_x="en", language_y="fr", lora=LORA)
+    fresh = DualMomentumModel.from_encoders(minilm_path, queue_size=16, languages=["en", "fr"], lora=LORA)
     fresh.load_adapters(tmp_path / "adapters")
     fresh.eval()
     with torch.no_grad():
         again = fresh.get_sentence_embeddings(features["input_ids"], features["attention_mask"], language="fr")
-        momentum = fresh._embed(fresh.momentum_encoder("fr"), features["input_ids"], features["attention_mask"])
+        momentum = fresh.momentum_keys(features["input_ids"], features["attention_mask"], side="y")
     assert torch.allclose(again, expected, atol=1e-6) and torch.allclose(momentum, expected, atol=1e-6)
 
     exported = export_sentence_transformers(model, {"x": tokenizer, "y": tokenizer}, tmp_path / "export")

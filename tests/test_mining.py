@@ -7,11 +7,12 @@ import pytest
 from conftest import MINILM
 from sentence_transformers import SentenceTransformer
 
-from hf_xlsr.cli import main
 from hf_xlsr.data import load_bible, resolve_reference, unique_pairs
 from hf_xlsr.evaluation import MiningEvaluator, hide_pairs, mine, precision_recall_f1
 from hf_xlsr.evaluation import mining as mining_module
 from hf_xlsr.evaluation.mining import best_threshold, knn
+from hf_xlsr.utils import current_umask
+from hf_xlsr_cli import main
 
 
 def unit(rows: np.ndarray) -> np.ndarray:
@@ -84,6 +85,32 @@ def test_blocks_and_ivf_agree_with_exact_search(monkeypatch):
     assert type(built).__name__ == "IndexIVFFlat"
     _, ivf_ids = knn(queries, corpus, 4, index="auto")
     assert np.mean(ivf_ids[:, 0] == exact_ids[:, 0]) > 0.9
+
+
+def best_first(source, target, scores):
+    """The definition of one-to-one pairing, as a loop: candidates best first (ties in the order given), each kept
+    unless its source or target sentence is already paired."""
+    used_source, used_target, kept = set(), set(), []
+    for i in sorted(range(len(scores)), key=lambda i: -scores[i]):
+        if source[i] not in used_source and target[i] not in used_target:
+            used_source.add(source[i])
+            used_target.add(target[i])
+            kept.append((int(source[i]), int(target[i]), float(scores[i])))
+    return kept
+
+
+def test_one_to_one_pairing_is_the_best_first_loop_without_its_loop():
+    rng = np.random.default_rng(0)
+    cases = []
+    for _ in range(200):  # many conflicts and ties: scores rounded to one to three decimals
+        n, m = int(rng.integers(1, 2000)), int(rng.integers(1, 150))
+        cases.append((rng.integers(0, m, n), rng.integers(0, m, n), np.round(rng.random(n), int(rng.integers(1, 4)))))
+    n = 3000  # a chain of conflicts, each candidate better than the next: settled one per round, then by the loop
+    cases.append((np.arange(n) // 2, (np.arange(n) + 1) // 2, -np.arange(n, dtype=float)))
+    for source, target, scores in cases:
+        pairs = mining_module.greedy_one_to_one(source, target, scores)
+        found = list(zip(pairs.source.tolist(), pairs.target.tolist(), pairs.scores.tolist(), strict=True))
+        assert found == best_first(source.tolist(), target.tolist(), scores.tolist())
 
 
 def test_best_threshold_maximises_f1():
@@ -166,3 +193,45 @@ def test_mine_command_writes_scored_pairs(tmp_path, minilm):
     correct = sum(11 <= int(r[1]) <= 30 and int(r[2]) == 41 - int(r[1]) for r in rows)
     assert correct >= 18, rows
     assert all(r[3] == verses["en"][int(r[1]) - 1] for r in rows)
+
+
+@pytest.fixture(scope="module")
+def routed_export(tmp_path_factory, tokenizer):
+    """A tiny en-fr dual encoder exported as a Router with one route per language."""
+    from conftest import tiny_dual_momentum
+
+    from hf_xlsr.export import export_sentence_transformers
+
+    folder = tmp_path_factory.mktemp("routed") / "export"
+    return str(export_sentence_transformers(tiny_dual_momentum(), {"x": tokenizer, "y": tokenizer}, folder))
+
+
+def test_mine_infers_the_two_routes_names_a_wrong_language_and_warns_about_one_file(tmp_path, routed_export, capsys,
+                                                                                    caplog):  # fmt: skip
+    verses = load_bible(["en", "fr"], split="heldout").select(range(12))
+    source = write_lines(tmp_path / "en.txt", verses["en"])
+    target = write_lines(tmp_path / "fr.txt", verses["fr"])
+    common = ["mine", "--model", routed_export, "--src", str(source), "--all-pairs"]
+    assert main([*common, "--tgt", str(target), "--out", str(tmp_path / "pairs.tsv")]) == 0  # routes en, fr inferred
+    assert oct((tmp_path / "pairs.tsv").stat().st_mode & 0o777) == oct(0o666 & ~current_umask())
+    with pytest.raises(SystemExit) as exit_info:
+        main(
+            [*common, "--tgt", str(target), "--out", str(tmp_path / "de.tsv"), "--src-lang", "en", "--tgt-lang", "de"]
+        )
+    assert exit_info.value.code == 2 and not (tmp_path / "de.tsv").exists()
+    error = capsys.readouterr().err.strip().splitlines()[-1]  # after the model's loading bar
+    assert error == "hf-xlsr mine: error: --tgt-lang de: the model encodes en, fr, not de"
+    with pytest.raises(SystemExit):
+        main([*common, "--tgt", str(target), "--out", str(tmp_path / "x.tsv"), "--src-lang", "en"])
+    assert "give --tgt-lang, one of en, fr" in capsys.readouterr().err
+    with caplog.at_level("WARNING"):
+        assert main([*common, "--tgt", str(source), "--out", str(tmp_path / "same.tsv")]) == 0
+    assert "--src and --tgt are the same file" in caplog.text
+
+
+def test_evaluate_names_a_language_the_export_does_not_route(tmp_path, routed_export, capsys):
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--model", routed_export, "--languages", "en", "de", "--tasks", "retrieval",
+              "--output", str(tmp_path / "r.json")])  # fmt: skip
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error == f"hf-xlsr evaluate: error: {routed_export}: encodes en, fr each its own way, not de"

@@ -9,25 +9,69 @@ from conftest import batch_of, tiny_dual_momentum
 from test_queue_extension import build
 from test_trainer import make_trainer
 
+from hf_xlsr.modeling.losses import (
+    additive_margin_retrieval_loss,
+    in_batch_alignment_loss,
+    in_batch_similarity_loss,
+    info_nce,
+    sentence_contrastive_loss,
+)
+
 LORA = {"r": 4, "lora_alpha": 8}
 
 
-def test_bf16_autocast_keeps_the_contrastive_loss_in_float32(tokenizer, bible_pairs):
-    model = tiny_dual_momentum(queue_size=8, dropout=0.0)
-    model.train()
-    model(**batch_of(tokenizer, bible_pairs))  # fill the queue a little
-    batch = batch_of(tokenizer, bible_pairs, offset=4)
-    model.eval()
-    linear = next(m for m in model.encoder_x.modules() if isinstance(m, torch.nn.Linear))
-    dtypes = []
-    linear.register_forward_hook(lambda module, args, output: dtypes.append(output.dtype))
-    with torch.no_grad():
-        full = model(**batch)
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            half = model(**batch)
-    assert dtypes[0] == torch.float32 and dtypes[-1] == torch.bfloat16  # the encoders' matrix products run in bf16 ...
-    assert half.loss.dtype == torch.float32 and half.loss_xy.dtype == torch.float32  # ... the loss does not
-    assert half.loss.item() == pytest.approx(full.loss.item(), rel=0.05)
+def unit_rows(n: int, d: int, seed: int) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(seed)
+    return torch.nn.functional.normalize(torch.randn(n, d, generator=generator), dim=-1)
+
+
+def reference_scores(name: str, a: torch.Tensor, b: torch.Tensor, queue: torch.Tensor) -> torch.Tensor:
+    """Each loss written out in float64 from its paper's formula (independent of hf_xlsr's code)."""
+    a, b, queue = a.double(), b.double(), queue.double()
+    n, targets = len(a), torch.arange(len(a))
+    if name == "info_nce_with_queue":  # MoCo-BERT Eq. 2 with in-batch keys, tau = 0.04
+        logits = torch.cat([a @ b.T, a @ queue.T], dim=1) / 0.04
+        return (torch.logsumexp(logits, dim=1) - logits[targets, targets]).mean()
+    if name == "alignment":  # Mao et al. Eq. 5, both directions, means
+        scores = a @ b.T
+        return sum((torch.logsumexp(s, dim=1) - s[targets, targets]).mean() for s in (scores, scores.T))
+    if name == "similarity":  # Mao et al. Eq. 6, summed
+        difference = torch.softmax(a @ a.T, dim=-1) - torch.softmax(b @ b.T, dim=-1)
+        return -torch.log(torch.cos(torch.pi / 2 * difference)).sum()
+    if name == "additive_margin":  # CMLM Section 4.2, m = 0.3, both directions
+        scores = a @ b.T - 0.3 * torch.eye(n, dtype=torch.float64)
+        return sum((torch.logsumexp(s, dim=1) - s[targets, targets]).mean() for s in (scores, scores.T))
+    r = torch.nn.functional.normalize(torch.cat([a, b]), dim=-1)  # HICTL Eq. 2-4: cosines, the other 2n - 2
+    # sentences as negatives, tau = 1
+    scores = (r @ r.T).masked_fill(torch.eye(2 * n, dtype=torch.bool), -torch.inf)
+    partner = torch.cat([targets + n, targets])
+    return 2 * (torch.logsumexp(scores, dim=1) - scores[torch.arange(2 * n), partner]).mean()
+
+
+LOSSES = {
+    "info_nce_with_queue": lambda a, b, queue: info_nce(a, b, 0.04, [(queue, None)]).loss,
+    "alignment": lambda a, b, queue: in_batch_alignment_loss(a, b),
+    "similarity": lambda a, b, queue: in_batch_similarity_loss(a * 3, b * 3),
+    "additive_margin": lambda a, b, queue: additive_margin_retrieval_loss(a, b, 0.3),
+    "sentence_contrast": lambda a, b, queue: sentence_contrastive_loss(a, b),
+}
+
+
+@pytest.mark.parametrize("name", list(LOSSES))
+def test_bf16_autocast_keeps_contrastive_scores_and_gradients_in_float32(name):
+    """n = 32 queries, 4,096 queued keys, tau = 0.04: under bf16 autocast every score is still computed in float32,
+    so the loss and its gradient match a float64 reference to float32 precision (bf16 scores miss by 1e-3 to 1e-1)."""
+    a, b, queue = unit_rows(32, 64, 0).requires_grad_(), unit_rows(32, 64, 1), unit_rows(4096, 64, 2)
+    scale = 3.0 if name == "similarity" else 1.0  # L_sim on unnormalised vectors, as the lightweight model uses it
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss = LOSSES[name](a, b, queue)
+    (gradient,) = torch.autograd.grad(loss, a)
+    reference_input = (a.detach().double() * scale).requires_grad_()
+    expected = reference_scores(name, reference_input, b * scale, queue)
+    (expected_gradient,) = torch.autograd.grad(expected, reference_input)
+    assert loss.dtype == torch.float32
+    assert loss.item() == pytest.approx(expected.item(), rel=5e-5)
+    torch.testing.assert_close(gradient.double(), expected_gradient * scale, rtol=1e-4, atol=1e-6)
 
 
 def test_bf16_training_runs_through_the_trainer(tmp_path, tokenizer, bible_pairs):

@@ -131,12 +131,18 @@ def test_blocked_queue_logsumexp_and_its_gradient_match_float64(block_size, mask
 
 
 def test_blocked_scoring_of_a_float16_queue_matches_its_float32_values():
+    """The value and the gradient for the queries, against float64 scoring of the float16 keys' own values."""
     torch.manual_seed(1)
     queries = F.normalize(torch.randn(4, 16), dim=-1).requires_grad_()
     keys = F.normalize(torch.randn(50, 16), dim=-1).half()
+    weights = torch.linspace(0.5, 2.0, 4)
     lse = queue_logsumexp(queries, keys, 25.0, block_size=8)[0]
-    reference = torch.logsumexp(queries @ keys.float().T * 25.0, dim=1)
-    torch.testing.assert_close(lse, reference, rtol=1e-5, atol=1e-5)
+    (gradient,) = torch.autograd.grad((lse * weights).sum(), queries)
+    exact = queries.detach().double().requires_grad_()
+    reference = torch.logsumexp(exact @ keys.double().T * 25.0, dim=1)
+    (expected,) = torch.autograd.grad((reference * weights.double()).sum(), exact)
+    torch.testing.assert_close(lse.double(), reference.detach(), rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(gradient.double(), expected, rtol=1e-4, atol=5e-6)
     assert keys.dtype == torch.float16  # the queue itself is untouched
 
 
@@ -236,7 +242,7 @@ def test_unfilled_queue_slots_are_not_negatives(tokenizer, bible_pairs):
     with torch.no_grad():
         out = model(**batch)
         q = model.get_sentence_embeddings(batch["x_input_ids"], batch["x_attention_mask"], language="x")
-        k = model._embed(model.momentum_encoder_y, batch["y_input_ids"], batch["y_attention_mask"])
+        k = model.momentum_keys(batch["y_input_ids"], batch["y_attention_mask"], side="y")
     loss, _ = reference_info_nce(q.double().tolist(), k.double().tolist(), lambda i: queued_y.double().tolist(), 0.05)
     assert out.loss_xy.item() == pytest.approx(loss, rel=1e-5)
     with_zero_slots = queued_y.tolist() + [[1e-3] * 32] * 12

@@ -14,6 +14,7 @@ from test_multiprocess import ROOT, launch_two_processes
 
 from hf_xlsr import CmlmConfig, CmlmModel, HictlConfig, HictlForPreTraining, LightweightDualTransformer
 from hf_xlsr.data import load_bible, load_bible_adjacent
+from hf_xlsr.modeling.queue import momentum_pairs
 from hf_xlsr.trainers import CmlmCollator, HictlCollator, PairMaskingCollator, XlsrTrainer, XlsrTrainingArguments
 from hf_xlsr.trainers.callbacks import MomentumCallback
 
@@ -41,7 +42,7 @@ def build(kind, tokenizer, **config):
 def test_queue_negatives_for_every_model(kind, tokenizer, tmp_path):
     model, collator, rows, name = build(kind, tokenizer)
     live, key = model._key_modules()[name], model.momentum_contrast.momentum[name]
-    for (n, a), (_, b) in zip(live.named_parameters(), key.named_parameters(), strict=True):
+    for n, b, a in momentum_pairs(key, live):
         assert torch.equal(a, b) and a.data_ptr() != b.data_ptr() and not b.requires_grad, n
     batch = collator([rows[i] for i in range(4)])
     model.eval()
@@ -57,20 +58,19 @@ def test_queue_negatives_for_every_model(kind, tokenizer, tmp_path):
         output_dir=str(tmp_path), per_device_train_batch_size=4, max_steps=3, learning_rate=1e-3, save_strategy="no",
         report_to="none", use_cpu=True, disable_tqdm=True,
     )  # fmt: skip
-    before = {n: p.detach().clone() for n, p in key.named_parameters()}
+    before = {n: b.clone() for n, b, _ in momentum_pairs(key, live)}
     trainer = XlsrTrainer(model=model, args=args, train_dataset=rows, data_collator=collator,
                           tokenizers={"x": tokenizer, "y": tokenizer})  # fmt: skip
     assert any(isinstance(c, MomentumCallback) for c in trainer.callback_handler.callbacks)
     trainer.train()
     assert int(model.momentum_contrast.queue_x.filled) == 16  # 8 earlier + 3 x 4, capped at the queue size
-    moved = [n for n, p in key.named_parameters() if not torch.equal(p, before[n])]
+    moved = [n for n, b, _ in momentum_pairs(key, live) if not torch.equal(b, before[n])]
     assert moved  # the EMA moved the key encoder
     model.save_pretrained(tmp_path / "saved")
     loaded = type(model).from_pretrained(tmp_path / "saved")
     assert torch.equal(loaded.momentum_contrast.queue_y.keys, model.momentum_contrast.queue_y.keys)
-    for (n, a), (_, b) in zip(
-        key.named_parameters(), loaded.momentum_contrast.momentum[name].named_parameters(), strict=True
-    ):
+    loaded_key = loaded.momentum_contrast.momentum[name]
+    for (n, a, _), (_, b, _) in zip(momentum_pairs(key, live), momentum_pairs(loaded_key, live), strict=True):
         assert torch.equal(a, b), n
 
 
@@ -181,7 +181,7 @@ def test_without_a_queue_nothing_is_added(tokenizer):
     model = LightweightDualTransformer.from_tokenizer(
         tokenizer, hidden_size=32, intermediate_size=64, num_attention_heads=2
     )
-    assert not hasattr(model, "momentum_contrast") and model.momentum_coefficient is None
+    assert model.momentum_contrast is None and model.momentum_coefficient is None
     assert not any("momentum" in name for name in model.state_dict())
 
 

@@ -74,19 +74,19 @@ def test_the_loss_takes_its_positives_and_negatives_from_the_momentum_copy(encod
             total -= logits[i] - top - math.log(sum(math.exp(t - top) for t in logits))
         return total / 4
 
-    expected = direction(live[0], keys[1], queues[1]) + direction(live[1], keys[0], queues[0])
+    expected = (direction(live[0], keys[1], queues[1]) + direction(live[1], keys[0], queues[0])) / 2  # as MNRL
     assert value == pytest.approx(expected, rel=1e-5)
 
 
 def test_one_ema_per_optimizer_step_under_gradient_accumulation(encoder_dir, pairs, tmp_path):
     model = sentence_model(encoder_dir)
     loss = MomentumQueueLoss(model, queue_size=10, momentum=0.9)
-    before = [p.detach().clone() for p in loss.momentum_contrast.momentum["encoder"].parameters()]
+    before = [b.clone() for b in loss.momentum_contrast.momentum["encoder"].buffers()]
     trainer_for(model, loss, pairs, tmp_path, max_steps=3, gradient_accumulation_steps=2).train()
     contrast = loss.momentum_contrast
     assert int(contrast.momentum_updates) == 3 and int(contrast.enqueues) == 6  # 3 EMA, 6 micro-batches queued
     assert int(contrast.queue_x.ptr) == (6 * 4) % 10 and int(contrast.queue_x.filled) == 10
-    after = list(loss.momentum_contrast.momentum["encoder"].parameters())
+    after = list(loss.momentum_contrast.momentum["encoder"].buffers())
     assert any(not torch.equal(a, b) for a, b in zip(before, after, strict=True))
 
 
@@ -163,8 +163,106 @@ def test_the_readme_script_trains(tmp_path):
 
     result = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "train_sentence_transformers.py"), "--max-steps", "2",
-         "--output-dir", str(tmp_path / "run")], capture_output=True, text=True, timeout=600, cwd=tmp_path,
+         "--output-dir", str(tmp_path / "run"), "--eval-pairs", "50"], capture_output=True, text=True, timeout=600,
+        cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
+    assert "'eval_retrieval_accuracy'" in result.stdout  # hf_xlsr's evaluator under SentenceTransformerTrainer
     model = SentenceTransformer(str(tmp_path / "run" / "final"))
     assert model.encode(["Au commencement"]).shape == (1, 384)
+    card = (tmp_path / "run" / "final" / "README.md").read_text()
+    assert "retrieval_accuracy" in card  # the evaluator's figures reach sentence-transformers' model card
+
+
+def embed(model, texts):
+    return [model.tokenize(list(column)) for column in texts]
+
+
+@pytest.mark.parametrize("symmetric", [False, True])
+@pytest.mark.parametrize("columns", [2, 3])
+def test_mnrl_is_this_loss_with_an_empty_queue_and_live_keys(encoder_dir, pairs, symmetric, columns):
+    """Before the first optimizer step the momentum copy is the model itself: in eval mode (no dropout) and with an
+    empty queue, the loss is MultipleNegativesRankingLoss's value, one direction or the mean of both."""
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+    model = sentence_model(encoder_dir)
+    loss = MomentumQueueLoss(model, queue_size=16, temperature=0.05, symmetric=symmetric)
+    both = {"directions": ("query_to_doc", "doc_to_query"), "partition_mode": "per_direction"}
+    mnrl = MultipleNegativesRankingLoss(model, scale=20.0, **(both if symmetric else {}))
+    texts = [pairs["anchor"][:6], pairs["positive"][:6], pairs["positive"][20:26]][:columns]
+    features = embed(model, texts)
+    model.eval()
+    value = loss(features).item()
+    assert value == pytest.approx(mnrl(embed(model, texts), None).item(), rel=1e-6)
+    assert value > 0.1
+
+
+def test_without_symmetry_the_anchors_get_no_momentum_forward_and_no_queue(encoder_dir, pairs):
+    model = sentence_model(encoder_dir)
+    loss = MomentumQueueLoss(model, queue_size=16, symmetric=False)
+    assert loss.momentum_contrast.queue_x is None and loss.momentum_contrast.queue_y is not None
+    seen = []
+    loss.momentum_contrast.momentum["encoder"].register_forward_hook(lambda m, args, out: seen.append(args))
+    loss.train()
+    loss(embed(model, [pairs["anchor"][:4], pairs["positive"][:4]]))
+    assert len(seen) == 1  # the positives' keys only
+    assert len(loss.momentum_contrast.queue_y) == 4
+    assert not any("queue_x" in name for name in loss.momentum_contrast.state_dict())
+
+
+def unit_rows(tensor):
+    return torch.nn.functional.normalize(tensor.double(), dim=-1)
+
+
+def test_hard_negatives_count_without_in_batch_negatives(encoder_dir, pairs):
+    """in_batch_negatives=False keeps a row's own hard negative (and the queue) but not the other rows' keys:
+    the loss is Eq. 2 with the row's hard negative added, and changes with the hard negative passed."""
+    model = sentence_model(encoder_dir)
+    loss = MomentumQueueLoss(model, queue_size=16, temperature=0.1, symmetric=False, in_batch_negatives=False)
+    model.eval()
+    anchors, positives = pairs["anchor"][:4], pairs["positive"][:4]
+    values = []
+    for negatives in (pairs["positive"][30:34], pairs["positive"][40:44]):
+        with torch.no_grad():
+            value = loss(embed(model, [anchors, positives, negatives])).item()
+            a, p, n = (
+                unit_rows(model.encode(list(t), convert_to_tensor=True)) for t in (anchors, positives, negatives)
+            )
+        expected = 0.0
+        for i in range(4):  # own positive and own hard negative only; the queue is still empty
+            logits = torch.stack([a[i] @ p[i], a[i] @ n[i]]) / 0.1
+            expected -= float(torch.log_softmax(logits, dim=0)[0]) / 4
+        assert value == pytest.approx(expected, rel=1e-5)
+        values.append(value)
+    assert abs(values[0] - values[1]) > 1e-3
+
+
+def test_labels_are_meaning_ids_that_mask_translations_in_the_batch_and_the_queue(encoder_dir, pairs):
+    """Rows 0 and 2 translate one meaning (label 7): neither is the other's negative, in the batch or, once queued,
+    in the queue; the other rows are negatives as usual."""
+    model = sentence_model(encoder_dir)
+    loss = MomentumQueueLoss(model, queue_size=16, temperature=0.1, symmetric=False)
+    anchors, positives = pairs["anchor"][:4], pairs["positive"][:4]
+    labels = torch.tensor([7, 1, 7, 3])
+    model.eval()
+    with torch.no_grad():
+        value = loss(embed(model, [anchors, positives]), labels).item()
+        a, p = (unit_rows(model.encode(list(t), convert_to_tensor=True)) for t in (anchors, positives))
+
+    def expected(queue):
+        total = 0.0
+        for i in range(4):
+            keys = [p[i]] + [p[j] for j in range(4) if j != i and labels[j] != labels[i]]
+            keys += [k for k, label in queue if label != labels[i]]
+            total -= float(torch.log_softmax(torch.stack([a[i] @ k for k in keys]) / 0.1, dim=0)[0]) / 4
+        return total
+
+    assert value == pytest.approx(expected([]), rel=1e-5)
+    loss.train()
+    loss(embed(model, [anchors, positives]), labels)  # queues these four keys with their labels
+    loss.eval()
+    with torch.no_grad():
+        value = loss(embed(model, [anchors, positives]), labels).item()
+    assert value == pytest.approx(expected(list(zip(p, labels.tolist(), strict=True))), rel=1e-5)
+    with pytest.raises(ValueError, match="one integer meaning id per row"):
+        loss(embed(model, [anchors, positives]), torch.tensor([0.5, 0.1, 0.2, 0.3]))

@@ -151,19 +151,22 @@ class NanGradientsAt(TrainerCallback):
         self.handles = []
 
 
+@pytest.mark.parametrize("max_grad_norm", [0.0, 1.0], ids=["no_clipping", "clipping"])
 def test_a_step_with_non_finite_gradients_leaves_no_trace_in_queue_or_momentum_encoder(
-    tmp_path, tokenizer, bible_pairs, caplog
+    tmp_path, tokenizer, bible_pairs, caplog, monkeypatch, max_grad_norm
 ):
     """Step 3's gradients are NaN: its keys leave the queue again and no EMA runs; the optimizer step makes the
-    query weights NaN, so steps 4-5 have a NaN loss, queue nothing and update nothing either."""
-    trainer = make_trainer(tmp_path, tokenizer, bible_pairs, max_steps=5, max_grad_norm=0.0,
+    query weights NaN, so steps 4-5 have a NaN loss, queue nothing and update nothing either. The callback reads the
+    norm the Trainer computed (for clipping, or to log it), never computing it again."""
+    monkeypatch.setattr("hf_xlsr.trainers.callbacks.get_total_norm", None)  # calling it would raise
+    trainer = make_trainer(tmp_path, tokenizer, bible_pairs, max_steps=5, max_grad_norm=max_grad_norm,
                            model=tiny_dual_momentum(queue_size=10))  # fmt: skip
     trainer.add_callback(NanGradientsAt(3))
     with caplog.at_level("WARNING"):
         trainer.train()
     model = trainer.model
     assert int(model.momentum_updates) == 2 and int(model.queue_x.ptr) == 8 and int(model.queue_x.filled) == 8
-    assert all(torch.isfinite(p).all() for p in model.momentum_encoder_x.parameters())
+    assert all(torch.isfinite(b).all() for b in model.momentum_encoder_x.buffers())
     assert torch.isfinite(model.queue_x.keys).all() and torch.isfinite(model.queue_y.keys).all()
     assert not torch.isfinite(next(model.encoder_x.parameters())).all()  # the query encoder did diverge
     assert "optimizer step 3 had non-finite gradients: no EMA update, its keys leave the queues" in caplog.text
@@ -201,3 +204,18 @@ def test_training_rows_are_numbered_for_the_queue_and_a_queue_as_large_as_an_epo
     trainer.train()  # 12 steps of 4: every pair seen once, then again with its own keys queued
     queued = trainer.model.queue_x.ids[: int(trainer.model.queue_x.filled)].tolist()
     assert len(queued) == 48 and set(queued) == set(range(40))  # every key carries its row's number
+
+
+def test_report_to_tensorboard_writes_every_loss_part(tmp_path, tokenizer, bible_pairs):
+    """``report_to: tensorboard`` logs through transformers' TensorBoard callback: the loss, its parts and the queue's
+    statistics land in event files under ``output_dir/runs``."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    trainer = make_trainer(tmp_path, tokenizer, bible_pairs, max_steps=3, report_to="tensorboard")
+    trainer.train()
+    logs = tmp_path / "runs"
+    events = EventAccumulator(str(next(logs.rglob("events.out.tfevents.*")).parent))
+    events.Reload()
+    tags = set(events.Tags()["scalars"])
+    assert {"train/loss", "train/loss_xy", "train/loss_yx", "train/accuracy_xy", "train/queue_fill"} <= tags, tags
+    assert [event.step for event in events.Scalars("train/queue_fill")] == [1, 2, 3]

@@ -102,8 +102,9 @@ class _SentenceReader:
         return self.handle.readline().decode("utf-8").strip()
 
 
-def read_tsv(path: str | os.PathLike, columns: Sequence[str]) -> datasets.Dataset:
-    """Read a headerless file of tab-separated columns, one sentence pair (or tuple) per line."""
+def read_tsv(path: str | os.PathLike, columns: Sequence[str], allow_empty: bool = False) -> datasets.Dataset:
+    """Read a headerless file of tab-separated columns, one sentence pair (or tuple) per line; with
+    ``allow_empty`` (multi-way files) a cell may be empty, as long as the line has a sentence."""
     path = Path(path)
     rows: dict[str, list[str]] = {name: [] for name in columns}
     for number, line in _lines(path):
@@ -116,7 +117,7 @@ def read_tsv(path: str | os.PathLike, columns: Sequence[str]) -> datasets.Datase
                 f"found {len(fields)}"
             )
         for name, field in zip(columns, fields, strict=True):
-            if not field.strip():
+            if not field.strip() and not allow_empty:
                 raise BitextFormatError(f"{path}:{number}: column '{name}' is empty")
             rows[name].append(field.strip())
     if not rows[columns[0]]:
@@ -124,8 +125,9 @@ def read_tsv(path: str | os.PathLike, columns: Sequence[str]) -> datasets.Datase
     return datasets.Dataset.from_dict(rows)
 
 
-def read_jsonl(path: str | os.PathLike, columns: Sequence[str]) -> datasets.Dataset:
-    """Read one JSON object per line; each must hold a non-empty string under every name in ``columns``.
+def read_jsonl(path: str | os.PathLike, columns: Sequence[str], allow_missing: bool = False) -> datasets.Dataset:
+    """Read one JSON object per line; each must hold a non-empty string under every name in ``columns`` (with
+    ``allow_missing``, for multi-way files, a name may be absent, empty or null: an empty cell).
 
     Other fields of the objects are kept when every line has them (NLI columns, labels, ids).
     """
@@ -141,9 +143,11 @@ def read_jsonl(path: str | os.PathLike, columns: Sequence[str]) -> datasets.Data
         if not isinstance(record, dict):
             raise BitextFormatError(f"{path}:{number}: expected a JSON object, found {type(record).__name__}")
         for name in columns:
-            if name not in record:
+            if allow_missing and record.get(name) in (None, ""):
+                record[name] = ""
+            elif name not in record:
                 raise BitextFormatError(f"{path}:{number}: missing field '{name}'")
-            if not isinstance(record[name], str) or not record[name].strip():
+            elif not isinstance(record[name], str) or not record[name].strip():
                 raise BitextFormatError(f"{path}:{number}: field '{name}' must be a non-empty string")
         records.append(record)
     if not records:

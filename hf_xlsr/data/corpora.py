@@ -209,7 +209,8 @@ def load_bible_adjacent(
     heldout_books: Sequence[int] = HELDOUT_BOOKS,
 ) -> datasets.Dataset:
     """Consecutive verses of one chapter as adjacent-sentence pairs (``first``, ``second``, ``language``), the
-    verses' translations alongside (one column per language, the pair of the ``first`` verse).
+    verses' translations alongside (one column per language, the pair of the ``first`` verse), and the ``first``
+    verse's id as ``example_id`` (its meaning, shared by its translations).
 
     Rows alternate between the languages of ``languages`` for the adjacent pair, so monolingual conditional MLM
     sees each language; the translation columns serve bitext retrieval on the same rows.
@@ -217,7 +218,8 @@ def load_bible_adjacent(
     verses = load_bible(languages, translations, split=split, heldout_books=heldout_books)
     keys = list(zip(verses["book"], verses["chapter"], verses["verse"], strict=True))
     texts = {language: verses[language] for language in languages}
-    rows: dict[str, list] = {"first": [], "second": [], "language": [], **{language: [] for language in languages}}
+    rows: dict[str, list] = {"first": [], "second": [], "language": [], "example_id": [],
+                             **{language: [] for language in languages}}  # fmt: skip
     for i in range(len(keys) - 1):
         (book, chapter, verse), following = keys[i], keys[i + 1]
         if following != (book, chapter, verse + 1):
@@ -226,6 +228,7 @@ def load_bible_adjacent(
         rows["first"].append(texts[language][i])
         rows["second"].append(texts[language][i + 1])
         rows["language"].append(language)
+        rows["example_id"].append(book * 1_000_000 + chapter * 1_000 + verse)
         for column in languages:
             rows[column].append(texts[column][i])
     return datasets.Dataset.from_dict(rows)

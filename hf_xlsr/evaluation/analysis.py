@@ -72,6 +72,38 @@ def plot_language_bias(bias: Mapping[str, Mapping[str, float]], path: str | os.P
     plt.close(figure)
 
 
+def plot_retrieval_matrix(
+    metrics: Mapping[str, float], languages: Sequence[str], path: str | os.PathLike, name: str = "retrieval"
+) -> None:
+    """Heat map of held-out retrieval accuracy between every two languages: row = query language, column = the
+    language searched (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .retrieval import accuracy_matrix
+
+    matrix = 100 * accuracy_matrix(metrics, languages, name)
+    size = 0.45 * len(languages) + 2.5
+    figure, axis = plt.subplots(figsize=(size + 1, size))
+    image = axis.imshow(matrix, cmap="viridis", vmin=np.nanmin(matrix), vmax=100)
+    axis.set_xticks(range(len(languages)), languages)
+    axis.set_yticks(range(len(languages)), languages)
+    axis.set_xlabel("searched language")
+    axis.set_ylabel("query language")
+    if len(languages) <= 24:
+        for i in range(len(languages)):
+            for j in range(len(languages)):
+                if i != j:
+                    axis.text(j, i, f"{matrix[i, j]:.0f}", ha="center", va="center", fontsize=7, color="white")
+    figure.colorbar(image, ax=axis, label="top-1 accuracy (%)")
+    axis.set_title("held-out retrieval")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
 def plot_parallel_sentences(
     model: object,
     sentences: Mapping[str, Sequence[str]],

@@ -7,89 +7,133 @@ dual encoder routes by language: ``encode(texts, task=language)``), a mapping fr
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import torch
 from sentence_transformers import SentenceTransformer
+from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
 from sentence_transformers.sentence_transformer.modules import Router
 from tqdm.auto import tqdm
 from transformers import PreTrainedTokenizerBase
 
+from .backends import Runner, SentenceGraph, check_backend, compile_graph
+
 Encoder = Callable[[Sequence[str], str], np.ndarray]
 
 
-PRECISIONS = ("auto", "float32", "bfloat16")
-
-
 class ModelEncoder:
-    """Encode with an hf_xlsr model's ``get_sentence_embeddings``: sentences sorted by length so that each batch pads
-    little, no autograd, and with ``precision="auto"`` bfloat16 autocast on a GPU that has it (float32 elsewhere,
-    where the vectors equal ``SentenceTransformer.encode``'s)."""
+    """Encode with an hf_xlsr model (and its tokenizers) or a ``SentenceTransformer`` on a
+    :mod:`~hf_xlsr.evaluation.backends` backend: sentences sorted by length so that each batch pads little, no
+    autograd. With ``backend="torch"`` an hf_xlsr model runs in float32 (bfloat16 autocast on a GPU that has it),
+    where its vectors equal ``SentenceTransformer.encode``'s of its export."""
 
     def __init__(
         self,
         model: torch.nn.Module,
-        tokenizers: Mapping[str, PreTrainedTokenizerBase],
+        tokenizers: Mapping[str, PreTrainedTokenizerBase] | None = None,
         batch_size: int = 64,
         max_length: int = 128,
         show_progress: bool = False,
-        precision: str = "auto",
+        backend: str = "torch",
     ):
-        if precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+        check_backend(backend)
         self.model, self.tokenizers, self.batch_size, self.max_length = model, tokenizers, batch_size, max_length
-        self.show_progress, self.precision = show_progress, precision
+        self.show_progress, self.backend = show_progress, backend
+        self.languages = model_languages(model)  # those with a graph of their own; the others share one
+        self._runners: dict[str, Runner] = {}
 
-    def _autocast(self, device: torch.device):
-        bfloat16 = self.precision == "bfloat16" or (
-            self.precision == "auto" and device.type == "cuda" and torch.cuda.is_bf16_supported()
-        )
-        return torch.autocast(device.type, dtype=torch.bfloat16, enabled=bfloat16)
+    def _tokenize(self, sentences: list[str], language: str) -> tuple[np.ndarray, np.ndarray]:
+        model = self.model
+        if isinstance(model, SentenceTransformer):
+            features = model.preprocess(sentences, **({"task": language} if self.languages else {}))
+        else:
+            max_length = min(self.max_length, model.max_tokens(language) or self.max_length)  # what positions take
+            tokenizer = self.tokenizers[model.language_side(language)]
+            features = tokenizer(sentences, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+        return features["input_ids"].long().numpy(), features["attention_mask"].long().numpy()
+
+    def _runner(self, language: str, example: tuple[np.ndarray, np.ndarray]) -> Runner:
+        if self.languages and language not in self.languages:
+            raise KeyError(f"the model encodes {', '.join(self.languages)} each its own way, not {language!r}")
+        route = language if self.languages else "*"
+        if route not in self._runners:
+            graph = SentenceGraph(self.model, language, routed=bool(self.languages))
+            self._runners[route] = compile_graph(graph, self.backend, example)
+        return self._runners[route]
 
     @torch.inference_mode()
     def __call__(self, sentences: Sequence[str], language: str) -> np.ndarray:
         model = self.model
-        side = model.language_side(language)
-        tokenizer = self.tokenizers[side]
-        max_length = min(self.max_length, model.max_tokens(side) or self.max_length)  # what the positions take
         was_training = model.training
         model.eval()
-        device = next(model.parameters()).device
         order = np.argsort([-len(s) for s in sentences], kind="stable")
-        vectors = np.empty((len(sentences), model.sentence_embedding_dimension), dtype=np.float32)
+        vectors = None
         starts = range(0, len(sentences), self.batch_size)
         for start in tqdm(starts, desc=f"encoding {language}", disable=not self.show_progress, unit="batch"):
             rows = order[start : start + self.batch_size]
-            inputs = tokenizer(
-                [sentences[i] for i in rows],
-                padding=True,
-                truncation=True,
-                max_length=max_length,
-                return_tensors="pt",
-            ).to(device)
-            with self._autocast(device):
-                embeddings = model.get_sentence_embeddings(
-                    inputs["input_ids"], inputs["attention_mask"], inputs.get("token_type_ids"), language=side
-                )
-            vectors[rows] = embeddings.float().cpu().numpy()
+            inputs = self._tokenize([sentences[i] for i in rows], language)
+            batch = self._runner(language, inputs)(*inputs)
+            if vectors is None:
+                vectors = np.empty((len(sentences), batch.shape[1]), dtype=np.float32)
+            vectors[rows] = batch
         model.train(was_training)
-        return vectors
+        return vectors if vectors is not None else np.empty((0, self._dimension()), dtype=np.float32)
+
+    def _dimension(self) -> int:
+        model = self.model
+        if isinstance(model, SentenceTransformer):
+            return model.get_sentence_embedding_dimension()
+        return model.sentence_embedding_dimension
 
 
-class Evaluator:
-    """Base of the evaluators: ``evaluator(model, tokenizers=None) -> {metric: value}``.
+class Evaluator(SentenceEvaluator):
+    """Base of the evaluators: ``evaluator(model, tokenizers=..., backend=...) -> {metric: value}``, and a
+    sentence-transformers evaluator, so ``SentenceTransformerTrainer(evaluator=...)`` runs it during training (its
+    ``primary_metric`` picks the best checkpoint) and a trained model's card lists its figures.
 
-    ``model`` is anything :func:`as_encoder` takes; subclasses implement :meth:`evaluate` on the encoder and
-    prefix their metric names with ``self.name``.
+    ``model`` is anything :func:`as_encoder` takes; subclasses implement :meth:`evaluate` on the encoder, prefix
+    their metric names with ``self.name`` and set ``primary_metric`` (the unprefixed metric that sums them up).
     """
 
     name: str = ""
+    primary_metric_name: str = "accuracy"
 
     def __call__(
-        self, model: object, tokenizers=None, batch_size: int = 64, max_length: int = 128
+        self,
+        model: object,
+        output_path: str | None = None,
+        epoch: int = -1,
+        steps: int = -1,
+        *,
+        tokenizers=None,
+        batch_size: int = 64,
+        max_length: int = 128,
+        backend: str = "torch",
     ) -> dict[str, float]:
-        return self.evaluate(as_encoder(model, tokenizers, batch_size, max_length))
+        if output_path is not None and not isinstance(output_path, (str, os.PathLike)):
+            raise TypeError(f"output_path must be a folder, not a {type(output_path).__name__}: pass tokenizers=...")
+        metrics = self.evaluate(as_encoder(model, tokenizers, batch_size, max_length, backend=backend))
+        if isinstance(model, SentenceTransformer):
+            self.store_metrics_in_model_card_data(model, metrics, epoch, steps)
+        return metrics
+
+    @property
+    def primary_metric(self) -> str:
+        return f"{self.name}_{self.primary_metric_name}" if self.name else self.primary_metric_name
+
+    @primary_metric.setter
+    def primary_metric(self, value: str | None) -> None:
+        """sentence-transformers sets it when it prefixes names; the evaluators prefix their own."""
+
+    @property
+    def greater_is_better(self) -> bool:
+        return True
+
+    @greater_is_better.setter
+    def greater_is_better(self, value: bool) -> None:
+        """Every hf_xlsr metric is better higher."""
 
     def evaluate(self, encoder: Encoder) -> dict[str, float]:
         raise NotImplementedError
@@ -106,17 +150,29 @@ def language_routes(model: SentenceTransformer) -> list[str]:
     return list(first.sub_modules) if isinstance(first, Router) else []
 
 
+def model_languages(model: object) -> list[str]:
+    """The languages ``model`` encodes each in its own way: the routes of an export, the languages of an hf_xlsr
+    model with one encoder per language or per-language heads; [] when every language shares one encoder."""
+    if isinstance(model, SentenceTransformer):
+        return language_routes(model)
+    from ..export import routes
+
+    return list(routes(model)) if hasattr(model, "get_sentence_embeddings") else []
+
+
 def as_encoder(
     model: object,
     tokenizers: Mapping[str, PreTrainedTokenizerBase] | None = None,
     batch_size: int = 64,
     max_length: int = 128,
     show_progress: bool = False,
-    precision: str = "auto",
+    backend: str = "torch",
 ) -> Encoder:
-    """Wrap ``model`` as an :data:`Encoder` (see the module docstring for what ``model`` may be); ``precision``
-    applies to hf_xlsr models (:class:`ModelEncoder`)."""
-    if isinstance(model, SentenceTransformer):
+    """Wrap ``model`` as an :data:`Encoder` (see the module docstring for what ``model`` may be) that runs on
+    ``backend`` (:mod:`~hf_xlsr.evaluation.backends`; a ``SentenceTransformer`` on ``"torch"`` encodes with its own
+    ``encode``)."""
+    check_backend(backend)
+    if isinstance(model, SentenceTransformer) and backend == "torch":
         routed = language_routes(model)
 
         def encode(sentences: Sequence[str], language: str) -> np.ndarray:
@@ -130,7 +186,8 @@ def as_encoder(
         return encode
     if isinstance(model, Mapping):
         encoders = {
-            language: as_encoder(m, tokenizers, batch_size, max_length, show_progress) for language, m in model.items()
+            language: as_encoder(m, tokenizers, batch_size, max_length, show_progress, backend)
+            for language, m in model.items()
         }
 
         def by_language(sentences: Sequence[str], language: str) -> np.ndarray:
@@ -139,12 +196,14 @@ def as_encoder(
             return encoders[language](sentences, language)
 
         return by_language
+    if isinstance(model, SentenceTransformer):
+        return ModelEncoder(model, None, batch_size, max_length, show_progress, backend)
     if hasattr(model, "get_sentence_embeddings"):
         if tokenizers is None:
             raise ValueError(
                 "an hf_xlsr model needs its tokenizers to encode text: pass tokenizers={'x': ..., 'y': ...}"
             )
-        return ModelEncoder(model, tokenizers, batch_size, max_length, show_progress, precision)
+        return ModelEncoder(model, tokenizers, batch_size, max_length, show_progress, backend)
     if callable(model):
         return model
     raise TypeError(f"cannot encode text with a {type(model).__name__}")

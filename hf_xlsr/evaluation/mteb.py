@@ -253,8 +253,8 @@ def run_mteb(
 
     Results are cached under ``cache_dir`` (MTEB's own layout) keyed by the model's weight hash.
     """
-    if hasattr(model, "config") and not languages:
-        languages = [getattr(model.config, "language_x", "x"), getattr(model.config, "language_y", "y")]
+    if not languages:
+        languages = list(getattr(getattr(model, "config", None), "languages", None) or [])
     encoder = XlsrMtebEncoder(model, tokenizers, name, languages, batch_size=batch_size, model_meta=model_meta)
     if cache_dir is not None and encoder.mteb_model_meta.revision is None:
         raise ValueError("results can only be cached for a model with weights (the cache is keyed by their hash)")

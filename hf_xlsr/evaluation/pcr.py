@@ -8,6 +8,8 @@ first component mostly encodes the language, so removing it reduces the self-lan
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 
@@ -24,20 +26,21 @@ def removal_matrix(components: np.ndarray) -> np.ndarray:
     return np.eye(components.shape[1]) - components.T @ components
 
 
-def fit_language_components(model, tokenizers, sentences_x, sentences_y) -> None:
-    """Fit each language's top ``model.config.pcr_components`` principal components on its sentences and store
-    them in the model (``set_principal_components``), which then removes them at inference and in exports."""
+def fit_language_components(model, tokenizers, sentences: dict[str, Sequence[str]]) -> None:
+    """Fit each language's top ``model.config.pcr_components`` principal components on its sentences
+    (``{language: sentences}``) and store them in the model (``set_principal_components``), which then removes
+    them at inference and in exports."""
     import torch
 
     from .encoders import as_encoder
 
     n = model.config.pcr_components
-    model.set_principal_components(torch.zeros_like(model.pcr_x), torch.zeros_like(model.pcr_y))  # raw vectors
+    model.pcr.zero_()  # the raw vectors
     encoder = as_encoder(model, tokenizers)
-    components = [
-        principal_components(encoder(list(texts), side), n) for texts, side in ((sentences_x, "x"), (sentences_y, "y"))
-    ]
-    model.set_principal_components(*(torch.as_tensor(c, dtype=model.pcr_x.dtype) for c in components))
+    components = {language: principal_components(encoder(list(texts), language), n)
+                  for language, texts in sentences.items()}  # fmt: skip
+    model.set_principal_components({language: torch.as_tensor(c, dtype=model.pcr.dtype) for language, c in
+                                    components.items()})  # fmt: skip
 
 
 def remove_components(embeddings: np.ndarray, components: np.ndarray) -> np.ndarray:

@@ -43,6 +43,8 @@ class LinearProbeEvaluator(Evaluator):
         )
         self.test_sets = {language: (list(t), list(y)) for language, (t, y) in test_sets.items()}
         self.name, self.regularization, self.max_iter = name, regularization, max_iter
+        zero_shot = [language for language in self.test_sets if language != train_language]
+        self.primary_metric_name = f"{train_language}2{(zero_shot or [train_language])[0]}_accuracy"
 
     @classmethod
     def from_bible(

@@ -7,7 +7,7 @@ directions, as in the MoCo-BERT paper's Table 1.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import datasets
 import faiss
@@ -18,6 +18,10 @@ from .encoders import Encoder, Evaluator
 from .pcr import principal_components, remove_components
 
 logger = logging.getLogger(__name__)
+
+# The held-out sample is a fixed rule of the data and its size, never the training seed: the same 1,000 pairs score
+# a model in training, in `hf-xlsr evaluate` and in its model card (`--seed` / `eval_seed` draw another).
+HELDOUT_SEED = 0
 
 
 def nearest_neighbours(queries: np.ndarray, corpus: np.ndarray, k: int = 1) -> tuple[np.ndarray, np.ndarray]:
@@ -42,36 +46,44 @@ def retrieval_accuracy(embeddings_x: np.ndarray, embeddings_y: np.ndarray) -> tu
 
 
 class RetrievalEvaluator(Evaluator):
-    """Retrieval accuracy in both directions on fixed sentence pairs; usable standalone and by ``XlsrTrainer``.
+    """Retrieval accuracy between the languages of a multi-way set (the same meanings in every language), usable
+    standalone and by ``XlsrTrainer``: each language is encoded once, and every ordered pair of languages is scored
+    from those vectors, ``{name}_{a}2{b}_accuracy``, with their mean ``{name}_accuracy``. Two languages are the
+    Tatoeba-style case; with more, ``{name}_trained_accuracy`` averages the pairs a model was trained on
+    (``trained_pairs``; English-centric by default: the first language with each other) and
+    ``{name}_zero_shot_accuracy`` the others (de-fr, es-it, ... never trained directly).
 
     ``evaluator(model)`` takes anything :func:`~hf_xlsr.evaluation.encoders.as_encoder` takes (an hf_xlsr model
-    needs ``tokenizers=``) and returns ``{name}_{x}2{y}_accuracy``, ``{name}_{y}2{x}_accuracy`` and their mean
-    ``{name}_accuracy``. Pairs whose sentence repeats an earlier one are dropped unless ``deduplicate=False``:
-    a repeated verse has no single right answer. With ``pcr=n``, the top ``n`` principal components of each
-    language's embeddings are removed before scoring (CMLM paper, Section 5.2; fitted on the evaluated sentences,
-    as the paper does on Tatoeba).
+    needs ``tokenizers=``). Rows whose sentence repeats an earlier one in any language are dropped unless
+    ``deduplicate=False``: a repeated sentence has no single right answer. With ``pcr=n``, the top ``n`` principal
+    components of each language's embeddings are removed before scoring (CMLM paper, Section 5.2; fitted on the
+    evaluated sentences, as the paper does on Tatoeba).
     """
 
     def __init__(
         self,
-        sentences_x: Sequence[str],
-        sentences_y: Sequence[str],
-        language_x: str = "x",
-        language_y: str = "y",
+        sentences: Mapping[str, Sequence[str]],
         name: str = "retrieval",
         deduplicate: bool = True,
         pcr: int = 0,
+        trained_pairs: Sequence[Sequence[str]] | None = None,
     ):
-        if len(sentences_x) != len(sentences_y):
-            raise ValueError(f"need as many x as y sentences, got {len(sentences_x)} and {len(sentences_y)}")
+        languages = list(sentences)
+        if len(languages) < 2:
+            raise ValueError(f"retrieval needs sentences in at least two languages, got {languages}")
+        lengths = {len(texts) for texts in sentences.values()}
+        if len(lengths) != 1:
+            raise ValueError(f"every language needs as many sentences (the same meanings), got {sorted(lengths)}")
+        table = {language: list(texts) for language, texts in sentences.items()}
         if deduplicate:
-            pairs = datasets.Dataset.from_dict({"x": list(sentences_x), "y": list(sentences_y)})
-            pairs = unique_pairs(pairs, ["x", "y"])
-            sentences_x, sentences_y = pairs["x"], pairs["y"]
-        if len(sentences_x) < 2:
-            raise ValueError("retrieval needs at least two sentence pairs")
-        self.sentences_x, self.sentences_y = list(sentences_x), list(sentences_y)
-        self.language_x, self.language_y, self.name, self.pcr = language_x, language_y, name, pcr
+            table = unique_pairs(datasets.Dataset.from_dict(table), languages).to_dict()
+        if len(table[languages[0]]) < 2:
+            raise ValueError("retrieval needs at least two sentences per language")
+        self.sentences, self.languages, self.name, self.pcr = table, languages, name, pcr
+        pivot = languages[0]
+        pairs = trained_pairs if trained_pairs is not None else [(pivot, other) for other in languages[1:]]
+        self.trained = {tuple(pair) for pair in pairs} | {tuple(pair)[::-1] for pair in pairs}
+        self.sample = f"{len(table[pivot])} sentences in each of {len(languages)} languages"
 
     @classmethod
     def from_dataset(
@@ -79,29 +91,46 @@ class RetrievalEvaluator(Evaluator):
         dataset: datasets.Dataset,
         columns: Sequence[str],
         max_pairs: int | None = None,
-        seed: int = 0,
+        seed: int = HELDOUT_SEED,
         **kwargs,
     ) -> RetrievalEvaluator:
-        """Evaluate on ``columns`` (x, y) of ``dataset``: at most ``max_pairs`` unique pairs drawn with ``seed``."""
-        x, y = columns
-        dataset = unique_pairs(dataset, [x, y])
-        if max_pairs is not None and len(dataset) > max_pairs:
+        """Evaluate on ``columns`` (one per language) of ``dataset``: at most ``max_pairs`` unique rows drawn with
+        ``seed``."""
+        columns = list(columns)
+        dataset = unique_pairs(dataset, columns)
+        drawn = max_pairs is not None and len(dataset) > max_pairs
+        if drawn:
             dataset = dataset.shuffle(seed=seed).select(range(max_pairs))
-        kwargs.setdefault("language_x", x)
-        kwargs.setdefault("language_y", y)
-        return cls(dataset[x], dataset[y], deduplicate=False, **kwargs)
+        evaluator = cls({column: dataset[column] for column in columns}, deduplicate=False, **kwargs)
+        evaluator.sample = f"{len(dataset)} unique {'pairs' if len(columns) == 2 else 'rows'}" + (
+            f", drawn with seed {seed}" if drawn else ""
+        )
+        return evaluator
 
     def evaluate(self, encoder: Encoder) -> dict[str, float]:
-        embeddings_x = encoder(self.sentences_x, self.language_x)
-        embeddings_y = encoder(self.sentences_y, self.language_y)
-        if self.pcr:
-            embeddings_x = remove_components(embeddings_x, principal_components(embeddings_x, self.pcr))
-            embeddings_y = remove_components(embeddings_y, principal_components(embeddings_y, self.pcr))
-        x_to_y, y_to_x = retrieval_accuracy(embeddings_x, embeddings_y)
-        return self.prefixed(
-            {
-                f"{self.language_x}2{self.language_y}_accuracy": x_to_y,
-                f"{self.language_y}2{self.language_x}_accuracy": y_to_x,
-                "accuracy": (x_to_y + y_to_x) / 2,
-            }
-        )
+        vectors = {}
+        for language in self.languages:
+            vectors[language] = encoder(self.sentences[language], language)
+            if self.pcr:
+                vectors[language] = remove_components(vectors[language],
+                                                      principal_components(vectors[language], self.pcr))  # fmt: skip
+        metrics, trained, zero_shot = {}, [], []
+        for i, a in enumerate(self.languages):
+            for b in self.languages[i + 1 :]:
+                forward, backward = retrieval_accuracy(vectors[a], vectors[b])
+                metrics[f"{a}2{b}_accuracy"], metrics[f"{b}2{a}_accuracy"] = forward, backward
+                (trained if (a, b) in self.trained else zero_shot).extend([forward, backward])
+        metrics["accuracy"] = float(np.mean(trained + zero_shot))
+        if len(self.languages) > 2:
+            metrics["trained_accuracy"] = float(np.mean(trained)) if trained else float("nan")
+            metrics["zero_shot_accuracy"] = float(np.mean(zero_shot)) if zero_shot else float("nan")
+        return self.prefixed(metrics)
+
+
+def accuracy_matrix(metrics: Mapping[str, float], languages: Sequence[str], name: str = "retrieval") -> np.ndarray:
+    """``M[i, j]``: accuracy of retrieving language j's sentence for a language i query (NaN on the diagonal)."""
+    matrix = np.full((len(languages), len(languages)), np.nan)
+    for i, a in enumerate(languages):
+        for j, b in enumerate(languages):
+            matrix[i, j] = metrics.get(f"{name}_{a}2{b}_accuracy", np.nan)
+    return matrix

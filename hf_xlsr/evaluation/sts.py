@@ -25,6 +25,8 @@ class STSEvaluator(Evaluator):
     ``language1`` / ``language2`` name the languages of the two columns, which matters for per-language encoders.
     """
 
+    primary_metric_name = "spearman_all"
+
     def __init__(
         self,
         sentences1: Sequence[str],

@@ -23,10 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..data.corpora import load_bible
-from .analysis import language_bias, plot_language_bias, plot_parallel_sentences
+from ..data.multilingual import load_multiway
+from .analysis import language_bias, plot_language_bias, plot_parallel_sentences, plot_retrieval_matrix
+from .encoders import as_encoder
 from .mining import MiningEvaluator
 from .probe import LinearProbeEvaluator
-from .retrieval import RetrievalEvaluator
+from .retrieval import HELDOUT_SEED, RetrievalEvaluator
 from .sts import STSEvaluator, load_lee_similarity
 
 logger = logging.getLogger(__name__)
@@ -46,17 +48,14 @@ class SuiteOptions:
     batch_size: int = 64
     mteb_cache: str | None = None
     model_meta: object | None = None  # the mteb.ModelMeta of an export, labelling the mteb results
-    seed: int = 0
+    seed: int = HELDOUT_SEED  # draws the held-out samples: the same ones for the same data and size everywhere
+    backend: str = "torch"  # where the model encodes (hf_xlsr.evaluation.backends)
     extra: dict = field(default_factory=dict)
 
 
-def _pairs(options: SuiteOptions):
-    from ..trainers.arguments import DataArguments
-    from ..trainers.run import load_pairs
-
-    return load_pairs(
-        options.data, options.split, DataArguments(train_data=options.data, languages=list(options.languages))
-    )
+def _multiway(options: SuiteOptions):
+    """The same meanings in every language of ``options.languages``, a column each."""
+    return load_multiway(options.data, options.languages, options.split)
 
 
 def _sts(options: SuiteOptions) -> STSEvaluator:
@@ -94,21 +93,18 @@ def _plot(model, tokenizers, options: SuiteOptions) -> dict[str, float]:
 def _mteb(model, tokenizers, options: SuiteOptions, standard: Sequence[str]) -> dict[str, float]:
     from .mteb import bitext_task, classification_task, run_mteb, sts_task
 
-    x, y = options.languages
-    pairs = _pairs(options).shuffle(seed=options.seed).select(range(min(options.max_pairs, 1000)))
-    train = load_bible([x, y], split="train").shuffle(seed=options.seed).select(range(2000))
-    test = load_bible([x, y], split="heldout").shuffle(seed=options.seed).select(range(1000))
-    tasks = [
-        bitext_task(pairs, [x, y], name=f"HfXlsrBitext_{x}_{y}"),
-        classification_task(
-            train.rename_columns({x: "text", "group": "label"}),
+    pivot, *others = options.languages
+    pairs = _multiway(options).shuffle(seed=options.seed).select(range(min(options.max_pairs, 1000)))
+    tasks = list(standard)
+    for y in others:  # the pivot against each language: bitext mining, and a genre probe trained in the pivot
+        train = load_bible([pivot, y], split="train").shuffle(seed=options.seed).select(range(2000))
+        test = load_bible([pivot, y], split="heldout").shuffle(seed=options.seed).select(range(1000))
+        tasks.append(bitext_task(pairs, [pivot, y], name=f"HfXlsrBitext_{pivot}_{y}"))
+        train, test = (
+            train.rename_columns({pivot: "text", "group": "label"}),
             test.rename_columns({y: "text", "group": "label"}),
-            x,
-            y,
-            name=f"HfXlsrBibleGenre_{x}_{y}",
-        ),  # fmt: skip
-        *standard,
-    ]
+        )
+        tasks.append(classification_task(train, test, pivot, y, name=f"HfXlsrBibleGenre_{pivot}_{y}"))
     if "en" in options.languages:
         tasks.append(sts_task(load_lee_similarity(), "en", name="HfXlsrLeeSTS", min_score=0.0, max_score=1.0))
     scores = run_mteb(model, tasks, tokenizers, options.languages, options.mteb_cache, batch_size=options.batch_size,
@@ -121,17 +117,31 @@ def build_task(name: str, options: SuiteOptions) -> Callable:
     evaluator = None
     if name in ("retrieval", "retrieval_pcr"):
         evaluator = RetrievalEvaluator.from_dataset(
-            _pairs(options), options.languages, max_pairs=options.max_pairs, seed=options.seed,
+            _multiway(options), options.languages, max_pairs=options.max_pairs, seed=options.seed,
             pcr=1 if name == "retrieval_pcr" else 0, name=name,
         )  # fmt: skip
-    elif name == "mining":
-        evaluator = MiningEvaluator.from_bible(options.languages, seed=options.seed)
+    elif name == "mining":  # the pivot against each language
+        pivot, *others = options.languages
+        evaluators = [MiningEvaluator.from_bible([pivot, y], seed=options.seed,
+                                                 name="mining" if len(others) == 1 else f"mining_{pivot}_{y}")
+                      for y in others]  # fmt: skip
+        return lambda model, tokenizers: {
+            key: value
+            for e in evaluators
+            for key, value in e(model, tokenizers=tokenizers, batch_size=options.batch_size).items()
+        }
     elif name == "sts":
         evaluator = _sts(options)
     elif name == "probe":
         evaluator = LinearProbeEvaluator.from_bible(options.languages[0], options.languages, seed=options.seed)
     if evaluator is not None:
-        return lambda model, tokenizers: evaluator(model, tokenizers, batch_size=options.batch_size)
+
+        def run(model, tokenizers):
+            metrics = evaluator(model, tokenizers=tokenizers, batch_size=options.batch_size)
+            return {**metrics, "sample": getattr(evaluator, "sample", f"seed {options.seed}")}
+
+        run.evaluator = evaluator
+        return run
     if name == "bias":
         return lambda model, tokenizers: _bias(model, tokenizers, options)
     if name == "plot":
@@ -148,10 +158,14 @@ def run_suite(
     """Run ``tasks`` on ``model``; write ``{task: {metric: value}}`` as JSON to ``output`` if given."""
     Path(options.output_dir).mkdir(parents=True, exist_ok=True)
     callables = {name: build_task(name, options) for name in tasks}  # fail on a bad name before any work
+    if options.backend != "torch":  # one encoder for every task, so that each route is exported once
+        model, tokenizers = as_encoder(model, tokenizers, options.batch_size, backend=options.backend), None
     results = {}
     for name, task in callables.items():
         logger.info("evaluating %s", name)
         results[name] = task(model, tokenizers)
+        if name.startswith("retrieval") and len(options.languages) > 2:
+            plot_retrieval_matrix(results[name], options.languages, Path(options.output_dir) / f"{name}.png", name)
     if output is not None:
         Path(output).parent.mkdir(parents=True, exist_ok=True)
         temporary = Path(f"{output}.partial")
@@ -161,8 +175,25 @@ def run_suite(
 
 
 def format_table(results: dict[str, dict[str, float]]) -> str:
-    rows = [(task, metric, value) for task, metrics in results.items() for metric, value in metrics.items()]
+    rows = [(task, metric, value) for task, metrics in results.items() for metric, value in metrics.items()
+            if isinstance(value, (int, float))]  # fmt: skip
     width = max([len(m) for _, m, _ in rows] + [6])
     lines = [f"{'task':<14}{'metric':<{width + 2}}value"]
     lines += [f"{task:<14}{metric:<{width + 2}}{value:.4f}" for task, metric, value in rows]
+    return "\n".join(lines)
+
+
+def format_language_table(metrics: dict[str, float], languages: Sequence[str], name: str = "retrieval") -> str:
+    """Held-out retrieval of each language against the pivot (both directions and their mean), the mean over the
+    trained pairs, over the pairs never trained directly, and over all, as a Markdown table."""
+    pivot, others = languages[0], languages[1:]
+    lines = [f"| language | {pivot} → language | language → {pivot} | mean |", "| --- | ---: | ---: | ---: |"]
+    for language in others:
+        forward = metrics[f"{name}_{pivot}2{language}_accuracy"]
+        backward = metrics[f"{name}_{language}2{pivot}_accuracy"]
+        lines.append(f"| {language} | {forward:.1%} | {backward:.1%} | {(forward + backward) / 2:.1%} |")
+    for label, key in (("trained pairs", "trained_accuracy"), ("pairs never trained", "zero_shot_accuracy"),
+                       ("every pair", "accuracy")):  # fmt: skip
+        if f"{name}_{key}" in metrics:
+            lines.append(f"| **{label}** | | | **{metrics[f'{name}_{key}']:.1%}** |")
     return "\n".join(lines)

@@ -16,24 +16,32 @@ def masked_lm_head(masked_lm: nn.Module) -> nn.Module:
 
 
 class SentenceEncoderMixin:
-    """Two language sides, ``x`` and ``y``, named by ``config.language_x`` / ``config.language_y``.
+    """The languages of a model, ``config.languages`` (the first is the pivot of English-centric pairs).
 
-    A model provides ``query_encoder(side)`` (the transformer kept after training),
+    One encoder serves every language, unless the model has one per language (MoCo-BERT's default): then the two
+    languages are the two *sides* of its pairs, ``x`` (``languages[0]``, ``encoder_x``, ``tokenizer_x``) and ``y``.
+    A model provides ``query_encoder(language)`` (the transformer kept after training),
     ``get_sentence_embeddings(input_ids, attention_mask, token_type_ids, language)`` and
     ``sentence_embedding_dimension``; ``hf_xlsr.export`` and ``hf_xlsr.evaluation`` rely on nothing else.
     """
 
+    @property
+    def encoders_per_language(self) -> bool:
+        """True when each of the two languages has its own encoder (and tokenizer)."""
+        return not getattr(self.config, "shared_encoder", True)
+
     def language_side(self, language: str) -> str:
-        """'x' or 'y' for a side name or a language code of the config."""
+        """``"x"`` or ``"y"``: the side whose encoder and tokenizer serve ``language`` (a code, or ``x`` / ``y``).
+        With one shared encoder, every language is served by side ``x``."""
         if language in ("x", "y"):
-            return language
-        if language == self.config.language_x:
+            return language if self.encoders_per_language else "x"
+        languages = self.config.languages
+        if not self.encoders_per_language:
             return "x"
-        if language == self.config.language_y:
-            return "y"
-        raise ValueError(
-            f"unknown language {language!r}: use 'x', 'y', {self.config.language_x!r} or {self.config.language_y!r}"
-        )
+        if language not in languages:
+            raise ValueError(f"unknown language {language!r}: the model has one encoder for each of "
+                             f"{', '.join(languages)}")  # fmt: skip
+        return "xy"[languages.index(language)]
 
     def max_tokens(self, language: str) -> int | None:
         """The longest input, in tokens, that the position table of ``language``'s query encoder takes (None when it

@@ -8,7 +8,7 @@ from transformers import AutoConfig, PreTrainedConfig
 from transformers.configuration_utils import SubConfigSpec
 
 from .adapters import lora_config
-from .configuration_dual_momentum import validate_queue
+from .configuration_dual_momentum import take_languages, validate_languages, validate_queue
 
 # Schedules by what they do: "a->b" trains a for second_stage_step optimizer steps, then b; "+" trains both.
 SCHEDULES = ("cmlm", "br", "cmlm+br", "cmlm->br", "cmlm->cmlm+br")
@@ -33,8 +33,7 @@ class CmlmConfig(PreTrainedConfig):
 
     # Encoder (Section 2)
     encoder: PreTrainedConfig | dict | None = None  # a BERT-like encoder with a masked-LM head (AutoModelForMaskedLM)
-    language_x: str = "x"  # language code of the x side (bitext source, exports)
-    language_y: str = "y"  # language code of the y side
+    languages: list[str] | None = None  # language codes (exports, model cards, per-language parts); first: pivot
     pooling: Literal["mean", "max", "cls"] = "mean"  # sentence vector v: average pooling (Section 2, footnote 1)
 
     # Conditional MLM (Section 2, Section 3, Appendix C)
@@ -96,6 +95,7 @@ class CmlmConfig(PreTrainedConfig):
         }
 
     def __post_init__(self, **kwargs):
+        take_languages(self, kwargs)
         super().__post_init__(**kwargs)
         self.schedule = SCHEDULE_ALIASES.get(self.schedule, self.schedule)
 
@@ -105,11 +105,8 @@ class CmlmConfig(PreTrainedConfig):
         losses = set(stages[min(stage, len(stages)) - 1].split("+"))
         return "cmlm" in losses, "br" in losses
 
-    @property
-    def multi_stage(self) -> bool:
-        return "->" in self.schedule
-
     def validate_cmlm(self):
+        validate_languages(self)
         if self.lora is not None:
             lora_config(self.lora)
         if self.num_projections < 1:

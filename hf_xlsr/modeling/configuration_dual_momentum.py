@@ -13,6 +13,24 @@ from .adapters import lora_config
 DROPOUT_FIELDS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "dropout", "attention_dropout")
 
 
+def take_languages(config: PreTrainedConfig, kwargs: dict) -> None:
+    """Set ``config.languages``, the language codes of a model (the first is the pivot of English-centric pairs):
+    from the field, else from the ``language_x`` / ``language_y`` fields of configurations saved before it
+    (popped from ``kwargs``), else the placeholders ``["x", "y"]``."""
+    legacy = [kwargs.pop("language_x", None), kwargs.pop("language_y", None)]
+    if config.languages is None:
+        config.languages = [legacy[0] or "x", legacy[1] or "y"]
+    config.languages = [str(code) for code in config.languages]
+
+
+def validate_languages(config: PreTrainedConfig) -> None:
+    if not config.languages:
+        raise ValueError("languages must name at least one language")
+    repeated = sorted({code for code in config.languages if config.languages.count(code) > 1})
+    if repeated:
+        raise ValueError(f"languages names {repeated[0]!r} twice: {config.languages}")
+
+
 def validate_queue(config: PreTrainedConfig) -> None:
     """The queue fields shared by the models with hf_xlsr's queue extension."""
     if config.queue_size < 0:
@@ -28,7 +46,8 @@ class DualMomentumConfig(PreTrainedConfig):
     r"""Dual momentum contrast: one query encoder per language, each with an EMA momentum encoder and a memory queue.
 
     Defaults are the paper's (Section 3.1 and Table 9). ``encoder_x`` / ``encoder_y`` are configurations of any
-    ``AutoModel`` encoder; with ``shared_encoder=True`` one encoder (and one momentum encoder) serves both languages.
+    ``AutoModel`` encoder, for the two ``languages``; with ``shared_encoder=True`` one encoder (and one momentum
+    encoder) serves any number of languages.
 
     Example:
 
@@ -49,9 +68,10 @@ class DualMomentumConfig(PreTrainedConfig):
     # Encoders (Section 2: "language-specific BERT models")
     encoder_x: PreTrainedConfig | dict | None = None  # configuration of the x-language query encoder (any AutoModel)
     encoder_y: PreTrainedConfig | dict | None = None  # y-language encoder; a copy of encoder_x's when left out
-    shared_encoder: bool = False  # one query encoder and one momentum encoder for both languages
-    language_x: str = "x"  # language code of the x side (names exports, logs and model cards)
-    language_y: str = "y"  # language code of the y side
+    shared_encoder: bool = False  # one query encoder and one momentum encoder for every language
+    # language codes (exports, model cards); the first is the pivot. One encoder per language takes exactly two:
+    # encoder_x is the first's, encoder_y the second's
+    languages: list[str] | None = None
     pooling: Literal["mean", "max", "cls"] = "mean"  # sentence vector: pooling of the last layer, then L2 (Table 6)
 
     # Dual momentum contrast (Section 2, Table 9)
@@ -82,6 +102,7 @@ class DualMomentumConfig(PreTrainedConfig):
     dropout: float | None = 0.1  # written into the encoders' dropout fields; None keeps the encoders' own
 
     def __post_init__(self, **kwargs):
+        take_languages(self, kwargs)
         super().__post_init__(**kwargs)
         if self.shared_encoder:
             self.encoder_y = None
@@ -110,6 +131,12 @@ class DualMomentumConfig(PreTrainedConfig):
         }
 
     def validate_dual_momentum(self):
+        validate_languages(self)
+        if not self.shared_encoder and len(self.languages) != 2:
+            raise ValueError(
+                f"one query encoder per language takes exactly two languages, got {len(self.languages)} "
+                f"({', '.join(self.languages)}): set shared_encoder=True to train one encoder for all of them"
+            )
         if self.lora is not None:
             lora_config(self.lora)
         if self.queue_size < 1:
@@ -125,4 +152,4 @@ class DualMomentumConfig(PreTrainedConfig):
             raise ValueError(f"encoder_x and encoder_y must have the same hidden_size to share queues, got {hidden}")
 
 
-__all__ = ["DualMomentumConfig", "validate_queue"]
+__all__ = ["DualMomentumConfig", "take_languages", "validate_languages", "validate_queue"]

@@ -8,7 +8,7 @@ from transformers import AutoConfig, EncoderDecoderConfig, PreTrainedConfig
 from transformers.configuration_utils import SubConfigSpec
 
 from .adapters import lora_config
-from .configuration_dual_momentum import validate_queue
+from .configuration_dual_momentum import take_languages, validate_languages, validate_queue
 
 
 @strict
@@ -23,8 +23,7 @@ class HictlConfig(PreTrainedConfig):
     sub_configs_defaults = {"encoder": SubConfigSpec(AutoConfig, model_type="xlm-roberta")}
 
     encoder: PreTrainedConfig | dict | None = None  # XLM-R-style encoder with a masked-LM head (AutoModelForMaskedLM)
-    language_x: str = "x"  # language code of the x side
-    language_y: str = "y"  # language code of the y side
+    languages: list[str] | None = None  # language codes (exports, model cards, per-language parts); first: pivot
     # g: the final state of the first token (Section 3.1). From scratch, every input's first state starts out the
     # same and dropout noise between the two passes buries the difference, so L_S alone barely moves: warm up with
     # TLM first (use_sentence_level=False), or use "mean", the mean of the final states, which L_S trains at once
@@ -75,7 +74,12 @@ class HictlConfig(PreTrainedConfig):
     def training_defaults(self) -> dict[str, float | int | str]:
         return {"learning_rate": self.learning_rate, "lr_scheduler_type": "linear"}
 
+    def __post_init__(self, **kwargs):
+        take_languages(self, kwargs)
+        super().__post_init__(**kwargs)
+
     def validate_hictl(self):
+        validate_languages(self)
         if self.lora is not None:
             lora_config(self.lora)
         validate_queue(self)

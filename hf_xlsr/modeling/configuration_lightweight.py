@@ -7,7 +7,7 @@ from huggingface_hub.dataclasses import strict
 from transformers import BertConfig, PreTrainedConfig
 
 from .adapters import lora_config
-from .configuration_dual_momentum import validate_queue
+from .configuration_dual_momentum import take_languages, validate_languages, validate_queue
 
 GENERATIVE_TASKS = ("ugt", "smlm", "xtr", "mlm", "mlm_xtr", "none")
 
@@ -36,8 +36,7 @@ class LightweightDualTransformerConfig(PreTrainedConfig):
     layer_norm_eps: float = 1e-12
     initializer_range: float = 0.02
     pooling: Literal["mean"] = "mean"  # sentence vector: mean of the final states (Section 3.1)
-    language_x: str = "x"  # language code of the x side
-    language_y: str = "y"  # language code of the y side
+    languages: list[str] | None = None  # language codes (exports, model cards, per-language parts); first: pivot
     pad_token_id: int | None = 0
     bos_token_id: int | None = None  # the tokenizer's [CLS]
     eos_token_id: int | None = None  # the tokenizer's [SEP]
@@ -101,7 +100,12 @@ class LightweightDualTransformerConfig(PreTrainedConfig):
             pad_token_id=self.pad_token_id,
         )
 
+    def __post_init__(self, **kwargs):
+        take_languages(self, kwargs)
+        super().__post_init__(**kwargs)
+
     def validate_lightweight(self):
+        validate_languages(self)
         if self.lora is not None:
             lora_config(self.lora)
         validate_queue(self)

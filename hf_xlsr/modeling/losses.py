@@ -1,11 +1,13 @@
 """Loss functions shared by the hf_xlsr models: pure functions of tensors, no state.
 
 Every contrastive score is computed in float32, whatever the autocast dtype of the encoders, so that the softmax
-over hundreds of thousands of negatives stays exact.
+over hundreds of thousands of negatives stays exact: the score functions run with autocast switched off
+(:func:`float32_scores`), since under ``torch.autocast`` a ``.float()`` cast is undone by the next matrix product.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
@@ -21,13 +23,26 @@ def at_least_float32(tensor: torch.Tensor) -> torch.Tensor:
     return tensor if tensor.dtype == torch.float64 else tensor.float()
 
 
+def float32_scores(function: Callable) -> Callable:
+    """Run ``function`` with autocast off on the device of its first tensor argument: its inputs are cast to float32
+    inside, and under ``torch.autocast(bfloat16)`` every matrix product would otherwise run in bfloat16 again."""
+
+    @functools.wraps(function)
+    def without_autocast(*args, **kwargs):
+        device = next((a.device.type for a in args if isinstance(a, torch.Tensor)), "cpu")
+        with torch.autocast(device_type=device, enabled=False):
+            return function(*args, **kwargs)
+
+    return without_autocast
+
+
 class ContrastiveTerms(NamedTuple):
     """A contrastive loss and the statistics that tell whether it is learning."""
 
     loss: torch.Tensor
     accuracy: torch.Tensor  # fraction of queries whose positive outscores every negative
     positive_similarity: torch.Tensor  # mean cosine between a query and its positive
-    negative_similarity: torch.Tensor | None  # mean cosine between a query and its negatives (None: no negatives)
+    negative_similarity: torch.Tensor  # mean cosine between a query and its negatives (NaN: no negatives)
 
 
 class _QueueLogSumExp(torch.autograd.Function):
@@ -36,6 +51,7 @@ class _QueueLogSumExp(torch.autograd.Function):
     and the queue itself is not saved for the backward pass."""
 
     @staticmethod
+    @float32_scores
     def forward(ctx, queries, keys, scale, query_ids, key_ids, block_size):
         q = at_least_float32(queries) * scale  # scaled once: each block's logits come straight from the matmul
         n = q.shape[0]
@@ -95,6 +111,7 @@ def queue_logsumexp(
     return _QueueLogSumExp.apply(queries, keys, scale, query_ids, key_ids, block_size)
 
 
+@float32_scores
 def info_nce(
     queries: torch.Tensor,
     keys: torch.Tensor,
@@ -105,18 +122,22 @@ def info_nce(
     margin: float = 0.0,
     exclude: torch.Tensor | None = None,
     query_ids: torch.Tensor | None = None,
+    key_ids: torch.Tensor | None = None,
 ) -> ContrastiveTerms:
     """InfoNCE of L2-normalised queries against keys and queues of keys, scored by cosine / temperature.
 
     Query i's positive is ``keys[i]``; the other rows of ``keys`` are its in-batch negatives (unless
     ``in_batch_negatives`` is False or ``exclude[i, j]`` is True), and every key of every ``(keys, ids)`` pair in
-    ``queues`` is a negative, except those whose id equals the query's ``query_ids`` entry (its own example)::
+    ``queues`` is a negative. A key whose id (``key_ids`` in the batch, the queue's ids) equals the query's
+    ``query_ids`` entry, ids >= 0, is never a negative: it is a translation of the query's own meaning, in any
+    language. The mean over queries of::
 
         L_i = -log e^((q_i.k_i - m)/tau) / (e^((q_i.k_i - m)/tau) + sum_{j != i} e^(q_i.k_j/tau) + sum_Q e^(q_i.Q/tau))
 
     With ``in_batch_negatives=False`` this is MoCo-BERT's Eq. 2 (the queue alone holds the negatives); with a
-    margin m it is an additive-margin softmax. Returns the mean over queries. Queues are scored block by block
-    (:func:`queue_logsumexp`) in their storage dtype, without a float32 copy or a batch x queue matrix of logits.
+    margin m it is an additive-margin softmax. Queues are scored block by block (:func:`queue_logsumexp`) in their
+    storage dtype, without a float32 copy or a batch x queue matrix of logits. The statistics read nothing back from
+    the device: ``negative_similarity`` is NaN when a query has no negative at all.
     """
     q, k = at_least_float32(queries), at_least_float32(keys)
     scale = 1.0 / temperature
@@ -125,6 +146,8 @@ def info_nce(
     negative = ~positive if in_batch_negatives else torch.zeros_like(positive)
     if exclude is not None:
         negative &= ~exclude
+    if query_ids is not None and key_ids is not None:  # the query's own meaning, in any language
+        negative &= (query_ids[:, None] != key_ids[None, :]) | (query_ids[:, None] < 0)
     logits = (cosines - margin * positive.float()) * scale
     total = torch.logsumexp(logits.masked_fill(~(positive | negative), -math.inf), dim=1)
     with torch.no_grad():
@@ -142,22 +165,34 @@ def info_nce(
     with torch.no_grad():
         positive_cosine = cosines.diagonal()
         accuracy = (positive_cosine > best).float().mean()
-        negative_similarity = negative_sum / negative_count if negative_count else None
+        negative_similarity = negative_sum / negative_count  # 0 / 0 = NaN without negatives
     return ContrastiveTerms(loss, accuracy, positive_cosine.mean(), negative_similarity)
 
 
-def in_batch_alignment_loss(u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+def other_rows_of_the_same_meaning(ids: torch.Tensor | None, n: int, device: torch.device) -> torch.Tensor:
+    """``(n, n)``, True where two different rows of a batch share a meaning id (ids >= 0): translations of one
+    sentence (multi-way data), which must not be each other's negatives. All False without ids."""
+    if ids is None:
+        return torch.zeros(n, n, dtype=torch.bool, device=device)
+    same = (ids[:, None] == ids[None, :]) & (ids[:, None] >= 0)
+    return same & ~torch.eye(n, dtype=torch.bool, device=device)
+
+
+@float32_scores
+def in_batch_alignment_loss(u: torch.Tensor, v: torch.Tensor, ids: torch.Tensor | None = None) -> torch.Tensor:
     """Translation ranking with in-batch negatives, both directions, raw inner products (Mao et al., Eq. 5).
 
     ``-log softmax_k(u_j . v_k)[j] - log softmax_k(u_k . v_j)[j]`` for each pair j of the batch: the other
-    ``n - 1`` sentences of each language are the negatives. Eq. 5 sums over pairs; the official code
-    (``nn.CrossEntropyLoss()``) takes the mean, as here, so the loss does not grow with the batch size.
+    ``n - 1`` sentences of each language are the negatives, but those of the row's own meaning (``ids``). Eq. 5
+    sums over pairs; the official code (``nn.CrossEntropyLoss()``) takes the mean, as here, so the loss does not
+    grow with the batch size.
     """
-    scores = u.float() @ v.float().T
+    scores = (u.float() @ v.float().T).masked_fill(other_rows_of_the_same_meaning(ids, len(u), u.device), -math.inf)
     targets = torch.arange(len(scores), device=scores.device)
     return F.cross_entropy(scores, targets) + F.cross_entropy(scores.T, targets)
 
 
+@float32_scores
 def in_batch_similarity_loss(u: torch.Tensor, v: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     """Align the in-batch similarity structure of the two languages (Mao et al., Eq. 6).
 
@@ -166,11 +201,13 @@ def in_batch_similarity_loss(u: torch.Tensor, v: torch.Tensor, eps: float = 1e-6
     Eq. 6 writes one index j for the pair (j1, j2); every pair of the batch is used, and the terms are summed, not
     averaged, as in the paper and the official code (``torch.sum``): a mean over the B x B entries would weigh
     L_sim about B^2 times less against L_align (1/16,384 at B = 128), switching it off in effect.
-    ``cos`` is clamped at ``eps`` because ``|P_u - P_v|`` can reach 1.
+    ``cos`` is clamped at ``eps`` because ``|P_u - P_v|`` can reach 1. It is computed as ``1 - 2 sin^2(x / 2)``: for
+    the small differences of a trained model, ``cos`` itself would round to 1 in float32 and lose the loss.
     """
     p_u = torch.softmax(u.float() @ u.float().T, dim=-1)
     p_v = torch.softmax(v.float() @ v.float().T, dim=-1)
-    return -torch.log(torch.cos(torch.pi / 2 * (p_u - p_v)).clamp(min=eps)).sum()
+    cos_minus_one = -2 * torch.sin(torch.pi / 4 * (p_u - p_v)) ** 2
+    return -torch.log1p(cos_minus_one.clamp(min=eps - 1)).sum()
 
 
 def bag_of_words(token_ids: torch.Tensor, keep: torch.Tensor, vocab_size: int) -> torch.Tensor:
@@ -214,34 +251,48 @@ def masked_token_loss(
     return F.cross_entropy(logits, targets), accuracy
 
 
+@float32_scores
 def kl_to_target(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """``D_KL(target || softmax(logits))``, averaged over rows, computed in float32."""
     return F.kl_div(torch.log_softmax(logits.float(), dim=-1), target, reduction="batchmean")
 
 
-def additive_margin_retrieval_loss(source: torch.Tensor, target: torch.Tensor, margin: float) -> torch.Tensor:
+@float32_scores
+def additive_margin_retrieval_loss(
+    source: torch.Tensor, target: torch.Tensor, margin: float, ids: torch.Tensor | None = None
+) -> torch.Tensor:
     """Bitext retrieval with additive margin softmax, both directions (Yang et al., 2021, Section 4.2).
 
     ``L_sbr = -1/B sum_i log e^(phi(s_i, t_i) - m) / (e^(phi(s_i, t_i) - m) + sum_{j != i} e^(phi(s_i, t_j)))``
     with ``phi`` the inner product of the sentence vectors; ``L_tbr`` normalises over the sources instead.
-    Returns ``L_br = L_sbr + L_tbr``. The margin is subtracted from the positive logit only.
+    Returns ``L_br = L_sbr + L_tbr``. The margin is subtracted from the positive logit only; rows of the same
+    meaning (``ids``: translations of one sentence) are not each other's candidates.
     """
     scores = source.float() @ target.float().T
     scores = scores - margin * torch.eye(len(scores), device=scores.device)
+    scores = scores.masked_fill(other_rows_of_the_same_meaning(ids, len(scores), scores.device), -math.inf)
     targets = torch.arange(len(scores), device=scores.device)
     return F.cross_entropy(scores, targets) + F.cross_entropy(scores.T, targets)
 
 
-def sentence_contrastive_loss(r_x: torch.Tensor, r_y: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+@float32_scores
+def sentence_contrastive_loss(
+    r_x: torch.Tensor, r_y: torch.Tensor, temperature: float = 1.0, ids: torch.Tensor | None = None
+) -> torch.Tensor:
     """HICTL's sentence-level contrast (Wei et al., Eq. 2-4): for each pair, the other 2n - 2 sentences of the batch
-    (both languages) are the negatives; scores are cosine similarities divided by ``temperature``.
+    (both languages) are the negatives, but those of the pair's own meaning (``ids``); scores are cosine
+    similarities divided by ``temperature``.
 
     ``L_S = 1/n sum_i (L_sctl(x_i) + L_sctl(y_i))``.
     """
     r = F.normalize(torch.cat([r_x, r_y]).float(), dim=-1)
     n = len(r_x)
     scores = (r @ r.T) / temperature
-    scores = scores.masked_fill(torch.eye(2 * n, dtype=torch.bool, device=r.device), float("-inf"))  # not itself
+    both = None if ids is None else torch.cat([ids, ids])
+    partner = torch.eye(2 * n, dtype=torch.bool, device=r.device).roll(n, dims=1)  # x_i <-> y_i
+    ruled_out = torch.eye(2 * n, dtype=torch.bool, device=r.device)  # not itself
+    ruled_out |= other_rows_of_the_same_meaning(both, 2 * n, r.device) & ~partner  # nor its own meaning
+    scores = scores.masked_fill(ruled_out, float("-inf"))
     targets = torch.cat([torch.arange(n, 2 * n), torch.arange(0, n)]).to(r.device)  # x_i <-> y_i
     return 2 * F.cross_entropy(scores, targets)
 
@@ -269,6 +320,7 @@ def sample_word_negatives(
     return torch.multinomial(probabilities, num_negatives, replacement=False, generator=generator)
 
 
+@float32_scores
 def word_contrastive_loss(scores: torch.Tensor, in_bag: torch.Tensor, negatives: torch.Tensor) -> torch.Tensor:
     """HICTL's word-level contrast (Wei et al., Eq. 5-6): every word of the pair's bag is a positive against the
     sampled negatives, ``-1/|B| sum_t log e^s(q, w_t) / (e^s(q, w_t) + sum_{w_j in S} e^s(q, w_j))``, averaged

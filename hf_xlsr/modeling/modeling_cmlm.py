@@ -42,7 +42,7 @@ from .common import SentenceEncoderMixin, masked_lm_head
 from .configuration_cmlm import CmlmConfig
 from .losses import additive_margin_retrieval_loss, masked_token_loss
 from .pooling import l2_normalize, pool
-from .queue import MomentumContrast, QueuedNegativesMixin, init_momentum_state
+from .queue import MomentumContrast, QueuedNegativesMixin, init_momentum_state, keep_momentum_state_out_of_ddp
 
 logger = logging.getLogger(__name__)
 
@@ -87,8 +87,7 @@ class CmlmPreTrainedModel(PreTrainedModel):
             init.zeros_(module.bias)
         elif isinstance(module, CmlmModel):
             init.ones_(module.stage)
-            init.zeros_(module.pcr_x)
-            init.zeros_(module.pcr_y)
+            init.zeros_(module.pcr)
 
 
 class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixin, CmlmPreTrainedModel):
@@ -111,13 +110,14 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixi
         )
         if config.nli_head:  # Section 4.3: 3-way classifier on [u, v, |u - v|, u * v]
             self.nli_classifier = nn.Linear(4 * h, config.nli_num_labels)
-        # Training state: the schedule's stage; per-language principal components for PCR (zero rows: unset).
+        # Training state: the schedule's stage; each language's principal components for PCR (zero rows: unset).
         self.register_buffer("stage", torch.ones((), dtype=torch.long))
-        self.register_buffer("pcr_x", torch.zeros(max(config.pcr_components, 1), h))
-        self.register_buffer("pcr_y", torch.zeros(max(config.pcr_components, 1), h))
+        self.register_buffer("pcr", torch.zeros(len(config.languages), max(config.pcr_components, 1), h))
         self._add_lora()  # config.lora: adapters on the encoder, the rest of it frozen
+        self.momentum_contrast = None
         if config.queue_size:  # hf_xlsr's extension: queued momentum keys as more negatives of L_br
             self.momentum_contrast = MomentumContrast(self._key_modules(), config.queue_size, h)
+            keep_momentum_state_out_of_ddp(self)
         self.post_init()
         self.synchronize_momentum_encoder()  # the key encoder starts as an exact copy
         self._record_parameter_state()
@@ -158,15 +158,21 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixi
         return self.config.hidden_size
 
     def query_encoder(self, language: str) -> PreTrainedModel:
-        self.language_side(language)
         return self.encoder
 
     def sentence_vector(self, input_ids, attention_mask=None, token_type_ids=None) -> torch.Tensor:
         """v: the pooled final states of the encoder (not normalised), as CMLM and retrieval both use it."""
+        return self._key_vector(self._key_modules(), input_ids, attention_mask, token_type_ids)
+
+    def _key_modules(self) -> dict:
+        return {"encoder": self.encoder}
+
+    def _key_vector(self, modules, input_ids, attention_mask=None, token_type_ids=None) -> torch.Tensor:
+        """v of ``modules["encoder"]``, the live encoder or its momentum copy."""
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
         extra = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
-        states = self.encoder(input_ids=input_ids, attention_mask=attention_mask, **extra).last_hidden_state
+        states = modules["encoder"](input_ids=input_ids, attention_mask=attention_mask, **extra).last_hidden_state
         return pool(states, attention_mask, self.config.pooling)
 
     def project(self, v: torch.Tensor) -> torch.Tensor:
@@ -180,36 +186,42 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixi
 
     @property
     def language_specific_heads(self) -> bool:
-        """True once principal components are set: the two languages then differ after pooling."""
-        return self.config.pcr_components > 0 and bool(self.pcr_x.abs().sum() > 0)
+        """True once principal components are set: the languages then differ after pooling."""
+        return self.config.pcr_components > 0 and bool(self.pcr.abs().sum() > 0)
 
-    def removal_matrix(self, side: str) -> torch.Tensor:
-        """``I - C^T C`` for the side's components ``C`` (rows): the linear map PCR applies."""
-        components = (self.pcr_x if side == "x" else self.pcr_y).float()
+    def _language_index(self, language: str) -> int:
+        if language not in self.config.languages:
+            raise ValueError(f"no principal components for {language!r}: PCR was fitted for "
+                             f"{', '.join(self.config.languages)}")  # fmt: skip
+        return self.config.languages.index(language)
+
+    def removal_matrix(self, language: str) -> torch.Tensor:
+        """``I - C^T C`` for the language's components ``C`` (rows): the linear map PCR applies."""
+        components = self.pcr[self._language_index(language)].float()
         return torch.eye(components.shape[1], device=components.device) - components.T @ components
 
     @torch.no_grad()
-    def set_principal_components(self, components_x: torch.Tensor, components_y: torch.Tensor) -> None:
-        """Store each language's top principal components (``(pcr_components, hidden)``, orthonormal rows)."""
-        self.pcr_x.copy_(components_x)
-        self.pcr_y.copy_(components_y)
+    def set_principal_components(self, components: dict[str, torch.Tensor]) -> None:
+        """Store each language's top principal components (``{language: (pcr_components, hidden)}``, orthonormal
+        rows)."""
+        for language, rows in components.items():
+            self.pcr[self._language_index(language)].copy_(rows)
 
-    def export_head_modules(self, side: str) -> list:
+    def export_head_modules(self, language: str) -> list:
         """Stock sentence-transformers modules after pooling: PCR as a bias-free ``Dense(I - C^T C)``."""
         if not self.language_specific_heads:
             return []
         from sentence_transformers.sentence_transformer.modules import Dense
 
         dense = Dense(self.config.hidden_size, self.config.hidden_size, bias=False, activation_function=nn.Identity())
-        dense.linear.weight.data.copy_(self.removal_matrix(side).T.cpu())
+        dense.linear.weight.data.copy_(self.removal_matrix(language).T.cpu())
         return [dense]
 
     def get_sentence_embeddings(self, input_ids, attention_mask=None, token_type_ids=None, language="x"):
         """L2-normalised sentence vectors, with the language's principal components removed when set."""
-        side = self.language_side(language)
         v = self.sentence_vector(input_ids, attention_mask, token_type_ids)
         if self.language_specific_heads:
-            v = v.float() @ self.removal_matrix(side)
+            v = v.float() @ self.removal_matrix(language)
         return l2_normalize(v)
 
     # ----------------------------------------------------------------------------------------------------------------
@@ -250,13 +262,13 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixi
                 parts["accuracy_xy"] = hits.float().mean()
             if return_loss and use_br:
                 if self.config.queue_size:  # hf_xlsr's extension: momentum keys, a queue of them, cosine / tau
-                    keys_x = self._momentum_keys(x_input_ids, x_attention_mask)
-                    keys_y = self._momentum_keys(y_input_ids, y_attention_mask)
+                    keys_x = self.momentum_keys(x_input_ids, x_attention_mask)
+                    keys_y = self.momentum_keys(y_input_ids, y_attention_mask)
                     queries = parts["embeddings_x"], parts["embeddings_y"]
                     loss_br, _ = self._queued_contrast(*queries, keys_x, keys_y, example_ids, self.config.br_margin)
                     parts.update(self.queue_statistics())
                 else:
-                    loss_br = additive_margin_retrieval_loss(u, v, self.config.br_margin)
+                    loss_br = additive_margin_retrieval_loss(u, v, self.config.br_margin, example_ids)
                 parts["loss_br"] = loss_br.detach()
                 loss = self.config.br_weight * loss_br if use_cmlm else loss_br  # alpha only alongside CMLM
         if return_loss and use_cmlm and first_input_ids is not None:
@@ -273,15 +285,6 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixi
             parts["loss_nli"] = loss_nli.detach()
             loss = loss_nli if loss is None else loss + loss_nli
         return CmlmOutput(loss=loss, **parts)
-
-    def _key_modules(self) -> dict:
-        return {"encoder": self.encoder}
-
-    @torch.no_grad()
-    def _momentum_keys(self, input_ids, attention_mask) -> torch.Tensor:
-        """L2-normalised pooled states of the momentum encoder (keys of the queue extension)."""
-        states = self.momentum_contrast.momentum["encoder"](input_ids=input_ids, attention_mask=attention_mask)
-        return l2_normalize(pool(states.last_hidden_state, attention_mask, self.config.pooling))
 
     @property
     def encoder_frozen_steps(self) -> int:

@@ -41,7 +41,7 @@ from .common import SentenceEncoderMixin
 from .configuration_dual_momentum import DROPOUT_FIELDS, DualMomentumConfig
 from .losses import info_nce
 from .pooling import l2_normalize, pool
-from .queue import MemoryQueue, MomentumContrast, init_momentum_state
+from .queue import MemoryQueue, MomentumContrast, MomentumMixin, init_momentum_state, keep_momentum_state_out_of_ddp
 
 
 @dataclass
@@ -86,7 +86,7 @@ class DualMomentumPreTrainedModel(PreTrainedModel):
             init.zeros_(module.bias)
 
 
-class DualMomentumModel(SentenceEncoderMixin, FrozenParametersMixin, DualMomentumPreTrainedModel):
+class DualMomentumModel(SentenceEncoderMixin, MomentumMixin, FrozenParametersMixin, DualMomentumPreTrainedModel):
     """MoCo-BERT. Build it from a configuration, or from two pretrained encoders with :meth:`from_encoders`."""
 
     _lora_modules = ("encoder_x", "encoder_y")
@@ -113,8 +113,9 @@ class DualMomentumModel(SentenceEncoderMixin, FrozenParametersMixin, DualMomentu
         self._add_lora()
         hidden_size = config.encoder_x.hidden_size
         self.momentum_contrast = MomentumContrast(
-            self._query_encoders(), config.queue_size, hidden_size, getattr(torch, config.queue_dtype)
+            self._key_modules(), config.queue_size, hidden_size, getattr(torch, config.queue_dtype)
         )
+        keep_momentum_state_out_of_ddp(self)
         # NLI multi-task head (Appendix B): two-layer MLP over (u, v, |u - v|), 3-way.
         if config.nli_head:
             self.nli_head = nn.Sequential(
@@ -124,7 +125,7 @@ class DualMomentumModel(SentenceEncoderMixin, FrozenParametersMixin, DualMomentu
                 nn.Linear(config.nli_hidden_size, config.nli_num_labels),
             )
         self.post_init()
-        self.momentum_contrast.synchronize(self._query_encoders())  # exact copies (post_init drew them apart)
+        self.synchronize_momentum_encoder()  # exact copies (post_init drew them apart)
         self._record_parameter_state()
 
     @classmethod
@@ -168,17 +169,15 @@ class DualMomentumModel(SentenceEncoderMixin, FrozenParametersMixin, DualMomentu
         return self.config.encoder_x.hidden_size
 
     def query_encoder(self, language: str) -> PreTrainedModel:
-        """The query encoder of ``language`` ('x', 'y' or a language code); the one kept after training."""
-        if self.language_side(language) == "y" and not self.config.shared_encoder:
-            return self.encoder_y
-        return self.encoder_x
+        """The query encoder of ``language`` (a code, or the side ``x`` / ``y``); the one kept after training."""
+        return self.encoder_y if self.language_side(language) == "y" else self.encoder_x
 
     def momentum_encoder(self, language: str) -> PreTrainedModel:
         """The EMA copy of ``language``'s query encoder, which makes that language's keys."""
-        side = "y" if self.language_side(language) == "y" and not self.config.shared_encoder else "x"
-        return self.momentum_contrast.momentum[f"encoder_{side}"]
+        return self.momentum_contrast.momentum[f"encoder_{self.language_side(language)}"]
 
-    def _query_encoders(self) -> dict[str, PreTrainedModel]:
+    def _key_modules(self) -> dict[str, PreTrainedModel]:
+        """The query encoders by name (``encoder_x``, ``encoder_y``): the modules the momentum encoders follow."""
         sides = ["x"] if self.config.shared_encoder else ["x", "y"]
         return {f"encoder_{side}": self.query_encoder(side) for side in sides}
 
@@ -204,13 +203,15 @@ class DualMomentumModel(SentenceEncoderMixin, FrozenParametersMixin, DualMomentu
     def momentum_updates(self) -> torch.Tensor:
         return self.momentum_contrast.momentum_updates
 
-    def _embed(self, encoder, input_ids, attention_mask=None, token_type_ids=None) -> torch.Tensor:
-        """h = L2(pool(encoder(tokens))): Section 2, mean pooling of the last layer and L2 normalisation."""
+    def _key_vector(self, modules, input_ids, attention_mask=None, token_type_ids=None, side: str = "x"):
+        """h = pool(encoder(tokens)) of ``side``'s encoder among ``modules`` (live or momentum): Section 2, mean
+        pooling of the last layer (L2 normalisation follows)."""
+        encoder = modules[f"encoder_{self.language_side(side)}"]
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
         extra = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
         hidden = encoder(input_ids=input_ids, attention_mask=attention_mask, **extra).last_hidden_state
-        return l2_normalize(pool(hidden, attention_mask, self.config.pooling))
+        return pool(hidden, attention_mask, self.config.pooling)
 
     def get_sentence_embeddings(
         self,
@@ -220,7 +221,8 @@ class DualMomentumModel(SentenceEncoderMixin, FrozenParametersMixin, DualMomentu
         language: str = "x",
     ) -> torch.Tensor:
         """L2-normalised sentence vectors of the ``language`` query encoder, shape ``(batch, hidden_size)``."""
-        return self._embed(self.query_encoder(language), input_ids, attention_mask, token_type_ids)
+        side = self.language_side(language)
+        return l2_normalize(self._key_vector(self._key_modules(), input_ids, attention_mask, token_type_ids, side))
 
     # ----------------------------------------------------------------------------------------------------------------
     # Forward and loss
@@ -258,9 +260,9 @@ class DualMomentumModel(SentenceEncoderMixin, FrozenParametersMixin, DualMomentu
         if not return_loss or h_x is None or h_y is None:
             return DualMomentumOutput(embeddings_x=h_x, embeddings_y=h_y)
 
-        with torch.no_grad():  # keys: momentum encoders, stop-gradient (Figure 1)
-            k_x = self._embed(self.momentum_encoder("x"), x_input_ids, x_attention_mask, x_token_type_ids)
-            k_y = self._embed(self.momentum_encoder("y"), y_input_ids, y_attention_mask, y_token_type_ids)
+        # keys: momentum encoders, stop-gradient (Figure 1)
+        k_x = self.momentum_keys(x_input_ids, x_attention_mask, x_token_type_ids, side="x")
+        k_y = self.momentum_keys(y_input_ids, y_attention_mask, y_token_type_ids, side="y")
         # Eq. 2: the positive key and the queue of the other language, no in-batch negatives. A queued key of the
         # same example (the translation itself, seen an epoch ago) is left out when example ids are given.
         tau, only_queue = self.config.temperature, {"in_batch_negatives": False, "query_ids": example_ids}
@@ -281,9 +283,6 @@ class DualMomentumModel(SentenceEncoderMixin, FrozenParametersMixin, DualMomentu
             loss = loss + self.config.nli_weight * loss_nli  # Eq. 5
 
         self.momentum_contrast.enqueue(k_x, k_y, example_ids, loss)  # in training with gradients, finite only
-        negative_similarity = None
-        if xy.negative_similarity is not None and yx.negative_similarity is not None:
-            negative_similarity = (xy.negative_similarity + yx.negative_similarity) / 2
         return DualMomentumOutput(
             loss=loss,
             loss_xy=xy.loss.detach(),
@@ -292,34 +291,16 @@ class DualMomentumModel(SentenceEncoderMixin, FrozenParametersMixin, DualMomentu
             accuracy_xy=xy.accuracy,
             accuracy_yx=yx.accuracy,
             positive_similarity=(xy.positive_similarity + yx.positive_similarity) / 2,
-            negative_similarity=negative_similarity,
+            negative_similarity=(xy.negative_similarity + yx.negative_similarity) / 2,
             queue_fill=self.momentum_contrast.fill(),
             embeddings_x=h_x,
             embeddings_y=h_y,
         )
 
-    # ----------------------------------------------------------------------------------------------------------------
-    # Momentum update (called by the trainer once per optimizer step)
-
     @property
     def momentum_coefficient(self) -> float:
+        """m of Eq. 1 (``MomentumMixin`` runs the update once per optimizer step)."""
         return self.config.momentum
-
-    @torch.no_grad()
-    def momentum_update(self, momentum: float | None = None) -> None:
-        """Eq. 1 for every momentum encoder, ``theta_k <- m * theta_k + (1 - m) * theta_q``, in float32; call it
-        once after every optimizer step (``XlsrTrainer`` does, through ``MomentumCallback``)."""
-        self.momentum_contrast.update(self._query_encoders(), self.config.momentum if momentum is None else momentum)
-
-    @torch.no_grad()
-    def discard_momentum_step(self) -> None:
-        """The optimizer step was skipped: no EMA, and the keys of its micro-batches leave the queues."""
-        self.momentum_contrast.discard_step()
-
-    @torch.no_grad()
-    def synchronize_momentum_encoder(self) -> None:
-        """Restart the momentum encoders as exact copies of the query encoders."""
-        self.momentum_contrast.synchronize(self._query_encoders())
 
 
 __all__ = ["DualMomentumModel", "DualMomentumOutput", "DualMomentumPreTrainedModel"]

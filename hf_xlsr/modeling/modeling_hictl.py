@@ -52,9 +52,15 @@ from transformers.utils import ModelOutput
 from .adapters import FrozenParametersMixin
 from .common import SentenceEncoderMixin, masked_lm_head
 from .configuration_hictl import HictlConfig, HictlTranslationConfig
-from .losses import masked_token_loss, sample_word_negatives, sentence_contrastive_loss, word_contrastive_loss
+from .losses import (
+    float32_scores,
+    masked_token_loss,
+    sample_word_negatives,
+    sentence_contrastive_loss,
+    word_contrastive_loss,
+)
 from .pooling import l2_normalize, pool
-from .queue import MomentumContrast, QueuedNegativesMixin, init_momentum_state
+from .queue import MomentumContrast, QueuedNegativesMixin, init_momentum_state, keep_momentum_state_out_of_ddp
 
 
 @dataclass
@@ -104,8 +110,10 @@ class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, FrozenPara
         self.masked_lm.config = config.encoder
         self.projection = nn.Linear(config.hidden_size, config.embedding_size)  # f in r = f(g(M(x)))
         self._add_lora()  # config.lora: adapters on the encoder, the rest of it frozen
+        self.momentum_contrast = None
         if config.queue_size:  # hf_xlsr's extension: queued momentum keys as more negatives of L_S
             self.momentum_contrast = MomentumContrast(self._key_modules(), config.queue_size, config.embedding_size)
+            keep_momentum_state_out_of_ddp(self)
         self.post_init()
         self.synchronize_momentum_encoder()  # the key encoder starts as an exact copy
         self._record_parameter_state()
@@ -128,22 +136,27 @@ class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, FrozenPara
         return self.config.embedding_size
 
     def query_encoder(self, language: str) -> PreTrainedModel:
-        self.language_side(language)
         return self.encoder
 
     def sentence_representation(self, input_ids, attention_mask=None) -> torch.Tensor:
         """r = f(g(M(x))): the first token's final state (``pooling="cls"``, the paper's g) or the mean of the final
         states (``"mean"``), through the linear projection f; not normalised."""
+        return self._key_vector(self._key_modules(), input_ids, attention_mask)
+
+    def _key_modules(self) -> dict:
+        return {"encoder": self.encoder, "projection": self.projection}
+
+    def _key_vector(self, modules, input_ids, attention_mask=None) -> torch.Tensor:
+        """r of ``modules`` (the live encoder and projection, or their momentum copies)."""
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
-        states = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        return self.projection(pool(states, attention_mask, self.config.pooling))
+        states = modules["encoder"](input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        return modules["projection"](pool(states, attention_mask, self.config.pooling))
 
     def get_sentence_embeddings(self, input_ids, attention_mask=None, token_type_ids=None, language="x"):
-        self.language_side(language)
         return l2_normalize(self.sentence_representation(input_ids, attention_mask))
 
-    def export_head_modules(self, side: str) -> list:
+    def export_head_modules(self, language: str) -> list:
         """The projection f as a stock sentence-transformers ``Dense`` module (after the pooling)."""
         from sentence_transformers.sentence_transformer.modules import Dense
 
@@ -161,6 +174,7 @@ class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, FrozenPara
         if tokenizer is not None:
             tokenizer.save_pretrained(path)
 
+    @float32_scores
     def word_similarities(self, queries: torch.Tensor) -> torch.Tensor:
         """``s(q, e(w))`` for every word w: cosine of the query with the input embeddings, ``(n, V)``."""
         embeddings = F.normalize(self.masked_lm.get_input_embeddings().weight.float(), dim=-1)
@@ -214,8 +228,8 @@ class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, FrozenPara
             if config.use_sentence_level:
                 if config.queue_size:  # hf_xlsr's extension: momentum keys of both languages and both queues
                     keys_x, keys_y = (
-                        self._momentum_keys(x_input_ids, x_attention_mask),
-                        self._momentum_keys(y_input_ids, y_attention_mask),
+                        self.momentum_keys(x_input_ids, x_attention_mask),
+                        self.momentum_keys(y_input_ids, y_attention_mask),
                     )
                     queries = parts["embeddings_x"], parts["embeddings_y"]
                     loss_sentence, _ = self._queued_contrast(
@@ -223,7 +237,7 @@ class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, FrozenPara
                     )
                     parts.update(self.queue_statistics())
                 else:
-                    loss_sentence = sentence_contrastive_loss(r_x, r_y, config.temperature)  # Eq. 2-4
+                    loss_sentence = sentence_contrastive_loss(r_x, r_y, config.temperature, example_ids)  # Eq. 2-4
                 parts["loss_sentence"] = loss_sentence.detach()
                 loss = loss_sentence
 
@@ -243,16 +257,6 @@ class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, FrozenPara
                 parts["loss_word"] = loss_word.detach()
                 loss = loss_word if loss is None else loss + loss_word
         return HictlOutput(loss=loss, **parts)
-
-    def _key_modules(self) -> dict:
-        return {"encoder": self.encoder, "projection": self.projection}
-
-    @torch.no_grad()
-    def _momentum_keys(self, input_ids, attention_mask) -> torch.Tensor:
-        """L2-normalised ``f(g(M(x)))`` of the momentum encoder and projection (keys of the queue extension)."""
-        keys = self.momentum_contrast.momentum
-        states = keys["encoder"](input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        return l2_normalize(keys["projection"](pool(states, attention_mask, self.config.pooling)))
 
     def word_level_loss(self, queries, pair_ids, pair_mask) -> torch.Tensor:
         """Eq. 5-6 for each pair: its bag of words as positives, ``num_negatives`` sampled hard negatives."""
@@ -306,6 +310,7 @@ class HictlForTranslation(EncoderDecoderModel):
     def set_encoder_frozen(self, frozen: bool) -> None:
         self.encoder.requires_grad_(not frozen)
 
+    @float32_scores
     def target_word_similarity(self, cls_state: torch.Tensor) -> torch.Tensor:
         """``cos(h_cls, e(w)) / fusion_temperature`` for every target word w, ``(batch, V)``: computed once per
         source, added to the logits of every decoder step (Section 3.2)."""

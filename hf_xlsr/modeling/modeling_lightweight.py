@@ -55,7 +55,7 @@ from .losses import (
     unified_generative_target,
 )
 from .pooling import l2_normalize, pool
-from .queue import MomentumContrast, QueuedNegativesMixin, init_momentum_state
+from .queue import MomentumContrast, QueuedNegativesMixin, init_momentum_state, keep_momentum_state_out_of_ddp
 
 
 @dataclass
@@ -115,8 +115,10 @@ class LightweightDualTransformer(
         self.generative_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.generative_bias = nn.Parameter(torch.zeros(config.vocab_size))
         self._add_lora()  # config.lora: adapters on the encoder, the rest of it frozen
+        self.momentum_contrast = None
         if config.queue_size:  # hf_xlsr's extension: queued momentum keys as more negatives of L_align
             self.momentum_contrast = MomentumContrast(self._key_modules(), config.queue_size, config.hidden_size)
+            keep_momentum_state_out_of_ddp(self)
         self.post_init()
         self.synchronize_momentum_encoder()  # the key encoder starts as an exact copy
         self._record_parameter_state()
@@ -142,22 +144,28 @@ class LightweightDualTransformer(
         return self.config.hidden_size
 
     def query_encoder(self, language: str) -> BertModel:
-        self.language_side(language)
         return self.encoder
 
     def get_input_embeddings(self) -> nn.Embedding:
         return self.encoder.embeddings.word_embeddings
 
-    def _encode(self, input_ids, attention_mask=None) -> tuple[torch.Tensor, torch.Tensor]:
-        """Final token states and their mean ``u`` (the sentence representation, not normalised)."""
+    def _encode(self, input_ids, attention_mask=None, modules=None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Final token states and their mean ``u`` (the sentence representation, not normalised), of the live
+        encoder or of ``modules["encoder"]`` (its momentum copy)."""
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
-        states = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        encoder = (modules or self._key_modules())["encoder"]
+        states = encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         return states, pool(states, attention_mask, "mean")
 
+    def _key_modules(self) -> dict:
+        return {"encoder": self.encoder}
+
+    def _key_vector(self, modules, input_ids, attention_mask=None) -> torch.Tensor:
+        return self._encode(input_ids, attention_mask, modules)[1]
+
     def get_sentence_embeddings(self, input_ids, attention_mask=None, token_type_ids=None, language="x"):
-        """L2-normalised mean-pooled sentence vectors (either language: the encoder is shared)."""
-        self.language_side(language)
+        """L2-normalised mean-pooled sentence vectors (any language: the encoder is shared)."""
         return l2_normalize(self._encode(input_ids, attention_mask)[1])
 
     def generative_logits(self, states: torch.Tensor) -> torch.Tensor:
@@ -218,13 +226,13 @@ class LightweightDualTransformer(
             loss = loss + config.generative_weight * generative
         if config.use_align:
             if config.queue_size:  # hf_xlsr's extension: momentum keys, a queue of them, cosine / temperature
-                keys_x = self._momentum_keys(x_input_ids, x_attention_mask)
-                keys_y = self._momentum_keys(y_input_ids, y_attention_mask)
+                keys_x = self.momentum_keys(x_input_ids, x_attention_mask)
+                keys_y = self.momentum_keys(y_input_ids, y_attention_mask)
                 queries = embeddings["embeddings_x"], embeddings["embeddings_y"]
                 align, _ = self._queued_contrast(*queries, keys_x, keys_y, example_ids)
                 parts.update(self.queue_statistics())
             else:
-                align = in_batch_alignment_loss(u, v)  # Eq. 5
+                align = in_batch_alignment_loss(u, v, example_ids)  # Eq. 5, never a row's own meaning
             parts["loss_align"] = align.detach()
             loss = loss + config.align_weight * align
         if config.use_sim:
@@ -286,15 +294,6 @@ class LightweightDualTransformer(
         if mlm_labels is not None:
             input_ids = torch.where(mlm_labels >= 0, mlm_labels, input_ids)
         return bag_of_words(input_ids, self._content(input_ids, attention_mask), self.config.vocab_size)
-
-    @torch.no_grad()
-    def _momentum_keys(self, input_ids, attention_mask) -> torch.Tensor:
-        """L2-normalised mean-pooled states of the momentum encoder (keys of the queue extension)."""
-        states = self.momentum_contrast.momentum["encoder"](input_ids=input_ids, attention_mask=attention_mask)
-        return l2_normalize(pool(states.last_hidden_state, attention_mask, "mean"))
-
-    def _key_modules(self) -> dict:
-        return {"encoder": self.encoder}
 
     @staticmethod
     def _unmask(input_ids, side, masked_side, masked_position, masked_token) -> torch.Tensor:

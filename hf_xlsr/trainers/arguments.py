@@ -20,8 +20,10 @@ from pathlib import Path
 
 import torch
 import yaml
+from huggingface_hub.errors import StrictDataclassError
 from transformers import HfArgumentParser, PreTrainedConfig
 
+from ..evaluation.retrieval import HELDOUT_SEED
 from .trainer import XlsrTrainingArguments, paper_training_values
 
 
@@ -47,24 +49,38 @@ class ModelArguments:
 
 @dataclass
 class DataArguments:
+    # a mapping in a YAML file, or a JSON object on the command line, names a source per language pair
     train_data: str = field(
         default="bible",
-        metadata={"help": "'bible', 'hsk', a .tsv/.jsonl file, or a Hub dataset id"},
-    )
+        metadata={"help": "'bible', 'hsk', a multi-way .tsv/.jsonl file (a column per language), a Hub dataset id, "
+                          "or a mapping from language pair ('en-fr') to its own source (JSON)"},
+    )  # fmt: skip
     languages: list[str] = field(
         default_factory=lambda: ["en", "fr"],
-        metadata={"help": "column names of the x and y sentences (language codes for the offline corpora)"},
+        metadata={"help": "language codes, two or more; the first is the pivot of English-centric pairs"},
+    )
+    language_pairs: list[str] | None = field(
+        default=None,
+        metadata={"help": "the pairs to train, 'en-fr' or [en, fr] (default: the first language with each other)"},
     )
     bible_translations: dict | str | None = field(
         default=None, metadata={"help": "language -> Bible translation code (see hf_xlsr.data.BIBLE_TRANSLATIONS)"}
     )
     train_split: str = field(default="train", metadata={"help": "split of the training data"})
     eval_data: str | None = field(
-        default=None, metadata={"help": "evaluation pairs, same forms as train_data (default: train_data)"}
+        default=None, metadata={"help": "evaluation data, same forms as train_data (default: train_data)"}
     )
     eval_split: str = field(default="heldout", metadata={"help": "split of the evaluation data"})
-    max_train_pairs: int | None = field(default=None, metadata={"help": "use at most this many training pairs"})
-    max_eval_pairs: int | None = field(default=1000, metadata={"help": "evaluate on this many unique pairs"})
+    max_train_pairs: int | None = field(
+        default=None, metadata={"help": "use at most this many training pairs of each language pair"}
+    )
+    max_eval_pairs: int | None = field(
+        default=1000, metadata={"help": "evaluate on this many unique sentences of each language (0: no evaluation)"}
+    )
+    eval_seed: int = field(
+        default=HELDOUT_SEED,
+        metadata={"help": "seed that draws the held-out sample (the same sample whatever the training seed)"},
+    )
     max_length: int = field(default=128, metadata={"help": "truncation length of each sentence, in tokens"})
     monolingual_probability: float = field(
         default=0.0, metadata={"help": "HICTL: share of pairs turned monolingual (a sentence and its reordering)"}
@@ -72,6 +88,13 @@ class DataArguments:
     export_dir: str | None = field(
         default=None, metadata={"help": "export the trained encoders to sentence-transformers folders here"}
     )
+
+    @property
+    def pairs(self) -> list[tuple[str, str]]:
+        """The language pairs to train (``resolve_language_pairs``)."""
+        from ..data.multilingual import resolve_language_pairs
+
+        return resolve_language_pairs(self.languages, self.language_pairs)
 
 
 ARGUMENT_CLASSES = (ModelArguments, DataArguments, XlsrTrainingArguments)
@@ -212,6 +235,22 @@ def parse_run_arguments(
     model_args.model_config = model_config
     if isinstance(data_args.bible_translations, str):
         data_args.bible_translations = json.loads(data_args.bible_translations)
-    if len(data_args.languages) != 2:
-        raise ConfigFileError(f"{config_path}: languages must name two columns (x, y), got {data_args.languages}")
+    for name in ("train_data", "eval_data"):
+        value = getattr(data_args, name)
+        if isinstance(value, str) and value.lstrip().startswith("{"):
+            setattr(data_args, name, json.loads(value))
+    where = config_path or "the command line"
+    try:
+        data_args.pairs  # noqa: B018 (checks languages and language_pairs)
+    except ValueError as error:
+        raise ConfigFileError(f"{where}: {error}") from None
+    if not model_args.model_name_or_path:  # the model the run will build, checked before anything loads
+        try:
+            config_class(languages=list(data_args.languages), **model_config)
+        except (StrictDataclassError, ValueError) as error:
+            reason = str(error).strip().splitlines()[-1].strip().split(": ", 1)[-1]
+            raise ConfigFileError(f"{where}: model_config: {reason}") from None
+    for name, value in (("output_dir", training_args.output_dir), ("export_dir", data_args.export_dir)):
+        if value and Path(value).is_file():  # before any data or model is loaded
+            raise ConfigFileError(f"{config_path or 'the command line'}: {name} {value} is a file, not a folder")
     return model_args, data_args, training_args

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import math
 
-import torch
 from torch.nn.utils import get_total_norm
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
@@ -36,6 +35,9 @@ class MomentumCallback(TrainerCallback):
     accumulation, so the momentum encoders see exactly one update per parameter update. ``XlsrTrainer`` adds this
     callback itself; with a plain ``transformers.Trainer`` pass it in ``callbacks=[MomentumCallback()]``.
 
+    ``XlsrTrainer`` hands over the gradient norm it computes for clipping (``gradient_norm``); under another
+    trainer (``SentenceTransformerTrainer`` with :class:`hf_xlsr.losses.MomentumQueueLoss`) the callback computes it.
+
     ``target`` is what holds the momentum encoder (``momentum_coefficient``, ``momentum_update``,
     ``discard_momentum_step``, ``momentum_contrast``): the trainer's model when None, or another object such as
     :class:`hf_xlsr.losses.MomentumQueueLoss`.
@@ -45,6 +47,7 @@ class MomentumCallback(TrainerCallback):
         if schedule not in MOMENTUM_SCHEDULES:
             raise ValueError(f"momentum schedule must be one of {MOMENTUM_SCHEDULES}, got {schedule!r}")
         self.schedule, self.target = schedule, target
+        self.gradient_norm = None  # this step's gradient norm, when the trainer hands it over (XlsrTrainer does)
         self._finite_gradients = True
 
     def on_train_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, model=None, **kw):
@@ -55,8 +58,11 @@ class MomentumCallback(TrainerCallback):
     def on_pre_optimizer_step(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, model=None, **kwargs
     ) -> None:
-        gradients = [p.grad for p in model.parameters() if p.grad is not None]
-        self._finite_gradients = not gradients or bool(torch.isfinite(get_total_norm(gradients)))
+        norm, self.gradient_norm = self.gradient_norm, None
+        if norm is None:  # a trainer that keeps its norm to itself: compute it
+            gradients = [p.grad for p in model.parameters() if p.grad is not None]
+            norm = get_total_norm(gradients) if gradients else 0.0
+        self._finite_gradients = math.isfinite(float(norm))
 
     def on_optimizer_step(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, model=None, optimizer=None,

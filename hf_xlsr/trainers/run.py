@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import json
 import logging
+import platform
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import datasets
+import torch
 from transformers import AutoTokenizer, PreTrainedModel, set_seed
 
-from ..data.bitext import load_bitext
-from ..data.corpora import load_bible, load_bible_adjacent, load_hsk, resolve_reference
+from ..data.bitext import BitextFormatError, load_bitext
+from ..data.corpora import load_bible_adjacent, resolve_reference
+from ..data.multilingual import describe_sources, load_multiway, load_pair_datasets, numbered, pair_name, stack_pairs
 from ..data.tokenizer_training import tokenizer_from_sentencepiece, train_unigram_tokenizer
 from ..evaluation.pcr import fit_language_components
 from ..evaluation.retrieval import RetrievalEvaluator
@@ -49,7 +52,7 @@ class ModelRecipe:
     # (model arguments, data arguments, training arguments, training pairs) -> (model, tokenizers by side)
     build: Callable[..., tuple[PreTrainedModel, dict]]
     collator: Callable[[PreTrainedModel, dict, DataArguments], Callable]
-    train_data: Callable[[str, str, DataArguments], datasets.Dataset] | None = None  # default: load_pairs
+    train_data: Callable[..., datasets.DatasetDict] | None = None  # each pair's data; default: load_pairs
     trainer_class: type = XlsrTrainer
 
 
@@ -72,7 +75,7 @@ def _tokenizer_pair(model_args: ModelArguments, shared: bool) -> dict:
 
 
 def build_dual_momentum(model_args: ModelArguments, data_args: DataArguments, training_args, train_dataset):
-    fields = {"language_x": data_args.languages[0], "language_y": data_args.languages[1], **model_args.model_config}
+    fields = {"languages": list(data_args.languages), **model_args.model_config}
     if model_args.model_name_or_path:
         model = DualMomentumModel.from_pretrained(model_args.model_name_or_path, **model_args.model_config)
         return model, load_tokenizers(model_args.model_name_or_path)
@@ -92,8 +95,6 @@ def bitext_collator(model: PreTrainedModel, tokenizers: dict, data_args: DataArg
     return BitextCollator(
         tokenizer_x=tokenizers["x"],
         tokenizer_y=tokenizers["y"],
-        x_column=data_args.languages[0],
-        y_column=data_args.languages[1],
         max_length=data_args.max_length,
         nli_side=getattr(model.config, "nli_language", "x"),
     )
@@ -102,9 +103,9 @@ def bitext_collator(model: PreTrainedModel, tokenizers: dict, data_args: DataArg
 def build_lightweight(model_args: ModelArguments, data_args: DataArguments, training_args, train_dataset):
     """From a checkpoint, or a new model over a given tokenizer (a tokenizer folder, Hub id or SentencePiece
     ``.model`` file) or a Unigram vocabulary trained on the training pairs (``model_config.vocab_size`` pieces)."""
-    fields = {"language_x": data_args.languages[0], "language_y": data_args.languages[1], **model_args.model_config}
+    fields = {"languages": list(data_args.languages), **model_args.model_config}
     if model_args.model_name_or_path:
-        model = LightweightDualTransformer.from_pretrained(model_args.model_name_or_path, **fields)
+        model = LightweightDualTransformer.from_pretrained(model_args.model_name_or_path, **model_args.model_config)
         return model, load_tokenizers(model_args.model_name_or_path)
     vocab_size = fields.pop("vocab_size", LightweightDualTransformerConfig.vocab_size)
     tokenizer = shared_tokenizer(model_args, data_args, training_args, train_dataset, vocab_size)
@@ -113,7 +114,7 @@ def build_lightweight(model_args: ModelArguments, data_args: DataArguments, trai
 
 def shared_tokenizer(model_args, data_args, training_args, train_dataset, vocab_size: int):
     """``tokenizer_x`` (a folder, a Hub id or a SentencePiece ``.model`` file), else a Unigram vocabulary of
-    ``vocab_size`` pieces trained on both languages of the training pairs (by the main process, then shared)."""
+    ``vocab_size`` pieces trained on every language of the training pairs (by the main process, then shared)."""
     if model_args.tokenizer_x and model_args.tokenizer_x.endswith(".model"):
         return tokenizer_from_sentencepiece(model_args.tokenizer_x)
     if model_args.tokenizer_x:
@@ -121,7 +122,7 @@ def shared_tokenizer(model_args, data_args, training_args, train_dataset, vocab_
     saved = Path(training_args.output_dir) / "trained_tokenizer"
     with training_args.main_process_first(desc="training the tokenizer"):
         if not (saved / "tokenizer.json").is_file():
-            texts = [text for column in data_args.languages for text in train_dataset[column]]
+            texts = [text for column in ("x", "y") for text in train_dataset[column] if text]
             train_unigram_tokenizer(texts, vocab_size).save_pretrained(saved)
         return AutoTokenizer.from_pretrained(saved)
 
@@ -129,16 +130,16 @@ def shared_tokenizer(model_args, data_args, training_args, train_dataset, vocab_
 def pair_masking_collator(model: PreTrainedModel, tokenizers: dict, data_args: DataArguments) -> PairMaskingCollator:
     config = model.config
     return PairMaskingCollator(
-        tokenizers["x"], data_args.languages[0], data_args.languages[1], data_args.max_length,
-        task=config.generative_task, mlm_probability=config.mlm_probability,
+        tokenizers["x"], max_length=data_args.max_length, task=config.generative_task,
+        mlm_probability=config.mlm_probability,
     )  # fmt: skip
 
 
 def build_cmlm(model_args: ModelArguments, data_args: DataArguments, training_args, train_dataset):
     """From a checkpoint, a pretrained masked LM (``encoder_x``), or ``model_config.encoder`` (a configuration)."""
-    fields = {"language_x": data_args.languages[0], "language_y": data_args.languages[1], **model_args.model_config}
+    fields = {"languages": list(data_args.languages), **model_args.model_config}
     if model_args.model_name_or_path:
-        return CmlmModel.from_pretrained(model_args.model_name_or_path, **fields), load_tokenizers(
+        return CmlmModel.from_pretrained(model_args.model_name_or_path, **model_args.model_config), load_tokenizers(
             model_args.model_name_or_path
         )
     if model_args.encoder_x:
@@ -154,7 +155,7 @@ def build_cmlm(model_args: ModelArguments, data_args: DataArguments, training_ar
 def cmlm_collator(model: PreTrainedModel, tokenizers: dict, data_args: DataArguments) -> CmlmCollator:
     config = model.config
     return CmlmCollator(
-        tokenizers["x"], data_args.languages[0], data_args.languages[1], max_length=data_args.max_length,
+        tokenizers["x"], max_length=data_args.max_length,
         mlm_probability=config.mlm_probability, mask_replace_prob=config.mask_replace_prob,
         random_replace_prob=config.random_replace_prob, swap_probability=config.swap_probability,
     )  # fmt: skip
@@ -163,9 +164,9 @@ def cmlm_collator(model: PreTrainedModel, tokenizers: dict, data_args: DataArgum
 def build_hictl(model_args: ModelArguments, data_args: DataArguments, training_args, train_dataset):
     """From a checkpoint, a pretrained masked LM (``encoder_x``, e.g. XLM-R), or ``model_config.encoder`` (a
     configuration, whose vocabulary then comes from :func:`shared_tokenizer`)."""
-    fields = {"language_x": data_args.languages[0], "language_y": data_args.languages[1], **model_args.model_config}
+    fields = {"languages": list(data_args.languages), **model_args.model_config}
     if model_args.model_name_or_path:
-        model = HictlForPreTraining.from_pretrained(model_args.model_name_or_path, **fields)
+        model = HictlForPreTraining.from_pretrained(model_args.model_name_or_path, **model_args.model_config)
         return model, load_tokenizers(model_args.model_name_or_path)
     if model_args.encoder_x:
         tokenizer = _tokenizer_pair(model_args, shared=True)["x"]
@@ -186,18 +187,31 @@ def build_hictl(model_args: ModelArguments, data_args: DataArguments, training_a
 def hictl_collator(model: PreTrainedModel, tokenizers: dict, data_args: DataArguments) -> HictlCollator:
     config = model.config
     return HictlCollator(
-        tokenizers["x"], data_args.languages[0], data_args.languages[1], data_args.max_length,
-        mlm_probability=config.mlm_probability, perturbation=config.perturbation,
-        perturbation_window=config.perturbation_window, monolingual_probability=data_args.monolingual_probability,
+        tokenizers["x"], max_length=data_args.max_length, mlm_probability=config.mlm_probability,
+        perturbation=config.perturbation, perturbation_window=config.perturbation_window,
+        monolingual_probability=data_args.monolingual_probability,
     )  # fmt: skip
 
 
-def load_cmlm_data(source: str, split: str, data_args: DataArguments) -> datasets.Dataset:
-    """Adjacent-sentence pairs (``first``, ``second``) with their translations: consecutive Bible verses, or a
-    ``.tsv`` / ``.jsonl`` file with those columns and the two language columns."""
+def load_cmlm_data(source, split: str, data_args: DataArguments) -> datasets.DatasetDict:
+    """Each pair's adjacent-sentence pairs (``first``, ``second``) with their translations: consecutive Bible verses
+    (the adjacent pair alternating between the pair's two languages), or per pair a ``.tsv`` / ``.jsonl`` file with
+    those columns and the pair's two language columns."""
+    pairs = data_args.pairs
     if source == "bible":
-        return load_bible_adjacent(data_args.languages, data_args.bible_translations, split=split)
-    return load_bitext(source, ["first", "second", *data_args.languages], split=split)
+        parts = {}
+        for pair in pairs:
+            rows = load_bible_adjacent(list(pair), data_args.bible_translations, split=split)
+            parts[pair_name(pair)] = rows.remove_columns("language")
+        return datasets.DatasetDict(parts)
+    if isinstance(source, str) and len(pairs) == 1:
+        source = {pair_name(pairs[0]): source}
+    if not isinstance(source, dict):
+        raise ConfigFileError("cmlm trains on 'bible' or on one file of first / second / language columns per pair")
+    return datasets.DatasetDict(
+        {name: numbered(load_bitext(path, ["first", "second", *name.split("-")], split=split), index)
+         for index, (name, path) in enumerate(source.items())}
+    )  # fmt: skip
 
 
 MODEL_RECIPES: dict[str, ModelRecipe] = {
@@ -208,16 +222,46 @@ MODEL_RECIPES: dict[str, ModelRecipe] = {
 }
 
 
-def load_pairs(source: str, split: str, data_args: DataArguments) -> datasets.Dataset:
-    """Sentence pairs from an offline corpus name, a file or a Hub dataset, with ``data_args.languages`` columns."""
-    languages = data_args.languages
-    if source == "bible":
-        return load_bible(languages, data_args.bible_translations, split=split)
-    if source == "hsk":
-        if set(languages) != {"en", "zh"}:
-            raise ConfigFileError(f"the HSK corpus has languages en and zh, not {languages}")
-        return load_hsk(split)
-    return load_bitext(source, languages, split=split)
+def load_pairs(source, split: str, data_args: DataArguments) -> datasets.DatasetDict:
+    """Each language pair's sentences (``load_pair_datasets``): an offline corpus name, a multi-way file, a Hub
+    dataset, or a mapping from pair to source."""
+    try:
+        return load_pair_datasets(source, data_args.pairs, split, data_args.bible_translations)
+    except ValueError as error:  # a bad source (not a bad line, which names its file) is a bad configuration
+        if isinstance(error, BitextFormatError):
+            raise
+        raise ConfigFileError(str(error)) from None
+
+
+def cut_pairs(parts: datasets.DatasetDict, limit: int | None, seed: int) -> datasets.DatasetDict:
+    """Each pair cut to ``limit`` rows (``max_train_pairs``), drawn with ``seed``."""
+    if limit is None:
+        return parts
+    return datasets.DatasetDict(
+        {name: part.shuffle(seed=seed).select(range(limit)) if len(part) > limit else part
+         for name, part in parts.items()}
+    )  # fmt: skip
+
+
+def heldout_evaluators(data_args: DataArguments) -> tuple[list, str | None]:
+    """Held-out retrieval between every two languages: the Bible's held-out books in every language at once (the
+    same verses: each language encoded once), HSK's held-out topics, a multi-way file's rows, or, for sources of
+    one pair each, one evaluator per pair. Returns the evaluators and the source's name."""
+    source = data_args.eval_data or (data_args.train_data if data_args.train_data in OFFLINE_CORPORA else None)
+    if source is None or data_args.max_eval_pairs == 0:
+        return [], None
+    options = {"max_pairs": data_args.max_eval_pairs, "seed": data_args.eval_seed, "trained_pairs": data_args.pairs}
+    if isinstance(source, dict):
+        parts = load_pairs(source, data_args.eval_split, data_args)
+        evaluators = [
+            RetrievalEvaluator.from_dataset(
+                part, name.split("-"), name=f"retrieval_{name.replace('-', '_')}", **options
+            )
+            for name, part in parts.items()
+        ]
+        return evaluators, "per-pair files"
+    rows = load_multiway(source, data_args.languages, data_args.eval_split, data_args.bible_translations)
+    return [RetrievalEvaluator.from_dataset(rows, data_args.languages, **options)], str(source)
 
 
 def run_training(
@@ -226,23 +270,22 @@ def run_training(
     """Build, train, save (and export) one model; return the trainer and the final evaluation metrics."""
     set_seed(training_args.seed)
     recipe = MODEL_RECIPES[model_args.model_type]
+    references = {"encoder_x": model_args.encoder_x, "encoder_y": model_args.encoder_y}  # as the run names them
     resolve_model_references(model_args)
-    train_dataset = (recipe.train_data or load_pairs)(data_args.train_data, data_args.train_split, data_args)
-    if data_args.max_train_pairs is not None and len(train_dataset) > data_args.max_train_pairs:
-        train_dataset = train_dataset.shuffle(seed=training_args.seed).select(range(data_args.max_train_pairs))
-    model, tokenizers = recipe.build(model_args, data_args, training_args, train_dataset)
-    evaluators = []
-    eval_source = data_args.eval_data or (data_args.train_data if data_args.train_data in OFFLINE_CORPORA else None)
-    if eval_source is not None:
-        eval_pairs = load_pairs(eval_source, data_args.eval_split, data_args)
-        evaluators.append(
-            RetrievalEvaluator.from_dataset(
-                eval_pairs, data_args.languages, max_pairs=data_args.max_eval_pairs, seed=training_args.seed
-            )
-        )
-    elif training_args.eval_strategy != "no":
+    parts = (recipe.train_data or load_pairs)(data_args.train_data, data_args.train_split, data_args)
+    parts = cut_pairs(parts, data_args.max_train_pairs, training_args.seed)
+    train_dataset = stack_pairs(parts)
+    evaluators, eval_source = heldout_evaluators(data_args)  # bad evaluation data fails before the model loads
+    if not evaluators and training_args.eval_strategy != "no":
         raise ConfigFileError("eval_strategy is set but there is no eval_data to evaluate on")
-    logger.info("training on %d pairs, evaluating on %s", len(train_dataset), eval_source)
+    model, tokenizers = recipe.build(model_args, data_args, training_args, train_dataset)
+    if model.encoders_per_language and data_args.pairs != [tuple(model.config.languages[:2])]:
+        raise ConfigFileError(
+            f"one encoder per language trains the one pair {pair_name(model.config.languages[:2])}, not "
+            f"{', '.join(pair_name(pair) for pair in data_args.pairs)}: set shared_encoder: true in model_config"
+        )
+    sizes = ", ".join(f"{name} {len(part)}" for name, part in parts.items())
+    logger.info("training on %d pairs (%s), evaluating on %s", len(train_dataset), sizes, eval_source)
 
     trainer = recipe.trainer_class(
         model=model,
@@ -257,13 +300,13 @@ def run_training(
         resume = True
     trainer.train(resume_from_checkpoint=resume)
     if getattr(model.config, "pcr_components", 0):  # CMLM's PCR: fit each language's components after training
-        sample = train_dataset.shuffle(seed=training_args.seed).select(range(min(10000, len(train_dataset))))
-        x, y = data_args.languages
-        fit_language_components(trainer.accelerator.unwrap_model(trainer.model), tokenizers, sample[x], sample[y])
+        fit_language_components(trainer.accelerator.unwrap_model(trainer.model), tokenizers,
+                                sentences_by_language(train_dataset, training_args.seed))  # fmt: skip
     trainer.save_model()
     metrics = trainer.evaluate() if evaluators else {}
     if trainer.is_world_process_zero():
-        run_info = run_record(model_args, data_args, training_args, trainer, len(train_dataset), eval_source, metrics)
+        run_info = run_record(model_args, data_args, training_args, trainer, parts, eval_source, metrics)
+        run_info.update(references)
         path = Path(training_args.output_dir) / RUN_INFO
         path.write_text(json.dumps(run_info, indent=2))
         model = trainer.accelerator.unwrap_model(trainer.model)
@@ -278,33 +321,66 @@ def run_training(
     return trainer, metrics
 
 
-def run_record(model_args, data_args, training_args, trainer, n_train: int, eval_source, metrics) -> dict:
-    """What a model card needs to know about the run: data, effective hyperparameters, final evaluation."""
+def sentences_by_language(dataset: datasets.Dataset, seed: int, per_language: int = 10_000) -> dict[str, list[str]]:
+    """Up to ``per_language`` training sentences of each language (from both sides of the pairs)."""
+    sentences: dict[str, list[str]] = {}
+    for side in ("x", "y"):
+        for text, language in zip(dataset[side], dataset[f"{side}_language"], strict=True):
+            if text:
+                sentences.setdefault(language, []).append(text)
+    generator = torch.Generator().manual_seed(seed)
+    return {language: [texts[i] for i in torch.randperm(len(texts), generator=generator)[:per_language].tolist()]
+            for language, texts in sentences.items()}  # fmt: skip
+
+
+def run_record(model_args, data_args, training_args, trainer, parts, eval_source, metrics) -> dict:
+    """What a model card needs to know about the run: its data (pairs, sizes, sources and their licences), the
+    hyperparameters in effect, the training log, the final evaluation and who measured it, the framework versions."""
     hyperparameters = (
         "learning_rate", "lr_scheduler_type", "warmup_steps", "weight_decay", "max_grad_norm",
-        "per_device_train_batch_size", "gradient_accumulation_steps", "max_steps", "num_train_epochs", "seed",
+        "per_device_train_batch_size", "gradient_accumulation_steps", "seed", "language_sampling_alpha",
+        "language_batches",
     )  # fmt: skip
     training = {name: getattr(training_args, name) for name in hyperparameters}
+    if training_args.max_steps > 0:  # a run of steps: its epochs are not a setting
+        training["max_steps"] = training_args.max_steps
+    else:
+        training["num_train_epochs"] = training_args.num_train_epochs
     training["total_batch_size"] = (
         training_args.per_device_train_batch_size
         * training_args.gradient_accumulation_steps
         * training_args.world_size
     )
     training["optimizer_steps"] = trainer.state.global_step
-    training["train_pairs"] = n_train
-    training["train_data"] = f"{data_args.train_data} ({data_args.train_split}), {'-'.join(data_args.languages)}"
+    training["max_length"] = data_args.max_length
     lora = getattr(trainer.accelerator.unwrap_model(trainer.model).config, "lora", None)
     if lora:
         training["lora"] = ", ".join(f"{k}={v}" for k, v in lora.items()) + " (merged into the exported weights)"
+    log = [{key: entry[key] for key in ("step", "loss", "learning_rate") if key in entry}
+           for entry in trainer.state.log_history if "loss" in entry]  # fmt: skip
     return {
         "model_type": model_args.model_type,
         "train_data": data_args.train_data,
-        "encoder_x": model_args.encoder_x,
-        "encoder_y": model_args.encoder_y,
         "languages": data_args.languages,
+        "language_pairs": [pair_name(pair) for pair in data_args.pairs],
+        "train_pairs": {name: len(part) for name, part in parts.items()},
+        "train_sources": describe_sources(data_args.train_data, data_args.pairs, data_args.bible_translations),
+        "max_length": data_args.max_length,
         "training": training,
-        "evaluation_data": f"{eval_source} ({data_args.eval_split}), {data_args.max_eval_pairs} pairs"
+        "training_log": log,
+        "evaluation_data": f"{eval_source} ({data_args.eval_split}), {trainer.evaluators[0].sample}"
         if eval_source
         else None,
+        "evaluated_by": "the final evaluation of hf-xlsr train (RetrievalEvaluator)" if eval_source else None,
         "final_evaluation": metrics,
+        "framework_versions": framework_versions(),
     }
+
+
+def framework_versions() -> dict[str, str]:
+    from importlib.metadata import version
+
+    packages = ("hf_xlsr", "torch", "transformers", "sentence-transformers", "accelerate", "datasets", "tokenizers")
+    versions = {"python": platform.python_version()}
+    versions.update({name: version(name) for name in packages})
+    return versions

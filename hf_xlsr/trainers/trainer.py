@@ -15,7 +15,6 @@ It extends the Trainer only through its documented hooks and callbacks:
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -30,6 +29,7 @@ from torch.utils.data import DataLoader
 from transformers import PreTrainedTokenizerBase, Trainer, TrainingArguments
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, rotate_checkpoints
 
+from ..data.multilingual import LANGUAGE_BATCHES, LANGUAGE_SAMPLING_ALPHA, LanguagePairSampler
 from ..evaluation.encoders import as_encoder
 from ..tokenization import save_tokenizers
 from ..utils import atomic_directory
@@ -62,6 +62,15 @@ class XlsrTrainingArguments(TrainingArguments):
     momentum_schedule: str = field(
         default="constant",
         metadata={"help": f"momentum coefficient over training: one of {MOMENTUM_SCHEDULES}"},
+    )
+    language_sampling_alpha: float = field(
+        default=LANGUAGE_SAMPLING_ALPHA,
+        metadata={"help": "language pairs are drawn with p proportional to size^alpha: 1 in proportion to their "
+                          "sizes, 0 uniformly"},
+    )  # fmt: skip
+    language_batches: str = field(
+        default=LANGUAGE_BATCHES[0],
+        metadata={"help": f"one of {LANGUAGE_BATCHES}: batches that mix the language pairs, or of one pair each"},
     )
     eval_batch_size_for_encoding: int = field(
         default=64, metadata={"help": "batch size with which evaluators encode sentences"}
@@ -111,14 +120,11 @@ class XlsrTrainer(Trainer):
         if args is not None and args.remove_unused_columns:
             # Collators tokenise raw text columns, which Trainer would otherwise drop.
             args.remove_unused_columns = False
-        if args is not None and args.ddp_broadcast_buffers is None:
-            # Every process computes the same queues; broadcasting them each step would only cost bandwidth.
-            args.ddp_broadcast_buffers = False
         if args is not None and args.ddp_find_unused_parameters is None and getattr(model, "encoder_frozen_steps", 0):
             args.ddp_find_unused_parameters = True  # a frozen encoder has no gradients for DDP to reduce
         contrast = getattr(model, "momentum_contrast", None)
         if contrast is not None and isinstance(kwargs.get("train_dataset"), datasets.Dataset):
-            kwargs["train_dataset"] = number_examples(kwargs["train_dataset"], contrast.queue_x.size)
+            kwargs["train_dataset"] = number_examples(kwargs["train_dataset"], contrast.queue_size)
         placeholder = eval_dataset is None and self.evaluators
         super().__init__(
             model=model, args=args, eval_dataset=_NO_EVAL_DATASET if placeholder else eval_dataset, **kwargs
@@ -128,9 +134,11 @@ class XlsrTrainer(Trainer):
         if tokenizers is None and self.processing_class is not None:
             tokenizers = {"x": self.processing_class, "y": self.processing_class}
         self.tokenizers = dict(tokenizers or {})
+        self._momentum_callback = None
         if getattr(self.model, "momentum_coefficient", None) is not None:  # a momentum encoder to update
             self.refuse_sharded_parameters()
-            self.add_callback(MomentumCallback(getattr(self.args, "momentum_schedule", "constant")))
+            self._momentum_callback = MomentumCallback(getattr(self.args, "momentum_schedule", "constant"))
+            self.add_callback(self._momentum_callback)
         if hasattr(self.model, "stage"):
             self.add_callback(StageCallback())
         if getattr(self.model, "encoder_frozen_steps", 0):
@@ -150,6 +158,14 @@ class XlsrTrainer(Trainer):
                 "examples/accelerate/), or set queue_size: 0 for models whose queue is optional."
             )
 
+    def _get_grad_norm(self, model, grad_norm=None):
+        """The Trainer's norm of the step's gradients (computed for clipping), handed to ``MomentumCallback``,
+        which skips the EMA of a step whose gradients are not finite without computing the norm again."""
+        grad_norm = super()._get_grad_norm(model, grad_norm=grad_norm)
+        if self._momentum_callback is not None:
+            self._momentum_callback.gradient_norm = grad_norm
+        return grad_norm
+
     # ------------------------------------------------------------------------------------------------------------
     # Loss and logging
 
@@ -164,7 +180,7 @@ class XlsrTrainer(Trainer):
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
         if "loss" in logs and self._output_parts:
             names = sorted(self._output_parts)
-            means = torch.stack([torch.stack(self._output_parts[name]).mean() for name in names])
+            means = torch.stack([torch.stack(self._output_parts[name]).nanmean() for name in names])
             means = self.accelerator.reduce(means.to(self.args.device), reduction="mean")
             logs.update({name: round(value, 4) for name, value in zip(names, means.tolist(), strict=True)})
             self._output_parts.clear()
@@ -172,6 +188,20 @@ class XlsrTrainer(Trainer):
 
     # ------------------------------------------------------------------------------------------------------------
     # Evaluation
+
+    def _get_train_sampler(self, train_dataset=None):
+        """Rows of several language pairs (``stack_pairs``' ``pair`` column) are drawn by
+        :class:`~hf_xlsr.data.multilingual.LanguagePairSampler`: each pair with probability proportional to its
+        size^``language_sampling_alpha``, in batches that mix the pairs or of one pair each (``language_batches``)."""
+        dataset = train_dataset if train_dataset is not None else self.train_dataset
+        columns = getattr(dataset, "column_names", None) or []
+        if "pair" not in columns or len(set(dataset["pair"])) < 2:
+            return super()._get_train_sampler(train_dataset)
+        args = self.args
+        return LanguagePairSampler(
+            dataset["pair"], args.per_device_train_batch_size, getattr(args, "language_sampling_alpha", 1.0),
+            getattr(args, "language_batches", "mixed"), seed=args.seed,
+        )  # fmt: skip
 
     def get_eval_dataloader(self, eval_dataset=None) -> DataLoader:
         if eval_dataset is None and self.eval_dataset is None and self.evaluators:
@@ -279,9 +309,3 @@ def number_examples(dataset: datasets.Dataset, queue_size: int) -> datasets.Data
     if "example_id" in dataset.column_names:
         return dataset
     return dataset.add_column("example_id", list(range(len(dataset))))
-
-
-def read_log_history(checkpoint_dir: str) -> list[dict]:
-    """The ``log_history`` of a checkpoint's ``trainer_state.json``."""
-    with open(os.path.join(checkpoint_dir, "trainer_state.json"), encoding="utf-8") as handle:
-        return json.load(handle)["log_history"]

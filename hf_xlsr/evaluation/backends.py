@@ -1,0 +1,157 @@
+"""Where encoding runs: the ``backend`` of :func:`~hf_xlsr.evaluation.encoders.as_encoder` and of ``hf-xlsr encode``,
+``mine`` and ``evaluate``.
+
+=============  ========================================================================================================
+``torch``      the model in PyTorch: float32, or bfloat16 autocast on a GPU that supports it
+``bf16``       the model in PyTorch under bfloat16 autocast (CPUs with AVX-512 BF16 or AMX, GPUs)
+``onnx``       the model's sentence graph exported to ONNX (``torch.onnx.export``) and run by ONNX Runtime
+``onnx-int8``  that graph with its weights quantised to int8, per output channel, by ONNX Runtime's dynamic
+               quantisation (sentence-transformers' ``export_dynamic_quantized_onnx_model`` does the same through
+               optimum)
+``openvino``   that graph compiled by OpenVINO for the CPU (which infers in bfloat16 where the CPU has it)
+=============  ========================================================================================================
+
+The sentence graph is one language's path from ``(input_ids, attention_mask)`` to the L2-normalised vector: an
+hf_xlsr model's ``get_sentence_embeddings``, or a ``SentenceTransformer``'s modules (an export's route for the
+language). It is exported once per route into a temporary folder, loaded by the runtime, and the folder removed.
+The ONNX backends need ``pip install "hf_xlsr[onnx]"``; ``openvino`` also ``openvino``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import tempfile
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+BACKENDS = ("torch", "bf16", "onnx", "onnx-int8", "openvino")
+_NEEDS = {"onnx": ["onnxruntime", "onnxscript"], "onnx-int8": ["onnxruntime", "onnxscript"]}
+_NEEDS["openvino"] = [*_NEEDS["onnx"], "openvino"]
+
+Runner = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (input_ids, attention_mask) -> float32 vectors
+
+
+def check_backend(backend: str) -> None:
+    """Refuse, before any work, a backend that is not one of :data:`BACKENDS` or whose runtime is not installed."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend {backend!r}: not one of {', '.join(BACKENDS)}")
+    import importlib.util
+
+    missing = [name for name in _NEEDS.get(backend, []) if importlib.util.find_spec(name) is None]
+    if missing:
+        extra = "onnx" if backend.startswith("onnx") else "onnx,openvino"
+        raise ValueError(f'backend {backend!r} needs {" and ".join(missing)}: pip install "hf_xlsr[{extra}]"')
+
+
+class SentenceGraph(torch.nn.Module):
+    """``(input_ids, attention_mask) -> L2-normalised float32 vectors`` of ``model`` for ``language``: an hf_xlsr
+    model's ``get_sentence_embeddings`` or a ``SentenceTransformer``'s forward (routed by ``task=language`` when
+    the model routes)."""
+
+    def __init__(self, model: torch.nn.Module, language: str, routed: bool = False):
+        super().__init__()
+        self.model, self.language, self.routed = model, language, routed
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        if hasattr(self.model, "get_sentence_embeddings"):
+            vectors = self.model.get_sentence_embeddings(input_ids, attention_mask, language=self.language)
+        else:
+            features = {"input_ids": input_ids, "attention_mask": attention_mask}
+            vectors = self.model(features, **({"task": self.language} if self.routed else {}))["sentence_embedding"]
+        return F.normalize(vectors.float(), dim=-1)
+
+
+@contextlib.contextmanager
+def _quiet(logger_name: str):
+    """Raise ``logger_name``'s level to ERROR for the block."""
+    logger = logging.getLogger(logger_name)
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _threads() -> int:
+    return torch.get_num_threads()  # every backend uses the threads torch was given, so comparisons are fair
+
+
+def _torch_runner(graph: SentenceGraph, bfloat16: bool) -> Runner:
+    device = next(graph.parameters()).device
+
+    @torch.inference_mode()
+    def run(input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bfloat16):
+            vectors = graph(torch.from_numpy(input_ids).to(device), torch.from_numpy(attention_mask).to(device))
+        return vectors.float().cpu().numpy()
+
+    return run
+
+
+def export_onnx(graph: SentenceGraph, example: tuple[np.ndarray, np.ndarray], path: Path) -> None:
+    """Write ``graph`` to ``path`` as ONNX (weights beside it in ``path.data``), batch and length dynamic."""
+    dynamic = {0: torch.export.Dim("batch"), 1: torch.export.Dim("length")}
+    device = next(graph.parameters()).device
+    inputs = tuple(torch.from_numpy(array).to(device) for array in example)
+    was_training = graph.training
+    graph.eval()
+    # the exporter logs every optional operator library it does not find, prints its progress, warns of torch's own
+    # pytree deprecations and that the two inputs share their axes (as they should)
+    with _quiet("torch.onnx"), contextlib.redirect_stdout(None), warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        warnings.filterwarnings("ignore", message="# The axis name")
+        torch.onnx.export(
+            graph, inputs, str(path), input_names=["input_ids", "attention_mask"],
+            output_names=["sentence_embedding"], dynamic_shapes=(dynamic, dynamic), dynamo=True, verbose=False,
+        )  # fmt: skip
+    graph.train(was_training)
+
+
+def _onnx_runner(path: Path) -> Runner:
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = _threads()
+    available = onnxruntime.get_available_providers()
+    providers = [name for name in ("CUDAExecutionProvider", "CPUExecutionProvider") if name in available]
+    session = onnxruntime.InferenceSession(str(path), options, providers=providers)
+    return lambda input_ids, attention_mask: session.run(
+        None, {"input_ids": input_ids, "attention_mask": attention_mask}
+    )[0]
+
+
+def _openvino_runner(path: Path) -> Runner:
+    import openvino
+
+    compiled = openvino.Core().compile_model(str(path), "CPU", {"INFERENCE_NUM_THREADS": _threads()})
+    return lambda input_ids, attention_mask: np.asarray(
+        compiled({"input_ids": input_ids, "attention_mask": attention_mask})[0], dtype=np.float32
+    )
+
+
+def compile_graph(graph: SentenceGraph, backend: str, example: tuple[np.ndarray, np.ndarray]) -> Runner:
+    """A :data:`Runner` of ``graph`` on ``backend``; ``example`` is one tokenised batch (int64 arrays) to trace
+    the export with."""
+    check_backend(backend)
+    if backend in ("torch", "bf16"):
+        device = next(graph.parameters()).device
+        auto = device.type == "cuda" and torch.cuda.is_bf16_supported()
+        return _torch_runner(graph, bfloat16=backend == "bf16" or auto)
+    with tempfile.TemporaryDirectory(prefix="hf_xlsr-onnx-") as folder:
+        path = Path(folder) / "model.onnx"
+        export_onnx(graph, example, path)
+        if backend == "onnx-int8":
+            from onnxruntime.quantization import QuantType, quantize_dynamic
+
+            quantized = Path(folder) / "model_qint8.onnx"
+            with _quiet(""):  # its advice to pre-process, whose shape inference fails on these graphs
+                quantize_dynamic(path, quantized, per_channel=True, weight_type=QuantType.QInt8)
+            path = quantized
+        return _openvino_runner(path) if backend == "openvino" else _onnx_runner(path)

@@ -1,0 +1,331 @@
+"""``hf-xlsr``: the command line of hf_xlsr. Each command is a thin wrapper over the library.
+
+hf-xlsr train CONFIG.yaml [--key value ...]      (also: accelerate launch examples/train.py CONFIG.yaml)
+hf-xlsr evaluate --model DIR [--languages en fr de ... --data bible --split heldout]
+hf-xlsr encode --model DIR --input sentences.txt --output vectors.npy [--language fr]
+hf-xlsr mine --model DIR --src en.txt --tgt fr.txt --out pairs.tsv
+hf-xlsr export --model DIR --out DIR
+hf-xlsr push --model DIR --repo-id me/name
+
+A module of its own, outside the ``hf_xlsr`` package: importing the package imports torch and transformers and
+registers the models with the Auto classes, which takes seconds; ``hf-xlsr --help`` needs none of it, and each
+command imports the library only when it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+logger = logging.getLogger("hf_xlsr")
+
+# hf_xlsr.evaluation.backends.BACKENDS (a test keeps them equal), named here so that --help imports no torch
+BACKENDS = ("torch", "bf16", "onnx", "onnx-int8", "openvino")
+
+
+def _train(args: argparse.Namespace, rest: list[str]) -> int:
+    if args.help or args.config is None:
+        from transformers import HfArgumentParser
+
+        from hf_xlsr.trainers.arguments import ARGUMENT_CLASSES
+
+        fields = HfArgumentParser(ARGUMENT_CLASSES, prog="hf-xlsr train CONFIG.yaml", description=TRAIN_HELP)
+        fields.print_help()
+        return 0 if args.help else 2
+    from hf_xlsr.trainers import parse_run_arguments, run_training
+
+    model_args, data_args, training_args = parse_run_arguments(args.config, rest)
+    trainer, metrics = run_training(model_args, data_args, training_args)
+    if metrics and trainer.is_world_process_zero():  # under several processes, once
+        print(json.dumps(metrics, indent=2))
+    return 0
+
+
+TRAIN_HELP = (
+    "Train a model from a run configuration: a YAML or JSON file of the fields below (model, data and "
+    "TrainingArguments fields side by side, the model configuration's fields under model_config); --field value on "
+    "the command line overrides the file. A training value not given takes the model configuration's, else the "
+    "paper's. --resume_from_checkpoint true (or a checkpoint folder) continues a run exactly, queues and momentum "
+    "encoders included."
+)
+
+
+def _encode(args: argparse.Namespace, rest: list[str]) -> int:
+    import tempfile
+
+    from hf_xlsr.data.bitext import SentenceFile
+    from hf_xlsr.evaluation.encoders import as_encoder, model_languages
+    from hf_xlsr.evaluation.loading import load_for_evaluation
+    from hf_xlsr.evaluation.mining import embed_file
+    from hf_xlsr.utils import with_umask
+
+    output = Path(args.output)
+    if output.suffix != ".npy":
+        raise UsageError(f"--output {output}: the vectors go to a .npy file")
+    sentences = SentenceFile(args.input)
+    model, tokenizers = load_for_evaluation(args.model)
+    languages = model_languages(model)
+    if languages and args.language not in languages:
+        raise UsageError(f"--language {args.language}: the model encodes each of {', '.join(languages)} "
+                                  "its own way; give one of them")  # fmt: skip
+    encode = as_encoder(model, tokenizers, batch_size=args.batch_size, max_length=args.max_length,
+                        backend=args.backend)  # fmt: skip
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=output.resolve().parent) as scratch:  # nothing half-written at --output
+        vectors = embed_file(encode, sentences, args.language or "x", Path(scratch) / output.name)
+        shape = vectors.shape
+        del vectors
+        with_umask(Path(scratch) / output.name)
+        os.replace(Path(scratch) / output.name, output)
+    print(f"{shape[0]} sentences of {args.input} -> {output} ({shape[0]} x {shape[1]} float32, L2-normalised)")
+    return 0
+
+
+def _export(args: argparse.Namespace, rest: list[str]) -> int:
+    from hf_xlsr.evaluation.loading import load_trained_model
+    from hf_xlsr.export import export_sentence_transformers, routes
+    from hf_xlsr.hub import RUN_INFO, read_json
+
+    model, tokenizers = load_trained_model(args.model)
+    run_info = read_json(Path(args.model) / RUN_INFO)
+    folder = export_sentence_transformers(model, tokenizers, args.out, args.max_seq_length, run_info)
+    language_routes = routes(model)
+    if language_routes:
+        print(f"{folder}: one encoder per language; encode with task=<language>, one of {', '.join(language_routes)}")
+    else:
+        print(f"{folder}")
+    return 0
+
+
+def _evaluate(args: argparse.Namespace, rest: list[str]) -> int:
+    from hf_xlsr.evaluation.loading import ModelLoadError, load_for_evaluation
+    from hf_xlsr.evaluation.suite import TASKS, SuiteOptions, format_language_table, format_table, run_suite
+
+    tasks = [task.strip() for task in args.tasks.split(",") if task.strip()]
+    unknown = [task for task in tasks if task not in TASKS and not task.startswith("mteb:")]
+    if unknown:
+        sys.exit(f"hf-xlsr evaluate: error: unknown task {unknown[0]!r} (one of {', '.join(TASKS)}, mteb:<TaskName>)")
+
+    options = SuiteOptions(
+        languages=args.languages, data=args.data, split=args.split, max_pairs=args.max_pairs, sts_file=args.sts_file,
+        sts_dataset=args.sts_dataset, output_dir=args.output_dir, batch_size=args.batch_size,
+        mteb_cache=args.mteb_cache, backend=args.backend, **({"seed": args.seed} if args.seed is not None else {}),
+    )  # fmt: skip
+    from hf_xlsr.evaluation.encoders import model_languages
+    from hf_xlsr.export import MTEB_META
+
+    model, tokenizers = load_for_evaluation(args.model)
+    encoded = model_languages(model)
+    unknown = [language for language in args.languages if encoded and language not in encoded]
+    if unknown:
+        raise ModelLoadError(f"{args.model}: encodes {', '.join(encoded)} each its own way, not {unknown[0]}")
+    if any(task.startswith("mteb") for task in tasks) and (Path(args.model) / MTEB_META).is_file():
+        from hf_xlsr.evaluation.mteb import export_model_meta
+
+        options.model_meta = export_model_meta(args.model)  # an export: label mteb's results with its metadata
+    if len(args.languages) < 2:
+        raise ModelLoadError(f"--languages {args.languages[0]}: name two or more languages, the first the pivot")
+    results = run_suite(model, tokenizers, tasks, options, output=args.output)
+    print(format_table(results))
+    for task in ("retrieval", "retrieval_pcr"):
+        if task in results and len(args.languages) > 2:
+            table = format_language_table(results[task], args.languages, task)
+            print(f"\n{task}, held-out, {results[task]['sample']}\n{table}")
+            print(f"heat map: {Path(args.output_dir) / f'{task}.png'}")
+    print(f"results written to {args.output}")
+    return 0
+
+
+def _mine(args: argparse.Namespace, rest: list[str]) -> int:
+    import tempfile
+
+    from hf_xlsr.data.bitext import SentenceFile
+    from hf_xlsr.evaluation.encoders import as_encoder
+    from hf_xlsr.evaluation.loading import load_for_evaluation
+    from hf_xlsr.evaluation.mining import RATIO_THRESHOLD, mine_files
+
+    threshold = None if args.all_pairs else args.threshold
+    if threshold is None and not args.all_pairs:
+        if args.margin != "ratio":
+            raise UsageError("the distance margin has no customary cut: give --threshold, or --all-pairs")
+        threshold = RATIO_THRESHOLD
+        print(f"keeping pairs whose ratio margin is at least {threshold} (the customary cut; --threshold to change "
+              "it, --all-pairs to keep every mined pair)")  # fmt: skip
+    if Path(args.src).resolve() == Path(args.tgt).resolve():
+        logger.warning("--src and --tgt are the same file: every sentence will be mined as its own translation")
+    source, target = SentenceFile(args.src), SentenceFile(args.tgt)
+    model, tokenizers = load_for_evaluation(args.model)
+    source_language, target_language = mining_languages(model, args.src_lang, args.tgt_lang)
+    encode = as_encoder(model, tokenizers, batch_size=args.batch_size, backend=args.backend)
+    work = Path(args.embeddings) if args.embeddings else None
+    with tempfile.TemporaryDirectory(dir=Path(args.out).resolve().parent) as scratch:
+        written = mine_files(
+            encode, source, target, args.out, source_language, target_language, threshold, work or scratch,
+            k=args.k, margin=args.margin, mode=args.mode, index=args.index,
+        )  # fmt: skip
+    print(f"{written} pairs written to {args.out} (score, source line, target line, source, target)")
+    return 0
+
+
+class UsageError(ValueError):
+    """Command-line options that are wrong or do not go together."""
+
+
+def mining_languages(model, source: str | None, target: str | None) -> tuple[str, str]:
+    """``--src-lang`` / ``--tgt-lang`` checked against the languages the model tells apart (an export's routes, an
+    hf_xlsr model's per-language encoders or heads); where it tells none apart, any language will do."""
+    from hf_xlsr.evaluation.encoders import model_languages
+
+    languages = model_languages(model)
+    if not languages:
+        return source or "x", target or "y"
+    if source is None and target is None and len(languages) == 2:
+        logger.info("mining %s sentences (--src) against %s ones (--tgt)", *languages)
+        return languages[0], languages[1]
+    for flag, language in (("--src-lang", source), ("--tgt-lang", target)):
+        if language is None:
+            raise UsageError(f"the model encodes each language its own way: give {flag}, one of "
+                                      f"{', '.join(languages)}")  # fmt: skip
+        if language not in languages:
+            raise UsageError(f"{flag} {language}: the model encodes {', '.join(languages)}, not {language}")
+    return source, target
+
+
+def _push(args: argparse.Namespace, rest: list[str]) -> int:
+    from hf_xlsr.hub import push_trained_model
+
+    urls = push_trained_model(
+        args.model, args.repo_id, include_checkpoint=args.include_checkpoint, private=args.private or None
+    )
+    print("\n".join(urls))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hf-xlsr", description="Cross-lingual sentence representations: train, "
+                                     "evaluate, encode, mine, export and push hf_xlsr models.")  # fmt: skip
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    train = commands.add_parser("train", add_help=False,
+                                help="train a model from a YAML/JSON run configuration; --field value overrides it; "
+                                     "train --help lists the fields")  # fmt: skip
+    train.add_argument("config", nargs="?", help="run configuration file (model, data and TrainingArguments fields)")
+    train.add_argument("-h", "--help", action="store_true", help="list the run configuration's fields")
+    train.set_defaults(handler=_train, allow_extra=True)
+
+    encode = commands.add_parser("encode", help="embed a file of sentences (one per line) into a .npy file")
+    encode.add_argument("--model", required=True, help="hf_xlsr model, sentence-transformers folder or export")
+    encode.add_argument("--input", required=True, help="sentences, one per line (blank lines are skipped)")
+    encode.add_argument("--output", required=True, help="a .npy file of float32 vectors, one row per sentence")
+    encode.add_argument("--language", help="language of the sentences (picks the route of a model that encodes "
+                                           "languages apart)")  # fmt: skip
+    encode.add_argument("--batch-size", type=int, default=64)
+    encode.add_argument("--max-length", type=int, default=128, help="tokens per sentence (hf_xlsr models)")
+    encode.add_argument("--backend", default="torch", choices=BACKENDS,
+                        help="where the model encodes: torch (float32), bf16, onnx, onnx-int8 or openvino "
+                             "(the last three need pip install 'hf_xlsr[onnx]')")  # fmt: skip
+    encode.set_defaults(handler=_encode)
+
+    export = commands.add_parser("export", help="export a trained model to sentence-transformers folders")
+    export.add_argument("--model", required=True, help="trained hf_xlsr model folder")
+    export.add_argument("--out", required=True, help="output folder")
+    export.add_argument("--max-seq-length", type=int, default=128)
+    export.set_defaults(handler=_export)
+
+    evaluate = commands.add_parser("evaluate", help="run evaluation tasks; write one JSON and print a table")
+    evaluate.add_argument("--model", required=True, help="hf_xlsr model, sentence-transformers folder or export")
+    evaluate.add_argument("--tasks", default="retrieval,retrieval_pcr,mining,sts,probe",
+                          help="comma-separated: retrieval, retrieval_pcr, mining, sts, probe, bias, plot, mteb, "
+                               "mteb:<TaskName>")  # fmt: skip
+    evaluate.add_argument(
+        "--languages",
+        nargs="+",
+        default=["en", "fr"],
+        help="two or more language codes, the first the pivot (retrieval scores every pair)",
+    )
+    evaluate.add_argument("--data", default="bible", help="'bible', 'hsk', a .tsv/.jsonl file or a Hub dataset")
+    evaluate.add_argument("--split", default="heldout")
+    evaluate.add_argument("--max-pairs", type=int, default=1000)
+    evaluate.add_argument("--sts-file", help="STS pairs: sentence1<TAB>sentence2<TAB>score[<TAB>subset]")
+    evaluate.add_argument("--sts-dataset", help="Hub STS dataset with sentence1/sentence2/score columns")
+    evaluate.add_argument("--output", default="evaluation/results.json", help="JSON file of all results")
+    evaluate.add_argument("--output-dir", default="evaluation", help="folder for plots")
+    evaluate.add_argument("--mteb-cache", help="MTEB result cache folder (results are keyed by weight hash)")
+    evaluate.add_argument("--batch-size", type=int, default=64)
+    evaluate.add_argument("--seed", type=int,
+                          help="seed that draws the held-out samples (default: one fixed seed, so that the same "
+                               "data and size give the same sample, whatever seed trained the model); recorded "
+                               "with the results")  # fmt: skip
+    evaluate.add_argument("--backend", default="torch", choices=BACKENDS,
+                          help="where the model encodes: torch (float32), bf16, onnx, onnx-int8 or openvino "
+                             "(the last three need pip install 'hf_xlsr[onnx]')")  # fmt: skip
+    evaluate.set_defaults(handler=_evaluate)
+
+    mine = commands.add_parser("mine", help="mine parallel sentences from two files (margin-based)")
+    mine.add_argument("--model", required=True, help="hf_xlsr model, sentence-transformers folder or export")
+    mine.add_argument("--src", required=True, help="source sentences, one per line")
+    mine.add_argument("--tgt", required=True, help="target sentences, one per line")
+    mine.add_argument("--out", required=True, help="output TSV: score, source line, target line, source, target")
+    mine.add_argument("--src-lang", help="language of --src (picks the encoder of a dual model; inferred when the "
+                                         "model has exactly two)")  # fmt: skip
+    mine.add_argument("--tgt-lang", help="language of --tgt")
+    mine.add_argument("--k", type=int, default=4, help="neighbours in the margin (Eq. 4)")
+    mine.add_argument("--margin", choices=("ratio", "distance"), default="ratio")
+    mine.add_argument("--mode", choices=("forward", "backward", "max", "intersect"), default="max")
+    mine.add_argument("--index", choices=("auto", "flat", "ivf"), default="auto")
+    mine.add_argument("--threshold", type=float,
+                      help="keep pairs scoring at least this (default: 1.06 for the ratio margin)")  # fmt: skip
+    mine.add_argument("--all-pairs", action="store_true", help="keep every mined pair, whatever its score")
+    mine.add_argument("--embeddings", help="folder for the embeddings (memory-mapped .npy; default: a temporary one)")
+    mine.add_argument("--batch-size", type=int, default=64)
+    mine.add_argument("--backend", default="torch", choices=BACKENDS,
+                      help="where the model encodes: torch (float32), bf16, onnx, onnx-int8 or openvino "
+                             "(the last three need pip install 'hf_xlsr[onnx]')")  # fmt: skip
+    mine.set_defaults(handler=_mine)
+
+    push = commands.add_parser("push", help="push a trained model's export and model card to the Hub")
+    push.add_argument("--model", required=True, help="trained hf_xlsr model folder")
+    push.add_argument("--repo-id", required=True,
+                      help="one repository that receives the sentence-transformers export (routed by language for "
+                           "a model with one encoder per language), its model card and mteb metadata")  # fmt: skip
+    push.add_argument("--include-checkpoint", action="store_true", help="also push the full training checkpoint")
+    push.add_argument("--private", action="store_true")
+    push.set_defaults(handler=_push)
+    return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("hf_xlsr")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    # hf_xlsr's own progress at INFO; other libraries (faiss's loader, datasets, ...) only when they warn
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.WARNING)
+    logger.setLevel(logging.INFO if os.environ.get("RANK", "0") == "0" else logging.WARNING)  # once, not per process
+    parser = build_parser()
+    args, rest = parser.parse_known_args(argv)
+    if rest and not getattr(args, "allow_extra", False):
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    from hf_xlsr.data.bitext import BitextFormatError
+    from hf_xlsr.evaluation.loading import ModelLoadError
+    from hf_xlsr.trainers.arguments import ConfigFileError
+
+    try:
+        return args.handler(args, rest)
+    except (ConfigFileError, BitextFormatError, FileNotFoundError, ModelLoadError, UsageError) as error:
+        parser.exit(2, f"hf-xlsr {args.command}: error: {error}\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""The documentation: the site builds with ``mkdocs build --strict``, and every Python example of README.md and the
+docs runs, offline, and prints what the text says it prints (the ```text block that follows it)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+FENCE = re.compile(r"```(\w+)\n(.*?)```", re.DOTALL)
+MARK = "----- hf_xlsr docs example -----"
+
+
+def examples(page: Path) -> list[tuple[str, str | None]]:
+    """Each Python block of ``page`` and the output shown right after it (None when none is)."""
+    blocks = [(match.group(1), match.group(2), match.end()) for match in FENCE.finditer(page.read_text())]
+    found = []
+    for i, (language, code, end) in enumerate(blocks):
+        if language != "python":
+            continue
+        following = blocks[i + 1] if i + 1 < len(blocks) else None
+        shown = None
+        if following and following[0] == "text" and not page.read_text()[end : end + 3].strip():
+            shown = following[1]
+        found.append((code, shown))
+    return found
+
+
+def test_the_site_builds_strictly(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
+                            cwd=ROOT, capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert (tmp_path / "site" / "benchmarks" / "RESULTS" / "index.html").is_file()
+    assert "MomentumQueueLoss" in (tmp_path / "site" / "api" / "index.html").read_text()
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if examples(p)], ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_python_example_runs_and_prints_what_the_page_shows(page, tmp_path):
+    """The page's blocks run in order in one interpreter (as a reader would paste them), in an empty folder."""
+    found = examples(page)
+    script = "\n".join(f"print({MARK!r})\n{code}" for code, _ in found)
+    environment = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore"}
+    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=900, env=environment)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-4000:]
+    printed = result.stdout.split(MARK + "\n")[1:]
+    assert len(printed) == len(found)
+    for (code, shown), output in zip(found, printed, strict=True):
+        if shown is not None:
+            assert output.strip() == shown.strip(), f"{page.name}: {code[:80]!r} printed {output!r}"
+
+
+def test_the_wheel_installs_into_a_clean_venv_with_its_package_data(tmp_path):
+    """``python -m build --wheel``, installed without dependencies into a venv of its own: the model-card templates,
+    the evaluate metrics and py.typed are inside, and ``hf-xlsr --help`` runs (it needs none of the dependencies)."""
+    built = subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(tmp_path / "dist"), str(ROOT)],
+                           capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    (wheel,) = (tmp_path / "dist").glob("hf_xlsr-*.whl")
+    subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "venv")], check=True, timeout=300)
+    pip = [str(tmp_path / "venv" / "bin" / "python"), "-m", "pip", "install", "--no-deps", "--quiet", str(wheel)]
+    subprocess.run(pip, check=True, timeout=300)
+    (site,) = (tmp_path / "venv" / "lib").glob("python*/site-packages")
+    for name in ("hf_xlsr/model_cards/base.md", "hf_xlsr/model_cards/dual_momentum.md", "hf_xlsr/py.typed",
+                 "hf_xlsr/metrics/retrieval_accuracy/retrieval_accuracy.py", "hf_xlsr_cli.py"):  # fmt: skip
+        assert (site / name).is_file(), name
+    assert not (site / "tests").exists() and not (site / "benchmarks").exists()
+    result = subprocess.run([str(tmp_path / "venv" / "bin" / "hf-xlsr"), "--help"], capture_output=True, text=True,
+                            timeout=120)  # fmt: skip
+    assert result.returncode == 0 and "{train,encode,export,evaluate,mine,push}" in result.stdout
