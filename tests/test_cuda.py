@@ -1,0 +1,135 @@
+"""The device paths: bf16 autocast with float32 scores and a float32 EMA, the queue on the device, a checkpoint saved
+and resumed there, and the blocked queue's gradient against float64, each on the accelerator.
+
+Marked ``cuda``: they run on a GPU (``pytest -m cuda``, the first part of ``benchmarks/gpu_suite.py``) and are
+skipped where there is none, unless ``HF_XLSR_TEST_DEVICE`` names a device (``cpu`` for ``gpu_suite.py --dry-run``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import pytest
+import torch
+from conftest import batch_of, tiny_dual_momentum
+from test_trainer import StopAt, make_trainer
+
+from hf_xlsr.modeling.losses import info_nce, queue_logsumexp
+
+pytestmark = pytest.mark.cuda
+
+
+@pytest.fixture(scope="module")
+def device() -> torch.device:
+    name = os.environ.get("HF_XLSR_TEST_DEVICE") or ("cuda" if torch.cuda.is_available() else None)
+    if name is None:
+        pytest.skip("no CUDA device (HF_XLSR_TEST_DEVICE=cpu runs these tests on the CPU)")
+    return torch.device(name)
+
+
+def unit_rows(n: int, d: int, seed: int, device: torch.device) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(seed)
+    return torch.nn.functional.normalize(torch.randn(n, d, generator=generator), dim=-1).to(device)
+
+
+def test_bf16_autocast_on_the_device_scores_in_float32(device):
+    """MoCo-BERT's Eq. 2 with in-batch keys, 32 queries against 4,096 queued keys at tau = 0.04, under bf16 autocast
+    on the device, against the formula in float64 on the host."""
+    queries = unit_rows(32, 64, 0, device).requires_grad_()
+    keys, queue = unit_rows(32, 64, 1, device), unit_rows(4096, 64, 2, device)
+    with torch.autocast(device.type, dtype=torch.bfloat16):
+        loss = info_nce(queries, keys, 0.04, [(queue, None)]).loss
+    (gradient,) = torch.autograd.grad(loss, queries)
+    q = queries.detach().cpu().double().requires_grad_()
+    logits = torch.cat([q @ keys.cpu().double().T, q @ queue.cpu().double().T], dim=1) / 0.04
+    expected = (torch.logsumexp(logits, dim=1) - logits.diagonal()).mean()
+    (expected_gradient,) = torch.autograd.grad(expected, q)
+    assert loss.dtype == torch.float32 and loss.device.type == device.type
+    assert loss.item() == pytest.approx(expected.item(), rel=5e-5)
+    torch.testing.assert_close(gradient.cpu().double(), expected_gradient, rtol=1e-4, atol=1e-6)
+
+
+def momentum_weights(model) -> dict[str, torch.Tensor]:
+    """The momentum encoder's copies of the query encoder's parameters (float32 buffers), by parameter name."""
+    copies = dict(model.momentum_encoder("x").named_buffers())
+    return {name: copies[name] for name, _ in model.query_encoder("x").named_parameters()}
+
+
+def test_the_ema_stays_float32_under_bf16_autocast_on_the_device(device, tokenizer, bible_pairs):
+    model = tiny_dual_momentum(queue_size=64, momentum=0.9).to(device).train()
+    batch = {name: tensor.to(device) for name, tensor in batch_of(tokenizer, bible_pairs).items()}
+    optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.5)
+    model(**batch)  # the first batch only fills the empty queue (no negatives yet: no gradient)
+    model.momentum_update()
+    before = {name: weight.double().cpu() for name, weight in momentum_weights(model).items()}
+    with torch.autocast(device.type, dtype=torch.bfloat16):
+        loss = model(**{name: tensor.flip(0) for name, tensor in batch.items()}).loss
+    loss.backward()
+    optimizer.step()
+    live = {n: p.detach().double().cpu() for n, p in model.query_encoder("x").named_parameters()}
+    model.momentum_update()
+    for name, weight in momentum_weights(model).items():
+        assert weight.dtype == torch.float32 and weight.device.type == device.type, name
+        expected = 0.9 * before[name] + 0.1 * live[name]  # Eq. 1 in float64
+        torch.testing.assert_close(weight.double().cpu(), expected, rtol=0, atol=1e-6)
+    assert len(before) > 10 and any(not torch.equal(before[n], live[n]) for n in live)  # the step moved the weights
+
+
+def test_the_queue_lives_on_the_device_and_holds_the_momentum_keys(device, tokenizer, bible_pairs):
+    model = tiny_dual_momentum(queue_size=64).to(device).train()
+    batch = {name: tensor.to(device) for name, tensor in batch_of(tokenizer, bible_pairs).items()}
+    model(**batch)
+    for queue in model.momentum_contrast.queues():
+        assert queue.keys.device.type == device.type
+    with torch.no_grad():
+        keys = model.momentum_keys(batch["y_input_ids"], batch["y_attention_mask"], side="y")
+    torch.testing.assert_close(model.queue_y.keys[:4].float(), keys, rtol=1e-5, atol=1e-5)
+    assert int(model.queue_y.filled) == 4
+
+
+def test_a_checkpoint_saved_on_the_device_resumes_the_queue_and_momentum_encoder(device, tmp_path, tokenizer,
+                                                                                bible_pairs):  # fmt: skip
+    """4 steps straight against 2 steps, a checkpoint, and 2 more in a new trainer: the same queue, pointer and
+    weights (to the device's reduction order)."""
+    options = {"max_steps": 4, "use_cpu": device.type == "cpu"}
+    straight = make_trainer(tmp_path / "straight", tokenizer, bible_pairs, model=tiny_dual_momentum(queue_size=10),
+                            **options)  # fmt: skip
+    straight.train()
+    split = {"save_strategy": "steps", "save_steps": 2, **options}
+    first = make_trainer(tmp_path / "split", tokenizer, bible_pairs, model=tiny_dual_momentum(queue_size=10), **split)
+    first.add_callback(StopAt(2))
+    first.train()
+    resumed = make_trainer(tmp_path / "split", tokenizer, bible_pairs, model=tiny_dual_momentum(queue_size=10),
+                           **split)  # fmt: skip
+    resumed.train(resume_from_checkpoint=str(tmp_path / "split" / "checkpoint-2"))
+    assert next(resumed.model.parameters()).device.type == device.type
+    a, b = straight.model.state_dict(), resumed.model.state_dict()
+    for name in a:
+        if a[name].is_floating_point():
+            torch.testing.assert_close(a[name], b[name], rtol=1e-4, atol=1e-5, msg=name)
+        else:
+            assert torch.equal(a[name], b[name]), name  # pointers, fill counts, ids
+    assert int(b["momentum_contrast.momentum_updates"]) == 4 and int(b["momentum_contrast.queue_x.ptr"]) == 16 % 10
+
+
+def test_the_blocked_queue_gradient_on_the_device_matches_float64(device):
+    """41 float32 keys in blocks of 8 on the device, with meaning ids masking some: the log-sum-exp and the
+    queries' gradient against the formula written out in float64 on the host."""
+    generator = torch.Generator().manual_seed(3)
+    queries = torch.randn(6, 16, generator=generator).to(device).requires_grad_()
+    keys = torch.randn(41, 16, generator=generator).to(device)
+    query_ids = torch.tensor([3, 0, -1, 9, 3, 5], device=device)
+    key_ids = torch.randint(0, 6, (41,), generator=generator).to(device)
+    lse, *_ = queue_logsumexp(queries, keys, 2.5, query_ids, key_ids, block_size=8)
+    weights = torch.linspace(0.5, 2.0, 6, device=device)
+    (gradient,) = torch.autograd.grad((lse * weights).sum(), queries)
+    q, k = queries.detach().cpu().double(), keys.cpu().double()
+    for i in range(6):
+        kept = [j for j in range(41) if query_ids[i] < 0 or key_ids[j] != query_ids[i]]
+        logits = torch.stack([2.5 * (q[i] @ k[j]) for j in kept])
+        assert lse[i].item() == pytest.approx(torch.logsumexp(logits, 0).item(), rel=1e-5)
+        p = torch.softmax(logits, 0)
+        expected = float(weights[i]) * 2.5 * sum(p[n] * k[j] for n, j in enumerate(kept))
+        torch.testing.assert_close(gradient[i].cpu().double(), expected, rtol=1e-4, atol=1e-5)
+    assert math.isfinite(float(lse.sum()))
