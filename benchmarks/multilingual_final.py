@@ -97,7 +97,7 @@ def train_sentence_transformers(arm: str, args, seed: int, output_dir: str, pair
 
 
 def train_hf_xlsr(args, seed: int, output_dir: str):
-    """Through ``hf-xlsr train``'s pipeline; returns the export, loaded by sentence-transformers."""
+    """Through ``hf-xlsr train``'s pipeline; returns the export, loaded by sentence-transformers, and the trainer."""
     from sentence_transformers import SentenceTransformer
 
     from hf_xlsr.trainers import parse_run_arguments, run_training
@@ -114,14 +114,26 @@ def train_hf_xlsr(args, seed: int, output_dir: str):
     path = Path(output_dir) / "run.yaml"
     path.write_text(yaml.safe_dump(config))
     trainer, _ = run_training(*parse_run_arguments(path))
-    if args.keep_model and seed == args.seeds[0]:  # the model the card describes: exported with its card
-        from hf_xlsr.hub import prepare_upload
+    return SentenceTransformer(f"{output_dir}/export", device="cpu"), trainer
 
-        run_info = json.loads((Path(output_dir) / "hf_xlsr_run.json").read_text())
-        model = trainer.accelerator.unwrap_model(trainer.model)
-        prepare_upload(model, trainer.tokenizers, "hf-xlsr/e5-small-moco-bible-22", Path(args.keep_model),
-                       run_info=run_info, max_seq_length=128)  # fmt: skip
-    return SentenceTransformer(f"{output_dir}/export", device="cpu")
+
+def keep(trainer, output_dir: str, scores: dict, folder: str, evaluation_data: str) -> None:
+    """Export the model with its card, the card's evaluation being the figures this script measured."""
+    from hf_xlsr.hub import prepare_upload
+
+    run_info = json.loads((Path(output_dir) / "hf_xlsr_run.json").read_text())
+    run_info["evaluation_data"] = evaluation_data
+    metrics = scores["directions"]
+    results = {
+        "retrieval_bible_22": {"mean_accuracy_with_english": scores["mean"], "zero_shot_accuracy": scores["zero_shot"],
+                               **{f"{language}_accuracy": scores[language] for language in LANGUAGES[1:]}},
+        "retrieval_hsk_en_zh": {"en2zh_accuracy": metrics["hsk_en2zh_accuracy"],
+                                "zh2en_accuracy": metrics["hsk_zh2en_accuracy"], "accuracy": scores["hsk"]},
+    }  # fmt: skip
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    prepare_upload(model, trainer.tokenizers, "hf-xlsr/e5-small-moco-bible-22", Path(folder), results=results,
+                   run_info=run_info, max_seq_length=128,
+                   evaluated_by="`benchmarks/multilingual_final.py`")  # fmt: skip
 
 
 def evaluators(size: int):
@@ -161,7 +173,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--distill-seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--arms", nargs="+", default=ORDER)
-    parser.add_argument("--keep-model", help="folder for the first seed's hf_xlsr model, exported with its card")
+    parser.add_argument("--keep-model", help="folder for one seed's hf_xlsr model, exported with its card")
+    parser.add_argument("--keep-seed", type=int, default=0, help="the seed whose model --keep-model keeps")
     parser.add_argument("--heldout", type=int, default=1000, help="held-out verses per language (and HSK pairs)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", required=True)
@@ -193,13 +206,17 @@ def main() -> None:
                                  "use_languages_mean": scores["mean"]})  # fmt: skip
                     continue
                 elif arm == "hf_xlsr":
-                    model = train_hf_xlsr(args, seed, output_dir)
+                    model, trainer = train_hf_xlsr(args, seed, output_dir)
                 else:
                     pairs = pairs if pairs is not None else english_pairs()
                     model = train_sentence_transformers(arm, args, seed, output_dir, pairs)
                 trained_seconds = round(time.time() - began)
                 model[0].max_seq_length = 128  # every model scored with the same truncation
                 scores = score(model, bible, hsk)
+                if arm == "hf_xlsr" and args.keep_model and seed == args.keep_seed:
+                    evaluation_data = (f"{len(bible.sentences['en']):,} held-out Bible verses in all 22 languages, "
+                                       f"and {len(hsk.sentences['en']):,} held-out HSK en-zh pairs")  # fmt: skip
+                    keep(trainer, output_dir, scores, args.keep_model, evaluation_data)
             covered = [scores[language] for language in USE_LANGUAGES[1:]]  # for the comparison with USE-m3
             run = {"arm": arm, "seed": seed, "train_seconds": trained_seconds if arm in TRAINED else 0, **scores,
                    "use_languages_mean": float(np.mean(covered))}  # fmt: skip
