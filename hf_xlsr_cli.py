@@ -147,7 +147,7 @@ def _mine(args: argparse.Namespace, rest: list[str]) -> int:
     from hf_xlsr.data.bitext import SentenceFile
     from hf_xlsr.evaluation.encoders import as_encoder
     from hf_xlsr.evaluation.loading import load_for_evaluation
-    from hf_xlsr.evaluation.mining import RATIO_THRESHOLD, mine_files
+    from hf_xlsr.evaluation.mining import RATIO_THRESHOLD, check_index, index_spec, mine_files
 
     threshold = None if args.all_pairs else args.threshold
     if threshold is None and not args.all_pairs:
@@ -162,6 +162,10 @@ def _mine(args: argparse.Namespace, rest: list[str]) -> int:
     model, tokenizers = load_for_evaluation(args.model)
     source_language, target_language = mining_languages(model, args.src_lang, args.tgt_lang)
     encode = as_encoder(model, tokenizers, batch_size=args.batch_size, backend=args.backend)
+    try:
+        check_index(index_spec(0, args.index), encode(["a"], source_language).shape[1])
+    except ValueError as error:
+        raise UsageError(f"--index: {error}") from None
     work = Path(args.embeddings) if args.embeddings else None
     with tempfile.TemporaryDirectory(dir=Path(args.out).resolve().parent) as scratch:
         written = mine_files(
@@ -278,7 +282,9 @@ def build_parser() -> argparse.ArgumentParser:
     mine.add_argument("--k", type=int, default=4, help="neighbours in the margin (Eq. 4)")
     mine.add_argument("--margin", choices=("ratio", "distance"), default="ratio")
     mine.add_argument("--mode", choices=("forward", "backward", "max", "intersect"), default="max")
-    mine.add_argument("--index", choices=("auto", "flat", "ivf"), default="auto")
+    mine.add_argument("--index", default="auto",
+                      help="auto (exact below 100,000 sentences, IVF from there), flat, ivf, or a faiss "
+                           "index_factory string, search parameters after | (e.g. 'HNSW32|efSearch=128')")  # fmt: skip
     mine.add_argument("--threshold", type=float,
                       help="keep pairs scoring at least this (default: 1.06 for the ratio margin)")  # fmt: skip
     mine.add_argument("--all-pairs", action="store_true", help="keep every mined pair, whatever its score")

@@ -212,6 +212,10 @@ MUTATIONS = [
     # mining
     Mutation("pairing_round_ignores_targets", "hf_xlsr/evaluation/mining.py",
              "winners = left[first_of_source & first_of_target]", "winners = left[first_of_source]", PAIRING),
+    Mutation("each_direction_trains_its_own_index", "hf_xlsr/evaluation/mining.py",
+             'trained = train_index(spec, sides, source_embeddings.shape[1]) if spec != "Flat" else None',
+             "trained = None",
+             "tests/test_mining.py::test_one_trained_index_serves_both_directions_and_factory_strings_are_indexes"),
     Mutation("pairing_loop_ignores_the_rounds", "hf_xlsr/evaluation/mining.py",
              "if not used_source[s] and not used_target[t]:", "if True:", PAIRING),
     # encoding backends

@@ -87,6 +87,37 @@ def test_blocks_and_ivf_agree_with_exact_search(monkeypatch):
     assert np.mean(ivf_ids[:, 0] == exact_ids[:, 0]) > 0.9
 
 
+def test_one_trained_index_serves_both_directions_and_factory_strings_are_indexes(monkeypatch):
+    rng = np.random.default_rng(3)
+    centres = rng.normal(size=(30, 16))
+    x = centres[rng.integers(0, 30, size=3000)] + 0.2 * rng.normal(size=(3000, 16))
+    y = x + 0.05 * rng.normal(size=x.shape)  # y[i] translates x[i]
+    trained, original = [], mining_module.train_index
+
+    def counted(spec, *args, **kwargs):
+        trained.append(spec)
+        return original(spec, *args, **kwargs)
+
+    monkeypatch.setattr(mining_module, "train_index", counted)
+    exact = mine(x, y, index="flat")
+    cases = [
+        ("ivf", "IVF76,Flat|nprobe=16"),  # min(4 sqrt(3,000), 3,000 / 39) lists
+        ("HNSW16|efSearch=64", "HNSW16|efSearch=64"),
+        ("IVF32,SQ8|nprobe=8", "IVF32,SQ8|nprobe=8"),
+    ]
+    for index, spec in cases:
+        trained.clear()
+        pairs = mine(x, y, index=index)
+        assert trained == [spec]  # one index, trained on both sides, copied for the second direction
+        found = dict(zip(pairs.source.tolist(), pairs.target.tolist(), strict=True))
+        reference = dict(zip(exact.source.tolist(), exact.target.tolist(), strict=True))
+        assert np.mean([found.get(s) == t for s, t in reference.items()]) > 0.9, index
+    with pytest.raises(ValueError, match="index 'IVF10,PQ5': faiss cannot build it for 16-dimensional vectors"):
+        mining_module.check_index("IVF10,PQ5", 16)
+    with pytest.raises(ValueError, match="index must be 'auto', 'flat', 'ivf' or a faiss index_factory string"):
+        mining_module.index_spec(10, "hnsw")
+
+
 def best_first(source, target, scores):
     """The definition of one-to-one pairing, as a loop: candidates best first (ties in the order given), each kept
     unless its source or target sentence is already paired."""
@@ -235,3 +266,18 @@ def test_evaluate_names_a_language_the_export_does_not_route(tmp_path, routed_ex
               "--output", str(tmp_path / "r.json")])  # fmt: skip
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert error == f"hf-xlsr evaluate: error: {routed_export}: encodes en, fr each its own way, not de"
+
+
+def test_mine_refuses_an_index_faiss_cannot_build_before_embedding(tmp_path, routed_export, capsys):
+    verses = load_bible(["en", "fr"], split="heldout").select(range(5))
+    source, target = write_lines(tmp_path / "en.txt", verses["en"]), write_lines(tmp_path / "fr.txt", verses["fr"])
+    with pytest.raises(SystemExit) as exit_info:
+        main(["mine", "--model", routed_export, "--src", str(source), "--tgt", str(target), "--out",
+              str(tmp_path / "pairs.tsv"), "--index", "IVF10,PQ5", "--embeddings",
+              str(tmp_path / "vectors")])  # fmt: skip
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.startswith(
+        "hf-xlsr mine: error: --index: index 'IVF10,PQ5': faiss cannot build it for 32-dimensional"
+    )
+    assert not (tmp_path / "vectors").exists() and not (tmp_path / "pairs.tsv").exists()

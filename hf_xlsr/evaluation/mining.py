@@ -11,7 +11,9 @@ score and paired greedily one-to-one; pairs above a threshold are kept. The thre
 split and F1 is measured on a separate test split.
 
 Nearest neighbours are found with faiss: exact inner-product search below ``IVF_THRESHOLD`` sentences, an IVF
-index above (both overridable). Vectors are added and queries searched in blocks, so no ``n x n`` matrix is built.
+index above, or any faiss ``index_factory`` string (:func:`index_spec`). One trained index serves both directions of
+a search, trained on a sample of both sides. Vectors are added and queries searched in blocks, so no ``n x n`` matrix
+is built.
 :func:`mine_files` mines two text files of any size: embeddings go to memory-mapped files, texts are read back
 from the input files by offset as the pairs are written.
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +38,9 @@ logger = logging.getLogger(__name__)
 MARGINS = ("ratio", "distance")
 MODES = ("forward", "backward", "max", "intersect")
 IVF_THRESHOLD = 100_000
+IVF_LISTS_PER_ROOT = 4  # inverted lists per square root of the corpus size
+IVF_PROBES = 16  # lists searched per query
+IVF_TRAIN_POINTS = 256  # k-means sample per inverted list
 # The customary cut of the ratio margin for mining without gold pairs (LASER's, CCMatrix's): pairs below it are
 # mostly not translations. ``hf-xlsr mine`` keeps pairs at or above it unless told otherwise.
 RATIO_THRESHOLD = 1.06
@@ -46,32 +52,75 @@ def _unit_float32(vectors: np.ndarray) -> np.ndarray:
     return vectors
 
 
-def build_index(corpus: np.ndarray, index: str = "auto", nprobe: int = 16, block_size: int = 65536):
-    """A faiss inner-product index over L2-normalised ``corpus``: ``flat`` (exact), ``ivf`` or ``auto``."""
-    n, dim = corpus.shape
+def index_spec(n: int, index: str = "auto") -> str:
+    """The faiss index for a corpus of ``n`` vectors, as an ``index_factory`` string with its search parameters
+    after ``|``: ``flat`` (exact search), ``ivf`` (:data:`IVF_LISTS_PER_ROOT` sqrt(n) lists, :data:`IVF_PROBES`
+    probes), ``auto`` (flat below :data:`IVF_THRESHOLD` vectors, IVF from there), or any factory string of one's own
+    (``"HNSW32|efSearch=128"``, ``"OPQ64,IVF4096,PQ64|nprobe=32"``, as faiss and stopes name indexes)."""
     if index == "auto":
         index = "flat" if n < IVF_THRESHOLD else "ivf"
     if index == "flat":
+        return "Flat"
+    if index == "ivf":
+        lists = max(1, min(int(IVF_LISTS_PER_ROOT * math.sqrt(n)), n // 39))  # faiss wants >= 39 points per list
+        return f"IVF{lists},Flat|nprobe={min(IVF_PROBES, lists)}"
+    if not index or index[0].islower():
+        raise ValueError(f"index must be 'auto', 'flat', 'ivf' or a faiss index_factory string, got {index!r}")
+    return index
+
+
+def check_index(spec: str, dim: int) -> None:
+    """Refuse, before any sentence is embedded, an index that faiss cannot build for ``dim``-dimensional vectors."""
+    factory, _, parameters = spec.partition("|")
+    try:
+        built = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
+        if parameters:
+            faiss.ParameterSpace().set_index_parameters(built, parameters)
+    except RuntimeError as error:
+        reason = str(error).strip().splitlines()[-1]
+        raise ValueError(f"index {spec!r}: faiss cannot build it for {dim}-dimensional vectors ({reason})") from None
+
+
+def train_index(spec: str, sides: Sequence[np.ndarray], dim: int, seed: int = 0):
+    """An empty faiss inner-product index of ``spec`` (:func:`index_spec`), trained where it needs training on a
+    sample drawn from every one of ``sides`` (the languages share one space, so one training serves both
+    directions of a search): :data:`IVF_TRAIN_POINTS` points per inverted list, at least 65,536 for quantisers."""
+    factory, _, parameters = spec.partition("|")
+    built = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
+    if not built.is_trained:
+        lists = re.search(r"IVF(\d+)", factory)
+        wanted = max(IVF_TRAIN_POINTS * int(lists.group(1)) if lists else 0, 65_536)
+        rng = np.random.default_rng(seed)
+        sample = [side[np.sort(rng.choice(len(side), min(len(side), wanted // len(sides)), replace=False))]
+                  for side in sides]  # fmt: skip
+        built.train(_unit_float32(np.concatenate(sample)))
+    if parameters:
+        faiss.ParameterSpace().set_index_parameters(built, parameters)
+    return built
+
+
+def build_index(corpus: np.ndarray, index: str = "auto", block_size: int = 65536, trained=None):
+    """A faiss inner-product index over L2-normalised ``corpus`` (see :func:`index_spec`): a copy of ``trained``
+    (an empty trained index) when given, else one trained on ``corpus``; vectors added in blocks."""
+    n, dim = corpus.shape
+    spec = index_spec(n, index)
+    if trained is not None:
+        built = faiss.clone_index(trained)
+    elif spec == "Flat":
         built = faiss.IndexFlatIP(dim)
-    elif index == "ivf":
-        nlist = max(1, min(int(4 * math.sqrt(n)), n // 39))  # faiss wants >= 39 training points per list
-        built = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, nlist, faiss.METRIC_INNER_PRODUCT)
-        sample = np.random.default_rng(0).choice(n, size=min(n, 256 * nlist), replace=False)
-        built.train(_unit_float32(corpus[np.sort(sample)]))
-        built.nprobe = min(nprobe, nlist)
     else:
-        raise ValueError(f"index must be 'auto', 'flat' or 'ivf', got {index!r}")
+        built = train_index(spec, [corpus], dim)
     for start in range(0, n, block_size):
         built.add(_unit_float32(corpus[start : start + block_size]))
     return built
 
 
 def knn(
-    queries: np.ndarray, corpus: np.ndarray, k: int, index: str = "auto", block_size: int = 65536
+    queries: np.ndarray, corpus: np.ndarray, k: int, index: str = "auto", block_size: int = 65536, trained=None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Cosine similarities and indices of each query's ``k`` nearest corpus vectors, ``(n_queries, k)`` each."""
     k = min(k, len(corpus))
-    built = build_index(corpus, index, block_size=block_size)
+    built = build_index(corpus, index, block_size, trained)
     similarities = np.empty((len(queries), k), dtype=np.float32)
     indices = np.empty((len(queries), k), dtype=np.int64)
     for start in range(0, len(queries), block_size):
@@ -155,8 +204,11 @@ def mine(
     """Score candidate pairs with the margin of Eq. 4 and pair them one-to-one (no threshold applied)."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    x2y_sim, x2y_ind = knn(source_embeddings, target_embeddings, k, index, block_size)
-    y2x_sim, y2x_ind = knn(target_embeddings, source_embeddings, k, index, block_size)
+    spec = index_spec(max(len(source_embeddings), len(target_embeddings)), index)
+    sides = (source_embeddings, target_embeddings)
+    trained = train_index(spec, sides, source_embeddings.shape[1]) if spec != "Flat" else None
+    x2y_sim, x2y_ind = knn(source_embeddings, target_embeddings, k, spec, block_size, trained)
+    y2x_sim, y2x_ind = knn(target_embeddings, source_embeddings, k, spec, block_size, trained)
     x_mean, y_mean = x2y_sim.mean(axis=1), y2x_sim.mean(axis=1)
     forward = apply_margin(x2y_sim, (x_mean[:, None] + y_mean[x2y_ind]) / 2, margin)  # (n_x, k)
     backward = apply_margin(y2x_sim, (y_mean[:, None] + x_mean[y2x_ind]) / 2, margin)  # (n_y, k)
@@ -280,6 +332,7 @@ def mine_files(
     the pair is written. Returns the number of pairs written."""
     from ..utils import atomic_file
 
+    check_index(index_spec(0, index), encoder(["a"], source_language).shape[1])  # before any work
     Path(work_dir).mkdir(parents=True, exist_ok=True)
     x = embed_file(encoder, source, source_language, Path(work_dir) / "source.npy", progress=progress)
     y = embed_file(encoder, target, target_language, Path(work_dir) / "target.npy", progress=progress)

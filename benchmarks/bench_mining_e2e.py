@@ -1,0 +1,201 @@
+"""Bitext mining as a user waits for it, encode + search + margin scoring + pairing, against the sentence-transformers
+example's approach, at several corpus sizes, in one run.
+
+Data: the corpus of ``bench_mining_large.py`` (the whole offline Bible: 5,000 gold en-fr verse pairs, every other
+verse in all 31 translations split between the two sides, about 409,000 sentences per side). A size of N sentences
+per side takes N / 20 gold pairs and fills each side with its first other sentences, so 5% of every side has its
+translation on the other side.
+
+Arms (each in a process of its own, for its peak memory; the order alternates from one size to the next):
+
+* ``peer``: sentence-transformers' ``examples/.../parallel-sentence-mining/bitext_mining.py`` with
+  ``bitext_mining_utils.py``: ``SentenceTransformer.encode`` (float32, normalised), faiss IVF with n / 1000 lists and 3
+  probes, the ratio margin scored candidate by candidate in a Python loop, ``max`` retrieval, greedy pairing, the
+  pairs written out (``bench_mining.peer_mine``);
+* ``hf_xlsr``: ``hf-xlsr mine --backend B`` as the command line runs it (``mine_files``: the files streamed through
+  the encoder into memory-mapped embeddings, ``mine``, the pairs written with their texts).
+
+Each run reports its seconds (encoding, search with margin and pairing, in all), the peak resident memory it added
+over the loaded model, and, against the gold pairs: recall over every mined pair, the best F1 over thresholds, and
+precision / recall / F1 at the customary ratio-margin cut of 1.06. The reference is exact search (faiss flat) on the
+peer's float32 embeddings.
+
+``--search-only`` times the search alone (``mine`` against the peer's search, margin scoring and pairing) on
+embeddings cached by an earlier run, at sizes up to the whole corpus.
+
+    HF_HUB_OFFLINE=1 python benchmarks/bench_mining_e2e.py --model MODEL --sizes 10000 100000 \\
+        --out benchmarks/results/mining_e2e.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from bench_mining import peer_mine
+from bench_mining_large import CACHE, build_sides, memory_mb, reset_peak
+
+GOLD_SHARE = 20  # one sentence in 20 of each side has its translation on the other side
+
+
+def subsample(size: int, seed: int = 0) -> tuple[list[int], list[int], set[tuple[int, int]]]:
+    """Rows of the full sides for ``size`` sentences per side (``size / 20`` gold pairs, then the first other rows,
+    each side shuffled), and the gold pairs as positions among them."""
+    source_file, target_file, gold = build_sides(5000, seed)
+    everything = sorted(gold)
+    chosen = everything[: size // GOLD_SHARE]
+    rng = np.random.default_rng(seed)
+    sides = []
+    for side, file in ((0, source_file), (1, target_file)):
+        gold_rows = {pair[side] for pair in everything}
+        with open(file, encoding="utf-8") as handle:
+            count = sum(1 for _ in handle)
+        others = [row for row in range(count) if row not in gold_rows][: size - len(chosen)]
+        rows = [pair[side] for pair in chosen] + others
+        sides.append([rows[i] for i in rng.permutation(len(rows))])
+    position = [{row: i for i, row in enumerate(side)} for side in sides]
+    return sides[0], sides[1], {(position[0][s], position[1][t]) for s, t in chosen}
+
+
+def write_texts(rows: list[int], file: Path, out: Path) -> None:
+    wanted = set(rows)
+    lines = [line for i, line in enumerate(open(file, encoding="utf-8")) if i in wanted]
+    order = {row: i for i, row in enumerate(sorted(rows))}
+    out.write_text("".join(lines[order[row]] for row in rows), encoding="utf-8")
+
+
+def child(args) -> dict:
+    """One arm at one size, in this process: the times, the memory it added, where the pairs went."""
+    import torch
+
+    torch.set_num_threads(args.threads)
+    import faiss
+
+    faiss.omp_set_num_threads(args.threads)
+    folder = Path(args.work)
+    source, target = folder / "source.txt", folder / "target.txt"
+    began = time.perf_counter()
+    if args.child == "peer":
+        from sentence_transformers import SentenceTransformer
+
+        model = SentenceTransformer(args.model, device="cpu")
+        model.max_seq_length = args.max_length
+        loaded = time.perf_counter()
+        reset_peak()
+        before = memory_mb("VmRSS")
+        start = time.perf_counter()
+        texts = [source.read_text(encoding="utf-8").splitlines(), target.read_text(encoding="utf-8").splitlines()]
+        x, y = (model.encode(t, convert_to_numpy=True, normalize_embeddings=True) for t in texts)
+        encoded = time.perf_counter()
+        pairs = peer_mine(x, y, k=4, ann=True)
+        with open(folder / "peer.tsv", "w", encoding="utf-8") as handle:
+            for s, t, score in pairs:
+                handle.write(f"{score:.4f}\t{s + 1}\t{t + 1}\t{texts[0][s]}\t{texts[1][t]}\n")
+        np.save(folder / "peer_source.npy", x)
+        np.save(folder / "peer_target.npy", y)
+    else:
+        from hf_xlsr.data import SentenceFile
+        from hf_xlsr.evaluation import as_encoder
+        from hf_xlsr.evaluation.loading import load_for_evaluation
+        from hf_xlsr.evaluation.mining import embed_file, mine
+
+        model, tokenizers = load_for_evaluation(args.model)
+        encode = as_encoder(model, tokenizers, batch_size=32, max_length=args.max_length, backend=args.backend)
+        encode(["warm-up"], "en")  # a backend compiles its graph once, before the clock starts
+        loaded = time.perf_counter()
+        reset_peak()
+        before = memory_mb("VmRSS")
+        start = time.perf_counter()
+        files = SentenceFile(source), SentenceFile(target)
+        x = embed_file(encode, files[0], "en", folder / "hf_xlsr_source.npy", progress=False)
+        y = embed_file(encode, files[1], "fr", folder / "hf_xlsr_target.npy", progress=False)
+        encoded = time.perf_counter()
+        mined = mine(x, y, k=4)
+        with open(folder / "hf_xlsr.tsv", "w", encoding="utf-8") as handle, files[0].reader() as read_source, \
+                files[1].reader() as read_target:  # fmt: skip
+            for s, t, score in zip(mined.source.tolist(), mined.target.tolist(), mined.scores.tolist(), strict=True):
+                handle.write(f"{score:.4f}\t{s + 1}\t{t + 1}\t{read_source(s)}\t{read_target(t)}\n")
+    done = time.perf_counter()
+    return {"arm": args.child, "seconds": done - start, "encode_seconds": encoded - start,
+            "search_seconds": done - encoded, "load_seconds": loaded - began,
+            "peak_added_mb": memory_mb("VmHWM") - before}  # fmt: skip
+
+
+def read_pairs(path: Path) -> list[tuple[int, int, float]]:
+    rows = [line.split("\t", 3) for line in path.read_text(encoding="utf-8").splitlines()]
+    return [(int(s) - 1, int(t) - 1, float(score)) for score, s, t, _ in rows]
+
+
+def scored(pairs: list[tuple[int, int, float]], gold: set[tuple[int, int]]) -> dict:
+    from hf_xlsr.evaluation.mining import MinedPairs, best_threshold, precision_recall_f1
+
+    mined = MinedPairs(*(np.asarray(column) for column in zip(*pairs, strict=True)))
+    at_cut = precision_recall_f1(mined.above(1.06), gold)
+    return {"pairs": len(mined), "recall": precision_recall_f1(mined, gold)["recall"],
+            "best_f1": best_threshold(mined, gold)[1], "precision_at_1.06": at_cut["precision"],
+            "recall_at_1.06": at_cut["recall"], "f1_at_1.06": at_cut["f1"]}  # fmt: skip
+
+
+def run_child(arm: str, args, work: Path) -> dict:
+    command = [sys.executable, __file__, "--child", arm, "--work", str(work), "--model", args.model, "--backend",
+               args.backend, "--threads", str(args.threads), "--max-length", str(args.max_length),
+               "--out", "-"]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    if result.returncode:
+        raise SystemExit(f"{arm} failed:\n{result.stderr[-3000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def exact_reference(work: Path, gold) -> dict:
+    from hf_xlsr.evaluation.mining import mine
+
+    x, y = np.load(work / "peer_source.npy"), np.load(work / "peer_target.npy")
+    pairs = mine(x, y, k=4, index="flat")
+    return scored(list(zip(pairs.source.tolist(), pairs.target.tolist(), pairs.scores.tolist(), strict=True)), gold)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", required=True, help="a sentence-transformers folder (an hf_xlsr export)")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--backend", default="bf16", help="hf_xlsr's encoding backend")
+    parser.add_argument("--max-length", type=int, default=128)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--child", choices=("peer", "hf_xlsr"))
+    parser.add_argument("--work")
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args)))
+        return
+    from common import Results, machine
+
+    results = Results(args.out, {"script": "benchmarks/bench_mining_e2e.py", "model": args.model,
+                                 "backend": args.backend, "threads": args.threads, "machine": machine()})  # fmt: skip
+    source_file, target_file, _ = build_sides(5000, 0)
+    for index, size in enumerate(args.sizes):
+        work = CACHE / f"e2e_{size}"
+        work.mkdir(parents=True, exist_ok=True)
+        source_rows, target_rows, gold = subsample(size)
+        write_texts(source_rows, source_file, work / "source.txt")
+        write_texts(target_rows, target_file, work / "target.txt")
+        arms = ("peer", "hf_xlsr") if index % 2 == 0 else ("hf_xlsr", "peer")
+        for arm in arms:
+            if results.done(f"{arm} {size}", 0):
+                continue
+            run = run_child(arm, args, work)
+            run.update(scored(read_pairs(work / f"{arm}.tsv"), gold), size=size, gold_pairs=len(gold))
+            results.add({"arm": f"{arm} {size}", "seed": 0, **run})
+            print(json.dumps(run), flush=True)
+        if not results.done(f"exact {size}", 0):
+            results.add({"arm": f"exact {size}", "seed": 0, "size": size, **exact_reference(work, gold)})
+
+
+if __name__ == "__main__":
+    main()
