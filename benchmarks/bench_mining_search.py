@@ -1,0 +1,164 @@
+"""The search of bitext mining alone (nearest neighbours both ways, margin scoring, one-to-one pairing) on the
+embeddings of a strong encoder, against the sentence-transformers example's approach, from 10,000 to about 409,000
+sentences per side; and the faiss settings ``hf_xlsr.evaluation.mine`` uses by default, chosen by measurement.
+
+Data: the corpus of ``bench_mining_large.py``, sized as in ``bench_mining_e2e.py`` (5% of each side has its
+translation on the other side; all 5,000 gold pairs at full size). Both sides are embedded once by ``--model`` on
+``--backend`` (streamed, memory-mapped, cached under ``benchmarks/.cache/mining_large``).
+
+* ``--sweep SIZE``: index settings at one size, each in a process of its own: seconds, peak resident memory added,
+  recall of the gold pairs, best F1, and the agreement of the mined pairs with exact search's.
+* scaling (the default): ``hf_xlsr`` (``mine(index="auto")``) and ``peer`` (``bench_mining.peer_mine``: IVF with
+  n / 1000 lists and 3 probes, margins in a Python loop, greedy pairing) at each of ``--sizes``, alternating which
+  runs first, each in a process of its own; with the embeddings already in memory, as the example holds them.
+
+    HF_HUB_OFFLINE=1 python benchmarks/bench_mining_search.py --model MODEL --sweep 100000 \\
+        --out benchmarks/results/mining_search_sweep.json
+    HF_HUB_OFFLINE=1 python benchmarks/bench_mining_search.py --model MODEL --out benchmarks/results/mining_search.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from bench_mining import peer_mine
+from bench_mining_e2e import scored, subsample
+from bench_mining_large import CACHE, build_sides, memory_mb, reset_peak
+
+# (name, index) for the sweep; "peer" is the sentence-transformers example's search
+SWEEP = [
+    ("exact", "flat"),
+    ("peer", "peer"),
+    ("IVF 4 sqrt(n) lists, 16 probes", "IVF{4r},Flat|nprobe=16"),
+    ("IVF 4 sqrt(n), 8 probes", "IVF{4r},Flat|nprobe=8"),
+    ("IVF sqrt(n), 8 probes", "IVF{r},Flat|nprobe=8"),
+    ("IVF sqrt(n), 4 probes", "IVF{r},Flat|nprobe=4"),
+    ("IVF sqrt(n), SQ8, 8 probes", "IVF{r},SQ8|nprobe=8"),
+    ("HNSW32, efSearch 64", "HNSW32|efSearch=64"),
+    ("OPQ48 + IVF sqrt(n) + PQ48, 16 probes", "OPQ48,IVF{r},PQ48|nprobe=16"),
+]
+
+
+def embeddings(model: str, backend: str, threads: int) -> tuple[np.ndarray, np.ndarray]:
+    """Both full sides embedded by ``model`` on ``backend``, memory-mapped (cached)."""
+    cached = [CACHE / f"{side}_{Path(model).name}_{backend}.npy" for side in ("source", "target")]
+    if not all(path.is_file() for path in cached):
+        import torch
+
+        from hf_xlsr.data import SentenceFile
+        from hf_xlsr.evaluation import as_encoder
+        from hf_xlsr.evaluation.loading import load_for_evaluation
+        from hf_xlsr.evaluation.mining import embed_file
+
+        torch.set_num_threads(threads)
+        source_file, target_file, _ = build_sides(5000, 0)
+        loaded, tokenizers = load_for_evaluation(model)
+        encode = as_encoder(loaded, tokenizers, batch_size=32, max_length=128, backend=backend)
+        for file, language, path in ((source_file, "en", cached[0]), (target_file, "fr", cached[1])):
+            if not path.is_file():
+                partial = path.with_suffix(".partial.npy")
+                embed_file(encode, SentenceFile(file), language, partial)
+                os.replace(partial, path)
+    return tuple(np.load(path, mmap_mode="r") for path in cached)
+
+
+def expand(index: str, n: int) -> str:
+    root = int(np.sqrt(n))
+    return index.replace("{4r}", str(4 * root)).replace("{r}", str(root))
+
+
+def child(args) -> dict:
+    """One search at one size, in this process: seconds and the peak memory it added over its inputs."""
+    import faiss
+
+    faiss.omp_set_num_threads(args.threads)
+    from hf_xlsr.evaluation.mining import mine
+
+    x_full, y_full = embeddings(args.model, args.backend, args.threads)
+    source_rows, target_rows, gold = subsample(args.size)
+    x, y = np.ascontiguousarray(x_full[source_rows]), np.ascontiguousarray(y_full[target_rows])
+    reset_peak()
+    before = memory_mb("VmRSS")
+    began = time.perf_counter()
+    if args.index == "peer":
+        pairs = peer_mine(x, y, k=4, ann=True)
+    else:
+        mined = mine(x, y, k=4, index=expand(args.index, len(y)))
+        pairs = list(zip(mined.source.tolist(), mined.target.tolist(), mined.scores.tolist(), strict=True))
+    seconds = time.perf_counter() - began
+    added = memory_mb("VmHWM") - before
+    Path(args.pairs).write_text(json.dumps(pairs))
+    return {"seconds": seconds, "peak_added_mb": added, "inputs_mb": (x.nbytes + y.nbytes) / 2**20,
+            **scored(pairs, gold)}  # fmt: skip
+
+
+def run_child(args, index: str, size: int, pairs: Path) -> dict:
+    command = [sys.executable, __file__, "--child", "--model", args.model, "--backend", args.backend, "--threads",
+               str(args.threads), "--index", index, "--size", str(size), "--pairs", str(pairs),
+               "--out", "-"]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    if result.returncode:
+        raise SystemExit(f"{index} at {size} failed:\n{result.stderr[-3000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def agreement(pairs: Path, reference: Path) -> float:
+    """The share of exact search's mined pairs that this search mined too."""
+    ours = {(s, t) for s, t, _ in json.loads(pairs.read_text())}
+    exact = {(s, t) for s, t, _ in json.loads(reference.read_text())}
+    return len(ours & exact) / len(exact)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", required=True, help="a sentence-transformers folder (an hf_xlsr export)")
+    parser.add_argument("--backend", default="bf16")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 30_000, 100_000, 200_000, 409_226])
+    parser.add_argument("--sweep", type=int, help="run the index settings at this size instead")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--child", action="store_true")
+    parser.add_argument("--index")
+    parser.add_argument("--size", type=int)
+    parser.add_argument("--pairs")
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args)))
+        return
+    from common import Results, machine
+
+    embeddings(args.model, args.backend, args.threads)  # once, before anything is timed
+    results = Results(args.out, {"script": "benchmarks/bench_mining_search.py", "model": args.model,
+                                 "backend": args.backend, "threads": args.threads, "machine": machine()})  # fmt: skip
+    work = CACHE / "search"
+    work.mkdir(parents=True, exist_ok=True)
+    if args.sweep:
+        reference = work / f"sweep_{args.sweep}_0.json"  # exact search, the first setting
+        for number, (name, index) in enumerate(SWEEP):
+            arm = f"{name} {args.sweep}"
+            if results.done(arm, 0):
+                continue
+            pairs = work / f"sweep_{args.sweep}_{number}.json"
+            run = run_child(args, index, args.sweep, pairs)
+            run["agreement_with_exact"] = agreement(pairs, reference)
+            results.add({"arm": arm, "seed": 0, "size": args.sweep, "index": expand(index, args.sweep), **run})
+            print(json.dumps({"arm": arm, **run}), flush=True)
+        return
+    for position, size in enumerate(args.sizes):
+        for arm in ("peer", "hf_xlsr") if position % 2 == 0 else ("hf_xlsr", "peer"):
+            if results.done(f"{arm} {size}", 0):
+                continue
+            run = run_child(args, "peer" if arm == "peer" else "auto", size, work / f"{arm}_{size}.json")
+            results.add({"arm": f"{arm} {size}", "seed": 0, "size": size, **run})
+            print(json.dumps({"arm": arm, "size": size, **run}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
