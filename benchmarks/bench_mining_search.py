@@ -123,6 +123,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 30_000, 100_000, 200_000, 409_226])
     parser.add_argument("--sweep", type=int, help="run the index settings at this size instead")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--embed-only", action="store_true", help="embed and cache both sides, then stop")
     parser.add_argument("--child", action="store_true")
     parser.add_argument("--index")
     parser.add_argument("--size", type=int)
@@ -135,6 +136,8 @@ def main() -> None:
     from common import Results, machine
 
     embeddings(args.model, args.backend, args.threads)  # once, before anything is timed
+    if args.embed_only:
+        return
     results = Results(args.out, {"script": "benchmarks/bench_mining_search.py", "model": args.model,
                                  "backend": args.backend, "threads": args.threads, "machine": machine()})  # fmt: skip
     work = CACHE / "search"
