@@ -160,6 +160,34 @@ def score(model, bible, hsk) -> dict:
             "hsk": metrics["hsk_accuracy"], **per_language, "directions": metrics}  # fmt: skip
 
 
+def report(path: str) -> None:
+    """The Markdown tables of RESULTS.md and README from a results file: the arms, then each language."""
+    from common import mean_and_spread
+
+    data = json.loads(Path(path).read_text())
+    arms = [arm for arm in ORDER if any(run["arm"] == arm for run in data["runs"])]
+    runs = {arm: [run for run in data["runs"] if run["arm"] == arm] for arm in arms}
+    start = runs["e5-small"][0]
+
+    def cell(arm: str, key: str) -> str:
+        values = [run[key] for run in runs[arm] if key in run]
+        if not values:
+            return "—"
+        mean, spread, n = mean_and_spread(values)
+        return f"{100 * mean:.2f}" + (f" ± {100 * spread:.2f}" if n > 1 else "")
+
+    print("| arm | seeds | 21 languages with English | zero-shot pairs | USE-m3's 12 | HSK en-zh | "
+          "languages below the start |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |")  # fmt: skip
+    for arm in arms:
+        below = {language for run in runs[arm] for language in LANGUAGES[1:]
+                 if language in run and run[language] < start[language]}  # fmt: skip
+        print(f"| {arm} | {len(runs[arm])} | {cell(arm, 'mean')} | {cell(arm, 'zero_shot')} | "
+              f"{cell(arm, 'use_languages_mean')} | {cell(arm, 'hsk')} | {len(below)} |")  # fmt: skip
+    print("\n| language | " + " | ".join(arms) + " |\n| --- |" + " ---: |" * len(arms))
+    for language in LANGUAGES[1:]:
+        print(f"| {language} | " + " | ".join(cell(arm, language) for arm in arms) + " |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=320)
@@ -177,8 +205,12 @@ def main() -> None:
     parser.add_argument("--keep-seed", type=int, default=0, help="the seed whose model --keep-model keeps")
     parser.add_argument("--heldout", type=int, default=1000, help="held-out verses per language (and HSK pairs)")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--report", action="store_true", help="print the tables of a results file (--out) and stop")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
+    if args.report:
+        report(args.out)
+        return
     torch.set_num_threads(args.threads)
 
     setup = {"script": "benchmarks/multilingual_final.py", "languages": LANGUAGES, "steps": args.steps,
