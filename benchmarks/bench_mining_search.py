@@ -3,8 +3,9 @@ embeddings of a strong encoder, against the sentence-transformers example's appr
 sentences per side; and the faiss settings ``hf_xlsr.evaluation.mine`` uses by default, chosen by measurement.
 
 Data: the corpus of ``bench_mining_large.py``, sized as in ``bench_mining_e2e.py`` (5% of each side has its
-translation on the other side; all 5,000 gold pairs at full size). Both sides are embedded once by ``--model`` on
-``--backend`` (streamed, memory-mapped, cached under ``benchmarks/.cache/mining_large``).
+translation on the other side; all 5,000 gold pairs at full size). The sentences are embedded once by ``--model`` on
+``--backend`` (memory-mapped, cached under ``benchmarks/.cache/mining_large``; a larger size embeds only the rows it
+adds).
 
 * ``--sweep SIZE``: index settings at one size, each in a process of its own: seconds, peak resident memory added,
   recall of the gold pairs, best F1, and the agreement of the mined pairs with exact search's.
@@ -46,27 +47,42 @@ SWEEP = [
 ]
 
 
-def embeddings(model: str, backend: str, threads: int) -> tuple[np.ndarray, np.ndarray]:
-    """Both full sides embedded by ``model`` on ``backend``, memory-mapped (cached)."""
-    cached = [CACHE / f"{side}_{Path(model).name}_{backend}.npy" for side in ("source", "target")]
-    if not all(path.is_file() for path in cached):
-        import torch
+def embeddings(model: str, backend: str, threads: int, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Both full sides as embedded by ``model`` on ``backend`` (memory-mapped, cached), with at least the rows of
+    ``size`` sentences per side filled in: the rows of a size hold those of every smaller size, so a larger size
+    embeds only the rows it adds."""
+    source_file, target_file, _ = build_sides(5000, 0)
+    needed = subsample(size)[:2]
+    sides = []
+    for side, (file, language) in enumerate(((source_file, "en"), (target_file, "fr"))):
+        name = "_".join(Path(model).resolve().parts[-2:])
+        path = CACHE / f"{('source', 'target')[side]}_{name}_{backend}.npy"
+        done_path = path.with_suffix(".done.npy")
+        with open(file, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+        done = np.load(done_path) if done_path.is_file() else np.zeros(len(lines), dtype=bool)
+        missing = [row for row in needed[side] if not done[row]]
+        if missing:
+            import torch
 
-        from hf_xlsr.data import SentenceFile
-        from hf_xlsr.evaluation import as_encoder
-        from hf_xlsr.evaluation.loading import load_for_evaluation
-        from hf_xlsr.evaluation.mining import embed_file
+            from hf_xlsr.evaluation import as_encoder
+            from hf_xlsr.evaluation.loading import load_for_evaluation
 
-        torch.set_num_threads(threads)
-        source_file, target_file, _ = build_sides(5000, 0)
-        loaded, tokenizers = load_for_evaluation(model)
-        encode = as_encoder(loaded, tokenizers, batch_size=32, max_length=128, backend=backend)
-        for file, language, path in ((source_file, "en", cached[0]), (target_file, "fr", cached[1])):
-            if not path.is_file():
-                partial = path.with_suffix(".partial.npy")
-                embed_file(encode, SentenceFile(file), language, partial)
-                os.replace(partial, path)
-    return tuple(np.load(path, mmap_mode="r") for path in cached)
+            torch.set_num_threads(threads)
+            loaded, tokenizers = load_for_evaluation(model)
+            encode = as_encoder(loaded, tokenizers, batch_size=32, max_length=128, backend=backend, show_progress=True)
+            dimension = len(encode(["a"], language)[0])
+            mode = "r+" if path.is_file() else "w+"
+            vectors = np.lib.format.open_memmap(path, mode=mode, dtype=np.float32, shape=(len(lines), dimension))
+            for start in range(0, len(missing), 8192):  # saved as it goes: an interrupted run loses one chunk
+                rows = missing[start : start + 8192]
+                vectors[rows] = encode([lines[row] for row in rows], language)
+                vectors.flush()
+                done[rows] = True
+                np.save(done_path, done)
+            del vectors
+        sides.append(np.load(path, mmap_mode="r"))
+    return sides[0], sides[1]
 
 
 def expand(index: str, n: int) -> str:
@@ -81,7 +97,7 @@ def child(args) -> dict:
     faiss.omp_set_num_threads(args.threads)
     from hf_xlsr.evaluation.mining import mine
 
-    x_full, y_full = embeddings(args.model, args.backend, args.threads)
+    x_full, y_full = embeddings(args.model, args.backend, args.threads, args.size)
     source_rows, target_rows, gold = subsample(args.size)
     x, y = np.ascontiguousarray(x_full[source_rows]), np.ascontiguousarray(y_full[target_rows])
     reset_peak()
@@ -123,7 +139,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 30_000, 100_000, 200_000, 409_226])
     parser.add_argument("--sweep", type=int, help="run the index settings at this size instead")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--embed-only", action="store_true", help="embed and cache both sides, then stop")
+    parser.add_argument("--embed-only", action="store_true", help="embed the rows of the largest size, then stop")
     parser.add_argument("--child", action="store_true")
     parser.add_argument("--index")
     parser.add_argument("--size", type=int)
@@ -135,7 +151,7 @@ def main() -> None:
         return
     from common import Results, machine
 
-    embeddings(args.model, args.backend, args.threads)  # once, before anything is timed
+    embeddings(args.model, args.backend, args.threads, args.sweep or max(args.sizes))  # before anything is timed
     if args.embed_only:
         return
     results = Results(args.out, {"script": "benchmarks/bench_mining_search.py", "model": args.model,
