@@ -42,6 +42,18 @@ LANGUAGES = "en fr de es it pt ru uk pl ro tr ar fa hi bn id vi tl sw ja ko zh".
 USE_LANGUAGES = ["en", "ar", "de", "es", "fr", "it", "ja", "ko", "pl", "pt", "ru", "tr", "zh"]  # USE-m3's own list
 TRAINED = ["mnrl", "distill", "hf_xlsr"]
 ORDER = ["e5-small", "use-m3", "mnrl", "hf_xlsr", "distill"]
+ZERO_SHOT_SHOWN = [
+    ("fr", "de"),
+    ("es", "it"),
+    ("es", "pt"),
+    ("ru", "uk"),
+    ("ar", "fa"),
+    ("hi", "bn"),
+    ("ja", "zh"),
+    ("ko", "ja"),
+    ("tr", "ar"),
+    ("sw", "vi"),
+]  # pairs never trained directly, for the report
 
 
 def training_arguments(args, output_dir: str, seed: int) -> dict:
@@ -186,6 +198,13 @@ def report(path: str) -> None:
     print("\n| language | " + " | ".join(arms) + " |\n| --- |" + " ---: |" * len(arms))
     for language in LANGUAGES[1:]:
         print(f"| {language} | " + " | ".join(cell(arm, language) for arm in arms) + " |")
+    print("\n| zero-shot pair | " + " | ".join(arms) + " |\n| --- |" + " ---: |" * len(arms))
+    for a, b in ZERO_SHOT_SHOWN:
+        for run in data["runs"]:
+            forward, backward = (run["directions"].get(f"retrieval_{p}2{q}_accuracy") for p, q in ((a, b), (b, a)))
+            if forward is not None and backward is not None:
+                run[f"{a}-{b}"] = (forward + backward) / 2
+        print(f"| {a}-{b} | " + " | ".join(cell(arm, f"{a}-{b}") for arm in arms) + " |")
 
 
 def main() -> None:
