@@ -1,6 +1,6 @@
-"""mkdocs hook: the benchmark report, its plots, the contributing guide and the changelog live beside the code
-(``benchmarks/RESULTS.md``, ``CONTRIBUTING.md``, ``CHANGELOG.md``); they join the site under the same relative paths,
-so their links work on GitHub and on the site alike."""
+"""mkdocs hook: the benchmark report with its plots and model cards, the contributing guide and the changelog live
+beside the code (``benchmarks/``, ``CONTRIBUTING.md``, ``CHANGELOG.md``); they join the site under the same relative
+paths, so their links work on GitHub and on the site alike."""
 
 from pathlib import Path
 
@@ -16,4 +16,6 @@ def on_files(files, config):
         files.append(File.generated(config, destination, abs_src_path=str(ROOT / source)))
     for plot in sorted((ROOT / "benchmarks" / "plots").glob("*.png")):
         files.append(File.generated(config, f"benchmarks/plots/{plot.name}", abs_src_path=str(plot)))
+    for card in sorted((ROOT / "benchmarks" / "model_cards").glob("*.md")):
+        files.append(File.generated(config, f"benchmarks/model_cards/{card.name}", abs_src_path=str(card)))
     return files
