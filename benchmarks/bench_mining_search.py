@@ -34,16 +34,22 @@ from bench_mining_e2e import scored, subsample
 from bench_mining_large import CACHE, build_sides, memory_mb, reset_peak
 
 # (name, index) for the sweep; "peer" is the sentence-transformers example's search
-SWEEP = [
-    ("exact", "flat"),
-    ("peer", "peer"),
-    ("IVF 4 sqrt(n) lists, 16 probes", "IVF{4r},Flat|nprobe=16"),
-    ("IVF 4 sqrt(n), 8 probes", "IVF{4r},Flat|nprobe=8"),
-    ("IVF sqrt(n), 8 probes", "IVF{r},Flat|nprobe=8"),
-    ("IVF sqrt(n), 4 probes", "IVF{r},Flat|nprobe=4"),
-    ("IVF sqrt(n), SQ8, 8 probes", "IVF{r},SQ8|nprobe=8"),
-    ("HNSW32, efSearch 64", "HNSW32|efSearch=64"),
-    ("OPQ48 + IVF sqrt(n) + PQ48, 16 probes", "OPQ48,IVF{r},PQ48|nprobe=16"),
+SWEEP = [  # (name, index, k-means sample per list: None for the library's default)
+    ("exact", "flat", None),
+    ("peer", "peer", None),
+    ("IVF 4 sqrt(n) lists, 16 probes", "IVF{4r},Flat|nprobe=16", None),
+    ("IVF 4 sqrt(n), 8 probes", "IVF{4r},Flat|nprobe=8", None),
+    ("IVF sqrt(n), 8 probes", "IVF{r},Flat|nprobe=8", None),
+    ("IVF sqrt(n), 4 probes", "IVF{r},Flat|nprobe=4", None),
+    ("IVF sqrt(n), SQ8, 8 probes", "IVF{r},SQ8|nprobe=8", None),
+    ("HNSW32, efSearch 64", "HNSW32|efSearch=64", None),
+    ("OPQ48 + IVF sqrt(n) + PQ48, 16 probes", "OPQ48,IVF{r},PQ48|nprobe=16", None),
+    ("IVF 4 sqrt(n), 16 probes, k-means on 64 per list", "IVF{4r},Flat|nprobe=16", 64),
+    ("IVF 4 sqrt(n), 8 probes, k-means on 64 per list", "IVF{4r},Flat|nprobe=8", 64),
+    ("IVF 2 sqrt(n), 8 probes, k-means on 64 per list", "IVF{2r},Flat|nprobe=8", 64),
+    ("IVF 2 sqrt(n), 16 probes, k-means on 64 per list", "IVF{2r},Flat|nprobe=16", 64),
+    ("IVF sqrt(n), 16 probes, k-means on 64 per list", "IVF{r},Flat|nprobe=16", 64),
+    ("IVF sqrt(n), SQ8, 16 probes, k-means on 64 per list", "IVF{r},SQ8|nprobe=16", 64),
 ]
 
 
@@ -87,7 +93,7 @@ def embeddings(model: str, backend: str, threads: int, size: int) -> tuple[np.nd
 
 def expand(index: str, n: int) -> str:
     root = int(np.sqrt(n))
-    return index.replace("{4r}", str(4 * root)).replace("{r}", str(root))
+    return index.replace("{4r}", str(4 * root)).replace("{2r}", str(2 * root)).replace("{r}", str(root))
 
 
 def child(args) -> dict:
@@ -95,8 +101,11 @@ def child(args) -> dict:
     import faiss
 
     faiss.omp_set_num_threads(args.threads)
+    from hf_xlsr.evaluation import mining
     from hf_xlsr.evaluation.mining import mine
 
+    if args.train_points:
+        mining.IVF_TRAIN_POINTS = args.train_points
     x_full, y_full = embeddings(args.model, args.backend, args.threads, args.size)
     source_rows, target_rows, gold = subsample(args.size)
     x, y = np.ascontiguousarray(x_full[source_rows]), np.ascontiguousarray(y_full[target_rows])
@@ -115,10 +124,10 @@ def child(args) -> dict:
             **scored(pairs, gold)}  # fmt: skip
 
 
-def run_child(args, index: str, size: int, pairs: Path) -> dict:
+def run_child(args, index: str, size: int, pairs: Path, train_points: int | None = None) -> dict:
     command = [sys.executable, __file__, "--child", "--model", args.model, "--backend", args.backend, "--threads",
                str(args.threads), "--index", index, "--size", str(size), "--pairs", str(pairs),
-               "--out", "-"]  # fmt: skip
+               "--out", "-"] + (["--train-points", str(train_points)] if train_points else [])  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     if result.returncode:
         raise SystemExit(f"{index} at {size} failed:\n{result.stderr[-3000:]}")
@@ -144,6 +153,7 @@ def main() -> None:
     parser.add_argument("--index")
     parser.add_argument("--size", type=int)
     parser.add_argument("--pairs")
+    parser.add_argument("--train-points", type=int, help="k-means sample per inverted list (IVF_TRAIN_POINTS)")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     if args.child:
@@ -160,14 +170,15 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     if args.sweep:
         reference = work / f"sweep_{args.sweep}_0.json"  # exact search, the first setting
-        for number, (name, index) in enumerate(SWEEP):
+        for number, (name, index, train_points) in enumerate(SWEEP):
             arm = f"{name} {args.sweep}"
             if results.done(arm, 0):
                 continue
             pairs = work / f"sweep_{args.sweep}_{number}.json"
-            run = run_child(args, index, args.sweep, pairs)
+            run = run_child(args, index, args.sweep, pairs, train_points)
             run["agreement_with_exact"] = agreement(pairs, reference)
-            results.add({"arm": arm, "seed": 0, "size": args.sweep, "index": expand(index, args.sweep), **run})
+            results.add({"arm": arm, "seed": 0, "size": args.sweep, "index": expand(index, args.sweep),
+                         "train_points": train_points, **run})  # fmt: skip
             print(json.dumps({"arm": arm, **run}), flush=True)
         return
     for position, size in enumerate(args.sizes):
