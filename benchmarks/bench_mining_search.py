@@ -50,6 +50,11 @@ SWEEP = [  # (name, index, k-means sample per list: None for the library's defau
     ("IVF 2 sqrt(n), 16 probes, k-means on 64 per list", "IVF{2r},Flat|nprobe=16", 64),
     ("IVF sqrt(n), 16 probes, k-means on 64 per list", "IVF{r},Flat|nprobe=16", 64),
     ("IVF sqrt(n), SQ8, 16 probes, k-means on 64 per list", "IVF{r},SQ8|nprobe=16", 64),
+    ("IVF 4 sqrt(n), SQ8, 16 probes, k-means on 64 per list", "IVF{4r},SQ8|nprobe=16", 64),
+    ("IVF 4 sqrt(n), SQ8, 24 probes, k-means on 64 per list", "IVF{4r},SQ8|nprobe=24", 64),
+    ("IVF 4 sqrt(n), 24 probes, k-means on 64 per list", "IVF{4r},Flat|nprobe=24", 64),
+    ("peer, again", "peer", None),
+    ("exact, again", "flat", None),
 ]
 
 

@@ -40,7 +40,7 @@ MODES = ("forward", "backward", "max", "intersect")
 IVF_THRESHOLD = 100_000
 IVF_LISTS_PER_ROOT = 4  # inverted lists per square root of the corpus size
 IVF_PROBES = 16  # lists searched per query
-IVF_TRAIN_POINTS = 256  # k-means sample per inverted list
+IVF_TRAIN_POINTS = 64  # k-means sample per inverted list (faiss asks for 39 at least)
 # The customary cut of the ratio margin for mining without gold pairs (LASER's, CCMatrix's): pairs below it are
 # mostly not translations. ``hf-xlsr mine`` keeps pairs at or above it unless told otherwise.
 RATIO_THRESHOLD = 1.06
@@ -91,15 +91,20 @@ def train_index(spec: str, sides: Sequence[np.ndarray], dim: int, seed: int = 0)
         lists = re.search(r"IVF(\d+)", factory)
         wanted = max(IVF_TRAIN_POINTS * int(lists.group(1)) if lists else 0, 65_536)
         rng = np.random.default_rng(seed)
-        sample = [side[np.sort(rng.choice(len(side), min(len(side), wanted // len(sides)), replace=False))]
-                  for side in sides]  # fmt: skip
-        built.train(_unit_float32(np.concatenate(sample)))
+        rows = [np.sort(rng.choice(len(side), min(len(side), wanted // len(sides)), replace=False)) for side in sides]
+        sample = np.empty((sum(map(len, rows)), dim), dtype=np.float32)  # one copy, normalised in place
+        start = 0
+        for side, chosen in zip(sides, rows, strict=True):
+            sample[start : start + len(chosen)] = side[chosen]
+            start += len(chosen)
+        faiss.normalize_L2(sample)
+        built.train(sample)
     if parameters:
         faiss.ParameterSpace().set_index_parameters(built, parameters)
     return built
 
 
-def build_index(corpus: np.ndarray, index: str = "auto", block_size: int = 65536, trained=None):
+def build_index(corpus: np.ndarray, index: str = "auto", block_size: int = 16384, trained=None):
     """A faiss inner-product index over L2-normalised ``corpus`` (see :func:`index_spec`): a copy of ``trained``
     (an empty trained index) when given, else one trained on ``corpus``; vectors added in blocks."""
     n, dim = corpus.shape
@@ -116,7 +121,7 @@ def build_index(corpus: np.ndarray, index: str = "auto", block_size: int = 65536
 
 
 def knn(
-    queries: np.ndarray, corpus: np.ndarray, k: int, index: str = "auto", block_size: int = 65536, trained=None
+    queries: np.ndarray, corpus: np.ndarray, k: int, index: str = "auto", block_size: int = 16384, trained=None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Cosine similarities and indices of each query's ``k`` nearest corpus vectors, ``(n_queries, k)`` each."""
     k = min(k, len(corpus))
@@ -199,7 +204,7 @@ def mine(
     margin: str = "ratio",
     mode: str = "max",
     index: str = "auto",
-    block_size: int = 65536,
+    block_size: int = 16384,
 ) -> MinedPairs:
     """Score candidate pairs with the margin of Eq. 4 and pair them one-to-one (no threshold applied)."""
     if mode not in MODES:
