@@ -146,6 +146,22 @@ def agreement(pairs: Path, reference: Path) -> float:
     return len(ours & exact) / len(exact)
 
 
+def report(path: str) -> None:
+    """The Markdown table of a results file: each setting (sweep) or each size and arm (scaling)."""
+    data = json.loads(Path(path).read_text())
+    peers = {run["size"]: run for run in data["runs"] if run["arm"].startswith("peer")}
+    print("| search | seconds | × peer | added MB | × peer | recall | best F1 | F1 at 1.06 | pairs as exact's |\n"
+          "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")  # fmt: skip
+    for run in data["runs"]:
+        peer = peers.get(run["size"])
+        ratio = (f"{run['seconds'] / peer['seconds']:.2f} | {run['peak_added_mb'] / peer['peak_added_mb']:.2f}"
+                 if peer else "— | —")  # fmt: skip
+        agree = f"{100 * run['agreement_with_exact']:.1f}%" if "agreement_with_exact" in run else "—"
+        print(f"| {run['arm']} | {run['seconds']:.1f} | {ratio.split(' | ')[0]} | {run['peak_added_mb']:.0f} | "
+              f"{ratio.split(' | ')[1]} | {100 * run['recall']:.1f} | {100 * run['best_f1']:.1f} | "
+              f"{100 * run['f1_at_1.06']:.1f} | {agree} |")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", required=True, help="a sentence-transformers folder (an hf_xlsr export)")
@@ -159,8 +175,12 @@ def main() -> None:
     parser.add_argument("--size", type=int)
     parser.add_argument("--pairs")
     parser.add_argument("--train-points", type=int, help="k-means sample per inverted list (IVF_TRAIN_POINTS)")
+    parser.add_argument("--report", action="store_true", help="print the table of a results file (--out) and stop")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
+    if args.report:
+        report(args.out)
+        return
     if args.child:
         print(json.dumps(child(args)))
         return
