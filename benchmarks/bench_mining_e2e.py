@@ -191,7 +191,7 @@ def main() -> None:
                 continue
             run = run_child(arm, args, work)
             run.update(scored(read_pairs(work / f"{arm}.tsv"), gold), size=size, gold_pairs=len(gold))
-            results.add({"arm": f"{arm} {size}", "seed": 0, **run})
+            results.add({**run, "arm": f"{arm} {size}", "seed": 0})
             print(json.dumps(run), flush=True)
         if not results.done(f"exact {size}", 0):
             results.add({"arm": f"exact {size}", "seed": 0, "size": size, **exact_reference(work, gold)})
