@@ -1,9 +1,9 @@
 """Bitext mining as a user waits for it, encode + search + margin scoring + pairing, against the sentence-transformers
 example's approach, at several corpus sizes, in one run.
 
-Data: the corpus of ``bench_mining_large.py`` (the whole offline Bible: 5,000 gold en-fr verse pairs, every other
-verse in all 31 translations split between the two sides, about 409,000 sentences per side). A size of N sentences
-per side takes N / 20 gold pairs and fills each side with its first other sentences, so 5% of every side has its
+Data: the corpus of ``mining_corpus.py`` (the whole offline Bible: 5,000 gold en-fr verse pairs, every other verse
+in all 31 translations split between the two sides, about 409,000 sentences per side). A size of N sentences per
+side takes N / 20 gold pairs and fills each side with its first other sentences, so 5% of every side has its
 translation on the other side.
 
 Arms (each in a process of its own, for its peak memory; the order alternates from one size to the next):
@@ -11,17 +11,16 @@ Arms (each in a process of its own, for its peak memory; the order alternates fr
 * ``peer``: sentence-transformers' ``examples/.../parallel-sentence-mining/bitext_mining.py`` with
   ``bitext_mining_utils.py``: ``SentenceTransformer.encode`` (float32, normalised), faiss IVF with n / 1000 lists and 3
   probes, the ratio margin scored candidate by candidate in a Python loop, ``max`` retrieval, greedy pairing, the
-  pairs written out (``bench_mining.peer_mine``);
-* ``hf_xlsr``: ``hf-xlsr mine --backend B`` as the command line runs it (``mine_files``: the files streamed through
-  the encoder into memory-mapped embeddings, ``mine``, the pairs written with their texts).
+  pairs written out (``mining_corpus.peer_mine``);
+* ``hf_xlsr``: the steps of ``mine_files`` as ``hf-xlsr mine --backend B`` runs them, timed apart: the files
+  streamed through the encoder into memory-mapped embeddings, ``mine``, the pairs written with their texts.
 
 Each run reports its seconds (encoding, search with margin and pairing, in all), the peak resident memory it added
 over the loaded model, and, against the gold pairs: recall over every mined pair, the best F1 over thresholds, and
 precision / recall / F1 at the customary ratio-margin cut of 1.06. The reference is exact search (faiss flat) on the
 peer's float32 embeddings.
 
-``--search-only`` times the search alone (``mine`` against the peer's search, margin scoring and pairing) on
-embeddings cached by an earlier run, at sizes up to the whole corpus.
+The search alone, at sizes up to the whole corpus, is ``bench_mining_search.py``.
 
     HF_HUB_OFFLINE=1 python benchmarks/bench_mining_e2e.py --model MODEL --sizes 10000 100000 \\
         --out benchmarks/results/mining_e2e.json
@@ -38,29 +37,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from bench_mining import peer_mine
-from bench_mining_large import CACHE, build_sides, memory_mb, reset_peak
-
-GOLD_SHARE = 20  # one sentence in 20 of each side has its translation on the other side
-
-
-def subsample(size: int, seed: int = 0) -> tuple[list[int], list[int], set[tuple[int, int]]]:
-    """Rows of the full sides for ``size`` sentences per side (``size / 20`` gold pairs, then the first other rows,
-    each side shuffled), and the gold pairs as positions among them."""
-    source_file, target_file, gold = build_sides(5000, seed)
-    everything = sorted(gold)
-    chosen = everything[: size // GOLD_SHARE]
-    rng = np.random.default_rng(seed)
-    sides = []
-    for side, file in ((0, source_file), (1, target_file)):
-        gold_rows = {pair[side] for pair in everything}
-        with open(file, encoding="utf-8") as handle:
-            count = sum(1 for _ in handle)
-        others = [row for row in range(count) if row not in gold_rows][: size - len(chosen)]
-        rows = [pair[side] for pair in chosen] + others
-        sides.append([rows[i] for i in rng.permutation(len(rows))])
-    position = [{row: i for i, row in enumerate(side)} for side in sides]
-    return sides[0], sides[1], {(position[0][s], position[1][t]) for s, t in chosen}
+from mining_corpus import CACHE, build_sides, memory_mb, peer_mine, reset_peak, scored, subsample
 
 
 def write_texts(rows: list[int], file: Path, out: Path) -> None:
@@ -130,16 +107,6 @@ def child(args) -> dict:
 def read_pairs(path: Path) -> list[tuple[int, int, float]]:
     rows = [line.split("\t", 3) for line in path.read_text(encoding="utf-8").splitlines()]
     return [(int(s) - 1, int(t) - 1, float(score)) for score, s, t, _ in rows]
-
-
-def scored(pairs: list[tuple[int, int, float]], gold: set[tuple[int, int]]) -> dict:
-    from hf_xlsr.evaluation.mining import MinedPairs, best_threshold, precision_recall_f1
-
-    mined = MinedPairs(*(np.asarray(column) for column in zip(*pairs, strict=True)))
-    at_cut = precision_recall_f1(mined.above(1.06), gold)
-    return {"pairs": len(mined), "recall": precision_recall_f1(mined, gold)["recall"],
-            "best_f1": best_threshold(mined, gold)[1], "precision_at_1.06": at_cut["precision"],
-            "recall_at_1.06": at_cut["recall"], "f1_at_1.06": at_cut["f1"]}  # fmt: skip
 
 
 def run_child(arm: str, args, work: Path) -> dict:

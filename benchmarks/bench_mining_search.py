@@ -2,14 +2,14 @@
 embeddings of a strong encoder, against the sentence-transformers example's approach, from 10,000 to about 409,000
 sentences per side; and the faiss settings ``hf_xlsr.evaluation.mine`` uses by default, chosen by measurement.
 
-Data: the corpus of ``bench_mining_large.py``, sized as in ``bench_mining_e2e.py`` (5% of each side has its
+Data: the corpus of ``mining_corpus.py``, sized as in ``bench_mining_e2e.py`` (5% of each side has its
 translation on the other side; all 5,000 gold pairs at full size). The sentences are embedded once by ``--model`` on
 ``--backend`` (memory-mapped, cached under ``benchmarks/.cache/mining_large``; a larger size embeds only the rows it
 adds).
 
 * ``--sweep SIZE``: index settings at one size, each in a process of its own: seconds, peak resident memory added,
   recall of the gold pairs, best F1, and the agreement of the mined pairs with exact search's.
-* scaling (the default): ``hf_xlsr`` (``mine(index="auto")``) and ``peer`` (``bench_mining.peer_mine``: IVF with
+* scaling (the default): ``hf_xlsr`` (``mine(index="auto")``) and ``peer`` (``mining_corpus.peer_mine``: IVF with
   n / 1000 lists and 3 probes, margins in a Python loop, greedy pairing) at each of ``--sizes``, alternating which
   runs first, each in a process of its own; with the embeddings already in memory, as the example holds them.
 
@@ -29,9 +29,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from bench_mining import peer_mine
-from bench_mining_e2e import scored, subsample
-from bench_mining_large import CACHE, build_sides, memory_mb, reset_peak
+from mining_corpus import CACHE, build_sides, memory_mb, peer_mine, reset_peak, scored, subsample
 
 # (name, index) for the sweep; "peer" is the sentence-transformers example's search
 SWEEP = [  # (name, index, k-means sample per list: None for the library's default)
