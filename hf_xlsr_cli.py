@@ -26,6 +26,10 @@ logger = logging.getLogger("hf_xlsr")
 
 # hf_xlsr.evaluation.backends.BACKENDS (a test keeps them equal), named here so that --help imports no torch
 BACKENDS = ("torch", "bf16", "onnx", "onnx-int8", "openvino")
+BACKEND_HELP = (
+    "where the model encodes: torch (float32), bf16, onnx, onnx-int8 (pip install 'hf_xlsr[onnx]') or "
+    "openvino (pip install 'hf_xlsr[openvino]')"
+)
 
 
 def _train(args: argparse.Namespace, rest: list[str]) -> int:
@@ -231,9 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
                                            "languages apart)")  # fmt: skip
     encode.add_argument("--batch-size", type=int, default=64)
     encode.add_argument("--max-length", type=int, default=128, help="tokens per sentence (hf_xlsr models)")
-    encode.add_argument("--backend", default="torch", choices=BACKENDS,
-                        help="where the model encodes: torch (float32), bf16, onnx, onnx-int8 or openvino "
-                             "(the last three need pip install 'hf_xlsr[onnx]')")  # fmt: skip
+    encode.add_argument("--backend", default="torch", choices=BACKENDS, help=BACKEND_HELP)
     encode.set_defaults(handler=_encode)
 
     export = commands.add_parser("export", help="export a trained model to sentence-transformers folders")
@@ -266,9 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
                           help="seed that draws the held-out samples (default: one fixed seed, so that the same "
                                "data and size give the same sample, whatever seed trained the model); recorded "
                                "with the results")  # fmt: skip
-    evaluate.add_argument("--backend", default="torch", choices=BACKENDS,
-                          help="where the model encodes: torch (float32), bf16, onnx, onnx-int8 or openvino "
-                             "(the last three need pip install 'hf_xlsr[onnx]')")  # fmt: skip
+    evaluate.add_argument("--backend", default="torch", choices=BACKENDS, help=BACKEND_HELP)
     evaluate.set_defaults(handler=_evaluate)
 
     mine = commands.add_parser("mine", help="mine parallel sentences from two files (margin-based)")
@@ -290,9 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
     mine.add_argument("--all-pairs", action="store_true", help="keep every mined pair, whatever its score")
     mine.add_argument("--embeddings", help="folder for the embeddings (memory-mapped .npy; default: a temporary one)")
     mine.add_argument("--batch-size", type=int, default=64)
-    mine.add_argument("--backend", default="torch", choices=BACKENDS,
-                      help="where the model encodes: torch (float32), bf16, onnx, onnx-int8 or openvino "
-                             "(the last three need pip install 'hf_xlsr[onnx]')")  # fmt: skip
+    mine.add_argument("--backend", default="torch", choices=BACKENDS, help=BACKEND_HELP)
     mine.set_defaults(handler=_mine)
 
     push = commands.add_parser("push", help="push a trained model's export and model card to the Hub")
