@@ -152,7 +152,8 @@ def mining_scaling() -> None:
                             if run["arm"].split()[0] == method)  # fmt: skip
             style = "o-" if job == "search" else "s--"
             for ax, column in zip(axes, (1, 2), strict=True):
-                ax.plot([p[0] for p in points], [p[column] for p in points], style, label=f"{label}, {job}")
+                ax.plot([p[0] for p in points], [p[column] for p in points], style, label=f"{label}, {job}",
+                        color="C0" if method == "hf_xlsr" else "C1")  # fmt: skip
     axes[0].set(xscale="log", yscale="log", xlabel="sentences per side", ylabel="seconds",
                 title="Mining time, 1 thread")  # fmt: skip
     axes[1].set(xscale="log", xlabel="sentences per side", ylabel="MB added", title="Peak memory added")

@@ -82,7 +82,8 @@ def test_blocks_and_ivf_agree_with_exact_search(monkeypatch):
     assert np.array_equal(exact_ids, small_ids) and np.allclose(exact_sims, small_sims)
     monkeypatch.setattr(mining_module, "IVF_THRESHOLD", 1000)  # "auto" now picks IVF for 4,000 vectors
     built = mining_module.build_index(corpus, "auto")
-    assert type(built).__name__ == "IndexIVFScalarQuantizer" and built.nprobe == 24
+    # min(4 sqrt(4,000), 4,000 / 39) = 102 lists of about 39 vectors: 1,900 vectors scanned is 48 lists
+    assert type(built).__name__ == "IndexIVFScalarQuantizer" and built.nprobe == 48
     _, ivf_ids = knn(queries, corpus, 4, index="auto")
     assert np.mean(ivf_ids[:, 0] == exact_ids[:, 0]) > 0.9
 
@@ -101,7 +102,7 @@ def test_one_trained_index_serves_both_directions_and_factory_strings_are_indexe
     monkeypatch.setattr(mining_module, "train_index", counted)
     exact = mine(x, y, index="flat")
     cases = [
-        ("ivf", "IVF76,SQ8|nprobe=24"),  # min(4 sqrt(3,000), 3,000 / 39) lists
+        ("ivf", "IVF76,SQ8|nprobe=48"),  # min(4 sqrt(3,000), 3,000 / 39) lists, 1,900 / (3,000 / 76) probes
         ("HNSW16|efSearch=64", "HNSW16|efSearch=64"),
         ("IVF32,SQ8|nprobe=8", "IVF32,SQ8|nprobe=8"),
     ]

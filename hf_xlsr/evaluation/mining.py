@@ -37,12 +37,14 @@ logger = logging.getLogger(__name__)
 
 MARGINS = ("ratio", "distance")
 MODES = ("forward", "backward", "max", "intersect")
-# Chosen by benchmarks/bench_mining_search.py on 100,000 sentences per side of the 22-language model (RESULTS.md):
-# exact search costs 1.7x the sentence-transformers example's IVF search there and gives the best recall and F1;
-# the IVF below, used from 200,000, takes 0.46x its time and 0.51x its memory at 0.2 points of exact recall.
+# Chosen by benchmarks/bench_mining_search.py on the 22-language model (RESULTS.md). At 100,000 sentences per side
+# exact search costs 1.7x the sentence-transformers example's IVF search and gives the best recall and F1; the IVF
+# below, used from 200,000, took 0.46x its time and 0.51x its memory there at 0.2 points of exact recall with 24
+# probes, which scan about 1,900 vectors per query. The probes shrink as the lists fill so that a query scans that
+# many at any size (12 at 409,000: 0.57x the example's time there, 24 probes took 0.97x).
 IVF_THRESHOLD = 200_000
 IVF_LISTS_PER_ROOT = 4  # inverted lists per square root of the corpus size
-IVF_PROBES = 24  # lists searched per query
+IVF_SCAN = 1_900  # vectors a query scans: round(IVF_SCAN * lists / n) lists are probed, 8 at least
 IVF_TRAIN_POINTS = 64  # k-means sample per inverted list (faiss asks for 39 at least)
 # The customary cut of the ratio margin for mining without gold pairs (LASER's, CCMatrix's): pairs below it are
 # mostly not translations. ``hf-xlsr mine`` keeps pairs at or above it unless told otherwise.
@@ -57,17 +59,18 @@ def _unit_float32(vectors: np.ndarray) -> np.ndarray:
 
 def index_spec(n: int, index: str = "auto") -> str:
     """The faiss index for a corpus of ``n`` vectors, as an ``index_factory`` string with its search parameters
-    after ``|``: ``flat`` (exact search), ``ivf`` (:data:`IVF_LISTS_PER_ROOT` sqrt(n) lists of 8-bit vectors,
-    :data:`IVF_PROBES` probes), ``auto`` (flat below :data:`IVF_THRESHOLD` vectors, IVF from there), or any factory
-    string of one's own (``"HNSW32|efSearch=128"``, ``"OPQ64,IVF4096,PQ64|nprobe=32"``, as faiss and stopes name
-    indexes)."""
+    after ``|``: ``flat`` (exact search), ``ivf`` (:data:`IVF_LISTS_PER_ROOT` sqrt(n) lists of 8-bit vectors, as
+    many probed as hold :data:`IVF_SCAN` vectors), ``auto`` (flat below :data:`IVF_THRESHOLD` vectors, IVF from
+    there), or any factory string of one's own (``"HNSW32|efSearch=128"``, ``"OPQ64,IVF4096,PQ64|nprobe=32"``,
+    as faiss and stopes name indexes)."""
     if index == "auto":
         index = "flat" if n < IVF_THRESHOLD else "ivf"
     if index == "flat":
         return "Flat"
     if index == "ivf":
         lists = max(1, min(int(IVF_LISTS_PER_ROOT * math.sqrt(n)), n // 39))  # faiss wants >= 39 points per list
-        return f"IVF{lists},SQ8|nprobe={min(IVF_PROBES, lists)}"  # vectors stored in 8 bits per dimension
+        probes = min(lists, max(8, round(IVF_SCAN * lists / n)))  # 8 at least: the fewest the sweep measured
+        return f"IVF{lists},SQ8|nprobe={probes}"  # vectors stored in 8 bits per dimension
     if not index or index[0].islower():
         raise ValueError(f"index must be 'auto', 'flat', 'ivf' or a faiss index_factory string, got {index!r}")
     return index
