@@ -217,7 +217,7 @@ MUTATIONS = [
              "trained = None",
              "tests/test_mining.py::test_one_trained_index_serves_both_directions_and_factory_strings_are_indexes"),
     Mutation("ivf_probes_do_not_follow_the_list_size", "hf_xlsr/evaluation/mining.py",
-             "round(IVF_SCAN * lists / n)", "24",
+             "probes = min(lists, max(8, round(IVF_SCAN * lists / n)))", "probes = min(lists, 24)",
              "tests/test_mining.py::test_blocks_and_ivf_agree_with_exact_search"),
     Mutation("pairing_loop_ignores_the_rounds", "hf_xlsr/evaluation/mining.py",
              "if not used_source[s] and not used_target[t]:", "if True:", PAIRING),
