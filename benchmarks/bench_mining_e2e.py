@@ -70,7 +70,7 @@ def child(args) -> dict:
         texts = [source.read_text(encoding="utf-8").splitlines(), target.read_text(encoding="utf-8").splitlines()]
         x, y = (model.encode(t, convert_to_numpy=True, normalize_embeddings=True) for t in texts)
         encoded = time.perf_counter()
-        pairs = peer_mine(x, y, k=4, ann=True)
+        pairs = peer_mine(x, y, k=4)
         with open(folder / "peer.tsv", "w", encoding="utf-8") as handle:
             for s, t, score in pairs:
                 handle.write(f"{score:.4f}\t{s + 1}\t{t + 1}\t{texts[0][s]}\t{texts[1][t]}\n")

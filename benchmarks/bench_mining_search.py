@@ -116,7 +116,7 @@ def child(args) -> dict:
     before = memory_mb("VmRSS")
     began = time.perf_counter()
     if args.index == "peer":
-        pairs = peer_mine(x, y, k=4, ann=True)
+        pairs = peer_mine(x, y, k=4)
     else:
         mined = mine(x, y, k=4, index=expand(args.index, len(y)))
         pairs = list(zip(mined.source.tolist(), mined.target.tolist(), mined.scores.tolist(), strict=True))
@@ -152,12 +152,12 @@ def report(path: str) -> None:
           "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")  # fmt: skip
     for run in data["runs"]:
         peer = peers.get(run["size"])
-        ratio = (f"{run['seconds'] / peer['seconds']:.2f} | {run['peak_added_mb'] / peer['peak_added_mb']:.2f}"
-                 if peer else "— | —")  # fmt: skip
+        time, memory = (f"{run[key] / peer[key]:.2f}" if peer else "—" for key in ("seconds", "peak_added_mb"))
         agree = f"{100 * run['agreement_with_exact']:.1f}%" if "agreement_with_exact" in run else "—"
-        print(f"| {run['arm']} | {run['seconds']:.1f} | {ratio.split(' | ')[0]} | {run['peak_added_mb']:.0f} | "
-              f"{ratio.split(' | ')[1]} | {100 * run['recall']:.1f} | {100 * run['best_f1']:.1f} | "
-              f"{100 * run['f1_at_1.06']:.1f} | {agree} |")  # fmt: skip
+        print(
+            f"| {run['arm']} | {run['seconds']:.1f} | {time} | {run['peak_added_mb']:.0f} | {memory} | "
+            f"{100 * run['recall']:.1f} | {100 * run['best_f1']:.1f} | {100 * run['f1_at_1.06']:.1f} | {agree} |"
+        )
 
 
 def main() -> None:

@@ -10,7 +10,7 @@ per side takes N / 20 gold pairs and fills each side with its first other senten
 
 The peer (``peer_mine``) is the approach of sentence-transformers' ``examples/.../parallel-sentence-mining/
 bitext_mining.py`` with ``bitext_mining_utils.py``, written out from its description: faiss IVF with
-``min(32768, n / 1000)`` lists and 3 probes (or exact search), the ratio margin scored candidate by candidate in a
+``min(32768, n / 1000)`` lists and 3 probes, the ratio margin scored candidate by candidate in a
 Python loop, ``max`` retrieval, greedy one-to-one pairing.
 """
 
@@ -94,21 +94,16 @@ def subsample(size: int, seed: int = 0) -> tuple[list[int], list[int], set[tuple
     return sides[0], sides[1], {(position[0][s], position[1][t]) for s, t in chosen}
 
 
-def peer_mine(x: np.ndarray, y: np.ndarray, k: int = 4, ann: bool = False):
-    """The sentence-transformers example: kNN both ways, ratio margin per candidate in Python, max, greedy."""
+def peer_mine(x: np.ndarray, y: np.ndarray, k: int = 4):
+    """The sentence-transformers example: IVF kNN both ways, ratio margin per candidate in Python, max, greedy."""
     x = x / np.linalg.norm(x, axis=1, keepdims=True)
     y = y / np.linalg.norm(y, axis=1, keepdims=True)
 
     def knn(a, b):
-        if ann:
-            n_cluster = min(32768, int(b.shape[0] / 1000))
-            index = faiss.IndexIVFFlat(
-                faiss.IndexFlatIP(b.shape[1]), b.shape[1], n_cluster, faiss.METRIC_INNER_PRODUCT
-            )
-            index.nprobe = 3
-            index.train(b)
-        else:
-            index = faiss.IndexFlatIP(b.shape[1])
+        n_cluster = min(32768, int(b.shape[0] / 1000))
+        index = faiss.IndexIVFFlat(faiss.IndexFlatIP(b.shape[1]), b.shape[1], n_cluster, faiss.METRIC_INNER_PRODUCT)
+        index.nprobe = 3
+        index.train(b)
         index.add(b)
         return index.search(a, k)
 
