@@ -35,6 +35,15 @@ def launch_two_processes(
     return subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=ROOT, env=environment)
 
 
+@pytest.fixture(scope="module")
+def deepspeed_env(tmp_path_factory) -> dict:
+    """DeepSpeed's CPU accelerator JIT-compiles its shared-memory collective into TORCH_EXTENSIONS_DIR, guarded by a
+    lock file there; a process killed while building leaves the lock behind and every later build waits on it forever.
+    A directory of this module's own keeps the tests clear of locks and builds from other environments."""
+    pytest.importorskip("deepspeed")
+    return {"DS_ACCELERATOR": "cpu", "TORCH_EXTENSIONS_DIR": str(tmp_path_factory.mktemp("torch_extensions"))}
+
+
 def run_config(tmp_path, lora=None) -> Path:
     """A tiny dual-momentum run on 200 Bible pairs, 3 steps of 4 pairs per process."""
     config = {
@@ -98,15 +107,14 @@ def test_a_plain_trainer_under_ddp_broadcasts_no_queue_and_gathers_keys_once_per
     assert "broadcast_buffers` is deprecated" not in result.stderr
 
 
-def test_deepspeed_zero2_in_bf16_trains_a_momentum_encoder_with_a_float32_ema(tmp_path):
+def test_deepspeed_zero2_in_bf16_trains_a_momentum_encoder_with_a_float32_ema(tmp_path, deepspeed_env):
     """DeepSpeed's bf16 casts every parameter of the model it wraps, frozen ones included; the momentum weights are
     float32 buffers, which it leaves alone, so the EMA stays float32 while the query encoder computes in bf16.
     Two CPU processes, DeepSpeed's own engine (its CPU accelerator, gloo)."""
-    pytest.importorskip("deepspeed")
     config_path = run_config(tmp_path)
     result = launch_two_processes(
         ROOT / "tests" / "scripts" / "train_and_dump_state.py", str(config_path), str(tmp_path), "--bf16", "true",
-        config="deepspeed_two_cpu_processes.yaml", env={"DS_ACCELERATOR": "cpu"},
+        config="deepspeed_two_cpu_processes.yaml", env=deepspeed_env,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     rank0, rank1 = torch.load(tmp_path / "rank0.pt"), torch.load(tmp_path / "rank1.pt")
@@ -121,10 +129,8 @@ def test_deepspeed_zero2_in_bf16_trains_a_momentum_encoder_with_a_float32_ema(tm
     assert (weight != weight.bfloat16().float()).float().mean() > 0.9  # float32 precision that bf16 cannot hold
 
 
-@pytest.mark.slow  # its DeepSpeed process did not finish within 300 s in a fresh clone on 2026-11-25
-def test_deepspeed_zero3_is_refused_for_a_momentum_encoder(tmp_path):
-    pytest.importorskip("deepspeed")
-    env = {**os.environ, "DS_ACCELERATOR": "cpu", "RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1",
+def test_deepspeed_zero3_is_refused_for_a_momentum_encoder(tmp_path, deepspeed_env):
+    env = {**os.environ, **deepspeed_env, "RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1",
            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}  # fmt: skip
     script = ROOT / "tests" / "scripts" / "zero3_refusal.py"
     result = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, env=env,
