@@ -1,5 +1,5 @@
 """The demo as README runs it: real training on the Bible, held-out retrieval before and after, the export ranked by
-``SentenceTransformer``. Six to ten minutes on 2 cores, so it is a ``slow`` test: ``pytest -m slow``."""
+``SentenceTransformer``. Four to ten minutes on 2 cores, so it is a ``slow`` test: ``pytest -m slow``."""
 
 from __future__ import annotations
 
