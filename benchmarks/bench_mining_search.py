@@ -152,10 +152,12 @@ def report(path: str) -> None:
           "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")  # fmt: skip
     for run in data["runs"]:
         peer = peers.get(run["size"])
-        time, memory = (f"{run[key] / peer[key]:.2f}" if peer else "—" for key in ("seconds", "peak_added_mb"))
+        time_ratio, memory_ratio = (
+            f"{run[key] / peer[key]:.2f}" if peer else "—" for key in ("seconds", "peak_added_mb")
+        )
         agree = f"{100 * run['agreement_with_exact']:.1f}%" if "agreement_with_exact" in run else "—"
         print(
-            f"| {run['arm']} | {run['seconds']:.1f} | {time} | {run['peak_added_mb']:.0f} | {memory} | "
+            f"| {run['arm']} | {run['seconds']:.1f} | {time_ratio} | {run['peak_added_mb']:.0f} | {memory_ratio} | "
             f"{100 * run['recall']:.1f} | {100 * run['best_f1']:.1f} | {100 * run['f1_at_1.06']:.1f} | {agree} |"
         )
 

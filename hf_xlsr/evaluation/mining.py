@@ -41,7 +41,7 @@ MODES = ("forward", "backward", "max", "intersect")
 # exact search costs 1.7x the sentence-transformers example's IVF search and gives the best recall and F1; the IVF
 # below, used from 200,000, took 0.46x its time and 0.51x its memory there at 0.2 points of exact recall with 24
 # probes, which scan about 1,900 vectors per query. The probes shrink as the lists fill so that a query scans that
-# many at any size (12 at 409,000: 0.57x the example's time there, 24 probes took 0.97x).
+# many at any size (12 at 409,000: 0.56x the example's time there, where 24 probes took 0.97x).
 IVF_THRESHOLD = 200_000
 IVF_LISTS_PER_ROOT = 4  # inverted lists per square root of the corpus size
 IVF_SCAN = 1_900  # vectors a query scans: round(IVF_SCAN * lists / n) lists are probed, 8 at least
