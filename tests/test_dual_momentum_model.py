@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import traceback
 
 import pytest
@@ -13,6 +14,7 @@ from safetensors import safe_open
 from torch.utils._python_dispatch import TorchDispatchMode
 from transformers import AutoConfig, AutoModel
 
+import hf_xlsr
 from hf_xlsr import DualMomentumConfig, DualMomentumModel
 from hf_xlsr.modeling.pooling import pool
 from hf_xlsr.modeling.queue import momentum_pairs
@@ -302,7 +304,11 @@ def test_encoders_keep_their_attention_implementation(tmp_path, minilm_path):
 
 class DeviceReads(TorchDispatchMode):
     """Count the reads of a tensor's value by Python (``item``, ``int``, ``bool``: each waits for a GPU) made by
-    hf_xlsr's own code, as opposed to the encoder's."""
+    hf_xlsr's own code, as opposed to the encoder's. Code is told apart by the package it lives in, not by a name in
+    its path: a clone in a folder named hf_xlsr holds its virtual environment's transformers too."""
+
+    TORCH = os.path.dirname(torch.__file__) + os.sep
+    HF_XLSR = os.path.dirname(hf_xlsr.__file__) + os.sep
 
     def __init__(self):
         super().__init__()
@@ -310,8 +316,9 @@ class DeviceReads(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if func is torch.ops.aten._local_scalar_dense.default:
-            caller = next(f for f in reversed(traceback.extract_stack()[:-1]) if "/torch/" not in f.filename)
-            if "/hf_xlsr/" in caller.filename:
+            stack = reversed(traceback.extract_stack()[:-1])
+            caller = next(f for f in stack if not f.filename.startswith(self.TORCH))
+            if caller.filename.startswith(self.HF_XLSR):
                 self.places.append(f"{caller.filename.rsplit('/', 1)[-1]}:{caller.lineno}")
         return func(*args, **(kwargs or {}))
 
