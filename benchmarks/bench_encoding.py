@@ -7,7 +7,9 @@ cut at 128 tokens, batches of ``--batch-size``):
 
 * ``sentence-transformers``: ``SentenceTransformer.encode`` (float32, normalised), the peer;
 * one arm per hf_xlsr backend (``hf_xlsr.evaluation.backends``): ``torch`` (float32), ``bf16`` (PyTorch under
-  bfloat16 autocast), ``onnx`` (ONNX Runtime, float32), ``onnx-int8`` (dynamic int8 weights), ``openvino``.
+  bfloat16 autocast), ``onnx`` (ONNX Runtime, float32), ``onnx-int8`` (dynamic int8 weights), ``openvino``;
+* ``onnx-int8, every product``: ``onnx-int8`` with the products that narrow the width quantised too (the backend
+  keeps them in float32, ``backends.narrowing_products``), to measure what keeping them costs and saves.
 
 Each arm encodes every language's verses once per round; ``--rounds`` rounds, the arms' order reversed every other
 round (A B C ... C B A), so that the machine's slow spells fall on every arm alike; the median round is reported as
@@ -25,6 +27,7 @@ import argparse
 import json
 import statistics
 import time
+from unittest import mock
 
 import numpy as np
 import torch
@@ -50,7 +53,7 @@ def main() -> None:
 
     from hf_xlsr.data import resolve_reference
     from hf_xlsr.data.multilingual import load_multiway
-    from hf_xlsr.evaluation import RetrievalEvaluator, as_encoder
+    from hf_xlsr.evaluation import RetrievalEvaluator, as_encoder, backends
 
     model = SentenceTransformer(resolve_reference(args.model), device="cpu")
     model.max_seq_length = 128
@@ -67,6 +70,12 @@ def main() -> None:
     for backend in args.backends:
         arms[backend] = as_encoder(model, batch_size=args.batch_size, backend=backend)
         arms[backend](texts[args.languages[0]][:8], args.languages[0])  # the one-off export, outside the clock
+    if "onnx-int8" in args.backends:
+        with mock.patch.object(backends, "narrowing_products", lambda path: []):
+            every = arms["onnx-int8, every product"] = as_encoder(
+                model, batch_size=args.batch_size, backend="onnx-int8"
+            )
+            every(texts[args.languages[0]][:8], args.languages[0])
     names = list(arms)
     seconds = {name: [] for name in names}
     vectors = {}
@@ -91,7 +100,7 @@ def main() -> None:
             "sentences_per_second"]  # fmt: skip
         row["accuracy_lost_points"] = 100 * (rows["sentence-transformers"]["retrieval_accuracy"]
                                              - row["retrieval_accuracy"])  # fmt: skip
-        print(f"{name:<24}{row['sentences_per_second']:8.1f} sentences/s {row['ratio_to_sentence_transformers']:6.2f}x"
+        print(f"{name:<26}{row['sentences_per_second']:8.1f} sentences/s {row['ratio_to_sentence_transformers']:6.2f}x"
               f"  retrieval {100 * row['retrieval_accuracy']:6.2f}%  lost {row['accuracy_lost_points']:+5.2f} points"
               f"  max |difference| {row['max_abs_difference']:.1e}")  # fmt: skip
     if args.out:

@@ -224,6 +224,9 @@ MUTATIONS = [
     # encoding backends
     Mutation("int8_backend_not_quantised", "hf_xlsr/evaluation/backends.py", "            path = quantized\n",
              "            pass\n", BACKEND + "[onnx-int8]"),
+    Mutation("int8_quantises_the_narrowing_products", "hf_xlsr/evaluation/backends.py",
+             "nodes_to_exclude=narrowing_products(path)", "nodes_to_exclude=[]",
+             "tests/test_backends.py::test_int8_keeps_the_products_that_narrow_the_width_in_float32"),
     Mutation("bf16_backend_in_float32", "hf_xlsr/evaluation/backends.py",
              'bfloat16=backend == "bf16" or auto', "bfloat16=auto", BACKEND + "[bf16]"),
     # inputs cut to the position table
