@@ -40,6 +40,7 @@ DDP = (
 )
 SAMPLE = "tests/test_cli_and_arguments.py::test_training_and_evaluate_score_one_held_out_sample"
 BACKEND = "tests/test_backends.py::test_each_backend_gives_the_float32_vectors_within_its_precision"
+GPU_OOM = "tests/test_gpu_suite.py::test_an_arm_out_of_memory_is_a_row_and_mnrl_falls_back_to_its_cached_form"
 PAIRING = "tests/test_mining.py::test_one_to_one_pairing_is_the_best_first_loop_without_its_loop"
 MUTATIONS = [
     # MoCo-BERT and every queue
@@ -221,6 +222,11 @@ MUTATIONS = [
              "tests/test_mining.py::test_blocks_and_ivf_agree_with_exact_search"),
     Mutation("pairing_loop_ignores_the_rounds", "hf_xlsr/evaluation/mining.py",
              "if not used_source[s] and not used_target[t]:", "if True:", PAIRING),
+    # the GPU suite
+    Mutation("out_of_memory_arm_loses_the_part", "benchmarks/gpu_suite.py",
+             "                    step = ema = None\n                    rows.append(row)",
+             "                    del step, ema\n                    rows.append(row)", GPU_OOM),
+    Mutation("mnrl_out_of_memory_not_cached", "benchmarks/gpu_suite.py", "if times is None:", "if False:", GPU_OOM),
     # encoding backends
     Mutation("int8_backend_not_quantised", "hf_xlsr/evaluation/backends.py", "            path = quantized\n",
              "            pass\n", BACKEND + "[onnx-int8]"),

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,3 +31,33 @@ def test_the_gpu_suite_runs_every_part_in_a_dry_run(tmp_path):
     assert report["parts"]["encoding"]["mining"]["pairs"] > 0
     assert report["parts"]["demo"]["returncode"] == 0 and len(report["parts"]["demo"]["held_out"]) == 2
     assert "| training_step | done |" in out.with_suffix(".md").read_text()
+
+
+def test_an_arm_out_of_memory_is_a_row_and_mnrl_falls_back_to_its_cached_form(monkeypatch):
+    """Where MNRL does not fit, CachedMNRL is timed in its place; an arm that does not fit at all is a row with its
+    error, and the arms after it still run (the part is not lost)."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import gpu_suite
+
+    def mnrl_step(folder, batch_size, device, max_length, cached):
+        if not cached:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return (lambda: None), None
+
+    def dual_momentum_step(folder, batch_size, device, max_length, shared, queue_size):
+        if shared:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 4.00 GiB")
+        return (lambda: None), (lambda: None)
+
+    monkeypatch.setattr(gpu_suite, "encoder_folder", lambda kind, scratch: str(scratch))
+    monkeypatch.setattr(gpu_suite, "mnrl_step", mnrl_step)
+    monkeypatch.setattr(gpu_suite, "dual_momentum_step", dual_momentum_step)
+    result = gpu_suite.training_step(argparse.Namespace(dry_run=True), torch.device("cpu"), seconds=60)
+    rows = result["rows"]
+    assert [row["arm"] for row in rows] == ["cached_mnrl", "dual_momentum_shared", "dual_momentum_per_language"] * 2
+    assert all(
+        "seconds_per_step" in row and "error" not in row for row in rows if row["arm"] != "dual_momentum_shared"
+    )
+    assert all(row["error"].startswith("out of memory: CUDA out of memory") for row in rows
+               if row["arm"] == "dual_momentum_shared")  # fmt: skip
+    assert result["skipped"] == []
