@@ -20,6 +20,9 @@ from hf_xlsr_cli import main
 # largest difference from float32 PyTorch: exact graph for onnx; bfloat16 arithmetic (OpenVINO infers in bfloat16 on
 # a CPU that has it) and int8 weights by their precision
 TOLERANCE = {"torch": 1e-6, "onnx": 1e-5, "bf16": 0.01, "openvino": 0.01, "onnx-int8": 0.08}
+# mean cosine to the float32 vectors, 0.999 where not named: int8 gives 0.995 on these verses (0.990 with the
+# feed-forward output projections quantised too)
+MEAN_COSINE = {"onnx-int8": 0.993}
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +57,8 @@ def test_each_backend_gives_the_float32_vectors_within_its_precision(backend, mi
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     difference = float(np.abs(vectors - expected).max())
     assert difference <= TOLERANCE[backend], difference
+    cosine = float(np.mean(np.sum(vectors * expected, axis=1)))
+    assert cosine >= MEAN_COSINE.get(backend, 0.999), cosine
     if backend != "onnx":  # lower precision changes the vectors (a backend that ignored its precision would not)
         assert difference > TOLERANCE["onnx"]
     approximate = RetrievalEvaluator.from_dataset(verses, ["en", "fr"])(encoder)
@@ -61,10 +66,10 @@ def test_each_backend_gives_the_float32_vectors_within_its_precision(backend, mi
     assert list(tmp_path.iterdir()) == []
 
 
-def test_int8_keeps_the_products_that_narrow_the_width_in_float32(minilm, verses, reference, tmp_path, monkeypatch):
+def test_int8_keeps_the_products_that_narrow_the_width_in_float32(minilm, verses, tmp_path):
     """MiniLM-L6's 36 weighted products: its 6 feed-forward output projections (1,536 -> 384), whose inputs carry the
-    GELU's outliers, stay float32; the other 30 run on int8. Quantising those 6 too lowers the mean cosine to the
-    float32 vectors from 0.995 to 0.990."""
+    GELU's outliers, stay float32; the other 30 run on int8. (Quantising those 6 too lowers the mean cosine of the
+    int8 vectors to the float32 ones from 0.995 to 0.990: ``MEAN_COSINE`` in the test above.)"""
     features = minilm.preprocess(verses["fr"][:2])
     example = (features["input_ids"].numpy(), features["attention_mask"].numpy())
     export_onnx(SentenceGraph(minilm, "fr"), example, tmp_path / "model.onnx")
@@ -75,9 +80,6 @@ def test_int8_keeps_the_products_that_narrow_the_width_in_float32(minilm, verses
                       if node.op_type == "MatMul" and node.input[1] in shapes]  # fmt: skip
     assert float_products == [(1536, 384)] * 6
     assert Counter(node.op_type for node in graph.node)["MatMulInteger"] == 30
-    monkeypatch.chdir(tmp_path)
-    vectors = as_encoder(minilm, backend="onnx-int8", batch_size=16)(verses["fr"], "fr")
-    assert np.mean(np.sum(vectors * reference[0], axis=1)) > 0.993
 
 
 def test_encode_and_mine_run_on_onnx_with_the_pytorch_results(tmp_path, verses, capsys):
