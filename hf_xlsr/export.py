@@ -116,11 +116,15 @@ def base_model_reference(model: PreTrainedModel, run_info: Mapping) -> tuple[str
     return (name if is_hub_id else None), None
 
 
-def mteb_training_datasets(train_data: str | None) -> list[str] | None:
+def mteb_training_datasets(train_data: str | Mapping[str, str] | None) -> list[str] | None:
     """The MTEB tasks whose data a run trained on (its Hub dataset is an MTEB task's), so that mteb flags those
-    tasks as not zero-shot; [] for hf_xlsr's offline corpora and local files; None when unknown."""
+    tasks as not zero-shot; [] for hf_xlsr's offline corpora and local files; None when unknown. ``train_data`` is
+    one source, or a mapping from language pair to source (the union of their tasks)."""
     if not train_data:
         return None
+    if isinstance(train_data, Mapping):
+        per_pair = [mteb_training_datasets(source) for source in train_data.values()]
+        return None if None in per_pair else sorted({task for tasks in per_pair for task in tasks})
     if train_data in ("bible", "hsk") or Path(train_data).suffix in (".tsv", ".jsonl"):
         return []  # hf_xlsr's local MTEB tasks score the held-out books and topics, never the training ones
     try:

@@ -193,7 +193,7 @@ class MomentumQueueLoss(MomentumMixin, nn.Module):
         if not self.in_batch_negatives:  # a row's own keys only: its positive and its hard negatives
             exclude = ~torch.eye(n, dtype=torch.bool, device=anchors.device).repeat(1, columns)
         contrast = self.momentum_contrast
-        options = {"query_ids": ids, "key_ids": None if ids is None else ids.repeat(columns)}
+        options = {"query_ids": ids, "key_ids": None if ids is None else candidate_ids(ids, columns)}
         loss = info_nce(anchors, candidates, self.temperature, [contrast.queue_y.negatives()], exclude=exclude,
                         **options).loss  # fmt: skip
         anchor_keys = None
@@ -249,6 +249,13 @@ class MomentumQueueCallback(MomentumCallback):
         if args.should_save:
             folder = os.path.join(args.output_dir, f"checkpoint-{state.global_step}")
             save_model(self.target.momentum_contrast, os.path.join(folder, CHECKPOINT_FILE))
+
+
+def candidate_ids(ids: Tensor, columns: int) -> Tensor:
+    """The meaning ids of the candidate keys, the positives' then each hard-negative column's: a positive carries
+    its row's meaning; a hard negative none (-1), so that it stays a negative of its own row's anchor, and of every
+    other anchor."""
+    return torch.cat([ids, ids.new_full((len(ids) * (columns - 1),), -1)])
 
 
 def meaning_ids(labels: Tensor | None, rows: int) -> Tensor | None:

@@ -290,3 +290,28 @@ def test_encode_streams_a_file_into_the_vectors_sentence_transformers_gives(tmp_
     with pytest.raises(SystemExit):
         main(["encode", "--model", resolve_reference(MINILM), "--input", str(source), "--output", str(tmp_path / "x")])
     assert "--output " in capsys.readouterr().err and not (tmp_path / "x").exists()
+
+
+def test_a_run_on_per_pair_files_exports_with_its_training_datasets(tmp_path, capsys):
+    """train_data as one file per language pair: after training, the export is written, its mteb metadata lists no
+    training dataset (local files), and a Hub dataset among the pairs' sources is named."""
+    from hf_xlsr.export import mteb_training_datasets
+    from hf_xlsr_cli import main
+
+    verses = load_bible(["en", "fr", "de"], split="train").select(range(40))
+    sources = {}
+    for other in ("fr", "de"):
+        path = tmp_path / f"en_{other}.tsv"
+        path.write_text("".join(f"{a}\t{b}\n" for a, b in zip(verses["en"], verses[other], strict=True)), "utf-8")
+        sources[f"en-{other}"] = str(path)
+    config = write_config(
+        tmp_path / "run.yaml", model_type="dual_momentum", train_data=sources, languages=["en", "fr", "de"],
+        eval_data="bible", max_eval_pairs=20, max_length=24, per_device_train_batch_size=8, max_steps=1,
+        output_dir=str(tmp_path / "run"), save_strategy="no", report_to="none", disable_tqdm=True,
+        export_dir=str(tmp_path / "export"), **TINY_RECIPES["dual_momentum"],
+    )  # fmt: skip
+    assert main(["train", str(config)]) == 0
+    meta = json.loads((tmp_path / "export" / "mteb_model_meta.json").read_text())
+    assert meta["training_datasets"] == []
+    assert SentenceTransformer(str(tmp_path / "export")).encode(["Au commencement"]).shape[0] == 1
+    assert mteb_training_datasets({"en-fr": sources["en-fr"], "en-de": "mteb/tatoeba-bitext-mining"}) == ["Tatoeba"]

@@ -211,13 +211,14 @@ def test_mine_command_keeps_the_customary_ratio_cut_by_default(tmp_path, capsys)
     assert "the distance margin has no customary cut: give --threshold" in capsys.readouterr().err
 
 
-def test_mine_command_writes_scored_pairs(tmp_path, minilm):
+@pytest.mark.parametrize("index", ["auto", "ivf"])
+def test_mine_command_writes_scored_pairs(tmp_path, minilm, index):
     verses = load_bible(["en", "kjv"], {"kjv": "k"}, split="heldout").select(range(40))
     (tmp_path / "a.txt").write_text("\n".join(verses["en"][:30]) + "\n\n", encoding="utf-8")  # a blank line too
     (tmp_path / "b.txt").write_text("\n".join(reversed(verses["kjv"][10:40])), encoding="utf-8")
     model_dir = resolve_reference(MINILM)
     assert main(["mine", "--model", model_dir, "--src", str(tmp_path / "a.txt"), "--tgt", str(tmp_path / "b.txt"),
-                 "--out", str(tmp_path / "pairs.tsv"), "--threshold", "1.0"]) == 0  # fmt: skip
+                 "--out", str(tmp_path / "pairs.tsv"), "--threshold", "1.0", "--index", index]) == 0  # fmt: skip
     rows = [line.split("\t") for line in (tmp_path / "pairs.tsv").read_text(encoding="utf-8").splitlines()]
     scores = [float(r[0]) for r in rows]
     assert scores == sorted(scores, reverse=True) and min(scores) >= 1.0

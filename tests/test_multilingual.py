@@ -23,6 +23,7 @@ from hf_xlsr.data.multilingual import (
     LanguagePairSampler,
     load_multiway,
     load_pair_datasets,
+    pair_name,
     resolve_language_pairs,
     sampling_weights,
     stack_pairs,
@@ -52,8 +53,9 @@ def test_bible_pairs_share_one_id_per_verse_across_languages():
     first = {name: dict(zip(part["example_id"], part["en"], strict=True)) for name, part in parts.items()}
     shared = set(first["en-fr"]) & set(first["en-zh"])
     assert len(shared) > 20_000
-    verse = min(shared)
-    assert verse == 1_001_001 and first["en-fr"][verse] == first["en-zh"][verse]  # Genesis 1:1, the same meaning
+    genesis = parts["en-fr"]["example_id"][0]  # Genesis 1:1, the same meaning in every pair
+    assert parts["en-zh"]["example_id"][0] == genesis and first["en-fr"][genesis] == first["en-zh"][genesis]
+    assert all(first["en-fr"][verse] == first["en-zh"][verse] for verse in shared)
     stacked = stack_pairs(parts)
     assert stacked.column_names[:6] == ["x", "y", "example_id", "x_language", "y_language", "pair"]
     assert len(stacked) == sum(len(part) for part in parts.values())
@@ -65,8 +67,8 @@ def test_a_multiway_file_with_empty_cells_and_per_pair_files(tmp_path):
     multiway = tmp_path / "three.tsv"
     multiway.write_text("Hello.\tBonjour.\tHallo.\nYes.\t\tJa.\nNo.\tNon.\t\n", encoding="utf-8")
     parts = load_pair_datasets(str(multiway), [("en", "fr"), ("en", "de")])
-    assert parts["en-fr"]["fr"] == ["Bonjour.", "Non."] and parts["en-fr"]["example_id"] == [0, 2]
-    assert parts["en-de"]["de"] == ["Hallo.", "Ja."] and parts["en-de"]["example_id"] == [0, 1]  # line = meaning
+    assert parts["en-fr"]["fr"] == ["Bonjour.", "Non."] and parts["en-fr"]["example_id"] == [0, 1]
+    assert parts["en-de"]["de"] == ["Hallo.", "Ja."] and parts["en-de"]["example_id"] == [0, 2]  # line = meaning
     rows = load_multiway(str(multiway), ["en", "fr", "de"])
     assert rows["en"] == ["Hello."]  # held-out sets keep the lines with every language
     (tmp_path / "en_fr.tsv").write_text("Hello.\tBonjour.\n", encoding="utf-8")
@@ -240,3 +242,44 @@ def test_the_multilingual_sentence_transformers_example_trains(tmp_path):
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     assert (tmp_path / "run" / "final" / "modules.json").is_file()
+
+
+def test_a_pivot_sentence_shared_by_two_pair_files_is_one_meaning(tmp_path):
+    """ "Hello world." in en_fr.tsv and en_de.tsv is one meaning (one id), so the queue and the batch never take "Hallo
+    Welt." as a negative of "Hello world." or of "Bonjour le monde." (the masking by id is tested above); meanings
+    also join through a chain of files (Merci = Danke = Thank you); other rows stay apart."""
+    (tmp_path / "en_fr.tsv").write_text("Hello world.\tBonjour le monde.\nGood night.\tBonne nuit.\n", "utf-8")
+    (tmp_path / "en_de.tsv").write_text("Thank you.\tDanke.\nHello world.\tHallo Welt.\n", "utf-8")
+    (tmp_path / "fr_de.tsv").write_text("Bonne nuit.\tGute Nacht.\nMerci.\tDanke.\n", "utf-8")
+    pairs = [("en", "fr"), ("en", "de"), ("fr", "de")]
+    parts = load_pair_datasets({pair_name(p): str(tmp_path / f"{p[0]}_{p[1]}.tsv") for p in pairs}, pairs)
+    ids = {name: part["example_id"] for name, part in parts.items()}
+    assert ids["en-fr"][0] == ids["en-de"][1]  # Hello world. = Bonjour le monde. = Hallo Welt.
+    assert ids["en-fr"][1] == ids["fr-de"][0]  # Bonne nuit. = Gute Nacht.
+    assert ids["en-de"][0] == ids["fr-de"][1]  # Danke. = Thank you. = Merci.
+    assert len({ids["en-fr"][0], ids["en-fr"][1], ids["en-de"][0]}) == 3
+    stacked = stack_pairs(parts)  # what XlsrTrainer trains on, and the queue keeps with its keys
+    hello = {(row["y_language"], row["example_id"]) for row in stacked if "Hello world." in (row["x"], row["y"])}
+    assert len({meaning for _, meaning in hello}) == 1 and {language for language, _ in hello} == {"fr", "de"}
+    bible = load_pair_datasets({"en-fr": "bible", "en-de": str(tmp_path / "en_de.tsv")}, [("en", "fr"), ("en", "de")])
+    assert len(set(bible["en-de"]["example_id"]) & set(bible["en-fr"]["example_id"])) == 0  # no sentence shared
+
+
+def test_one_default_sampling_temperature_whatever_the_arguments(tmp_path, tokenizer):
+    """XlsrTrainingArguments, a plain TrainingArguments handed to XlsrTrainer, and LanguagePairSampler itself draw
+    the pairs with the same default alpha (0.5), whose weights are size^0.5."""
+    from transformers import TrainingArguments
+
+    from hf_xlsr.trainers import BitextCollator, XlsrTrainer, XlsrTrainingArguments
+
+    parts = {"en-fr": datasets.Dataset.from_dict({"en": ["a"] * 400, "fr": ["b"] * 400, "example_id": range(400)}),
+             "en-de": datasets.Dataset.from_dict({"en": ["c"] * 100, "de": ["d"] * 100,
+                                                  "example_id": range(400, 500)})}  # fmt: skip
+    stacked = stack_pairs(parts)
+    expected = torch.tensor([400**0.5, 100**0.5]) / (400**0.5 + 100**0.5)
+    assert torch.allclose(LanguagePairSampler(stacked["pair"], batch_size=4).weights, expected.float())
+    for arguments in (XlsrTrainingArguments, TrainingArguments):
+        args = arguments(output_dir=str(tmp_path), report_to="none", use_cpu=True, remove_unused_columns=False)
+        trainer = XlsrTrainer(model=tiny_dual_momentum(), args=args, train_dataset=stacked,
+                              data_collator=BitextCollator(tokenizer, x_column="x", y_column="y"))  # fmt: skip
+        assert torch.allclose(trainer._get_train_sampler().weights, expected.float()), arguments

@@ -266,3 +266,26 @@ def test_labels_are_meaning_ids_that_mask_translations_in_the_batch_and_the_queu
     assert value == pytest.approx(expected(list(zip(p, labels.tolist(), strict=True))), rel=1e-5)
     with pytest.raises(ValueError, match="one integer meaning id per row"):
         loss(embed(model, [anchors, positives]), torch.tensor([0.5, 0.1, 0.2, 0.3]))
+
+
+@pytest.mark.parametrize("in_batch_negatives", [True, False])
+def test_labels_keep_every_hard_negative(encoder_dir, pairs, in_batch_negatives):
+    """Triplets with meaning ids: each row's hard negative stays a negative of its own anchor (and, with in-batch
+    negatives, of every anchor). Reference: the loss written out in float64 from the model's embeddings."""
+    model = sentence_model(encoder_dir)
+    loss = MomentumQueueLoss(model, queue_size=16, temperature=0.1, symmetric=False,
+                             in_batch_negatives=in_batch_negatives)  # fmt: skip
+    anchors, positives, negatives = pairs["anchor"][:4], pairs["positive"][:4], pairs["positive"][30:34]
+    labels = torch.tensor([0, 1, 2, 3])
+    model.eval()
+    with torch.no_grad():
+        with_labels = loss(embed(model, [anchors, positives, negatives]), labels).item()
+        without = loss(embed(model, [anchors, positives, negatives])).item()
+        a, p, n = (unit_rows(model.encode(list(t), convert_to_tensor=True)) for t in (anchors, positives, negatives))
+    expected = 0.0
+    for i in range(4):
+        keys = [p[i], n[i]] + ([p[j] for j in range(4) if j != i] + [n[j] for j in range(4) if j != i]
+                               if in_batch_negatives else [])  # fmt: skip
+        expected -= float(torch.log_softmax(torch.stack([a[i] @ k for k in keys]) / 0.1, dim=0)[0]) / 4
+    assert with_labels == pytest.approx(expected, rel=1e-6)
+    assert without == pytest.approx(expected, rel=1e-6)

@@ -136,6 +136,16 @@ def clean_verse(text: str) -> str:
     return " ".join(text.split())
 
 
+def verse_id(book: int, chapter: int, verse: int) -> int:
+    """A verse's meaning id, the same in every translation: ``book * 10^6 + chapter * 10^3 + verse``."""
+    return book * 1_000_000 + chapter * 1_000 + verse
+
+
+def verse_ids(verses: datasets.Dataset) -> list[int]:
+    """The meaning id of every row of :func:`load_bible`'s ``verses``."""
+    return [verse_id(*key) for key in zip(verses["book"], verses["chapter"], verses["verse"], strict=True)]
+
+
 def load_bible(
     languages: Sequence[str] = ("en", "fr"),
     translations: dict[str, str | list[str]] | None = None,
@@ -161,9 +171,7 @@ def load_bible(
         for combination in itertools.product(*listed.values()):
             chosen = {**translations, **dict(zip(listed, combination, strict=True))}
             part = load_bible(languages, chosen, split, heldout_books, min_letters)
-            ids = [b * 1_000_000 + c * 1_000 + v for b, c, v in zip(part["book"], part["chapter"], part["verse"],
-                                                                     strict=True)]  # fmt: skip
-            parts.append(part.add_column("example_id", ids))
+            parts.append(part.add_column("example_id", verse_ids(part)))
         return datasets.concatenate_datasets(parts)
     codes = {}
     for column in languages:
@@ -228,7 +236,7 @@ def load_bible_adjacent(
         rows["first"].append(texts[language][i])
         rows["second"].append(texts[language][i + 1])
         rows["language"].append(language)
-        rows["example_id"].append(book * 1_000_000 + chapter * 1_000 + verse)
+        rows["example_id"].append(verse_id(book, chapter, verse))
         for column in languages:
             rows[column].append(texts[column][i])
     return datasets.Dataset.from_dict(rows)

@@ -30,7 +30,6 @@ logger = logging.getLogger(__name__)
 PAIR_COLUMNS = ("x", "y", "x_language", "y_language", "example_id", "pair")
 LANGUAGE_BATCHES = ("mixed", "one_pair")  # the first is the default
 LANGUAGE_SAMPLING_ALPHA = 0.5  # the default temperature over the pairs' sizes
-PAIR_ID_STRIDE = 10**9  # rows of separate pair files get ids pair * stride + row: no meaning is shared across files
 
 
 def pair_name(pair: Sequence[str]) -> str:
@@ -137,13 +136,11 @@ def describe_sources(
 
 
 def _bible_pair(pair, split, translations) -> datasets.Dataset:
-    from .corpora import load_bible
+    from .corpora import load_bible, verse_ids
 
     verses = load_bible(list(pair), translations, split=split)
     if "example_id" not in verses.column_names:  # one translation per language: the verse is the meaning
-        ids = [b * 1_000_000 + c * 1_000 + v for b, c, v in zip(verses["book"], verses["chapter"], verses["verse"],
-                                                                 strict=True)]  # fmt: skip
-        verses = verses.add_column("example_id", ids)
+        verses = verses.add_column("example_id", verse_ids(verses))
     return verses.select_columns([*pair, "example_id"])
 
 
@@ -156,11 +153,49 @@ def _hsk_pair(pair, split) -> datasets.Dataset:
     return sentences.add_column("example_id", list(range(len(sentences)))).select_columns([*pair, "example_id"])
 
 
-def numbered(dataset: datasets.Dataset, index: int) -> datasets.Dataset:
-    """``dataset`` with an ``example_id`` per row, unique across the pairs, unless it has its own."""
-    if "example_id" in dataset.column_names:
-        return dataset
-    return dataset.add_column("example_id", [index * PAIR_ID_STRIDE + row for row in range(len(dataset))])
+def shared_meanings(
+    parts: Mapping[str, datasets.Dataset], namespaces: Mapping[str, str | None]
+) -> datasets.DatasetDict:
+    """Every pair's rows with one ``example_id`` per meaning across all the pairs, whatever source each came from.
+
+    Two rows are one meaning when they share a sentence (the same text in the same language: the pivot sentence of
+    ``en_fr.tsv`` and ``en_de.tsv``), or an id of the same namespace (``namespaces[pair]``: ``"bible"`` for verse
+    ids, a file's own line numbers, ``"user"`` for ``example_id`` columns given with the data; None when the data
+    brought no ids), directly or through other rows. Ids are numbered 0, 1, ... in order of first appearance."""
+    parent: dict = {}
+
+    def find(node):
+        root = node
+        while parent.setdefault(root, root) != root:
+            root = parent[root]
+        while parent[node] != root:  # path compression
+            parent[node], node = root, parent[node]
+        return root
+
+    first_nodes: dict[str, list] = {}
+    for name, part in parts.items():
+        languages = name.split("-")
+        texts = [part[language] for language in languages]
+        namespace = namespaces.get(name)
+        ids = part["example_id"] if namespace is not None else [None] * len(part)
+        nodes = []
+        for row, own in enumerate(ids):
+            linked = [("text", code, column[row].strip()) for code, column in zip(languages, texts, strict=True)]
+            linked += [("id", namespace, own)] if own is not None else []
+            root = find(linked[0])
+            for node in linked[1:]:
+                other = find(node)
+                if other != root:
+                    parent[other] = root
+            nodes.append(linked[0])
+        first_nodes[name] = nodes
+    numbers: dict = {}
+    result = {}
+    for name, part in parts.items():
+        ids = [numbers.setdefault(find(node), len(numbers)) for node in first_nodes[name]]
+        part = part.remove_columns("example_id") if "example_id" in part.column_names else part
+        result[name] = part.add_column("example_id", ids)
+    return datasets.DatasetDict(result)
 
 
 def load_pair_datasets(
@@ -176,7 +211,10 @@ def load_pair_datasets(
     * a mapping from pair (``"en-fr"``) to a source of its own (``bible``, ``hsk``, a two-column file, a Hub
       dataset id), or a ``datasets.DatasetDict`` keyed by pair with a column per language.
 
-    A pair without a sentence, or a language without data, fails here, naming it, before any training starts.
+    ``example_id`` is one id per meaning across all the pairs (:func:`shared_meanings`): the same sentence in two
+    sources is one meaning, so the translations of a pivot sentence in ``en_fr.tsv`` and ``en_de.tsv`` are never
+    each other's negatives. A pair without a sentence, or a language without data, fails here, naming it, before any
+    training starts.
     """
     names = [pair_name(pair) for pair in pairs]
     if isinstance(source, Mapping):
@@ -186,34 +224,35 @@ def load_pair_datasets(
         missing = [name for name in names if name not in source]
         if missing:
             raise BitextFormatError(f"no data for the language pair {missing[0]} (pairs with data: {list(source)})")
-        parts = {}
-        for index, (pair, name) in enumerate(zip(pairs, names, strict=True)):
+        parts, namespaces = {}, {}
+        for pair, name in zip(pairs, names, strict=True):
             entry = source[name]
             if isinstance(entry, str) and entry in ("bible", "hsk"):
                 parts[name] = load_pair_datasets(entry, [pair], split, translations)[name]
+                namespaces[name] = entry
             else:
-                parts[name] = numbered(load_bitext(entry, list(pair), split=split), index)
+                parts[name] = load_bitext(entry, list(pair), split=split)
+                namespaces[name] = "user" if "example_id" in parts[name].column_names else None
                 where = entry if isinstance(entry, (str, os.PathLike)) else "dataset"
                 if not len(parts[name]):
                     raise BitextFormatError(f"{where}: no sentence pairs for {name}")
-        return _checked(datasets.DatasetDict(parts), pairs)
+        return _checked(shared_meanings(parts, namespaces), pairs)
     if source == "bible":
-        return _checked(datasets.DatasetDict({n: _bible_pair(p, split, translations) for n, p in zip(names, pairs,
-                                                                                                     strict=True)}),
-                        pairs)  # fmt: skip
-    if source == "hsk":
-        return _checked(datasets.DatasetDict({n: _hsk_pair(p, split) for n, p in zip(names, pairs, strict=True)}),
-                        pairs)  # fmt: skip
-    languages = list(dict.fromkeys(code for pair in pairs for code in pair))
-    table = read_multiway(source, languages)
-    parts = {}
-    for pair, name in zip(pairs, names, strict=True):
-        parts[name] = table.filter(lambda row, pair=pair: all(row[code] for code in pair)).select_columns(
-            [*pair, "example_id"]
-        )
-        if not len(parts[name]):
-            raise BitextFormatError(f"{source}: no line has both {pair[0]} and {pair[1]} (language pair {name})")
-    return _checked(datasets.DatasetDict(parts), pairs)
+        parts = {n: _bible_pair(p, split, translations) for n, p in zip(names, pairs, strict=True)}
+    elif source == "hsk":
+        parts = {n: _hsk_pair(p, split) for n, p in zip(names, pairs, strict=True)}
+    else:
+        languages = list(dict.fromkeys(code for pair in pairs for code in pair))
+        table = read_multiway(source, languages)
+        parts = {}
+        for pair, name in zip(pairs, names, strict=True):
+            parts[name] = table.filter(lambda row, pair=pair: all(row[code] for code in pair)).select_columns(
+                [*pair, "example_id"]
+            )
+            if not len(parts[name]):
+                raise BitextFormatError(f"{source}: no line has both {pair[0]} and {pair[1]} (language pair {name})")
+    namespace = source if source in ("bible", "hsk") else str(source)
+    return _checked(shared_meanings(parts, dict.fromkeys(names, namespace)), pairs)
 
 
 def _checked(parts: datasets.DatasetDict, pairs: Sequence[tuple[str, str]]) -> datasets.DatasetDict:
@@ -266,7 +305,12 @@ class LanguagePairSampler(Sampler[int]):
     out. An epoch is as many rows as the dataset holds. ``set_epoch`` changes the draw, as ``Trainer`` does."""
 
     def __init__(
-        self, pairs: Sequence[int], batch_size: int, alpha: float = 1.0, batches: str = "mixed", seed: int = 0
+        self,
+        pairs: Sequence[int],
+        batch_size: int,
+        alpha: float = LANGUAGE_SAMPLING_ALPHA,
+        batches: str = LANGUAGE_BATCHES[0],
+        seed: int = 0,
     ):
         if batches not in LANGUAGE_BATCHES:
             raise ValueError(f"language_batches must be one of {LANGUAGE_BATCHES}, got {batches!r}")
@@ -310,7 +354,7 @@ __all__ = [
     "LanguagePairSampler",
     "load_multiway",
     "load_pair_datasets",
-    "numbered",
+    "shared_meanings",
     "pair_name",
     "read_multiway",
     "resolve_language_pairs",

@@ -69,7 +69,7 @@ def index_spec(n: int, index: str = "auto") -> str:
         return "Flat"
     if index == "ivf":
         lists = max(1, min(int(IVF_LISTS_PER_ROOT * math.sqrt(n)), n // 39))  # faiss wants >= 39 points per list
-        probes = min(lists, max(8, round(IVF_SCAN * lists / n)))  # 8 at least: the fewest the sweep measured
+        probes = min(lists, max(8, round(IVF_SCAN * lists / max(n, 1))))  # 8 at least: the fewest the sweep measured
         return f"IVF{lists},SQ8|nprobe={probes}"  # vectors stored in 8 bits per dimension
     if not index or index[0].islower():
         raise ValueError(f"index must be 'auto', 'flat', 'ivf' or a faiss index_factory string, got {index!r}")

@@ -19,7 +19,14 @@ from transformers import AutoTokenizer, PreTrainedModel, set_seed
 
 from ..data.bitext import BitextFormatError, load_bitext
 from ..data.corpora import load_bible_adjacent, resolve_reference
-from ..data.multilingual import describe_sources, load_multiway, load_pair_datasets, numbered, pair_name, stack_pairs
+from ..data.multilingual import (
+    describe_sources,
+    load_multiway,
+    load_pair_datasets,
+    pair_name,
+    shared_meanings,
+    stack_pairs,
+)
 from ..data.tokenizer_training import tokenizer_from_sentencepiece, train_unigram_tokenizer
 from ..evaluation.pcr import fit_language_components
 from ..evaluation.retrieval import RetrievalEvaluator
@@ -208,10 +215,10 @@ def load_cmlm_data(source, split: str, data_args: DataArguments) -> datasets.Dat
         source = {pair_name(pairs[0]): source}
     if not isinstance(source, dict):
         raise ConfigFileError("cmlm trains on 'bible' or on one file of first / second / language columns per pair")
-    return datasets.DatasetDict(
-        {name: numbered(load_bitext(path, ["first", "second", *name.split("-")], split=split), index)
-         for index, (name, path) in enumerate(source.items())}
-    )  # fmt: skip
+    parts = {name: load_bitext(path, ["first", "second", *name.split("-")], split=split)
+             for name, path in source.items()}  # fmt: skip
+    return shared_meanings(parts, {name: "user" if "example_id" in part.column_names else None
+                                   for name, part in parts.items()})  # fmt: skip
 
 
 MODEL_RECIPES: dict[str, ModelRecipe] = {

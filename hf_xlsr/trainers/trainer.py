@@ -199,7 +199,7 @@ class XlsrTrainer(Trainer):
             return super()._get_train_sampler(train_dataset)
         args = self.args
         return LanguagePairSampler(
-            dataset["pair"], args.per_device_train_batch_size, getattr(args, "language_sampling_alpha", 1.0),
+            dataset["pair"], args.per_device_train_batch_size, getattr(args, "language_sampling_alpha", LANGUAGE_SAMPLING_ALPHA),
             getattr(args, "language_batches", "mixed"), seed=args.seed,
         )  # fmt: skip
 
