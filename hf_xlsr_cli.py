@@ -71,6 +71,7 @@ def _encode(args: argparse.Namespace, rest: list[str]) -> int:
     output = Path(args.output)
     if output.suffix != ".npy":
         raise UsageError(f"--output {output}: the vectors go to a .npy file")
+    writable(("--output", output))
     sentences = SentenceFile(args.input)
     model, tokenizers = load_for_evaluation(args.model)
     languages = model_languages(model)
@@ -95,6 +96,7 @@ def _export(args: argparse.Namespace, rest: list[str]) -> int:
     from hf_xlsr.export import export_sentence_transformers, routes
     from hf_xlsr.hub import RUN_INFO, read_json
 
+    writable(("--out", args.out))
     model, tokenizers = load_trained_model(args.model)
     run_info = read_json(Path(args.model) / RUN_INFO)
     folder = export_sentence_transformers(model, tokenizers, args.out, args.max_seq_length, run_info)
@@ -113,7 +115,11 @@ def _evaluate(args: argparse.Namespace, rest: list[str]) -> int:
     tasks = [task.strip() for task in args.tasks.split(",") if task.strip()]
     unknown = [task for task in tasks if task not in TASKS and not task.startswith("mteb:")]
     if unknown:
-        sys.exit(f"hf-xlsr evaluate: error: unknown task {unknown[0]!r} (one of {', '.join(TASKS)}, mteb:<TaskName>)")
+        raise UsageError(f"unknown task {unknown[0]!r} (one of {', '.join(TASKS)}, mteb:<TaskName>)")
+    if len(args.languages) < 2:
+        raise UsageError(f"--languages {args.languages[0]}: name two or more languages, the first the pivot")
+    check_evaluation_languages(args.data, args.languages)
+    writable(("--output", args.output), ("--output-dir", args.output_dir))
 
     options = SuiteOptions(
         languages=args.languages, data=args.data, split=args.split, max_pairs=args.max_pairs, sts_file=args.sts_file,
@@ -132,8 +138,6 @@ def _evaluate(args: argparse.Namespace, rest: list[str]) -> int:
         from hf_xlsr.evaluation.mteb import export_model_meta
 
         options.model_meta = export_model_meta(args.model)  # an export: label mteb's results with its metadata
-    if len(args.languages) < 2:
-        raise ModelLoadError(f"--languages {args.languages[0]}: name two or more languages, the first the pivot")
     results = run_suite(model, tokenizers, tasks, options, output=args.output)
     print(format_table(results))
     for task in ("retrieval", "retrieval_pcr"):
@@ -162,6 +166,7 @@ def _mine(args: argparse.Namespace, rest: list[str]) -> int:
               "it, --all-pairs to keep every mined pair)")  # fmt: skip
     if Path(args.src).resolve() == Path(args.tgt).resolve():
         logger.warning("--src and --tgt are the same file: every sentence will be mined as its own translation")
+    writable(("--out", args.out), *((("--embeddings", args.embeddings),) if args.embeddings else ()))
     source, target = SentenceFile(args.src), SentenceFile(args.tgt)
     model, tokenizers = load_for_evaluation(args.model)
     source_language, target_language = mining_languages(model, args.src_lang, args.tgt_lang)
@@ -182,6 +187,28 @@ def _mine(args: argparse.Namespace, rest: list[str]) -> int:
 
 class UsageError(ValueError):
     """Command-line options that are wrong or do not go together."""
+
+
+def writable(*outputs: tuple[str, str | os.PathLike]) -> None:
+    """Each ``(flag, path)`` can be written, checked before any model loads or any work starts."""
+    from hf_xlsr.utils import UnwritableError, check_writable
+
+    for flag, path in outputs:
+        try:
+            check_writable(path, flag)
+        except UnwritableError as error:
+            raise UsageError(str(error)) from None
+
+
+def check_evaluation_languages(data: str, languages: Sequence[str]) -> None:
+    """``--languages`` that the offline evaluation data has (files name their own missing columns when read)."""
+    from hf_xlsr.data.corpora import DEFAULT_BIBLE_TRANSLATIONS
+
+    have = {"bible": sorted(DEFAULT_BIBLE_TRANSLATIONS), "hsk": ["en", "zh"]}.get(data)
+    missing = [code for code in languages if have is not None and code not in have]
+    if missing:
+        raise UsageError(f"--languages {missing[0]}: --data {data} has no language {missing[0]!r}; it has "
+                         f"{', '.join(have)}")  # fmt: skip
 
 
 def mining_languages(model, source: str | None, target: str | None) -> tuple[str, str]:
@@ -323,11 +350,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     from hf_xlsr.data.bitext import BitextFormatError
     from hf_xlsr.evaluation.loading import ModelLoadError
+    from hf_xlsr.hub import PushError
     from hf_xlsr.trainers.arguments import ConfigFileError
 
     try:
         return args.handler(args, rest)
-    except (ConfigFileError, BitextFormatError, FileNotFoundError, ModelLoadError, UsageError) as error:
+    except (ConfigFileError, BitextFormatError, FileNotFoundError, ModelLoadError, UsageError, PushError) as error:
         parser.exit(2, f"hf-xlsr {args.command}: error: {error}\n")
 
 

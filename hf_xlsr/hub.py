@@ -11,6 +11,7 @@ installed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -207,20 +208,54 @@ def push_to_hub(
     token: str | None = None,
     commit_message: str = "Upload hf_xlsr model",
 ) -> list[str]:
-    """Export, write the cards and upload; returns the URLs of the commits, one per repository."""
+    """Export, write the cards and upload; returns the URLs of the commits, one per repository. Raises
+    :class:`PushError` (one line) before any work when the Hub cannot be reached (offline mode, no token), and when
+    the upload fails."""
+    check_hub_reachable(repo_id, token)
     api = HfApi(token=token)
     with tempfile.TemporaryDirectory() as staging:
         folder = prepare_upload(model, tokenizers, repo_id, staging, results, run_info, include_checkpoint)
-        api.create_repo(repo_id, private=private, exist_ok=True)
-        commit = api.upload_folder(repo_id=repo_id, folder_path=str(folder), commit_message=commit_message)
+        with hub_errors(repo_id):
+            api.create_repo(repo_id, private=private, exist_ok=True)
+            commit = api.upload_folder(repo_id=repo_id, folder_path=str(folder), commit_message=commit_message)
         logger.info("pushed %s to %s", folder, repo_id)
     return [str(commit)]
+
+
+@contextlib.contextmanager
+def hub_errors(repo_id: str):
+    """The network's and the Hub's errors, whichever HTTP library raised them, as one :class:`PushError` line."""
+    try:
+        yield
+    except Exception as error:
+        if not isinstance(error, OSError) and not type(error).__module__.startswith(("httpx", "huggingface_hub")):
+            raise
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise PushError(f"{repo_id}: the push failed ({reason})") from None
+
+
+class PushError(RuntimeError):
+    """The Hub cannot be reached or refused the upload; the message says why in one line."""
+
+
+def check_hub_reachable(repo_id: str, token: str | None = None) -> None:
+    """Refuse to push, before any work, in offline mode, without a token, or when the Hub does not answer or does
+    not take the token."""
+    from huggingface_hub import constants, get_token
+
+    if constants.HF_HUB_OFFLINE:
+        raise PushError("HF_HUB_OFFLINE is set: nothing can be pushed to the Hub (unset it to push)")
+    if token is None and get_token() is None:
+        raise PushError("no Hugging Face token: log in with `hf auth login` or set HF_TOKEN")
+    with hub_errors(repo_id):
+        HfApi(token=token).whoami()
 
 
 def push_trained_model(model_dir: str | os.PathLike, repo_id: str, **kwargs) -> list[str]:
     """Push a trained hf_xlsr model folder, with the evaluation results and run record found beside it."""
     from .evaluation.loading import load_trained_model
 
+    check_hub_reachable(repo_id, kwargs.get("token"))
     model_dir = Path(model_dir)
     model, tokenizers = load_trained_model(model_dir)
     kwargs.setdefault("results", read_json(model_dir / EVALUATION))

@@ -74,3 +74,26 @@ def atomic_file(path: str | os.PathLike, encoding: str = "utf-8") -> Iterator[IO
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+class UnwritableError(OSError):
+    """An output location that cannot be written, found before any work starts."""
+
+
+def check_writable(path: str | os.PathLike, what: str) -> None:
+    """Raise :class:`UnwritableError`, naming ``what`` (``output_dir``, ``--output``) and ``path``, unless ``path``
+    could be written: its nearest existing folder takes a new file (tried, then removed), and nothing on the way is
+    a file. Nothing is left behind; folders that do not exist yet are not made."""
+    path = Path(path).expanduser().absolute()
+    existing = path
+    while not existing.exists():
+        existing = existing.parent
+    if existing != path and not existing.is_dir():
+        raise UnwritableError(f"{what} {path}: {existing} is a file, not a folder")
+    folder = existing if existing.is_dir() else existing.parent
+    try:
+        descriptor, probe = tempfile.mkstemp(dir=folder, prefix=".hf_xlsr-write-check-")
+    except OSError as error:
+        raise UnwritableError(f"{what} {path}: cannot write in {folder} ({error.strerror})") from None
+    os.close(descriptor)
+    os.unlink(probe)

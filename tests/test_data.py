@@ -109,7 +109,7 @@ def test_bible_translations_and_cleaning():
     assert pairs[0]["en_kjv"] == "In the beginning God created the heaven and the earth."
     assert not any("`" in t or "[" in t for t in pairs["en"][:5000])
     assert min(len(t) for t in load_bible(["en", "en_bbe"], translations={"en_bbe": "3"})["en_bbe"]) >= 3
-    with pytest.raises(ValueError, match="no Bible translation for 'xx'"):
+    with pytest.raises(ValueError, match="the Bible has no language 'xx'"):
         load_bible(["en", "xx"])
 
 

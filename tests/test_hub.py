@@ -9,6 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 import torch
 import yaml
 from conftest import batch_of, tiny_dual_momentum
@@ -54,7 +55,17 @@ def test_the_upload_folder_of_a_dual_encoder(tmp_path, tokenizer):
     assert 'subfolder="en_0_Transformer"' in text
 
 
-def test_push_calls_huggingface_hub_once_per_repository(tmp_path, tokenizer, monkeypatch):
+@pytest.fixture
+def hub_stand_in(monkeypatch):
+    """The Hub cannot be reached from the tests: HfApi's calls are stood in for, online mode, a token."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HF_TOKEN", "hf_stand_in")
+    monkeypatch.setattr(HfApi, "whoami", lambda self, **kwargs: {"name": "me"})
+
+
+def test_push_calls_huggingface_hub_once_per_repository(tmp_path, tokenizer, monkeypatch, hub_stand_in):
     calls = []
 
     def create_repo(self, repo_id, **kwargs):
@@ -80,7 +91,7 @@ def test_push_calls_huggingface_hub_once_per_repository(tmp_path, tokenizer, mon
         assert name in uploaded, name
 
 
-def test_push_of_a_trained_folder_reads_its_results(tmp_path, tokenizer, monkeypatch):
+def test_push_of_a_trained_folder_reads_its_results(tmp_path, tokenizer, monkeypatch, hub_stand_in):
     uploads = {}
     monkeypatch.setattr(HfApi, "create_repo", lambda self, repo_id, **kwargs: None)
 

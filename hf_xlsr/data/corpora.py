@@ -177,7 +177,9 @@ def load_bible(
     for column in languages:
         code = translations.get(column) or DEFAULT_BIBLE_TRANSLATIONS.get(column)
         if code not in BIBLE_TRANSLATIONS:
-            raise ValueError(f"no Bible translation for {column!r}: give one of {sorted(BIBLE_TRANSLATIONS)}")
+            languages_here = ", ".join(sorted(DEFAULT_BIBLE_TRANSLATIONS))
+            raise ValueError(f"the Bible has no language {column!r}: it has {languages_here}, or name a translation "
+                             f"code for {column!r} (one of {', '.join(sorted(BIBLE_TRANSLATIONS))})")  # fmt: skip
         codes[column] = code
     if split not in (None, "train", "heldout"):
         raise ValueError(f"split must be 'train', 'heldout' or None, got {split!r}")

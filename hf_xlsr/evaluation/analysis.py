@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -68,7 +69,7 @@ def plot_language_bias(bias: Mapping[str, Mapping[str, float]], path: str | os.P
     axis.legend(title="retrieved", bbox_to_anchor=(1.02, 1), loc="upper left")
     axis.set_title(title)
     figure.tight_layout()
-    figure.savefig(path, dpi=120)
+    save_figure(figure, path)
     plt.close(figure)
 
 
@@ -100,7 +101,7 @@ def plot_retrieval_matrix(
     figure.colorbar(image, ax=axis, label="top-1 accuracy (%)")
     axis.set_title("held-out retrieval")
     figure.tight_layout()
-    figure.savefig(path, dpi=120)
+    save_figure(figure, path)
     plt.close(figure)
 
 
@@ -141,6 +142,12 @@ def plot_parallel_sentences(
     axis.legend()
     axis.set_title(title or f"{method.upper()} of {n} parallel sentences")
     figure.tight_layout()
-    figure.savefig(path, dpi=120)
+    save_figure(figure, path)
     plt.close(figure)
     return points
+
+
+def save_figure(figure, path: str | os.PathLike) -> None:
+    """Write a figure, making its folder first (and only then: a run that fails early leaves no empty folder)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=120)

@@ -35,6 +35,23 @@ def check_model_path(path: str | os.PathLike) -> None:
         raise ModelLoadError(f"{path}: a file, not a model folder")
     if not looks_like_a_hub_id(str(path)):
         raise ModelLoadError(f"{path}: no such model folder")
+    if offline() and not cached_on_this_machine(str(path)):
+        raise ModelLoadError(f"{path}: no such folder, and not a Hub model in this machine's Hugging Face cache "
+                             "(HF_HUB_OFFLINE=1: nothing is downloaded); give a local folder")  # fmt: skip
+
+
+def offline() -> bool:
+    from huggingface_hub import constants
+
+    return bool(constants.HF_HUB_OFFLINE)
+
+
+def cached_on_this_machine(repo_id: str) -> bool:
+    """Whether a Hub model's files are in the local Hugging Face cache (a model or a tokenizer)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    names = ("config.json", "modules.json", "tokenizer_config.json")
+    return any(isinstance(try_to_load_from_cache(repo_id, name), str) for name in names)
 
 
 def load_trained_model(path: str | os.PathLike) -> tuple[PreTrainedModel, dict]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +52,7 @@ class SuiteOptions:
     seed: int = HELDOUT_SEED  # draws the held-out samples: the same ones for the same data and size everywhere
     backend: str = "torch"  # where the model encodes (hf_xlsr.evaluation.backends)
     extra: dict = field(default_factory=dict)
+    seconds: dict = field(default_factory=dict)  # each task's time, filled by run_suite
 
 
 def _multiway(options: SuiteOptions):
@@ -155,15 +157,18 @@ def build_task(name: str, options: SuiteOptions) -> Callable:
 def run_suite(
     model: object, tokenizers, tasks: Sequence[str], options: SuiteOptions, output: str | os.PathLike | None = None
 ) -> dict[str, dict[str, float]]:
-    """Run ``tasks`` on ``model``; write ``{task: {metric: value}}`` as JSON to ``output`` if given."""
-    Path(options.output_dir).mkdir(parents=True, exist_ok=True)
+    """Run ``tasks`` on ``model``; write ``{task: {metric: value}}`` as JSON to ``output`` if given. Each task's
+    time is logged as it ends and kept in ``options.seconds``."""
     callables = {name: build_task(name, options) for name in tasks}  # fail on a bad name before any work
     if options.backend != "torch":  # one encoder for every task, so that each route is exported once
         model, tokenizers = as_encoder(model, tokenizers, options.batch_size, backend=options.backend), None
     results = {}
-    for name, task in callables.items():
-        logger.info("evaluating %s", name)
+    for number, (name, task) in enumerate(callables.items(), start=1):
+        logger.info("evaluating %s (%d of %d)", name, number, len(callables))
+        start = time.perf_counter()
         results[name] = task(model, tokenizers)
+        options.seconds[name] = time.perf_counter() - start
+        logger.info("%s done in %.1f s", name, options.seconds[name])
         if name.startswith("retrieval") and len(options.languages) > 2:
             plot_retrieval_matrix(results[name], options.languages, Path(options.output_dir) / f"{name}.png", name)
     if output is not None:

@@ -11,8 +11,10 @@ data trains with the paper's recipe.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 import os
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -24,6 +26,7 @@ from huggingface_hub.errors import StrictDataclassError
 from transformers import HfArgumentParser, PreTrainedConfig
 
 from ..evaluation.retrieval import HELDOUT_SEED
+from ..utils import UnwritableError, check_writable
 from .trainer import XlsrTrainingArguments, paper_training_values
 
 
@@ -104,6 +107,20 @@ class ConfigFileError(ValueError):
     """A run configuration file is malformed; the message names the file and the key."""
 
 
+class RunArgumentParser(HfArgumentParser):
+    """``HfArgumentParser`` whose errors are exceptions (one line, named by :func:`parse_run_arguments`), not a
+    usage text and an exit."""
+
+    def error(self, message: str):
+        raise ConfigFileError(message)
+
+
+def closest(name: str, known) -> str:
+    """`` (did you mean --name?)`` for the known field closest to a misspelt one, or ""."""
+    match = difflib.get_close_matches(name, list(known), n=1)
+    return f" (did you mean --{match[0]}?)" if match else ""
+
+
 def read_config_file(path: str | os.PathLike) -> dict:
     path = Path(path)
     if not path.is_file():
@@ -117,11 +134,15 @@ def read_config_file(path: str | os.PathLike) -> dict:
         values = {}
     if not isinstance(values, dict):
         raise ConfigFileError(f"{path}: expected a mapping of argument names to values, found {type(values).__name__}")
-    known = {f.name for cls in ARGUMENT_CLASSES for f in dataclasses.fields(cls)}
+    known = run_fields()
     unknown = sorted(set(values) - known)
     if unknown:
-        raise ConfigFileError(f"{path}: unknown argument {unknown[0]!r}")
+        raise ConfigFileError(f"{path}: unknown argument {unknown[0]!r}{closest(unknown[0], known)}")
     return values
+
+
+def run_fields() -> set[str]:
+    return {f.name for cls in ARGUMENT_CLASSES for f in dataclasses.fields(cls)}
 
 
 def _field_types(annotation) -> tuple:
@@ -229,9 +250,21 @@ def parse_run_arguments(
     if "use_cpu" not in given and world_size > 1 and not torch.cuda.is_available():
         # Several processes and no GPU: without use_cpu, Trainer would run them as independent single processes.
         values["use_cpu"] = True
-    parser = HfArgumentParser(ARGUMENT_CLASSES)
+    command_line = _without_model_config(overrides)
+    known = run_fields()
+    for name in _given_on_command_line(command_line):
+        if name not in known:
+            raise ConfigFileError(f"the command line: unknown argument --{name}{closest(name, known)}")
+    parser = RunArgumentParser(ARGUMENT_CLASSES)
     parser.set_defaults(**values)
-    model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=_without_model_config(overrides))
+    try:
+        model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=command_line)
+    except ConfigFileError as error:  # argparse's message names a flag: say where its value came from
+        flag = re.search(r"argument --([A-Za-z0-9_]+)", str(error))
+        name = flag.group(1) if flag else None
+        source = "the command line" if name is None or name in _given_on_command_line(command_line) else config_path
+        reason = str(error).split(": ", 1)[-1] if flag else str(error)
+        raise ConfigFileError(f"{source}: {name}: {reason}" if name else f"{source}: {reason}") from None
     model_args.model_config = model_config
     if isinstance(data_args.bible_translations, str):
         data_args.bible_translations = json.loads(data_args.bible_translations)
@@ -250,7 +283,53 @@ def parse_run_arguments(
         except (StrictDataclassError, ValueError) as error:
             reason = str(error).strip().splitlines()[-1].strip().split(": ", 1)[-1]
             raise ConfigFileError(f"{where}: model_config: {reason}") from None
+    check_languages_have_data(data_args, where)
+    for name in ("model_name_or_path", "encoder_x", "encoder_y", "tokenizer_x", "tokenizer_y"):
+        check_reference(getattr(model_args, name), name, where)
     for name, value in (("output_dir", training_args.output_dir), ("export_dir", data_args.export_dir)):
         if value and Path(value).is_file():  # before any data or model is loaded
             raise ConfigFileError(f"{config_path or 'the command line'}: {name} {value} is a file, not a folder")
+        if value:
+            try:
+                check_writable(value, name)
+            except UnwritableError as error:
+                raise ConfigFileError(f"{where}: {error}") from None
     return model_args, data_args, training_args
+
+
+def check_reference(reference: str | None, name: str, where) -> None:
+    """A model or tokenizer the run names exists here: a folder, an installed package's, or a Hub id (one this
+    machine's cache holds, when offline); else one line naming the field."""
+    if not reference:
+        return
+    from ..data.corpora import resolve_reference
+    from ..evaluation.loading import ModelLoadError, check_model_path
+
+    try:
+        path = resolve_reference(reference)
+        if name.startswith("tokenizer") and Path(path).is_dir():
+            return
+        check_model_path(path)
+    except (ModelLoadError, FileNotFoundError, ModuleNotFoundError) as error:
+        raise ConfigFileError(f"{where}: {name}: {error}") from None
+
+
+def check_languages_have_data(data_args: DataArguments, where) -> None:
+    """Every language of the run is one the offline corpus it trains on has (``bible``, ``hsk``); files and Hub
+    datasets are checked when they are read, naming the file."""
+    from ..data.corpora import DEFAULT_BIBLE_TRANSLATIONS
+
+    sources = data_args.train_data.values() if isinstance(data_args.train_data, dict) else [data_args.train_data]
+    named = data_args.bible_translations or {}
+    for source in sources:
+        if source == "bible":
+            missing = [code for code in data_args.languages if code not in DEFAULT_BIBLE_TRANSLATIONS
+                       and not (isinstance(named, dict) and named.get(code))]  # fmt: skip
+            if missing:
+                codes = ", ".join(sorted(DEFAULT_BIBLE_TRANSLATIONS))
+                raise ConfigFileError(f"{where}: languages: the Bible has no language {missing[0]!r}; it has {codes} "
+                                      "(or name a translation for it under bible_translations)")  # fmt: skip
+        elif source == "hsk":
+            missing = [code for code in data_args.languages if code not in ("en", "zh")]
+            if missing:
+                raise ConfigFileError(f"{where}: languages: the HSK corpus has en and zh, not {missing[0]!r}")

@@ -199,8 +199,9 @@ class XlsrTrainer(Trainer):
             return super()._get_train_sampler(train_dataset)
         args = self.args
         return LanguagePairSampler(
-            dataset["pair"], args.per_device_train_batch_size, getattr(args, "language_sampling_alpha", LANGUAGE_SAMPLING_ALPHA),
-            getattr(args, "language_batches", "mixed"), seed=args.seed,
+            dataset["pair"], args.per_device_train_batch_size,
+            getattr(args, "language_sampling_alpha", LANGUAGE_SAMPLING_ALPHA),
+            getattr(args, "language_batches", LANGUAGE_BATCHES[0]), seed=args.seed,
         )  # fmt: skip
 
     def get_eval_dataloader(self, eval_dataset=None) -> DataLoader:
