@@ -32,6 +32,20 @@ BACKEND_HELP = (
 )
 
 
+# hf_xlsr.evaluation.suite.TASKS (a test keeps them equal), with what each encodes, for --help
+EVALUATION_TASKS = {
+    "retrieval": "1,000 held-out sentences per language",
+    "retrieval_pcr": "the same sentences, encoded once for both",
+    "sts": "2,450 English sentences (Lee)",
+    "mining": "4,000 sentences per language pair",
+    "probe": "3,000 training sentences and 1,000 per language",
+    "bias": "1,000 sentences per language",
+    "plot": "15 sentences per language",
+    "mteb": "the local MTEB tasks, about 4,000 sentences per language",
+}
+DEFAULT_EVALUATION_TASKS = ("retrieval", "retrieval_pcr", "sts")  # a quick look
+
+
 def _train(args: argparse.Namespace, rest: list[str]) -> int:
     if args.help or args.config is None:
         from transformers import HfArgumentParser
@@ -138,15 +152,35 @@ def _evaluate(args: argparse.Namespace, rest: list[str]) -> int:
         from hf_xlsr.evaluation.mteb import export_model_meta
 
         options.model_meta = export_model_meta(args.model)  # an export: label mteb's results with its metadata
+    trained = trained_languages(model, args.model)
+    untrained = [language for language in args.languages if trained and language not in trained]
+    if untrained:
+        print(f"{args.model} was trained on {', '.join(trained)}; {', '.join(untrained)}: zero-shot")
     results = run_suite(model, tokenizers, tasks, options, output=args.output)
     print(format_table(results))
     for task in ("retrieval", "retrieval_pcr"):
         if task in results and len(args.languages) > 2:
-            table = format_language_table(results[task], args.languages, task)
+            table = format_language_table(results[task], args.languages, task, zero_shot=untrained)
             print(f"\n{task}, held-out, {results[task]['sample']}\n{table}")
             print(f"heat map: {Path(args.output_dir) / f'{task}.png'}")
+    print("time per task: " + ", ".join(f"{task} {seconds:.1f} s" for task, seconds in options.seconds.items()))
     print(f"results written to {args.output}")
     return 0
+
+
+def trained_languages(model, path: str) -> list[str]:
+    """The languages a model was trained on: an hf_xlsr model's configuration, an export's mteb metadata; [] when
+    the model does not say (a plain sentence-transformers folder)."""
+    languages = getattr(getattr(model, "config", None), "languages", None)
+    if languages:
+        return list(languages)
+    meta = Path(path) / "mteb_model_meta.json"
+    if meta.is_file():
+        from hf_xlsr.evaluation.languages import MTEB_LANGUAGES
+
+        codes = {name: code for code, name in MTEB_LANGUAGES.items()}
+        return [codes[name] for name in json.loads(meta.read_text()).get("languages") or [] if name in codes]
+    return []
 
 
 def _mine(args: argparse.Namespace, rest: list[str]) -> int:
@@ -273,9 +307,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     evaluate = commands.add_parser("evaluate", help="run evaluation tasks; write one JSON and print a table")
     evaluate.add_argument("--model", required=True, help="hf_xlsr model, sentence-transformers folder or export")
-    evaluate.add_argument("--tasks", default="retrieval,retrieval_pcr,mining,sts,probe",
-                          help="comma-separated: retrieval, retrieval_pcr, mining, sts, probe, bias, plot, mteb, "
-                               "mteb:<TaskName>")  # fmt: skip
+    evaluate.add_argument("--tasks", default=",".join(DEFAULT_EVALUATION_TASKS),
+                          help="comma-separated, with what each encodes: "
+                               + "; ".join(f"{task} ({cost})" for task, cost in EVALUATION_TASKS.items())
+                               + "; mteb:<TaskName> (a standard MTEB task, from the Hub). Default: %(default)s, "
+                               "a quick look; each task's time is printed at the end")  # fmt: skip
     evaluate.add_argument(
         "--languages",
         nargs="+",
@@ -340,7 +376,27 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
+def quiet_console() -> None:
+    """What a command prints at the default log level is hf_xlsr's own progress (training, encoding, scoring,
+    mining) and real warnings: other libraries' progress bars for sub-second steps (transformers' "Loading
+    weights" and "Writing model shards", datasets' "Filter") are off unless the user set the variables that govern
+    them, and DeepSpeed's notice that it found no GPU (printed whenever accelerate imports it) is dropped."""
+    switches = (("HF_HUB_DISABLE_PROGRESS_BARS", "transformers", "utils.logging.disable_progress_bar"),
+                ("HF_DATASETS_DISABLE_PROGRESS_BARS", "datasets", "disable_progress_bars"))  # fmt: skip
+    for variable, module, switch in switches:
+        if variable in os.environ:
+            continue  # the user's choice
+        os.environ[variable] = "1"  # read when the library is imported ...
+        if module in sys.modules:  # ... or, where it already is (main() called from Python), switched off now
+            target = sys.modules[module]
+            for name in switch.split("."):
+                target = getattr(target, name)
+            target()
+    logging.getLogger("DeepSpeed").addFilter(lambda record: "Setting accelerator to CPU" not in record.getMessage())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    quiet_console()
     # hf_xlsr's own progress at INFO; other libraries (faiss's loader, datasets, ...) only when they warn
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.WARNING)
     logger.setLevel(logging.INFO if os.environ.get("RANK", "0") == "0" else logging.WARNING)  # once, not per process

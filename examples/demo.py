@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -45,8 +46,18 @@ def accuracy(evaluator: RetrievalEvaluator, model, tokenizers) -> dict[str, floa
     }
 
 
+def threads() -> int:
+    """OMP_NUM_THREADS when set; else the cores that other processes leave free (the CPU count less the 1-minute load
+    average), at least one: torch's one thread per core, without two programs fighting over the same cores, which
+    slows each step several times over."""
+    if os.environ.get("OMP_NUM_THREADS"):
+        return torch.get_num_threads()
+    return max(1, min(torch.get_num_threads(), (os.cpu_count() or 1) - round(os.getloadavg()[0])))
+
+
 def main(overrides: list[str]) -> None:
-    torch.set_num_threads(max(1, torch.get_num_threads()))
+    torch.set_num_threads(threads())
+    print(f"{torch.get_num_threads()} torch threads on {os.cpu_count()} cores (OMP_NUM_THREADS sets the number)")
     logging.basicConfig(level=logging.WARNING)
     start = time.time()
     model_args, data_args, training_args = parse_run_arguments(CONFIG, overrides)

@@ -253,8 +253,9 @@ def check_hub_reachable(repo_id: str, token: str | None = None) -> None:
 
 def push_trained_model(model_dir: str | os.PathLike, repo_id: str, **kwargs) -> list[str]:
     """Push a trained hf_xlsr model folder, with the evaluation results and run record found beside it."""
-    from .evaluation.loading import load_trained_model
+    from .evaluation.loading import check_model_path, load_trained_model
 
+    check_model_path(model_dir)  # what is wrong here first, then what is wrong with the Hub, then any work
     check_hub_reachable(repo_id, kwargs.get("token"))
     model_dir = Path(model_dir)
     model, tokenizers = load_trained_model(model_dir)

@@ -42,6 +42,10 @@ SAMPLE = "tests/test_cli_and_arguments.py::test_training_and_evaluate_score_one_
 BACKEND = "tests/test_backends.py::test_each_backend_gives_the_float32_vectors_within_its_precision"
 GPU_OOM = "tests/test_gpu_suite.py::test_an_arm_out_of_memory_is_a_row_and_mnrl_falls_back_to_its_cached_form"
 PAIRING = "tests/test_mining.py::test_one_to_one_pairing_is_the_best_first_loop_without_its_loop"
+QUEUE_PROPERTY = (
+    "tests/test_properties.py::test_the_queue_is_the_reference_after_any_enqueue_commit_rollback_and_wrap_around"
+)
+FIRST_LOG = "tests/test_first_hour.py::test_the_first_log_line_of_a_queue_holds_no_statistic_of_an_empty_queue"
 MUTATIONS = [
     # MoCo-BERT and every queue
     Mutation("moco_positive_from_query_encoder", M + "modeling_dual_momentum.py",
@@ -201,6 +205,42 @@ MUTATIONS = [
     Mutation("export_reads_one_training_source", "hf_xlsr/export.py", "    if isinstance(train_data, Mapping):",
              "    if False:",
              "tests/test_cli_and_arguments.py::test_a_run_on_per_pair_files_exports_with_its_training_datasets"),
+    Mutation("statistics_of_an_empty_queue_logged", "hf_xlsr/trainers/trainer.py", "if not math.isnan(value)})",
+             "if True})", FIRST_LOG),
+    Mutation("accuracy_without_negatives_counted", M + "losses.py",
+             "correct = correct.masked_fill(~negative.any(dim=1), math.nan)", "correct = correct", FIRST_LOG),
+    Mutation("paper_warm_up_for_a_short_run", "hf_xlsr/trainers/trainer.py",
+             'if "warmup_steps" in paper and warmup >= 1 and warmup > WARMUP_SHARE * num_training_steps:', "if False:",
+             "tests/test_first_hour.py::test_a_ten_step_run_warms_up_for_a_tenth_of_itself_not_the_papers_400_steps"),
+    Mutation("output_dir_writability_not_checked", "hf_xlsr/trainers/arguments.py",
+             "                check_writable(value, name)", "                pass",
+             "tests/test_first_hour.py::test_train_checks_its_output_folders_can_be_written_before_training"),
+    Mutation("misspelt_override_not_named", "hf_xlsr/trainers/arguments.py", "        if name not in known:",
+             "        if False:", "tests/test_first_hour.py::test_a_misspelt_override_names_the_closest_field"),
+    Mutation("evaluation_encodes_a_sentence_again", "hf_xlsr/evaluation/encoders.py",
+             "new = list(dict.fromkeys(s for s in sentences if (language, s) not in self.vectors))",
+             "new = list(dict.fromkeys(sentences))",
+             "tests/test_first_hour.py::test_an_evaluation_encodes_each_sentence_of_each_language_once"),
+    Mutation("push_works_before_asking_the_hub", "hf_xlsr/hub.py", "        HfApi(token=token).whoami()",
+             "        pass", "tests/test_first_hour.py::test_push_without_a_token_or_a_network_says_so_in_one_line"),
+    Mutation("untrained_language_not_marked", "hf_xlsr_cli.py",
+             'untrained = [language for language in args.languages if trained and language not in trained]',
+             "untrained = []",
+             "tests/test_first_hour.py::test_evaluate_marks_the_languages_never_trained_and_times_each_task"),
+    Mutation("queue_slots_ignore_the_pointer", M + "queue.py",
+             "slots = (start + torch.arange(n - kept, n, device=self.keys.device)) % self.size",
+             "slots = torch.arange(n - kept, n, device=self.keys.device) % self.size", QUEUE_PROPERTY),
+    Mutation("rollback_in_write_order", M + "queue.py",
+             "for slots, old_keys, old_ids, ptr, filled in reversed(self._undo):",
+             "for slots, old_keys, old_ids, ptr, filled in self._undo:", QUEUE_PROPERTY),
+    Mutation("ids_cross_the_gather_as_floats", M + "queue.py",
+             "all_ids = torch.stack([rows[:, -3], rows[:, -2]], dim=1).view(torch.long).reshape(-1)",
+             "all_ids = rows[:, -3].long()",
+             "tests/test_properties.py::test_keys_and_64_bit_meaning_ids_cross_the_gather_packed_in_one_float32_row"),
+    Mutation("given_meaning_ids_ignored", "hf_xlsr/data/multilingual.py",
+             'linked += [("id", namespace, own)] if own is not None and own >= 0 else []', "linked += []",
+             "tests/test_properties.py::"
+             "test_two_rows_share_a_meaning_id_exactly_when_a_chain_of_shared_sentences_or_ids_joins_them"),
     Mutation("own_meaning_in_batch", M + "losses.py",
              "negative &= (query_ids[:, None] != key_ids[None, :]) | (query_ids[:, None] < 0)", "pass",
              "tests/test_st_loss.py::test_labels_are_meaning_ids_that_mask_translations_in_the_batch_and_the_queue"),

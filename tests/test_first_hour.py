@@ -5,6 +5,7 @@ Driven through the real entry point (``hf_xlsr_cli.main``)."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from hf_xlsr_cli import main
 
 
 def run_config(path: Path, **values) -> Path:
-    base = dict(model_type="dual_momentum", encoder_x=MINILM, train_data="bible", languages=["en", "fr"],
+    base = dict(model_type="dual_momentum", tokenizer_x=MINILM, train_data="bible", languages=["en", "fr"],
                 model_config={"encoder_x": tiny_encoder_config(), "queue_size": 16, "shared_encoder": True},
                 max_train_pairs=32, max_eval_pairs=16, max_length=16, per_device_train_batch_size=4, max_steps=1,
                 output_dir=str(path.parent / "run"), save_strategy="no", report_to="none")  # fmt: skip
@@ -57,7 +58,7 @@ def untouched(tmp_path: Path) -> set[str]:
                                   "machine's Hugging Face cache")],
 )  # fmt: skip
 def test_an_encoder_that_is_not_here(tmp_path, capsys, encoder, message):
-    config = run_config(tmp_path / "run.yaml", encoder_x=encoder)
+    config = run_config(tmp_path / "run.yaml", encoder_x=encoder, model_config={"queue_size": 16})
     before = untouched(tmp_path)
     assert one_line_error(capsys, ["train", str(config)]).startswith(f"hf-xlsr train: error: {config}: {message}")
     assert untouched(tmp_path) == before
@@ -161,5 +162,159 @@ def test_push_without_a_token_or_a_network_says_so_in_one_line(tmp_path, capsys,
     assert line == "hf-xlsr push: error: no Hugging Face token: log in with `hf auth login` or set HF_TOKEN"
     monkeypatch.setenv("HF_TOKEN", "hf_not_a_real_token")
     monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")  # nothing listens there: no network
+    from hf_xlsr.evaluation import loading
+
+    loaded = []
+    load = loading.load_trained_model
+    monkeypatch.setattr(loading, "load_trained_model", lambda *args: loaded.append(args) or load(*args))
     line = one_line_error(capsys, ["push", "--model", str(trained_folder), "--repo-id", "me/model"])
     assert line.startswith("hf-xlsr push: error: me/model: the push failed ("), line
+    assert loaded == []  # the Hub was asked before any model was loaded or exported
+
+
+def test_a_ten_step_run_warms_up_for_a_tenth_of_itself_not_the_papers_400_steps(tmp_path, capsys, caplog):
+    """max_steps 10 and no warm-up given: the paper's 400 warm-up steps would train at 1e-7 to 9e-7; the run warms
+    up for 1 step and follows the cosine decay from the paper's peak, 4e-5 (Table 9), and the log says so. The first
+    log line holds no queue statistic, for the queue holds no key yet (no NaN, no accuracy of 1)."""
+    import json
+    import logging
+    import math
+
+    config = run_config(tmp_path / "run.yaml", max_steps=10, logging_steps=1, max_train_pairs=48, max_eval_pairs=0)
+    with caplog.at_level(logging.INFO, logger="hf_xlsr"):
+        assert main(["train", str(config)]) == 0
+    history = json.loads((tmp_path / "run" / "hf_xlsr_run.json").read_text())["training_log"]
+    logged = [(entry["step"], entry["learning_rate"]) for entry in history if "learning_rate" in entry]
+    assert [step for step, _ in logged] == list(range(1, 11))
+    for step, rate in logged:  # step k trains at the rate of k - 1 steps done: 1 warm-up step, then cosine decay
+        done = step - 1
+        expected = 0.0 if done < 1 else 4e-5 * 0.5 * (1 + math.cos(math.pi * (done - 1) / 9))
+        assert rate == pytest.approx(expected, rel=1e-6, abs=1e-12), (step, rate)
+    assert min(rate for step, rate in logged if step > 1) > 1e-6  # not the 1e-7 to 9e-7 of 400 warm-up steps
+    assert "warm-up: 1 of this run's 10 steps (10%), not the paper's 400" in caplog.text
+    assert "learning_rate=4e-05" in caplog.text and "warmup_steps=400" in caplog.text
+
+
+def test_the_first_log_line_of_a_queue_holds_no_statistic_of_an_empty_queue(tmp_path, tokenizer, bible_pairs):
+    """MoCo-BERT's first step has no negative (the queue is empty, by design): its log line holds no accuracy and no
+    negative similarity (no NaN, no accuracy of 1); from the second step on they are there."""
+    import math
+
+    from conftest import tiny_dual_momentum
+
+    from hf_xlsr.trainers import BitextCollator, XlsrTrainer, XlsrTrainingArguments
+
+    args = XlsrTrainingArguments(output_dir=str(tmp_path), max_steps=3, per_device_train_batch_size=4,
+                                 logging_steps=1, report_to="none", save_strategy="no", use_cpu=True,
+                                 disable_tqdm=True)  # fmt: skip
+    trainer = XlsrTrainer(model=tiny_dual_momentum(), args=args, train_dataset=bible_pairs.select(range(12)),
+                          data_collator=BitextCollator(tokenizer, x_column="en", y_column="fr", max_length=24),
+                          tokenizers={"x": tokenizer, "y": tokenizer})  # fmt: skip
+    trainer.train()
+    history = [entry for entry in trainer.state.log_history if "loss" in entry]
+    assert history[0]["step"] == 1 and history[0]["loss"] == 0.0
+    assert not {"negative_similarity", "accuracy_xy", "accuracy_yx"} & set(history[0]), history[0]
+    assert all(not (isinstance(v, float) and math.isnan(v)) for entry in history for v in entry.values())
+    assert "negative_similarity" in history[1] and 0 <= history[1]["accuracy_xy"] <= 1
+
+
+def test_a_warm_up_the_run_sets_is_kept(tmp_path):
+    import json
+
+    config = run_config(tmp_path / "run.yaml", max_steps=4, logging_steps=1, warmup_steps=3, max_eval_pairs=0)
+    assert main(["train", str(config)]) == 0
+    history = json.loads((tmp_path / "run" / "hf_xlsr_run.json").read_text())["training_log"]
+    rates = [entry["learning_rate"] for entry in history if "learning_rate" in entry]
+    assert rates[:3] == pytest.approx([0.0, 4e-5 / 3, 8e-5 / 3], rel=1e-6)
+
+
+def test_evaluate_marks_the_languages_never_trained_and_times_each_task(tmp_path, capsys, tokenizer):
+    from conftest import tiny_dual_momentum
+
+    folder = tmp_path / "model"
+    tiny_dual_momentum(shared_encoder=True).save_pretrained(folder)  # trained on en and fr
+    tokenizer.save_pretrained(folder)
+    assert main(["evaluate", "--model", str(folder), "--languages", "en", "fr", "de", "--max-pairs", "40",
+                 "--tasks", "retrieval,retrieval_pcr", "--output", str(tmp_path / "out" / "results.json"),
+                 "--output-dir", str(tmp_path / "out")]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert f"{folder} was trained on en, fr; de: zero-shot" in out
+    assert "| de (zero-shot) |" in out and "| fr |" in out
+    assert "time per task: retrieval " in out and ", retrieval_pcr " in out
+
+
+def test_an_evaluation_encodes_each_sentence_of_each_language_once():
+    """CachedEncoder gives each caller the vectors the encoder gives, in the caller's order, and encodes a sentence
+    of a language once, however many tasks ask for it."""
+    import numpy as np
+
+    from hf_xlsr.evaluation.encoders import CachedEncoder
+
+    asked: list[tuple[str, str]] = []
+
+    def encoder(sentences, language):  # a deterministic stand-in: vector = (length, language's number)
+        asked.extend((language, s) for s in sentences)
+        return np.array([[len(s), ord(language[0])] for s in sentences], dtype=np.float32).reshape(-1, 2)
+
+    cached = CachedEncoder(encoder)
+    first = cached(["a", "bb", "a"], "en")
+    second = cached(["ccc", "bb"], "en")
+    third = cached(["bb"], "fr")
+    assert first.tolist() == [[1, 101], [2, 101], [1, 101]] and second.tolist() == [[3, 101], [2, 101]]
+    assert third.tolist() == [[2, 102]] and cached([], "en").shape == (0, 2)
+    assert asked == [("en", "a"), ("en", "bb"), ("en", "ccc"), ("fr", "bb")]
+
+
+def test_the_command_line_names_every_evaluation_task_and_its_cost():
+    from hf_xlsr.evaluation.suite import TASKS
+    from hf_xlsr_cli import DEFAULT_EVALUATION_TASKS, EVALUATION_TASKS
+
+    assert set(EVALUATION_TASKS) == set(TASKS) and set(DEFAULT_EVALUATION_TASKS) <= set(TASKS)
+
+
+# What a short run prints at the default log level, stdout and stderr together: hf_xlsr's own lines (the values
+# it chose, the data, training progress, the final metrics), no other library's progress bars or notices.
+LINE_BUDGET = {"train": 20, "encode": 2}
+
+
+def printed_lines(command: list[str], cwd: Path) -> list[str]:
+    import subprocess
+    import sys
+
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("HF_HUB_DISABLE", "HF_DATASETS_DISABLE"))}
+    completed = subprocess.run([sys.executable, "-m", "hf_xlsr_cli", *command], cwd=cwd, capture_output=True,
+                               text=True, env={**environment, "HF_HUB_OFFLINE": "1"}, timeout=600)  # fmt: skip
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    # lines as a terminal shows them: a progress bar is one line, however often it is redrawn
+    lines, bar = [], None
+    for line in re.split(r"[\r\n]", completed.stdout + "\n" + completed.stderr):
+        label = line.split("%|")[0].rsplit(":", 1)[0].strip() if "%|" in line else None
+        if line.strip() and (label is None or label != bar):
+            lines.append(line)
+        bar = label if line.strip() else bar
+    return lines
+
+
+def test_a_short_train_and_encode_print_within_their_line_budget(tmp_path, sentences):
+    config = run_config(tmp_path / "run.yaml", max_steps=2, export_dir=str(tmp_path / "export"))
+    lines = printed_lines(["train", str(config)], tmp_path)
+    text = "\n".join(lines)
+    for noise in ("Loading weights", "Writing model shards", "Filter", "Setting accelerator", "pin_memory",
+                  "Flattening"):  # fmt: skip
+        assert noise not in text, text
+    assert len(lines) <= LINE_BUDGET["train"], text
+    lines = printed_lines(["encode", "--model", str(tmp_path / "export"), "--input", str(sentences), "--output",
+                           str(tmp_path / "v.npy")], tmp_path)  # fmt: skip
+    assert len(lines) <= LINE_BUDGET["encode"], "\n".join(lines)
+    assert lines[0].startswith(f"8 sentences of {sentences} -> ")
+
+
+def test_one_transformers_for_every_install():
+    """Only the core dependencies bound transformers: no extra can move it, so the demo's install and the tests'
+    run one version."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]
+    assert any(d.startswith("transformers") for d in project["dependencies"])
+    for extra, requirements in project["optional-dependencies"].items():
+        assert not any(r.startswith("transformers") for r in requirements), extra

@@ -160,8 +160,9 @@ def shared_meanings(
 
     Two rows are one meaning when they share a sentence (the same text in the same language: the pivot sentence of
     ``en_fr.tsv`` and ``en_de.tsv``), or an id of the same namespace (``namespaces[pair]``: ``"bible"`` for verse
-    ids, a file's own line numbers, ``"user"`` for ``example_id`` columns given with the data; None when the data
-    brought no ids), directly or through other rows. Ids are numbered 0, 1, ... in order of first appearance."""
+    ids, a file's own line numbers, ``"user"`` for ``example_id`` columns given with the data, where -1 is a row
+    whose meaning is not known; None when the data brought no ids), directly or through other rows. Ids are
+    numbered 0, 1, ... in order of first appearance."""
     parent: dict = {}
 
     def find(node):
@@ -181,7 +182,7 @@ def shared_meanings(
         nodes = []
         for row, own in enumerate(ids):
             linked = [("text", code, column[row].strip()) for code, column in zip(languages, texts, strict=True)]
-            linked += [("id", namespace, own)] if own is not None else []
+            linked += [("id", namespace, own)] if own is not None and own >= 0 else []  # -1: not known
             root = find(linked[0])
             for node in linked[1:]:
                 other = find(node)

@@ -160,6 +160,25 @@ def model_languages(model: object) -> list[str]:
     return list(routes(model)) if hasattr(model, "get_sentence_embeddings") else []
 
 
+class CachedEncoder:
+    """An :data:`Encoder` that encodes each sentence of each language once, whatever asks for it: the tasks of one
+    evaluation run share their sentences (retrieval with and without PCR, held-out verses in mining and the
+    probe)."""
+
+    def __init__(self, encoder: Encoder):
+        self.encoder = encoder
+        self.vectors: dict[tuple[str, str], np.ndarray] = {}
+
+    def __call__(self, sentences: Sequence[str], language: str) -> np.ndarray:
+        new = list(dict.fromkeys(s for s in sentences if (language, s) not in self.vectors))
+        if new or not sentences:
+            encoded = self.encoder(new, language)
+            if not sentences:
+                return encoded
+            self.vectors.update({(language, s): vector for s, vector in zip(new, encoded, strict=True)})
+        return np.stack([self.vectors[(language, s)] for s in sentences])
+
+
 def as_encoder(
     model: object,
     tokenizers: Mapping[str, PreTrainedTokenizerBase] | None = None,

@@ -309,7 +309,9 @@ def embed_file(
     from tqdm.auto import tqdm
 
     vectors = None
-    with tqdm(total=len(sentences), desc=f"embedding {language}", unit="sentence", disable=not progress) as bar:
+    where = getattr(sentences, "path", None)
+    desc = f"embedding {where.name}" if where is not None else f"embedding {language}"
+    with tqdm(total=len(sentences), desc=desc, unit="sentence", disable=not progress) as bar:
         start = 0
         for batch in sentences.batches(chunk):
             embedded = encoder(batch, language)

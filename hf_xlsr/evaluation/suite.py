@@ -26,7 +26,7 @@ from pathlib import Path
 from ..data.corpora import load_bible
 from ..data.multilingual import load_multiway
 from .analysis import language_bias, plot_language_bias, plot_parallel_sentences, plot_retrieval_matrix
-from .encoders import as_encoder
+from .encoders import CachedEncoder, as_encoder
 from .mining import MiningEvaluator
 from .probe import LinearProbeEvaluator
 from .retrieval import HELDOUT_SEED, RetrievalEvaluator
@@ -160,13 +160,15 @@ def run_suite(
     """Run ``tasks`` on ``model``; write ``{task: {metric: value}}`` as JSON to ``output`` if given. Each task's
     time is logged as it ends and kept in ``options.seconds``."""
     callables = {name: build_task(name, options) for name in tasks}  # fail on a bad name before any work
-    if options.backend != "torch":  # one encoder for every task, so that each route is exported once
-        model, tokenizers = as_encoder(model, tokenizers, options.batch_size, backend=options.backend), None
+    # one encoder for every task (each route of a backend exported once), each sentence encoded once, with progress
+    encoder = CachedEncoder(as_encoder(model, tokenizers, options.batch_size, show_progress=True,
+                                       backend=options.backend))  # fmt: skip
     results = {}
     for number, (name, task) in enumerate(callables.items(), start=1):
         logger.info("evaluating %s (%d of %d)", name, number, len(callables))
         start = time.perf_counter()
-        results[name] = task(model, tokenizers)
+        mteb = name.startswith("mteb") and options.backend == "torch"  # mteb encodes through the model itself
+        results[name] = task(model, tokenizers) if mteb else task(encoder, None)
         options.seconds[name] = time.perf_counter() - start
         logger.info("%s done in %.1f s", name, options.seconds[name])
         if name.startswith("retrieval") and len(options.languages) > 2:
@@ -188,15 +190,19 @@ def format_table(results: dict[str, dict[str, float]]) -> str:
     return "\n".join(lines)
 
 
-def format_language_table(metrics: dict[str, float], languages: Sequence[str], name: str = "retrieval") -> str:
+def format_language_table(
+    metrics: dict[str, float], languages: Sequence[str], name: str = "retrieval", zero_shot: Sequence[str] = ()
+) -> str:
     """Held-out retrieval of each language against the pivot (both directions and their mean), the mean over the
-    trained pairs, over the pairs never trained directly, and over all, as a Markdown table."""
+    trained pairs, over the pairs never trained directly, and over all, as a Markdown table; a language of
+    ``zero_shot`` (one the model was never trained on) is marked so."""
     pivot, others = languages[0], languages[1:]
     lines = [f"| language | {pivot} → language | language → {pivot} | mean |", "| --- | ---: | ---: | ---: |"]
     for language in others:
         forward = metrics[f"{name}_{pivot}2{language}_accuracy"]
         backward = metrics[f"{name}_{language}2{pivot}_accuracy"]
-        lines.append(f"| {language} | {forward:.1%} | {backward:.1%} | {(forward + backward) / 2:.1%} |")
+        label = f"{language} (zero-shot)" if language in zero_shot else language
+        lines.append(f"| {label} | {forward:.1%} | {backward:.1%} | {(forward + backward) / 2:.1%} |")
     for label, key in (("trained pairs", "trained_accuracy"), ("pairs never trained", "zero_shot_accuracy"),
                        ("every pair", "accuracy")):  # fmt: skip
         if f"{name}_{key}" in metrics:

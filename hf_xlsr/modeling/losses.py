@@ -137,7 +137,8 @@ def info_nce(
     With ``in_batch_negatives=False`` this is MoCo-BERT's Eq. 2 (the queue alone holds the negatives); with a
     margin m it is an additive-margin softmax. Queues are scored block by block (:func:`queue_logsumexp`) in their
     storage dtype, without a float32 copy or a batch x queue matrix of logits. The statistics read nothing back from
-    the device: ``negative_similarity`` is NaN when a query has no negative at all.
+    the device: ``negative_similarity`` is NaN when no query has a negative, and ``accuracy`` counts only the
+    queries that have one (NaN when none has, as on the first step of a queue-only loss).
     """
     q, k = at_least_float32(queries), at_least_float32(keys)
     scale = 1.0 / temperature
@@ -164,7 +165,10 @@ def info_nce(
     loss = (total - logits.diagonal()).mean()
     with torch.no_grad():
         positive_cosine = cosines.diagonal()
-        accuracy = (positive_cosine > best).float().mean()
+        correct = (positive_cosine > best).float()
+        if not any(len(queue) for queue, _ in queues):  # a query with no negative at all has no accuracy (NaN)
+            correct = correct.masked_fill(~negative.any(dim=1), math.nan)
+        accuracy = correct.nanmean()
         negative_similarity = negative_sum / negative_count  # 0 / 0 = NaN without negatives
     return ContrastiveTerms(loss, accuracy, positive_cosine.mean(), negative_similarity)
 

@@ -348,7 +348,8 @@ class MomentumContrast(HostIntegers, nn.Module):
             step = self._host_value("momentum_updates") + self._host_value("skipped_steps") + 1
             logger.warning("optimizer step %d: the loss or the momentum keys are not finite; nothing was queued", step)
             return False
-        all_ids = rows[:, -3:-1].contiguous().view(torch.long).reshape(-1)
+        # a fresh (n, 2) tensor: a one-row slice counts as contiguous but keeps the row's stride, which view refuses
+        all_ids = torch.stack([rows[:, -3], rows[:, -2]], dim=1).view(torch.long).reshape(-1)
         start = 0
         for keys, queue in zip((keys_x, keys_y), (self.queue_x, self.queue_y), strict=True):
             if keys is not None:

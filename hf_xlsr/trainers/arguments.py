@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import logging
 import os
 import re
 import types
@@ -28,6 +29,8 @@ from transformers import HfArgumentParser, PreTrainedConfig
 from ..evaluation.retrieval import HELDOUT_SEED
 from ..utils import UnwritableError, check_writable
 from .trainer import XlsrTrainingArguments, paper_training_values
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -244,9 +247,8 @@ def parse_run_arguments(
     model_config = _model_config(config_class, values, overrides, config_path)
     values["model_config"] = model_config
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    values.update(
-        paper_training_values(_run_model_configuration(config_class, values, model_config), given, world_size)
-    )
+    paper = paper_training_values(_run_model_configuration(config_class, values, model_config), given, world_size)
+    values.update(paper)
     if "use_cpu" not in given and world_size > 1 and not torch.cuda.is_available():
         # Several processes and no GPU: without use_cpu, Trainer would run them as independent single processes.
         values["use_cpu"] = True
@@ -283,6 +285,10 @@ def parse_run_arguments(
         except (StrictDataclassError, ValueError) as error:
             reason = str(error).strip().splitlines()[-1].strip().split(": ", 1)[-1]
             raise ConfigFileError(f"{where}: model_config: {reason}") from None
+    training_args.paper_values = frozenset(paper)
+    if paper:
+        logger.info("values the run does not set, from the model configuration (the paper's unless model_config sets "
+                    "them): %s", ", ".join(f"{name}={value}" for name, value in sorted(paper.items())))  # fmt: skip
     check_languages_have_data(data_args, where)
     for name in ("model_name_or_path", "encoder_x", "encoder_y", "tokenizer_x", "tokenizer_y"):
         check_reference(getattr(model_args, name), name, where)

@@ -16,6 +16,7 @@ It extends the Trainer only through its documented hooks and callbacks:
 from __future__ import annotations
 
 import logging
+import math
 import os
 import shutil
 from collections import defaultdict
@@ -38,6 +39,7 @@ from .callbacks import MOMENTUM_SCHEDULES, EncoderFreezeCallback, MomentumCallba
 logger = logging.getLogger(__name__)
 
 _NO_EVAL_DATASET = "evaluators only"
+WARMUP_SHARE = 0.1  # the share of a run that warms up when the paper's warm-up steps would take more of it
 STAGING_FOLDER = ".partial-checkpoints"
 
 
@@ -84,6 +86,11 @@ class XlsrTrainingArguments(TrainingArguments):
         default=False, metadata={"help": "with push_export_to_hub, also push the full training checkpoint"}
     )
 
+    def __post_init__(self):
+        super().__post_init__()
+        if self.dataloader_pin_memory and (self.use_cpu or not torch.cuda.is_available()):
+            self.dataloader_pin_memory = False  # pinned memory serves copies to a GPU; without one torch warns
+
     @classmethod
     def for_model(cls, model, **arguments) -> XlsrTrainingArguments:
         """Arguments for training ``model`` (or a configuration): those given here, then the training values of the
@@ -94,7 +101,10 @@ class XlsrTrainingArguments(TrainingArguments):
         """
         config = getattr(model, "config", model)
         world_size = int(os.environ.get("WORLD_SIZE", "1"))
-        return cls(**{**paper_training_values(config, set(arguments), world_size), **arguments})
+        paper = paper_training_values(config, set(arguments), world_size)
+        made = cls(**{**paper, **arguments})
+        made.paper_values = frozenset(paper)
+        return made
 
 
 class XlsrTrainer(Trainer):
@@ -166,6 +176,20 @@ class XlsrTrainer(Trainer):
             self._momentum_callback.gradient_norm = grad_norm
         return grad_norm
 
+    def create_scheduler(self, num_training_steps: int, optimizer=None):
+        """The paper's warm-up fits the paper's run: where it came from the model configuration (the run set no
+        ``warmup_steps``) and would take more than :data:`WARMUP_SHARE` of this run, the run warms up for that share
+        of its own steps instead, and says so."""
+        paper = getattr(self.args, "paper_values", frozenset())
+        warmup = self.args.warmup_steps
+        if "warmup_steps" in paper and warmup >= 1 and warmup > WARMUP_SHARE * num_training_steps:
+            fitted = max(1, round(WARMUP_SHARE * num_training_steps))
+            logger.info("warm-up: %d of this run's %d steps (%.0f%%), not the paper's %d, which are for a run of "
+                        "its own length; set warmup_steps to choose", fitted, num_training_steps,
+                        100 * WARMUP_SHARE, warmup)  # fmt: skip
+            self.args.warmup_steps = fitted
+        return super().create_scheduler(num_training_steps, optimizer)
+
     # ------------------------------------------------------------------------------------------------------------
     # Loss and logging
 
@@ -182,7 +206,9 @@ class XlsrTrainer(Trainer):
             names = sorted(self._output_parts)
             means = torch.stack([torch.stack(self._output_parts[name]).nanmean() for name in names])
             means = self.accelerator.reduce(means.to(self.args.device), reduction="mean")
-            logs.update({name: round(value, 4) for name, value in zip(names, means.tolist(), strict=True)})
+            # a statistic with nothing to measure yet (the queue statistics before the queue holds a key) is absent
+            logs.update({name: round(value, 4) for name, value in zip(names, means.tolist(), strict=True)
+                         if not math.isnan(value)})  # fmt: skip
             self._output_parts.clear()
         super().log(logs, start_time)
 
