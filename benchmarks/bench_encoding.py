@@ -6,6 +6,10 @@ held-out Bible verses, ``--verses`` in each of ``--languages`` (multi-way: the s
 cut at 128 tokens, batches of ``--batch-size``), drawn as the evaluators draw them, after the first ``--skip``:
 
 * ``sentence-transformers``: ``SentenceTransformer.encode`` (float32, normalised), the peer;
+* ``sentence-transformers bf16``: the peer at its documented fastest installable setting, the model loaded in
+  bfloat16 (``model_kwargs={"dtype": torch.bfloat16}``). Its ``backend="onnx"`` / ``"openvino"`` need
+  ``optimum-onnx`` / ``optimum-intel``, whose releases of 2026-11-26 (0.1.0, 1.27.0) require transformers below
+  4.58, which sentence-transformers 6 does not run on: they are not arms of this benchmark;
 * one arm per hf_xlsr backend (``hf_xlsr.evaluation.backends``): ``torch`` (float32), ``bf16`` (PyTorch under
   bfloat16 autocast), ``onnx`` (ONNX Runtime, float32), ``onnx-int8`` (dynamic int8 weights), ``openvino``;
 * ``onnx-int8, every product``: ``onnx-int8`` with the products that narrow the width quantised too (the backend
@@ -69,7 +73,14 @@ def main() -> None:
         return model.encode(list(sentences), batch_size=args.batch_size, normalize_embeddings=True,
                             convert_to_numpy=True)  # fmt: skip
 
-    arms = {"sentence-transformers": peer}
+    half = SentenceTransformer(resolve_reference(args.model), device="cpu", model_kwargs={"dtype": torch.bfloat16})
+    half.max_seq_length = 128
+
+    def peer_bf16(sentences, language):
+        return half.encode(list(sentences), batch_size=args.batch_size, normalize_embeddings=True,
+                           convert_to_numpy=True).astype(np.float32)  # fmt: skip
+
+    arms = {"sentence-transformers": peer, "sentence-transformers bf16": peer_bf16}
     for backend in args.backends:
         arms[backend] = as_encoder(model, batch_size=args.batch_size, backend=backend)
         arms[backend](texts[args.languages[0]][:8], args.languages[0])  # the one-off export, outside the clock
@@ -108,7 +119,8 @@ def main() -> None:
               f"  max |difference| {row['max_abs_difference']:.1e}")  # fmt: skip
     if args.out:
         with open(args.out, "w") as handle:
-            json.dump({"arguments": vars(args), "machine": machine(), "sentences": count, "rows": rows,
+            json.dump({"arguments": vars(args), "machine": machine(), "date": time.strftime("%Y-%m-%d"),
+                       "sentences": count, "rows": rows,
                        "times": seconds}, handle, indent=2)  # fmt: skip
 
 

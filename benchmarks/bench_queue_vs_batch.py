@@ -1,0 +1,531 @@
+"""The queue against large batches: many negatives at batch B, against what sentence-transformers users reach for.
+
+Every arm starts from the same encoder, trains on the same pairs (for a seed: the same draw of ``--pairs`` training
+pairs, each seen once), with the same learning-rate rule (AdamW, 10% warm-up, cosine decay over the arm's steps),
+temperature 0.04 (scale 25), both directions, and is scored on the same held-out pairs. The budget is compute: every
+arm puts the same number of sentences through the trainable encoder, forward and backward; the script counts them
+with a forward hook on every encoder (``trainable_encodings``), and counts apart the forwards without gradients that
+an arm adds (CachedMNRL's first pass, the momentum encoder's keys, the distillation teacher: ``extra_forwards``).
+
+| arm | what |
+| --- | --- |
+| ``mnrl_B`` | ``MultipleNegativesRankingLoss``, batch B |
+| ``mnrl_8B`` | the large batch itself (its loss and gradients are ``cmnrl_8B``'s: GradCache is exact) |
+| ``cmnrl_8B`` / ``cmnrl_32B`` | ``CachedMultipleNegativesRankingLoss``, batch 8B / 32B, mini-batch B |
+| ``distill`` | multilingual distillation (``make_multilingual``), teacher = the start on the pivot side, ``MSELoss`` |
+| ``mql_K32B`` / ``mql_K256B`` | ``MomentumQueueLoss``, batch B, queue of 32B / 256B keys, momentum 0.99 |
+| ``dmm_K32B`` / ``dmm_K256B`` | ``DualMomentumModel`` under ``XlsrTrainer``, batch B, the same queues |
+
+An arm name may end in ``_sqrtlr``: the learning rate times sqrt(batch / B), the usual rule for Adam at a larger
+batch; which rule a large-batch arm keeps is chosen on ``tune`` (1,000 held-out pairs the reported ``bible`` figure
+does not use: rows 1,000 to 1,999 of the same draw).
+
+Accuracy is measured inside each run at a quarter, half, three quarters and the whole of the budget (the points of
+one run, on its schedule: a run stopped at half its budget would have decayed its learning rate). Each (arm, seed)
+runs in a process of its own, so that its peak resident memory above what it held before training
+(``training_mb``) is its own. ``--timing`` measures seconds per training pair of each arm in short runs in
+palindromic order (A B C ... C B A), so that a slow spell of the machine weighs on every arm alike: the figure
+behind the equal-time comparison.
+
+    HF_HUB_OFFLINE=1 python benchmarks/bench_queue_vs_batch.py --threads 1 \
+        --jobs mnrl_B:0 cmnrl_8B:0 ... --out benchmarks/results/queue_vs_batch.json
+    HF_HUB_OFFLINE=1 python benchmarks/bench_queue_vs_batch.py --threads 1 --timing \
+        --out benchmarks/results/queue_vs_batch_timing.json
+    python benchmarks/bench_queue_vs_batch.py --report benchmarks/results/queue_vs_batch.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import math
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from common import ENCODERS, machine, mean_and_spread
+
+BATCH = 8  # B
+TEMPERATURE = 0.04
+ARMS = {
+    "mnrl_B": {"loss": "mnrl", "batch": 1},
+    "mnrl_8B": {"loss": "mnrl", "batch": 8},
+    "cmnrl_8B": {"loss": "cmnrl", "batch": 8},
+    "cmnrl_32B": {"loss": "cmnrl", "batch": 32},
+    "distill": {"loss": "distill", "batch": 1},
+    "mql_K32B": {"loss": "mql", "batch": 1, "queue": 32},
+    "mql_K256B": {"loss": "mql", "batch": 1, "queue": 256},
+    "dmm_K32B": {"loss": "dmm", "batch": 1, "queue": 32},
+    "dmm_K256B": {"loss": "dmm", "batch": 1, "queue": 256},
+}
+LABELS = {
+    "mnrl_B": "MNRL, batch B",
+    "mnrl_8B": "MNRL, batch 8B",
+    "cmnrl_8B": "CachedMNRL, batch 8B",
+    "cmnrl_32B": "CachedMNRL, batch 32B",
+    "distill": "distillation, teacher = start",
+    "mql_K32B": "MomentumQueueLoss, K = 32B",
+    "mql_K256B": "MomentumQueueLoss, K = 256B",
+    "dmm_K32B": "DualMomentumModel, K = 32B",
+    "dmm_K256B": "DualMomentumModel, K = 256B",
+}
+HF_XLSR = ("mql", "dmm")
+EVAL_POINTS = (0.25, 0.5, 0.75, 1.0)
+
+
+def spec(arm: str) -> dict:
+    base = arm.removesuffix("_sqrtlr")
+    if base not in ARMS:
+        raise SystemExit(f"unknown arm {arm!r}: one of {', '.join(ARMS)}, optionally followed by _sqrtlr")
+    return {**ARMS[base], "base": base, "sqrt_lr": arm != base}
+
+
+class EncoderCounter:
+    """Counts the sentences every encoder forward sees: with gradients (the trainable encoder) or without."""
+
+    def __init__(self):
+        self.trainable = self.extra = 0
+        self.active = True
+        self.handle = torch.nn.modules.module.register_module_forward_hook(self.hook)
+
+    def hook(self, module, inputs, output):
+        if not self.active or type(module).__name__ != "BertEmbeddings":
+            return
+        rows = len(output)  # (sentences, tokens, width)
+        if torch.is_grad_enabled() and any(p.requires_grad for p in module.parameters()):
+            self.trainable += rows
+        else:
+            self.extra += rows
+
+
+def evaluators(languages: list[str]) -> dict:
+    """``bible``: the 1,000 held-out pairs every figure of the report uses; ``tune``: the next 1,000 of the same
+    draw, on which a tuning choice is made."""
+    from hf_xlsr.data import load_bible
+    from hf_xlsr.data.bitext import unique_pairs
+    from hf_xlsr.evaluation import RetrievalEvaluator
+
+    heldout = unique_pairs(load_bible(languages, split="heldout"), languages).shuffle(seed=0)
+    return {name: RetrievalEvaluator({lang: heldout.select(rows)[lang] for lang in languages}, deduplicate=False)
+            for name, rows in (("bible", range(1000)), ("tune", range(1000, 2000)))}  # fmt: skip
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as handle:
+        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def training_arguments(steps: int, batch: int, learning_rate: float, output_dir: str, seed: int) -> dict:
+    return dict(
+        output_dir=output_dir, max_steps=steps, per_device_train_batch_size=batch, learning_rate=learning_rate,
+        warmup_steps=max(1, steps // 10), lr_scheduler_type="cosine", weight_decay=1e-4, max_grad_norm=10.0,
+        seed=seed, save_strategy="no", report_to="none", disable_tqdm=True, logging_steps=max(1, steps // 8),
+        use_cpu=not torch.cuda.is_available(), dataloader_pin_memory=False,
+    )  # fmt: skip
+
+
+def build(arm: str, path: str, train, languages: list[str], steps: int, learning_rate: float, output_dir: str,
+          seed: int, max_length: int):  # fmt: skip
+    """``(trainer, score)``: the arm's trainer and a function scoring its model on an evaluator."""
+    from transformers import TrainerCallback  # noqa: F401  (imported before sentence-transformers' trainer)
+
+    s = spec(arm)
+    batch = BATCH * s["batch"]
+    if s["sqrt_lr"]:
+        learning_rate *= math.sqrt(s["batch"])
+    torch.manual_seed(seed)
+    pivot, other = languages
+    if s["loss"] == "dmm":
+        from hf_xlsr import DualMomentumModel
+        from hf_xlsr.tokenization import load_tokenizers
+        from hf_xlsr.trainers import BitextCollator, XlsrTrainer, XlsrTrainingArguments
+
+        model = DualMomentumModel.from_encoders(path, shared_encoder=True, languages=languages,
+                                                queue_size=BATCH * s["queue"], momentum=0.99,
+                                                temperature=TEMPERATURE)  # fmt: skip
+        tokenizers = load_tokenizers(path)
+        collator = BitextCollator(tokenizers["x"], tokenizers["y"], pivot, other, max_length=max_length)
+        args = XlsrTrainingArguments(**training_arguments(steps, batch, learning_rate, output_dir, seed))
+        trainer = XlsrTrainer(model=model, args=args, train_dataset=train.select_columns(languages),
+                              data_collator=collator, tokenizers=tokenizers)  # fmt: skip
+        return trainer, lambda evaluator: evaluator(model, tokenizers=tokenizers)
+
+    from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
+    from sentence_transformers.sentence_transformer import losses
+    from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
+
+    from hf_xlsr.losses import MomentumQueueLoss
+
+    model = SentenceTransformer(path, device="cpu")
+    model[0].max_seq_length = max_length
+    both = {"directions": ("query_to_doc", "doc_to_query"), "partition_mode": "per_direction"}
+    data = train.select_columns(languages)
+    callbacks = []
+    if s["loss"] == "mnrl":
+        loss = losses.MultipleNegativesRankingLoss(model, scale=1 / TEMPERATURE, **both)
+    elif s["loss"] == "cmnrl":
+        loss = losses.CachedMultipleNegativesRankingLoss(model, scale=1 / TEMPERATURE, mini_batch_size=BATCH, **both)
+    elif s["loss"] == "mql":
+        loss = MomentumQueueLoss(model, queue_size=BATCH * s["queue"], momentum=0.99, temperature=TEMPERATURE)
+        callbacks = [loss.callback]
+    else:  # make_multilingual: student(pivot) and student(other) regress on teacher(pivot); teacher = the start
+        teacher = SentenceTransformer(path, device="cpu")
+        teacher[0].max_seq_length = max_length
+        labels = teacher.encode(data[pivot], batch_size=64, convert_to_numpy=True)
+        del teacher
+        data = data.add_column("label", [row.tolist() for row in labels])
+        loss = losses.MSELoss(model)
+    args = SentenceTransformerTrainingArguments(**training_arguments(steps, batch, learning_rate, output_dir, seed))
+    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=data, loss=loss, callbacks=callbacks)
+
+    def score(evaluator):
+        model[0].max_seq_length = 128  # score with the truncation hf_xlsr's encoder uses
+        try:
+            return evaluator(model)
+        finally:
+            model[0].max_seq_length = max_length
+
+    return trainer, score
+
+
+def run_one(arm: str, seed: int, args) -> dict:
+    """Train one arm for the budget, scoring it at ``EVAL_POINTS``; its own process, so its peak memory is its."""
+    from transformers import TrainerCallback
+
+    from hf_xlsr.data import load_bible, resolve_reference
+
+    path = resolve_reference(ENCODERS.get(args.encoder, args.encoder))
+    train = load_bible(args.languages, split="train").shuffle(seed=seed).select(range(args.pairs))
+    scorers = evaluators(args.languages)
+    s = spec(arm)
+    batch = BATCH * s["batch"]
+    steps = args.pairs // batch
+    counter = EncoderCounter()
+    curve: list[dict] = []
+
+    class Measure(TrainerCallback):
+        def __init__(self):
+            self.seconds, self.start = 0.0, None
+            self.points = {max(1, round(f * steps)) for f in EVAL_POINTS}
+
+        def on_step_begin(self, a, state, control, **kwargs):
+            self.start = time.perf_counter()
+
+        def on_step_end(self, a, state, control, **kwargs):
+            self.seconds += time.perf_counter() - self.start
+            if state.global_step in self.points:
+                counter.active = False
+                point = {"step": state.global_step, "pairs": state.global_step * batch,
+                         "trainable_encodings": counter.trainable, "extra_forwards": counter.extra,
+                         "train_seconds": round(self.seconds, 1)}  # fmt: skip
+                for name, evaluator in scorers.items():  # the tuning set only at the end: it serves one choice
+                    if name == "bible" or state.global_step == steps:
+                        point[name] = score(evaluator)["retrieval_accuracy"]
+                curve.append(point)
+                print(arm, seed, point, flush=True)
+                counter.active = True
+
+    with tempfile.TemporaryDirectory() as output_dir:
+        trainer, score = build(arm, path, train, args.languages, steps, args.learning_rate, output_dir, seed,
+                               args.max_length)  # fmt: skip
+        trainer.add_callback(Measure())
+        before = rss_mb()
+        peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        trainer.train()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {
+        "arm": arm, "seed": seed, "batch": batch, "steps": steps,
+        "learning_rate": args.learning_rate * (math.sqrt(s["batch"]) if s["sqrt_lr"] else 1),
+        "queue": BATCH * s.get("queue", 0), "curve": curve, "bible": curve[-1]["bible"], "tune": curve[-1]["tune"],
+        "train_seconds": curve[-1]["train_seconds"], "peak_rss_mb": round(peak, 1),
+        "training_mb": round(max(peak, peak_before) - before, 1) if peak > peak_before else None,
+    }  # fmt: skip
+
+
+def append(path: Path, setup: dict, run: dict) -> None:
+    """Append a run to the results file under a lock: several workers may fill one file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        data = json.loads(path.read_text()) if path.is_file() else {"setup": setup, "runs": []}
+        data["runs"].append({**run, "finished": time.strftime("%Y-%m-%d %H:%M")})
+        temporary = path.with_suffix(".partial")
+        temporary.write_text(json.dumps(data, indent=2))
+        os.replace(temporary, path)
+
+
+def done(path: Path, arm: str, seed: int) -> bool:
+    if not path.is_file():
+        return False
+    return any(r["arm"] == arm and r["seed"] == seed for r in json.loads(path.read_text())["runs"])
+
+
+def child(args) -> None:
+    """One (arm, seed) in this process; the result as JSON on the last line of stdout."""
+    arm, seed = args.child.split(":")
+    print("RESULT " + json.dumps(run_one(arm, int(seed), args)), flush=True)
+
+
+def timing_child(args) -> None:
+    """A short run of one arm: seconds per training pair over its steps after the first, and its peak memory."""
+    from transformers import TrainerCallback
+
+    from hf_xlsr.data import load_bible, resolve_reference
+
+    arm = args.timing_child
+    s = spec(arm)
+    batch = BATCH * s["batch"]
+    steps = args.timing_steps + 1
+    path = resolve_reference(ENCODERS.get(args.encoder, args.encoder))
+    train = load_bible(args.languages, split="train").shuffle(seed=0).select(range(steps * batch))
+    times: list[float] = []
+
+    class Clock(TrainerCallback):
+        def on_step_begin(self, a, state, control, **kwargs):
+            self.start = time.perf_counter()
+
+        def on_step_end(self, a, state, control, **kwargs):
+            times.append(time.perf_counter() - self.start)
+
+    with tempfile.TemporaryDirectory() as output_dir:
+        trainer, _ = build(arm, path, train, args.languages, steps, args.learning_rate, output_dir, 0, args.max_length)
+        trainer.add_callback(Clock())
+        before = rss_mb()
+        trainer.train()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    row = {"arm": arm, "seconds_per_pair": sum(times[1:]) / (len(times[1:]) * batch), "peak_rss_mb": peak,
+           "training_mb": peak - before}  # fmt: skip
+    print("RESULT " + json.dumps(row), flush=True)
+
+
+def spawn(args, flag: str, value: str) -> dict:
+    command = [sys.executable, __file__, flag, value, "--threads", str(args.threads), "--encoder", args.encoder,
+               "--languages", *args.languages, "--pairs", str(args.pairs), "--learning-rate", str(args.learning_rate),
+               "--max-length", str(args.max_length), "--timing-steps", str(args.timing_steps),
+               "--out", args.out]  # fmt: skip
+    completed = subprocess.run(command, capture_output=True, text=True)
+    lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT ")]
+    if completed.returncode != 0 or not lines:
+        sys.stderr.write(completed.stdout[-3000:] + completed.stderr[-6000:])
+        raise SystemExit(f"{flag} {value} failed (exit {completed.returncode})")
+    return json.loads(lines[-1][len("RESULT ") :])
+
+
+def setup(args) -> dict:
+    return {"script": "benchmarks/bench_queue_vs_batch.py", "encoder": args.encoder, "languages": args.languages,
+            "B": BATCH, "pairs": args.pairs, "learning_rate": args.learning_rate, "temperature": TEMPERATURE,
+            "momentum": 0.99, "max_length": args.max_length, "machine": machine(), "date": time.strftime("%Y-%m-%d"),
+            "command": "python benchmarks/" + " ".join([Path(sys.argv[0]).name, *sys.argv[1:]])}  # fmt: skip
+
+
+def timing(args) -> None:
+    arms = args.arms or list(ARMS)
+    order = [arm for i in range(args.timing_rounds) for arm in (arms if i % 2 == 0 else arms[::-1])]
+    rows: dict[str, list[dict]] = {arm: [] for arm in arms}
+    for arm in order:
+        rows[arm].append(spawn(args, "--timing-child", arm))
+        print(rows[arm][-1], flush=True)
+    summary = {arm: {"seconds_per_pair": statistics.median(r["seconds_per_pair"] for r in runs),
+                     "training_mb": statistics.median(r["training_mb"] for r in runs),
+                     "peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in runs)}
+               for arm, runs in rows.items()}  # fmt: skip
+    base = summary.get("mnrl_B", {}).get("seconds_per_pair")
+    for row in summary.values():
+        row["time_ratio_to_mnrl_B"] = row["seconds_per_pair"] / base if base else None
+    Path(args.out).write_text(json.dumps({"setup": {**setup(args), "rounds": args.timing_rounds,
+                                                    "timed_steps": args.timing_steps}, "rows": summary},
+                                         indent=2))  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Report
+
+
+def by_arm(runs: list[dict]) -> dict[str, list[dict]]:
+    arms: dict[str, list[dict]] = {}
+    for run in runs:
+        arms.setdefault(run["arm"], []).append(run)
+    return arms
+
+
+def chosen_arms(runs: list[dict]) -> dict[str, str]:
+    """For each base arm, the learning-rate rule with the higher ``tune`` accuracy at seed 0."""
+    best: dict[str, tuple[float, str]] = {}
+    for run in runs:
+        if run["seed"] != 0:
+            continue
+        base = spec(run["arm"])["base"]
+        if base not in best or run["tune"] > best[base][0]:
+            best[base] = (run["tune"], run["arm"])
+    return {base: arm for base, (_, arm) in best.items()}
+
+
+def negatives_per_query(arm: str, batch: int, queue: int) -> str:
+    loss = spec(arm)["loss"]
+    if loss == "distill":
+        return "—"
+    if loss == "dmm":
+        return f"{queue:,}"  # MoCo-BERT's Eq. 2: the queue holds the negatives
+    return f"{batch - 1 + queue:,}"  # the other rows' keys (and the queue)
+
+
+def mean_memory(group: list[dict]) -> float:
+    return statistics.fmean(r["training_mb"] for r in group if r["training_mb"] is not None)
+
+
+def report(results: dict, timing_rows: dict | None) -> str:
+    """The Markdown table: each base arm at its chosen learning-rate rule, mean ± spread over its seeds, the peak
+    memory its runs added (their mean) and, from ``--timing``, its seconds per training pair."""
+    runs = results["runs"]
+    arms = by_arm(runs)
+    chosen = chosen_arms(runs)
+    b = results["setup"]["B"]
+    lines = [
+        "| arm | batch | negatives per query | steps | held-out accuracy (%) | seeds | tune (%) | training memory "
+        "(MB) | seconds per pair (× MNRL B) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    timing_rows = timing_rows or {}
+    pairs = results["setup"]["pairs"]
+    for base in ARMS:
+        t = timing_rows.get(base)
+        speed = f"{t['seconds_per_pair']:.3f} ({t['time_ratio_to_mnrl_B']:.2f}×)" if t else "—"
+        if base not in chosen:
+            if base == "mnrl_8B" and t:  # its gradients are CachedMNRL 8B's: timed, not trained again
+                batch = ARMS[base]["batch"] * b
+                lines.append(f"| {LABELS[base]} | {batch} | {batch - 1} | {pairs // batch} | as CachedMNRL 8B | — "
+                             f"| — | {t['training_mb']:.0f} | {speed} |")  # fmt: skip
+            continue
+        arm = chosen[base]
+        group = arms[arm]
+        mean, spread, n = mean_and_spread([r["bible"] for r in group])
+        first = group[0]
+        rate = "" if not spec(arm)["sqrt_lr"] else f" (lr × √{first['batch'] // b})"
+        accuracy = f"{100 * mean:.1f}" + (f" ± {100 * spread:.1f}" if n > 1 else "")
+        negatives = negatives_per_query(arm, first["batch"], first["queue"])
+        tune = 100 * statistics.fmean(r["tune"] for r in group)
+        lines.append(f"| {LABELS[base]}{rate} | {first['batch']} | {negatives} | {first['steps']} | {accuracy} | "
+                     f"{n} | {tune:.1f} | {mean_memory(group):.0f} | {speed} |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def verdict(results: dict, timing_rows: dict | None) -> str:
+    """The goal, tested: the best hf_xlsr arm against the best large-batch peer, by mean held-out accuracy."""
+    runs = results["runs"]
+    arms = by_arm(runs)
+    chosen = chosen_arms(runs)
+    means = {arm: mean_and_spread([r["bible"] for r in arms[arm]]) for arm in chosen.values()}
+    ours = max((a for a in means if spec(a)["loss"] in HF_XLSR), key=lambda a: means[a][0])
+    peers = [a for a in means if spec(a)["loss"] not in HF_XLSR]
+    peer = max(peers, key=lambda a: means[a][0])
+    (m_ours, s_ours, n_ours), (m_peer, s_peer, n_peer) = means[ours], means[peer]
+    half = statistics.fmean(next(p["bible"] for p in r["curve"] if p["pairs"] * 2 == r["curve"][-1]["pairs"])
+                            for r in arms[ours])  # fmt: skip
+    seeded = n_ours > 1 and n_peer > 1
+    spread = max(s_ours, s_peer) if seeded else float("nan")
+    reading = ("holds" if m_ours - m_peer > spread else "does not hold") if seeded else "not decided: one seed"
+    lines = [
+        f"- best hf_xlsr arm: {LABELS[spec(ours)['base']]}, {100 * m_ours:.1f}% (n = {n_ours}); best peer: "
+        f"{LABELS[spec(peer)['base']]}, {100 * m_peer:.1f}% (n = {n_peer}).",
+        f"- equal compute: {100 * (m_ours - m_peer):+.1f} points, the larger seed spread {100 * spread:.1f}: "
+        f"{reading}.",
+        f"- half the compute (the point at half the budget inside the hf_xlsr run): {100 * half:.1f}% against the "
+        f"peer's {100 * m_peer:.1f}% at the whole budget: " + ("holds" if half >= m_peer else "does not hold") + ".",
+    ]
+    memory = {a: mean_memory(arms[a]) for a in (ours, peer)}
+    ratio = memory[ours] / memory[peer]
+    lines.append(f"- training memory: {memory[ours]:.0f} MB against {memory[peer]:.0f} MB ({ratio:.2f}×; goal at most "
+                 f"0.25×): " + ("holds" if ratio <= 0.25 else "does not hold") + ".")  # fmt: skip
+    large = (timing_rows or {}).get("mnrl_8B")
+    if large:
+        lines.append(f"- against the large batch itself (MNRL at 8B, timed): {memory[ours]:.0f} MB against "
+                     f"{large['training_mb']:.0f} MB ({memory[ours] / large['training_mb']:.2f}×).")  # fmt: skip
+    return "\n".join(lines)
+
+
+def plot(results: dict, timing_rows: dict | None, out: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = results["runs"]
+    arms = by_arm(runs)
+    chosen = chosen_arms(runs)
+    panels = 2 if timing_rows else 1
+    figure, axes = plt.subplots(1, panels, figsize=(6.5 * panels, 4.5), squeeze=False)
+    for base, arm in chosen.items():
+        group = arms[arm]
+        xs = [p["trainable_encodings"] for p in group[0]["curve"]]
+        ys = [100 * statistics.fmean(r["curve"][i]["bible"] for r in group) for i in range(len(xs))]
+        style = "-" if spec(arm)["loss"] in HF_XLSR else "--"
+        axes[0][0].plot(xs, ys, style, marker="o", label=LABELS[base])
+        if timing_rows and base in timing_rows:
+            seconds = [p["pairs"] * timing_rows[base]["seconds_per_pair"] for p in group[0]["curve"]]
+            axes[0][1].plot(seconds, ys, style, marker="o", label=LABELS[base])
+    axes[0][0].set_xlabel("sentences through the trainable encoder (forward and backward)")
+    axes[0][0].set_ylabel("held-out retrieval accuracy (%)")
+    axes[0][0].legend(fontsize=7)
+    if timing_rows:
+        axes[0][1].set_xlabel("training seconds (pairs × the arm's interleaved seconds per pair)")
+    figure.suptitle(f"{results['setup']['encoder']}, {'-'.join(results['setup']['languages'])}, B = "
+                    f"{results['setup']['B']}: the queue against large batches")  # fmt: skip
+    figure.tight_layout()
+    figure.savefig(out, dpi=110)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--encoder", default="minilm", help=f"one of {sorted(ENCODERS)}, or a path")
+    parser.add_argument("--languages", nargs=2, default=["en", "fr"])
+    parser.add_argument("--pairs", type=int, default=5120, help="the budget: training pairs every arm sees once")
+    parser.add_argument("--learning-rate", type=float, default=2e-4)
+    parser.add_argument("--max-length", type=int, default=64)
+    parser.add_argument("--jobs", nargs="+", default=[], help="ARM:SEED, run one after the other")
+    parser.add_argument("--arms", nargs="+", help="with --timing: the arms to time (default: every base arm)")
+    parser.add_argument("--timing", action="store_true")
+    parser.add_argument("--timing-steps", type=int, default=3)
+    parser.add_argument("--timing-rounds", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", default="benchmarks/results/queue_vs_batch.json")
+    parser.add_argument("--report", metavar="RESULTS", help="print the table and verdict of a results file, and plot")
+    parser.add_argument("--timing-file", default="benchmarks/results/queue_vs_batch_timing.json")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--timing-child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.report:
+        results = json.loads(Path(args.report).read_text())
+        timing_path = Path(args.timing_file)
+        rows = json.loads(timing_path.read_text())["rows"] if timing_path.is_file() else None
+        print(report(results, rows))
+        print()
+        print(verdict(results, rows))
+        plot(results, rows, "benchmarks/plots/queue_vs_batch.png")
+        return
+    torch.set_num_threads(args.threads)
+    if args.child:
+        return child(args)
+    if args.timing_child:
+        return timing_child(args)
+    if args.timing:
+        return timing(args)
+    out = Path(args.out)
+    for job in args.jobs:
+        arm, seed = job.split(":")
+        spec(arm)
+        if done(out, arm, int(seed)):
+            continue
+        run = spawn(args, "--child", job)
+        append(out, setup(args), run)
+        print(json.dumps({k: v for k, v in run.items() if k != "curve"}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,175 @@
+"""The tables README.md and benchmarks/RESULTS.md print, generated from the results files, never typed.
+
+Each generated block sits between ``<!-- generated: NAME -->`` and ``<!-- /generated -->``; this script rewrites
+every block from ``TABLES[NAME]`` (``--check`` only compares, and exits 1 where a block differs:
+``tests/test_readme_tables.py`` runs it).
+
+    python benchmarks/readme_tables.py            # rewrite the blocks of README.md and benchmarks/RESULTS.md
+    python benchmarks/readme_tables.py --check
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+DOCUMENTS = [HERE.parent / "README.md", HERE / "RESULTS.md"]
+BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /generated -->)", re.DOTALL)
+
+# hf_xlsr's backends and the sentence-transformers path of the same precision and engine that is installable beside
+# sentence-transformers 6: its backend="onnx" / "openvino" need optimum-onnx / optimum-intel, whose releases (0.1.0,
+# 1.27.0 on 2026-11-26) require transformers < 4.58, so the float32 path stands in for them.
+MATCHING_PEER = {
+    "torch": ("sentence-transformers", "`SentenceTransformer.encode`, float32"),
+    "bf16": ("sentence-transformers bf16", '`model_kwargs={"dtype": torch.bfloat16}`'),
+    "onnx": ("sentence-transformers", 'float32 (its `backend="onnx"` does not install beside it)'),
+    "onnx-int8": ("sentence-transformers", "float32 (its ONNX int8 does not install beside it)"),
+    "openvino": ("sentence-transformers", 'float32 (its `backend="openvino"` does not install beside it)'),
+}
+LEAD = 1.3  # the speed ratio below which a backend is called the peer's engine at the peer's speed
+
+
+def load(name: str) -> dict:
+    return json.loads((RESULTS / name).read_text())
+
+
+def encoding_table() -> str:
+    """Each hf_xlsr backend against the sentence-transformers path of the same precision and engine where one installs,
+    and against sentence-transformers' fastest installable path (bf16); a lead is claimed only at :data:`LEAD` times
+    that fastest path's speed with no more retrieval lost."""
+    data = load("encoding_against_peers.json")
+    rows = data["rows"]
+    fastest = rows["sentence-transformers bf16"]
+    lines = [
+        "| hf_xlsr `--backend` | sentence-transformers' matching path | × its speed | × its bf16 (fastest) | "
+        "points lost against it | reading |",
+        "| --- | --- | ---: | ---: | ---: | --- |",
+    ]
+    for backend, (peer, label) in MATCHING_PEER.items():
+        if backend not in rows or peer not in rows:
+            continue
+        speed, accuracy = rows[backend]["sentences_per_second"], rows[backend]["retrieval_accuracy"]
+        ratio = speed / rows[peer]["sentences_per_second"]
+        versus_fastest = speed / fastest["sentences_per_second"]
+        lost = 100 * (rows[peer]["retrieval_accuracy"] - accuracy)
+        lost_fastest = 100 * (fastest["retrieval_accuracy"] - accuracy)
+        if versus_fastest >= LEAD and lost_fastest <= 0.005:
+            reading = "ahead"
+        elif abs(versus_fastest - 1) < 0.1 and lost_fastest <= 0.05:
+            reading = "the same speed as its bf16"
+        else:
+            reading = "no lead over its bf16" + (f", {lost_fastest:+.2f} points" if lost_fastest > 0.05 else "")
+        lines.append(f"| `{backend}` | {label} | {ratio:.2f} | {versus_fastest:.2f} | {lost:+.2f} | {reading} |")
+    model = data["arguments"]["model"]
+    return "\n".join(lines) + f"\n\n`{model}`, {data['sentences']} held-out sentences, {data['machine']}.\n"
+
+
+def encoding_full_table() -> str:
+    """Every arm of the encoding benchmark: its speed against sentence-transformers' float32 and against the
+    sentence-transformers path matching it, its held-out retrieval and what it loses."""
+    data = load("encoding_against_peers.json")
+    rows = data["rows"]
+    base = rows["sentence-transformers"]
+    lines = [
+        "| encoder | sentences / s | × ST float32 | × matching ST path | retrieval | lost (points) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for name, row in rows.items():
+        matching = MATCHING_PEER.get(name.split(",")[0], (name, ""))[0]
+        speed = row["sentences_per_second"]
+        versus = speed / rows[matching]["sentences_per_second"] if matching in rows else None
+        lines.append(
+            f"| {name} | {speed:.1f} | {speed / base['sentences_per_second']:.2f}"
+            f" | {'—' if versus is None else f'{versus:.2f}'} | {100 * row['retrieval_accuracy']:.2f}% | "
+            f"{100 * (base['retrieval_accuracy'] - row['retrieval_accuracy']):+.2f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def queue_table() -> str:
+    sys.path.insert(0, str(HERE))
+    from bench_queue_vs_batch import report, verdict
+
+    results = load("queue_vs_batch.json")
+    timing_path = RESULTS / "queue_vs_batch_timing.json"
+    timing = json.loads(timing_path.read_text())["rows"] if timing_path.is_file() else None
+    setup = results["setup"]
+    head = (f"{setup['encoder']}, {'-'.join(setup['languages'])}, B = {setup['B']}, {setup['pairs']:,} training pairs "
+            f"per arm, {setup['machine']}.\n\n")  # fmt: skip
+    return head + report(results, timing) + "\n\n" + verdict(results, timing) + "\n"
+
+
+def mining_scaling_table() -> str:
+    """The search alone from 10,000 to 409,226 sentences per side: each size's peer and ``auto`` as the code runs it
+    now; the first run of the two largest sizes (a fixed 24 probes, against the peer's first run) apart."""
+    runs = {run["arm"]: run for run in load("mining_search.json")["runs"]}
+    lines = [
+        "| sentences per side | search | seconds | × peer | peak MB added | × peer | recall | best F1 | F1 at 1.06 |",
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    arms = (("peer", "sentence-transformers example"), ("hf_xlsr", "hf_xlsr `auto`"),
+            ("peer_first_run", "sentence-transformers example, first run"),
+            ("hf_xlsr_24_probes", "hf_xlsr, a fixed 24 probes (superseded)"))  # fmt: skip
+    sizes = sorted({run["size"] for run in runs.values()})
+    for size in sizes:
+        for prefix, label in arms:
+            run = runs.get(f"{prefix} {size}")
+            if run is None:
+                continue
+            first = prefix in ("peer_first_run", "hf_xlsr_24_probes")  # the first run of a size, against its own peer
+            peer = runs[f"peer_first_run {size}" if first else f"peer {size}"]
+            lines.append(
+                f"| {size:,} | {label} | {run['seconds']:.1f} | {run['seconds'] / peer['seconds']:.2f} | "
+                f"{run['peak_added_mb']:.0f} | {run['peak_added_mb'] / peer['peak_added_mb']:.2f} | "
+                f"{100 * run['recall']:.1f} | {100 * run['best_f1']:.1f} | {100 * run['f1_at_1.06']:.1f} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+TABLES: dict[str, Callable[[], str]] = {
+    "encoding": encoding_table,
+    "queue-vs-batch": queue_table,
+    "mining-scaling": mining_scaling_table,
+    "encoding-full": encoding_full_table,
+}
+
+
+def rewrite(text: str, tables: dict[str, str]) -> str:
+    def fill(match: re.Match) -> str:
+        name = match.group("name")
+        if name not in tables:
+            raise SystemExit(f"a generated block names {name!r}, which is not one of {sorted(tables)}")
+        return match.group(1) + tables[name] + match.group(4)
+
+    return BLOCK.sub(fill, text)
+
+
+def differences() -> list[str]:
+    """The documents whose generated blocks differ from what the results files give."""
+    tables = {name: make() for name, make in TABLES.items()}
+    return [str(path) for path in DOCUMENTS if rewrite(path.read_text(), tables) != path.read_text()]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true")
+    args = parser.parse_args()
+    if args.check:
+        stale = differences()
+        for path in stale:
+            print(f"{path}: a generated table differs from the results files", file=sys.stderr)
+        return 1 if stale else 0
+    tables = {name: make() for name, make in TABLES.items()}
+    for path in DOCUMENTS:
+        path.write_text(rewrite(path.read_text(), tables))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
