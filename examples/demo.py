@@ -27,6 +27,7 @@ from hf_xlsr.data import load_bible, resolve_reference
 from hf_xlsr.evaluation import RetrievalEvaluator
 from hf_xlsr.tokenization import load_tokenizers
 from hf_xlsr.trainers import parse_run_arguments, run_training
+from hf_xlsr_cli import quiet_console
 
 CONFIG = Path(__file__).parent / "configs" / "dual_momentum_bible_en_fr.yaml"
 QUERY = (42, 2, 11)  # Luke 2:11, a held-out verse
@@ -56,8 +57,12 @@ def threads() -> int:
 
 
 def main(overrides: list[str]) -> None:
+    quiet_console()
     torch.set_num_threads(threads())
-    print(f"{torch.get_num_threads()} torch threads on {os.cpu_count()} cores (OMP_NUM_THREADS sets the number)")
+    count = torch.get_num_threads()
+    print(
+        f"{count} torch thread{'s' if count > 1 else ''} on {os.cpu_count()} cores (OMP_NUM_THREADS sets the number)"
+    )
     logging.basicConfig(level=logging.WARNING)
     start = time.time()
     model_args, data_args, training_args = parse_run_arguments(CONFIG, overrides)
