@@ -236,9 +236,9 @@ def writable(*outputs: tuple[str, str | os.PathLike]) -> None:
 
 def check_evaluation_languages(data: str, languages: Sequence[str]) -> None:
     """``--languages`` that the offline evaluation data has (files name their own missing columns when read)."""
-    from hf_xlsr.data.corpora import DEFAULT_BIBLE_TRANSLATIONS
+    from hf_xlsr.data.corpora import corpus_languages
 
-    have = {"bible": sorted(DEFAULT_BIBLE_TRANSLATIONS), "hsk": ["en", "zh"]}.get(data)
+    have = corpus_languages(data)
     missing = [code for code in languages if have is not None and code not in have]
     if missing:
         raise UsageError(f"--languages {missing[0]}: --data {data} has no language {missing[0]!r}; it has "
@@ -381,17 +381,16 @@ def quiet_console() -> None:
     mining) and real warnings: other libraries' progress bars for sub-second steps (transformers' "Loading
     weights" and "Writing model shards", datasets' "Filter") are off unless the user set the variables that govern
     them, and DeepSpeed's notice that it found no GPU (printed whenever accelerate imports it) is dropped."""
-    switches = (("HF_HUB_DISABLE_PROGRESS_BARS", "transformers", "utils.logging.disable_progress_bar"),
-                ("HF_DATASETS_DISABLE_PROGRESS_BARS", "datasets", "disable_progress_bars"))  # fmt: skip
-    for variable, module, switch in switches:
-        if variable in os.environ:
-            continue  # the user's choice
-        os.environ[variable] = "1"  # read when the library is imported ...
-        if module in sys.modules:  # ... or, where it already is (main() called from Python), switched off now
-            target = sys.modules[module]
-            for name in switch.split("."):
-                target = getattr(target, name)
-            target()
+    # each variable is read when its library is imported; where one already is (main() called from Python), its
+    # own switch turns the bars off now. A variable the user set is their choice.
+    if "HF_HUB_DISABLE_PROGRESS_BARS" not in os.environ:  # huggingface_hub's and transformers' bars
+        os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+        if "transformers" in sys.modules:
+            sys.modules["transformers"].utils.logging.disable_progress_bar()
+    if "HF_DATASETS_DISABLE_PROGRESS_BARS" not in os.environ:
+        os.environ["HF_DATASETS_DISABLE_PROGRESS_BARS"] = "1"
+        if "datasets" in sys.modules:
+            sys.modules["datasets"].disable_progress_bars()
     logging.getLogger("DeepSpeed").addFilter(lambda record: "Setting accelerator to CPU" not in record.getMessage())
 
 

@@ -24,7 +24,7 @@ from huggingface_hub import EvalResult, HfApi, ModelCard, ModelCardData
 from transformers import PreTrainedModel
 
 from .evaluation.languages import MTEB_LANGUAGES
-from .evaluation.loading import looks_like_a_hub_id
+from .evaluation.loading import looks_like_a_hub_id, offline
 from .export import MTEB_META, base_model_reference, export_sentence_transformers, routes
 from .tokenization import save_tokenizers
 
@@ -241,9 +241,9 @@ class PushError(RuntimeError):
 def check_hub_reachable(repo_id: str, token: str | None = None) -> None:
     """Refuse to push, before any work, in offline mode, without a token, or when the Hub does not answer or does
     not take the token."""
-    from huggingface_hub import constants, get_token
+    from huggingface_hub import get_token
 
-    if constants.HF_HUB_OFFLINE:
+    if offline():
         raise PushError("HF_HUB_OFFLINE is set: nothing can be pushed to the Hub (unset it to push)")
     if token is None and get_token() is None:
         raise PushError("no Hugging Face token: log in with `hf auth login` or set HF_TOKEN")

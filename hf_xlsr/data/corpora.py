@@ -75,6 +75,15 @@ DEFAULT_BIBLE_TRANSLATIONS: dict[str, str] = {"en": "4", "fr": "l", "de": "e", "
 for _t in BIBLE_TRANSLATIONS.values():
     DEFAULT_BIBLE_TRANSLATIONS.setdefault(_t.language, _t.code)
 
+
+def corpus_languages(source) -> list[str] | None:
+    """The language codes of an offline corpus (``"bible"``, ``"hsk"``); None for any other source (a file or a
+    Hub dataset names its missing columns when it is read)."""
+    if source == "bible":
+        return sorted(DEFAULT_BIBLE_TRANSLATIONS)
+    return ["en", "zh"] if source == "hsk" else None
+
+
 # Book number (1..66) -> genre, for an MLDoc-like classification task.
 BOOK_GROUPS: dict[int, str] = {
     **{b: "law" for b in range(1, 6)},

@@ -170,12 +170,11 @@ class CachedEncoder:
         self.vectors: dict[tuple[str, str], np.ndarray] = {}
 
     def __call__(self, sentences: Sequence[str], language: str) -> np.ndarray:
+        if not sentences:
+            return self.encoder([], language)  # an empty (0, dimension) array, as the encoder gives it
         new = list(dict.fromkeys(s for s in sentences if (language, s) not in self.vectors))
-        if new or not sentences:
-            encoded = self.encoder(new, language)
-            if not sentences:
-                return encoded
-            self.vectors.update({(language, s): vector for s, vector in zip(new, encoded, strict=True)})
+        if new:
+            self.vectors.update(zip(((language, s) for s in new), self.encoder(new, language), strict=True))
         return np.stack([self.vectors[(language, s)] for s in sentences])
 
 

@@ -323,19 +323,18 @@ def check_reference(reference: str | None, name: str, where) -> None:
 def check_languages_have_data(data_args: DataArguments, where) -> None:
     """Every language of the run is one the offline corpus it trains on has (``bible``, ``hsk``); files and Hub
     datasets are checked when they are read, naming the file."""
-    from ..data.corpora import DEFAULT_BIBLE_TRANSLATIONS
+    from ..data.corpora import corpus_languages
 
     sources = data_args.train_data.values() if isinstance(data_args.train_data, dict) else [data_args.train_data]
-    named = data_args.bible_translations or {}
+    named = data_args.bible_translations if isinstance(data_args.bible_translations, dict) else {}
     for source in sources:
-        if source == "bible":
-            missing = [code for code in data_args.languages if code not in DEFAULT_BIBLE_TRANSLATIONS
-                       and not (isinstance(named, dict) and named.get(code))]  # fmt: skip
-            if missing:
-                codes = ", ".join(sorted(DEFAULT_BIBLE_TRANSLATIONS))
-                raise ConfigFileError(f"{where}: languages: the Bible has no language {missing[0]!r}; it has {codes} "
-                                      "(or name a translation for it under bible_translations)")  # fmt: skip
-        elif source == "hsk":
-            missing = [code for code in data_args.languages if code not in ("en", "zh")]
-            if missing:
-                raise ConfigFileError(f"{where}: languages: the HSK corpus has en and zh, not {missing[0]!r}")
+        have = corpus_languages(source)
+        missing = [code for code in data_args.languages if have is not None and code not in have
+                   and not (source == "bible" and named.get(code))]  # fmt: skip
+        if missing and source == "bible":
+            raise ConfigFileError(
+                f"{where}: languages: the Bible has no language {missing[0]!r}; it has "
+                f"{', '.join(have)} (or name a translation for it under bible_translations)"
+            )
+        if missing:
+            raise ConfigFileError(f"{where}: languages: the HSK corpus has en and zh, not {missing[0]!r}")
