@@ -42,6 +42,7 @@ SAMPLE = "tests/test_cli_and_arguments.py::test_training_and_evaluate_score_one_
 BACKEND = "tests/test_backends.py::test_each_backend_gives_the_float32_vectors_within_its_precision"
 GPU_OOM = "tests/test_gpu_suite.py::test_an_arm_out_of_memory_is_a_row_and_mnrl_falls_back_to_its_cached_form"
 PAIRING = "tests/test_mining.py::test_one_to_one_pairing_is_the_best_first_loop_without_its_loop"
+LINE_BUDGET = "tests/test_first_hour.py::test_a_short_train_and_encode_print_within_their_line_budget"
 QUEUE_PROPERTY = (
     "tests/test_properties.py::test_the_queue_is_the_reference_after_any_enqueue_commit_rollback_and_wrap_around"
 )
@@ -238,6 +239,27 @@ MUTATIONS = [
              'linked += [("id", namespace, own)] if own is not None and own >= 0 else []', "linked += []",
              "tests/test_properties.py::"
              "test_two_rows_share_a_meaning_id_exactly_when_a_chain_of_shared_sentences_or_ids_joins_them"),
+    Mutation("progress_bars_left_on", "hf_xlsr_cli.py", '        os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"\n',
+             "        pass\n", LINE_BUDGET),
+    Mutation("deepspeed_notice_kept", "hf_xlsr_cli.py",
+             '    logging.getLogger("DeepSpeed").addFilter(', '    (lambda filter: None)(', LINE_BUDGET),
+    Mutation("memory_pinned_without_a_gpu", "hf_xlsr/trainers/trainer.py",
+             "            self.dataloader_pin_memory = False  #", "            pass  #", LINE_BUDGET),
+    Mutation("run_languages_checked_only_when_read", "hf_xlsr/trainers/arguments.py",
+             "        have = corpus_languages(source)", "        have = None",
+             "tests/test_first_hour.py::test_a_language_the_corpus_lacks_lists_the_corpus_languages"),
+    Mutation("evaluate_languages_checked_only_when_read", "hf_xlsr_cli.py",
+             "    check_evaluation_languages(args.data, args.languages)", "    pass",
+             "tests/test_first_hour.py::test_evaluate_names_a_language_the_data_lacks_and_leaves_no_folder"),
+    Mutation("wrong_type_prints_the_usage", "hf_xlsr/trainers/arguments.py", "        raise ConfigFileError(message)",
+             "        super().error(message)",
+             "tests/test_first_hour.py::test_a_wrong_type_in_the_file_names_the_file_and_field"),
+    Mutation("encoder_reference_not_checked", "hf_xlsr/trainers/arguments.py",
+             "        check_reference(getattr(model_args, name), name, where)", "        pass",
+             "tests/test_first_hour.py::test_an_encoder_that_is_not_here"),
+    Mutation("generated_tables_not_rewritten", "benchmarks/readme_tables.py",
+             "return match.group(1) + tables[name] + match.group(4)", "return match.group(0)",
+             "tests/test_readme_tables.py::test_a_typed_figure_in_a_generated_block_is_caught"),
     Mutation("own_meaning_in_batch", M + "losses.py",
              "negative &= (query_ids[:, None] != key_ids[None, :]) | (query_ids[:, None] < 0)", "pass",
              "tests/test_st_loss.py::test_labels_are_meaning_ids_that_mask_translations_in_the_batch_and_the_queue"),

@@ -318,3 +318,20 @@ def test_one_transformers_for_every_install():
     assert any(d.startswith("transformers") for d in project["dependencies"])
     for extra, requirements in project["optional-dependencies"].items():
         assert not any(r.startswith("transformers") for r in requirements), extra
+
+
+def test_evaluate_on_every_engine_through_the_cached_encoder_scores_alike(tmp_path, capsys):
+    """The run's one cached encoder meets the backends: evaluate on ONNX Runtime gives the retrieval figures of
+    PyTorch, PCR included (both tasks read the same vectors)."""
+    import json
+
+    results = {}
+    for backend in ("torch", "onnx"):
+        output = tmp_path / backend / "results.json"
+        assert main(["evaluate", "--model", resolve_reference(MINILM), "--languages", "en", "fr", "--max-pairs", "60",
+                     "--tasks", "retrieval,retrieval_pcr", "--backend", backend, "--output", str(output),
+                     "--output-dir", str(output.parent)]) == 0  # fmt: skip
+        results[backend] = json.loads(output.read_text())
+    for task in ("retrieval", "retrieval_pcr"):
+        assert results["onnx"][task][f"{task}_accuracy"] == pytest.approx(results["torch"][task][f"{task}_accuracy"])
+    assert "time per task: retrieval " in capsys.readouterr().out
