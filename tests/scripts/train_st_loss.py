@@ -28,3 +28,4 @@ trainer.train()
 state = {name: tensor for name, tensor in loss.momentum_contrast.state_dict().items()}
 state["world_size"] = torch.tensor(trainer.accelerator.num_processes)
 torch.save(state, f"{out}/rank{trainer.accelerator.process_index}.pt")
+trainer.accelerator.end_training()
