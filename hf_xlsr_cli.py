@@ -97,7 +97,7 @@ def _encode(args: argparse.Namespace, rest: list[str]) -> int:
                         backend=args.backend)  # fmt: skip
     output.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=output.resolve().parent) as scratch:  # nothing half-written at --output
-        vectors = embed_file(encode, sentences, args.language or "x", Path(scratch) / output.name)
+        vectors = embed_file(encode, sentences, args.language, Path(scratch) / output.name)
         shape = vectors.shape
         del vectors
         with_umask(Path(scratch) / output.name)
@@ -246,14 +246,14 @@ def check_evaluation_languages(data: str, languages: Sequence[str]) -> None:
                          f"{', '.join(have)}")  # fmt: skip
 
 
-def mining_languages(model, source: str | None, target: str | None) -> tuple[str, str]:
+def mining_languages(model, source: str | None, target: str | None) -> tuple[str | None, str | None]:
     """``--src-lang`` / ``--tgt-lang`` checked against the languages the model tells apart (an export's routes, an
     hf_xlsr model's per-language encoders or heads); where it tells none apart, any language will do."""
     from hf_xlsr.evaluation.encoders import model_languages
 
     languages = model_languages(model)
     if not languages:
-        return source or "x", target or "y"
+        return source, target
     if source is None and target is None and len(languages) == 2:
         logger.info("mining %s sentences (--src) against %s ones (--tgt)", *languages)
         return languages[0], languages[1]

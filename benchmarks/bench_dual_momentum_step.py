@@ -29,10 +29,10 @@ def child(method: str, batch_size: int, steps: int, max_length: int, threads: in
     import torch
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+    from transformers import AutoTokenizer
 
     from hf_xlsr import DualMomentumModel
     from hf_xlsr.data import load_bible, resolve_reference
-    from hf_xlsr.tokenization import load_tokenizers
     from hf_xlsr.trainers import BitextCollator
 
     torch.set_num_threads(threads)
@@ -58,8 +58,8 @@ def child(method: str, batch_size: int, steps: int, max_length: int, threads: in
         model = DualMomentumModel.from_encoders(
             path, shared_encoder=method == "dual_momentum_shared", queue_size=4096, languages=["en", "fr"]
         )
-        tokenizers = load_tokenizers(path)
-        collate = BitextCollator(tokenizers["x"], tokenizers["y"], "en", "fr", max_length=max_length)
+        tokenizers = AutoTokenizer.from_pretrained(path)
+        collate = BitextCollator(tokenizers, languages=["en", "fr"], max_length=max_length)
         inputs = [collate(list(b)) for b in batches]
         parameters = [p for p in model.parameters() if p.requires_grad]
         # fill the queue so every step scores the full set of negatives

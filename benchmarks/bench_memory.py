@@ -64,10 +64,10 @@ def measurement(name: str, before_model: int, after_model: int, queue_bytes: int
 
 def child(name: str, threads: int) -> dict:
     import torch
+    from transformers import AutoTokenizer
 
     from hf_xlsr import DualMomentumModel
     from hf_xlsr.data import load_bible, resolve_reference
-    from hf_xlsr.tokenization import load_tokenizers
     from hf_xlsr.trainers import BitextCollator
 
     torch.set_num_threads(threads)
@@ -77,8 +77,8 @@ def child(name: str, threads: int) -> dict:
     chunks = [[pairs[i] for i in range(s * 32, (s + 1) * 32)] for s in range(4)]
     if options.get("peer"):
         return peer_child(name, path, chunks)
-    tokenizers = load_tokenizers(path)
-    collator = BitextCollator(tokenizers["x"], tokenizers["y"], "en", "fr", max_length=64)
+    tokenizers = AutoTokenizer.from_pretrained(path)
+    collator = BitextCollator(tokenizers, languages=["en", "fr"], max_length=64)
     batches = [collator(chunk) for chunk in chunks]
     before_model = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     model = DualMomentumModel.from_encoders(path, queue_size=options["queue_size"],

@@ -50,12 +50,13 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
+    from transformers import AutoTokenizer
+
     from hf_xlsr import DualMomentumModel
     from hf_xlsr.data import resolve_reference
-    from hf_xlsr.tokenization import load_tokenizers
 
     path = resolve_reference(ENCODERS["minilm"])
-    tokenizer = load_tokenizers(path)["x"]
+    tokenizer = AutoTokenizer.from_pretrained(path)
     torch.manual_seed(0)
     model = DualMomentumModel.from_encoders(path, shared_encoder=True, languages=LANGUAGES, queue_size=4096,
                                             momentum=0.99)  # fmt: skip
@@ -75,7 +76,7 @@ def main() -> None:
             model.momentum_update()
             if step >= 2:
                 seconds[name].append(time.perf_counter() - start)
-                shapes[name].add(tuple(batch["x_input_ids"].shape) + tuple(batch["y_input_ids"].shape))
+                shapes[name].add(tuple(batch["source_input_ids"].shape) + tuple(batch["target_input_ids"].shape))
     medians = {name: statistics.median(values) for name, values in seconds.items()}
     baseline = medians["bilingual (en-fr)"]
     rows = {name: {"seconds_per_step": m, "ratio_to_bilingual": m / baseline, "batch_shapes": sorted(shapes[name])}

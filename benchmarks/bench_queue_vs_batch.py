@@ -143,15 +143,16 @@ def build(arm: str, path: str, train, languages: list[str], steps: int, learning
     torch.manual_seed(seed)
     pivot, other = languages
     if s["loss"] == "dmm":
+        from transformers import AutoTokenizer
+
         from hf_xlsr import DualMomentumModel
-        from hf_xlsr.tokenization import load_tokenizers
         from hf_xlsr.trainers import BitextCollator, XlsrTrainer, XlsrTrainingArguments
 
         model = DualMomentumModel.from_encoders(path, shared_encoder=True, languages=languages,
                                                 queue_size=BATCH * s["queue"], momentum=0.99,
                                                 temperature=TEMPERATURE)  # fmt: skip
-        tokenizers = load_tokenizers(path)
-        collator = BitextCollator(tokenizers["x"], tokenizers["y"], pivot, other, max_length=max_length)
+        tokenizers = AutoTokenizer.from_pretrained(path)
+        collator = BitextCollator(tokenizers, languages=[pivot, other], max_length=max_length)
         args = XlsrTrainingArguments(**training_arguments(steps, batch, learning_rate, output_dir, seed))
         trainer = XlsrTrainer(model=model, args=args, train_dataset=train.select_columns(languages),
                               data_collator=collator, tokenizers=tokenizers)  # fmt: skip

@@ -65,7 +65,7 @@ def tiny_cmlm(tokenizer, seed: int, **fields):
 def train(model, tokenizer, rows, steps: int, args, seed: int, second_stage_step: int | None = None) -> list[dict]:
     from hf_xlsr.trainers import CmlmCollator, XlsrTrainer, XlsrTrainingArguments
 
-    collator = CmlmCollator(tokenizer, "en", "fr", max_length=args.max_length)
+    collator = CmlmCollator(tokenizer, ["en", "fr"], max_length=args.max_length)
     if second_stage_step is not None:
         model.config.second_stage_step = second_stage_step
     with tempfile.TemporaryDirectory() as output_dir:
@@ -75,7 +75,7 @@ def train(model, tokenizer, rows, steps: int, args, seed: int, second_stage_step
             save_strategy="no", report_to="none", disable_tqdm=True, use_cpu=not torch.cuda.is_available(),
         )  # fmt: skip
         trainer = XlsrTrainer(model=model, args=arguments, train_dataset=rows, data_collator=collator,
-                              tokenizers={"x": tokenizer, "y": tokenizer})  # fmt: skip
+                              tokenizers=tokenizer)  # fmt: skip
         trainer.train()
     return [{k: v for k, v in e.items() if k in ("step", "loss", "loss_cmlm", "loss_br")}
             for e in trainer.state.log_history if "loss" in e]  # fmt: skip
@@ -87,7 +87,7 @@ def prefix_evidence(model, tokenizer, heldout, args) -> dict:
     maskings."""
     from hf_xlsr.trainers import CmlmCollator
 
-    collate = CmlmCollator(tokenizer, "en", "fr", max_length=args.max_length, swap_probability=0.0)
+    collate = CmlmCollator(tokenizer, ["en", "fr"], max_length=args.max_length, swap_probability=0.0)
     model.eval()
     true, shuffled = [], []
     rows = [heldout[i] for i in range(512)]
@@ -106,7 +106,7 @@ def prefix_evidence(model, tokenizer, heldout, args) -> dict:
 def scores(model, tokenizer, heldout_adjacent, args) -> dict:
     from hf_xlsr.evaluation import LinearProbeEvaluator, RetrievalEvaluator, as_encoder
 
-    tokenizers = {"x": tokenizer, "y": tokenizer}
+    tokenizers = tokenizer
     probe = LinearProbeEvaluator.from_bible("en", ["en", "fr"], max_train=3000, max_test=1000, seed=0)
     probe = probe(model, tokenizers=tokenizers)
     english = heldout_adjacent.filter(lambda row: row["language"] == "en")
@@ -144,7 +144,7 @@ def part_b(args, tokenizer, rows, heldout_adjacent, results) -> None:
     retrieval = RetrievalEvaluator.from_dataset(heldout, ["en", "fr"], max_pairs=1000, seed=0)
     pool = heldout.shuffle(seed=0).select(range(500))
     train_sample = load_bible(["en", "fr"], split="train").shuffle(seed=0).select(range(5000))
-    tokenizers = {"x": tokenizer, "y": tokenizer}
+    tokenizers = tokenizer
     for seed in args.seeds:
         stage_one = None  # with --per-stage-lr, the two-stage arms of a seed share one CMLM stage
         for schedule in args.schedules:

@@ -100,10 +100,10 @@ def main() -> None:
         tokenizer = AutoTokenizer.from_pretrained(warm_dir if cached else start_path)
     else:
         tokenizer = train_unigram_tokenizer(list(train["en"]) + list(train["fr"]), args.vocab_size)
-    tokenizers = {"x": tokenizer, "y": tokenizer}
+    tokenizers = tokenizer
     retrieval = RetrievalEvaluator.from_dataset(heldout, ["en", "fr"], max_pairs=1000, seed=0)
     probe = LinearProbeEvaluator.from_bible("en", ["en", "fr"], max_train=3000, max_test=1000, seed=0)
-    collate = HictlCollator(tokenizer, "en", "fr", args.max_length)
+    collate = HictlCollator(tokenizer, ["en", "fr"], args.max_length)
     results = Results(args.out, {"script": "benchmarks/claim_hictl.py", **{k: v for k, v in vars(args).items()
                                  if k not in ("out", "seeds", "arms", "threads", "warm_dir")},
                                  "machine": machine()})  # fmt: skip

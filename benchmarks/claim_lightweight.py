@@ -67,9 +67,9 @@ def train_arm(fields: dict, tokenizer, train, args, seed: int):
             max_grad_norm=0.0, seed=seed, save_strategy="no", report_to="none", disable_tqdm=True,
             logging_steps=50, use_cpu=not torch.cuda.is_available(),
         )  # fmt: skip
-        collator = PairMaskingCollator(tokenizer, "en", "fr", args.max_length, task=fields["generative_task"])
+        collator = PairMaskingCollator(tokenizer, ["en", "fr"], args.max_length, task=fields["generative_task"])
         trainer = XlsrTrainer(model=model, args=training_args, train_dataset=train, data_collator=collator,
-                              tokenizers={"x": tokenizer, "y": tokenizer},
+                              tokenizers=tokenizer,
                               optimizers=official_optimiser(model, args.steps))  # fmt: skip
         trainer.train()
     return model
@@ -87,7 +87,7 @@ def layers_table(args) -> None:
 
     train = load_bible(["en", "fr"], split="train")
     tokenizer = train_unigram_tokenizer(list(train["en"]) + list(train["fr"]), args.vocab_size)
-    batch = PairMaskingCollator(tokenizer, "en", "fr", args.max_length)([train[i] for i in range(args.batch_size)])
+    batch = PairMaskingCollator(tokenizer, ["en", "fr"], args.max_length)([train[i] for i in range(args.batch_size)])
     print(f"{'layers':>6}{'s / step':>10}{'peak RSS MB':>13}{'parameters':>12}")
     for layers in (1, 2, 3, 4, 6):
         model = LightweightDualTransformer.from_tokenizer(tokenizer, num_hidden_layers=layers, hidden_size=512,
@@ -112,7 +112,7 @@ def softmax_diagonal(args) -> None:
     from hf_xlsr.tokenization import load_tokenizers
 
     model = LightweightDualTransformer.from_pretrained(args.softmax_diagonal).eval()
-    tokenizer = load_tokenizers(args.softmax_diagonal)["x"]
+    tokenizer = next(iter(load_tokenizers(args.softmax_diagonal).values()))
     heldout = load_bible(["en", "fr"], split="heldout").shuffle(seed=0)
     for batch in range(3):
         rows = heldout.select(range(batch * args.batch_size, (batch + 1) * args.batch_size))
@@ -170,7 +170,7 @@ def main() -> None:
 
     train, heldout = load_bible(["en", "fr"], split="train"), load_bible(["en", "fr"], split="heldout")
     tokenizer = train_unigram_tokenizer(list(train["en"]) + list(train["fr"]), args.vocab_size)
-    tokenizers = {"x": tokenizer, "y": tokenizer}
+    tokenizers = tokenizer
     retrieval = RetrievalEvaluator.from_dataset(heldout, ["en", "fr"], max_pairs=1000, seed=0)
     probe = LinearProbeEvaluator.from_bible("en", ["en", "fr"], max_train=3000, max_test=1000, seed=0)
     setup = {"script": "benchmarks/claim_lightweight.py", "width": args.width, "steps": args.steps,
@@ -198,7 +198,7 @@ def main() -> None:
             print(run, flush=True)
             if arm == "ugt+align+sim" and seed == args.seeds[0] and args.save_dir:
                 model.save_pretrained(args.save_dir)
-                save_tokenizers({"x": tokenizer, "y": tokenizer}, args.save_dir)
+                save_tokenizers(tokenizer, args.save_dir)
 
 
 if __name__ == "__main__":

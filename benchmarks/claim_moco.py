@@ -76,8 +76,9 @@ def train_mnrl(path, train, args, seed, output_dir, temperature):
 
 
 def train_moco(path, train, args, seed, output_dir, queue_size, momentum=0.99, temperature=0.04, lora=None):
+    from transformers import AutoTokenizer
+
     from hf_xlsr import DualMomentumModel
-    from hf_xlsr.tokenization import load_tokenizers
     from hf_xlsr.trainers import BitextCollator, XlsrTrainer, XlsrTrainingArguments
 
     x, y = args.languages
@@ -86,8 +87,8 @@ def train_moco(path, train, args, seed, output_dir, queue_size, momentum=0.99, t
         path, shared_encoder=True, languages=[x, y], queue_size=queue_size, momentum=momentum,
         temperature=temperature, lora=lora,
     )  # fmt: skip
-    tokenizers = load_tokenizers(path)
-    collator = BitextCollator(tokenizers["x"], tokenizers["y"], x, y, max_length=args.max_length)
+    tokenizers = AutoTokenizer.from_pretrained(path)
+    collator = BitextCollator(tokenizers, languages=[x, y], max_length=args.max_length)
     trainer = XlsrTrainer(model=model, args=XlsrTrainingArguments(**training_arguments(args, output_dir, seed)),
                           train_dataset=train, data_collator=collator, tokenizers=tokenizers)  # fmt: skip
     trainer.train()
@@ -95,7 +96,7 @@ def train_moco(path, train, args, seed, output_dir, queue_size, momentum=0.99, t
     extra = {
         "queue_full_share": sum(fill >= 0.999 for fill in fills) / len(fills),
         "ema_horizon_steps": 1 / (1 - momentum) if momentum < 1 else float("inf"),
-        "final_accuracy_in_queue": trainer.state.log_history[-2].get("accuracy_xy"),
+        "final_accuracy_in_queue": trainer.state.log_history[-2].get("accuracy_source_to_target"),
     }
     return model, tokenizers, extra
 

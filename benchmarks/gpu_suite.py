@@ -165,14 +165,15 @@ def mnrl_step(folder: str, batch_size: int, device: torch.device, max_length: in
 
 def dual_momentum_step(folder: str, batch_size: int, device: torch.device, max_length: int, shared: bool,
                        queue_size: int):  # fmt: skip
+    from transformers import AutoTokenizer
+
     from hf_xlsr import DualMomentumModel
-    from hf_xlsr.tokenization import load_tokenizers
     from hf_xlsr.trainers import BitextCollator
 
     model = DualMomentumModel.from_encoders(folder, shared_encoder=shared, queue_size=queue_size,
                                             queue_dtype="float16", languages=["en", "fr"]).to(device)  # fmt: skip
-    tokenizers = load_tokenizers(folder)
-    collate = BitextCollator(tokenizers["x"], tokenizers["y"], "en", "fr", max_length=max_length)
+    tokenizers = AutoTokenizer.from_pretrained(folder)
+    collate = BitextCollator(tokenizers, languages=["en", "fr"], max_length=max_length)
     inputs = []
     for english, french in batches(batch_size, 3):
         rows = [{"en": e, "fr": f} for e, f in zip(english, french, strict=True)]

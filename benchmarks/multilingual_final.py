@@ -66,7 +66,7 @@ def training_arguments(args, output_dir: str, seed: int) -> dict:
 
 
 def english_pairs():
-    """The 21 pairs stacked: rows ``x`` (English), ``y``, ``y_language``, ``example_id`` (the verse)."""
+    """The 21 pairs stacked: rows ``x`` (English), ``y``, ``target_language``, ``example_id`` (the verse)."""
     from hf_xlsr.data.multilingual import load_pair_datasets, resolve_language_pairs, stack_pairs
 
     return stack_pairs(load_pair_datasets("bible", resolve_language_pairs(LANGUAGES), "train"))
@@ -115,7 +115,7 @@ def train_hf_xlsr(args, seed: int, output_dir: str):
     from hf_xlsr.trainers import parse_run_arguments, run_training
 
     config = {
-        "model_type": "dual_momentum", "encoder_x": ENCODERS["e5"], "languages": LANGUAGES, "train_data": "bible",
+        "model_type": "dual_momentum", "encoder": ENCODERS["e5"], "languages": LANGUAGES, "train_data": "bible",
         "model_config": {"shared_encoder": True, "queue_size": args.queue_size, "momentum": args.momentum,
                          "temperature": args.temperature},
         "max_eval_pairs": 0, "max_length": args.max_length, "export_dir": f"{output_dir}/export",

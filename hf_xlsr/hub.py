@@ -21,11 +21,11 @@ from pathlib import Path
 
 import jinja2
 from huggingface_hub import EvalResult, HfApi, ModelCard, ModelCardData
-from transformers import PreTrainedModel
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from .evaluation.languages import MTEB_LANGUAGES
 from .evaluation.loading import looks_like_a_hub_id, offline
-from .export import MTEB_META, base_model_reference, export_sentence_transformers, routes
+from .export import MTEB_META, base_model_reference, export_sentence_transformers, routes, starting_encoder
 from .tokenization import save_tokenizers
 
 logger = logging.getLogger(__name__)
@@ -51,7 +51,9 @@ EXAMPLES = {
 TASK_TYPES = {"probe": "text-classification"}
 
 
-def save_with_code(model: PreTrainedModel, tokenizers: Mapping, folder: str | os.PathLike) -> None:
+def save_with_code(
+    model: PreTrainedModel, tokenizers: PreTrainedTokenizerBase | Mapping, folder: str | os.PathLike
+) -> None:
     """``save_pretrained`` plus the modeling code and ``auto_map``, so ``trust_remote_code`` loads it anywhere."""
     model.config.register_for_auto_class("AutoConfig")
     model.register_for_auto_class("AutoModel")
@@ -95,7 +97,7 @@ def render_model_card(
     languages = list(config.languages)
     rows = result_rows(results)
     base_model, base_license = base_model_reference(model, run_info)
-    reference = str(run_info.get("encoder_x") or "")
+    reference = starting_encoder(run_info)
     package = reference[len("package:") :].split("/")[0] if reference.startswith("package:") else None
     train_data = run_info.get("train_data")
     data_kinds = set(train_data.values() if isinstance(train_data, Mapping) else [train_data])
@@ -169,7 +171,7 @@ def render_model_card(
 
 def prepare_upload(
     model: PreTrainedModel,
-    tokenizers: Mapping,
+    tokenizers: PreTrainedTokenizerBase | Mapping,
     repo_id: str,
     staging_dir: str | os.PathLike,
     results: Mapping[str, Mapping[str, float]] | None = None,
@@ -199,7 +201,7 @@ def prepare_upload(
 
 def push_to_hub(
     model: PreTrainedModel,
-    tokenizers: Mapping,
+    tokenizers: PreTrainedTokenizerBase | Mapping,
     repo_id: str,
     results: Mapping[str, Mapping[str, float]] | None = None,
     run_info: Mapping | None = None,

@@ -77,4 +77,4 @@ def batch_of(tokenizer, pairs, n: int = 4, offset: int = 0) -> dict[str, torch.T
     rows = pairs.select(range(offset, offset + n))
     x = tokenizer(list(rows["en"]), padding=True, truncation=True, max_length=32, return_tensors="pt")
     y = tokenizer(list(rows["fr"]), padding=True, truncation=True, max_length=32, return_tensors="pt")
-    return {**{f"x_{k}": v for k, v in x.items()}, **{f"y_{k}": v for k, v in y.items()}}
+    return {**{f"source_{k}": v for k, v in x.items()}, **{f"target_{k}": v for k, v in y.items()}}

@@ -93,7 +93,7 @@ def tiny_run_config(tmp_path: Path, name: str) -> Path:
     return write_config(
         tmp_path / f"{name}.yaml",
         model_type="dual_momentum",
-        tokenizer_x=MINILM,
+        tokenizer=MINILM,
         model_config={"encoder_x": tiny_encoder_config(), "queue_size": 32},
         train_data="bible",
         max_train_pairs=64,
@@ -172,13 +172,13 @@ def test_example_configs_parse(name, tmp_path):
 
 
 TINY_RECIPES = {
-    "dual_momentum": {"tokenizer_x": MINILM, "model_config": {"encoder_x": tiny_encoder_config(), "queue_size": 32,
+    "dual_momentum": {"tokenizer": MINILM, "model_config": {"encoder_x": tiny_encoder_config(), "queue_size": 32,
                                                                "shared_encoder": True}},
     "lightweight": {"model_config": {"vocab_size": 600, "hidden_size": 32, "intermediate_size": 64,
                                      "num_attention_heads": 2}},
-    "cmlm": {"tokenizer_x": MINILM, "model_config": {"encoder": tiny_encoder_config(), "num_projections": 3,
+    "cmlm": {"tokenizer": MINILM, "model_config": {"encoder": tiny_encoder_config(), "num_projections": 3,
                                                       "schedule": "s3", "second_stage_step": 1, "pcr_components": 1}},
-    "hictl": {"tokenizer_x": MINILM, "monolingual_probability": 0.5,
+    "hictl": {"tokenizer": MINILM, "monolingual_probability": 0.5,
               "model_config": {"encoder": tiny_encoder_config(), "num_negatives": 16}},
 }  # fmt: skip
 

@@ -66,7 +66,7 @@ def test_projections_and_their_concatenation_before_the_second_sentence(tokenize
         32,
     )
 
-    batch = CmlmCollator(tokenizer, "en", "fr", max_length=32, swap_probability=0.0)([adjacent[i] for i in range(3)])
+    batch = CmlmCollator(tokenizer, ["en", "fr"], max_length=32, swap_probability=0.0)([adjacent[i] for i in range(3)])
     seen = {}
     hook = model.encoder.register_forward_pre_hook(  # the pass over the second sentence, with its prefix
         lambda module, args, kwargs: seen.update(kwargs) if "inputs_embeds" in kwargs else None, with_kwargs=True
@@ -84,7 +84,7 @@ def test_projections_and_their_concatenation_before_the_second_sentence(tokenize
 
 def test_masking_statistics_over_many_draws(tokenizer, adjacent):
     torch.manual_seed(1)
-    collator = CmlmCollator(tokenizer, "en", "fr", max_length=64)
+    collator = CmlmCollator(tokenizer, ["en", "fr"], max_length=64)
     masked = content = as_mask = random = kept = swapped = rows = 0
     for start in range(0, 2000, 100):
         features = [adjacent[i] for i in range(start, start + 100)]
@@ -146,7 +146,7 @@ def test_schedules_switch_losses_at_the_second_stage(schedule, alias, first, sec
         assert CmlmConfig(schedule=alias).schedule == schedule
     model = tiny_cmlm(schedule=schedule, second_stage_step=10)
     assert model.config.stage_losses(1) == first and model.config.stage_losses(2) == second
-    batch = CmlmCollator(tokenizer, "en", "fr", max_length=32)([adjacent[i] for i in range(4)])
+    batch = CmlmCollator(tokenizer, ["en", "fr"], max_length=32)([adjacent[i] for i in range(4)])
     callback, state = StageCallback(), TrainerState()
     for step, expected in ((9, first), (10, second)):
         state.global_step = step
@@ -182,7 +182,7 @@ def test_masked_token_loss_scores_only_masked_positions_as_full_scoring_would():
 def test_the_first_sentences_encoder_gets_the_cmlm_gradient(tokenizer, adjacent):
     """v is not a constant: L_CMLM back-propagates through the projections into the encoder's pass over s1."""
     model = tiny_cmlm(schedule="cmlm")
-    batch = CmlmCollator(tokenizer, "en", "fr", max_length=32)([adjacent[i] for i in range(4)])
+    batch = CmlmCollator(tokenizer, ["en", "fr"], max_length=32)([adjacent[i] for i in range(4)])
     first_pass = []
 
     def keep(module, args, kwargs, output):
@@ -205,7 +205,7 @@ def test_cmlm_uses_the_first_sentence(small_tokenizer, adjacent):
     the true first sentence is then lower than with the first sentence of another row, under every masking. With 80%
     of the second sentence masked, its visible tokens cannot stand in for the prefix (the gap is about 2.7 nats)."""
     rows = [{"first": adjacent[i]["first"], "second": adjacent[i]["first"]} for i in range(32)]
-    collate = CmlmCollator(small_tokenizer, "en", "fr", max_length=32, swap_probability=0.0, mlm_probability=0.8)
+    collate = CmlmCollator(small_tokenizer, ["en", "fr"], max_length=32, swap_probability=0.0, mlm_probability=0.8)
     encoder = {**tiny_encoder_config(vocab_size=len(small_tokenizer), hidden_size=64), "intermediate_size": 128,
                "pad_token_id": small_tokenizer.pad_token_id}  # fmt: skip
     model = tiny_cmlm(encoder=encoder, num_projections=2, schedule="cmlm")
@@ -255,7 +255,7 @@ def test_a_new_masked_lm_head_trains_alone_first(tmp_path, tokenizer, adjacent, 
         disable_tqdm=True,
     )
     XlsrTrainer(model=model, args=args, train_dataset=adjacent.select(range(32)), callbacks=[Snapshot()],
-                data_collator=CmlmCollator(tokenizer, "en", "fr", max_length=32)).train()  # fmt: skip
+                data_collator=CmlmCollator(tokenizer, ["en", "fr"], max_length=32)).train()  # fmt: skip
     end = model.state_dict()
 
     def changed(a, b, prefix):
@@ -284,7 +284,7 @@ def test_cross_lingual_nli_head(tokenizer):
 
 def test_pcr_removes_each_languages_top_component_and_exports_it(tmp_path, tokenizer, heldout_pairs):
     model = tiny_cmlm(pcr_components=1).eval()
-    tokenizers = {"x": tokenizer, "y": tokenizer}
+    tokenizers = tokenizer
     english, french = list(heldout_pairs["en"][:60]), list(heldout_pairs["fr"][:60])
     raw = as_encoder(model, tokenizers)
     raw_en = raw(english, "en")

@@ -52,8 +52,8 @@ def test_bf16_autocast_on_the_device_scores_in_float32(device):
 
 def momentum_weights(model) -> dict[str, torch.Tensor]:
     """The momentum encoder's copies of the query encoder's parameters (float32 buffers), by parameter name."""
-    copies = dict(model.momentum_encoder("x").named_buffers())
-    return {name: copies[name] for name, _ in model.query_encoder("x").named_parameters()}
+    copies = dict(model.momentum_encoder("en").named_buffers())
+    return {name: copies[name] for name, _ in model.query_encoder("en").named_parameters()}
 
 
 def test_the_ema_stays_float32_under_bf16_autocast_on_the_device(device, tokenizer, bible_pairs):
@@ -67,7 +67,7 @@ def test_the_ema_stays_float32_under_bf16_autocast_on_the_device(device, tokeniz
         loss = model(**{name: tensor.flip(0) for name, tensor in batch.items()}).loss
     loss.backward()
     optimizer.step()
-    live = {n: p.detach().double().cpu() for n, p in model.query_encoder("x").named_parameters()}
+    live = {n: p.detach().double().cpu() for n, p in model.query_encoder("en").named_parameters()}
     model.momentum_update()
     for name, weight in momentum_weights(model).items():
         assert weight.dtype == torch.float32 and weight.device.type == device.type, name
@@ -83,7 +83,7 @@ def test_the_queue_lives_on_the_device_and_holds_the_momentum_keys(device, token
     for queue in model.momentum_contrast.queues():
         assert queue.keys.device.type == device.type
     with torch.no_grad():
-        keys = model.momentum_keys(batch["y_input_ids"], batch["y_attention_mask"], side="y")
+        keys = model.momentum_keys(batch["target_input_ids"], batch["target_attention_mask"], side="y")
     torch.testing.assert_close(model.queue_y.keys[:4].float(), keys, rtol=1e-5, atol=1e-5)
     assert int(model.queue_y.filled) == 4
 

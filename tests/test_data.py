@@ -126,13 +126,13 @@ def test_collator_tokenizes_each_side_and_nli_columns(tokenizer):
         {"en": "Hello.", "fr": "Bonjour.", "premise": "A man sings.", "hypothesis": "A person sings.", "label": 0},
         {"en": "Good night.", "fr": "Bonne nuit.", "premise": "A dog.", "hypothesis": "A cat.", "label": 2},
     ]
-    batch = BitextCollator(tokenizer, tokenizer, x_column="en", y_column="fr")(rows)
-    assert batch["x_input_ids"].shape[0] == 2 and batch["y_attention_mask"].shape[0] == 2
-    assert tokenizer.decode(batch["y_input_ids"][0], skip_special_tokens=True) == "bonjour."
+    batch = BitextCollator(tokenizer, languages=["en", "fr"])(rows)
+    assert batch["source_input_ids"].shape[0] == 2 and batch["target_attention_mask"].shape[0] == 2
+    assert tokenizer.decode(batch["target_input_ids"][0], skip_special_tokens=True) == "bonjour."
     assert batch["nli_labels"].tolist() == [0, 2]
     assert "premise_input_ids" in batch and "hypothesis_attention_mask" in batch
     with pytest.raises(KeyError, match="batch has no column 'de'"):
-        BitextCollator(tokenizer, x_column="en", y_column="de")(rows)
+        BitextCollator(tokenizer, languages=["en", "de"])(rows)
 
 
 def test_lists_of_translations_give_every_combination_with_one_id_per_verse():

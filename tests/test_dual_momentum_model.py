@@ -95,7 +95,7 @@ def test_embeddings_are_unit_length(tokenizer, bible_pairs):
     model = tiny_dual_momentum(pooling="max").eval()
     out = model(**batch_of(tokenizer, bible_pairs), return_loss=False)
     assert out.loss is None
-    assert torch.allclose(out.embeddings_x.norm(dim=-1), torch.ones(4), atol=1e-5)
+    assert torch.allclose(out.source_embeddings.norm(dim=-1), torch.ones(4), atol=1e-5)
 
 
 def trained_apart(tokenizer, bible_pairs, **config):
@@ -121,10 +121,14 @@ def test_positive_keys_come_from_the_momentum_encoder(tokenizer, bible_pairs):
     batch = batch_of(tokenizer, bible_pairs, offset=12)
     with torch.no_grad():
         out = model(**batch)
-        h_x = model.get_sentence_embeddings(batch["x_input_ids"], batch["x_attention_mask"], language="x").double()
-        momentum_y = model.momentum_encoder_y(input_ids=batch["y_input_ids"], attention_mask=batch["y_attention_mask"])
-        live_y = model.encoder_y(input_ids=batch["y_input_ids"], attention_mask=batch["y_attention_mask"])
-    mask = batch["y_attention_mask"].unsqueeze(-1).double()
+        h_x = model.get_sentence_embeddings(
+            batch["source_input_ids"], batch["source_attention_mask"], language="en"
+        ).double()
+        momentum_y = model.momentum_encoder_y(
+            input_ids=batch["target_input_ids"], attention_mask=batch["target_attention_mask"]
+        )
+        live_y = model.encoder_y(input_ids=batch["target_input_ids"], attention_mask=batch["target_attention_mask"])
+    mask = batch["target_attention_mask"].unsqueeze(-1).double()
 
     def keys(states):  # mean pooling and L2, by hand
         mean = (states.last_hidden_state.double() * mask).sum(1) / mask.sum(1)
@@ -141,8 +145,8 @@ def test_positive_keys_come_from_the_momentum_encoder(tokenizer, bible_pairs):
         return total / 4
 
     assert (keys(momentum_y) - keys(live_y)).abs().max() > 1e-3  # the two encoders really differ by now
-    assert out.loss_xy.item() == pytest.approx(eq2(keys(momentum_y)), rel=1e-5)
-    assert abs(eq2(keys(live_y)) - out.loss_xy.item()) > 1e-3
+    assert out.loss_source_to_target.item() == pytest.approx(eq2(keys(momentum_y)), rel=1e-5)
+    assert abs(eq2(keys(live_y)) - out.loss_source_to_target.item()) > 1e-3
 
 
 def test_each_languages_keys_enter_its_own_queue(tokenizer, bible_pairs):
@@ -153,8 +157,8 @@ def test_each_languages_keys_enter_its_own_queue(tokenizer, bible_pairs):
     model(**batch)
     slots = [(start + i) % model.queue_x.size for i in range(4)]
     with torch.no_grad():
-        k_x = model.momentum_keys(batch["x_input_ids"], batch["x_attention_mask"], side="x")
-        k_y = model.momentum_keys(batch["y_input_ids"], batch["y_attention_mask"], side="y")
+        k_x = model.momentum_keys(batch["source_input_ids"], batch["source_attention_mask"], side="x")
+        k_y = model.momentum_keys(batch["target_input_ids"], batch["target_attention_mask"], side="y")
     torch.testing.assert_close(model.queue_x.keys[slots], k_x)
     torch.testing.assert_close(model.queue_y.keys[slots], k_y)
     assert (k_x - k_y).abs().max() > 1e-2
@@ -234,7 +238,7 @@ def test_enqueue_only_when_training_with_gradients(tokenizer, bible_pairs):
     assert int(model.queue_x.filled) == 0 and int(model.queue_y.filled) == 0
     model(**batch)
     assert int(model.queue_x.filled) == 4 and int(model.queue_y.filled) == 4
-    keys = model.momentum_keys(batch["x_input_ids"], batch["x_attention_mask"], side="x")
+    keys = model.momentum_keys(batch["source_input_ids"], batch["source_attention_mask"], side="x")
     torch.testing.assert_close(model.queue_x.keys[:4], keys.detach())
 
 
@@ -284,12 +288,14 @@ def test_nli_head_adds_weighted_cross_entropy(tokenizer, bible_pairs):
         hypothesis_attention_mask=hypothesis["attention_mask"],
         nli_labels=labels,
     )
-    u = model.get_sentence_embeddings(premise["input_ids"], premise["attention_mask"], language="x")
-    v = model.get_sentence_embeddings(hypothesis["input_ids"], hypothesis["attention_mask"], language="x")
+    u = model.get_sentence_embeddings(premise["input_ids"], premise["attention_mask"], language="en")
+    v = model.get_sentence_embeddings(hypothesis["input_ids"], hypothesis["attention_mask"], language="en")
     logits = model.nli_head(torch.cat([u, v, (u - v).abs()], dim=-1)).double()
     expected = -torch.log_softmax(logits, dim=-1)[torch.arange(2), labels].mean()
     assert out.loss_nli.item() == pytest.approx(expected.item(), rel=1e-5)
-    assert out.loss.item() == pytest.approx((out.loss_xy + out.loss_yx + 0.1 * out.loss_nli).item(), rel=1e-6)
+    assert out.loss.item() == pytest.approx(
+        (out.loss_source_to_target + out.loss_target_to_source + 0.1 * out.loss_nli).item(), rel=1e-6
+    )
     assert model.nli_head[0].in_features == 3 * 32 and model.nli_head[0].out_features == 256
 
 

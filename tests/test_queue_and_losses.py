@@ -243,10 +243,10 @@ def test_unfilled_queue_slots_are_not_negatives(tokenizer, bible_pairs):
     model.eval()  # deterministic and no enqueue: compare against the reference on the same state
     with torch.no_grad():
         out = model(**batch)
-        q = model.get_sentence_embeddings(batch["x_input_ids"], batch["x_attention_mask"], language="x")
-        k = model.momentum_keys(batch["y_input_ids"], batch["y_attention_mask"], side="y")
+        q = model.get_sentence_embeddings(batch["source_input_ids"], batch["source_attention_mask"], language="en")
+        k = model.momentum_keys(batch["target_input_ids"], batch["target_attention_mask"], side="y")
     loss, _ = reference_info_nce(q.double().tolist(), k.double().tolist(), lambda i: queued_y.double().tolist(), 0.05)
-    assert out.loss_xy.item() == pytest.approx(loss, rel=1e-5)
+    assert out.loss_source_to_target.item() == pytest.approx(loss, rel=1e-5)
     with_zero_slots = queued_y.tolist() + [[1e-3] * 32] * 12
     wrong, _ = reference_info_nce(q.double().tolist(), k.double().tolist(), lambda i: with_zero_slots, 0.05)
     assert abs(wrong - loss) > 1e-3  # the check above would notice zero slots entering the denominator

@@ -26,16 +26,16 @@ def build(kind, tokenizer, **config):
         model = LightweightDualTransformer.from_tokenizer(tokenizer, hidden_size=32, intermediate_size=64,
                                                           num_attention_heads=2, queue_size=16, **config)  # fmt: skip
         rows = load_bible(["en", "fr"], split="train").select(range(64))
-        return model, PairMaskingCollator(tokenizer, "en", "fr", 32), rows, "encoder"
+        return model, PairMaskingCollator(tokenizer, ["en", "fr"], 32), rows, "encoder"
     if kind == "cmlm":
         model = CmlmModel(CmlmConfig(encoder=tiny_encoder_config(), num_projections=2, schedule="s1", queue_size=16,
                                      **config))  # fmt: skip
         rows = load_bible_adjacent(["en", "fr"], split="train").select(range(64))
-        return model, CmlmCollator(tokenizer, "en", "fr", max_length=32), rows, "encoder"
+        return model, CmlmCollator(tokenizer, ["en", "fr"], max_length=32), rows, "encoder"
     model = HictlForPreTraining(HictlConfig(encoder=tiny_encoder_config(), num_negatives=16, queue_size=16, **config))
     model.use_tokenizer(tokenizer)
     rows = load_bible(["en", "fr"], split="train").select(range(64))
-    return model, HictlCollator(tokenizer, "en", "fr", 32), rows, "encoder"
+    return model, HictlCollator(tokenizer, ["en", "fr"], 32), rows, "encoder"
 
 
 @pytest.mark.parametrize("kind", ["lightweight", "cmlm", "hictl"])
@@ -60,7 +60,7 @@ def test_queue_negatives_for_every_model(kind, tokenizer, tmp_path):
     )  # fmt: skip
     before = {n: b.clone() for n, b, _ in momentum_pairs(key, live)}
     trainer = XlsrTrainer(model=model, args=args, train_dataset=rows, data_collator=collator,
-                          tokenizers={"x": tokenizer, "y": tokenizer})  # fmt: skip
+                          tokenizers=tokenizer)  # fmt: skip
     assert any(isinstance(c, MomentumCallback) for c in trainer.callback_handler.callbacks)
     trainer.train()
     assert int(model.momentum_contrast.queue_x.filled) == 16  # 8 earlier + 3 x 4, capped at the queue size
@@ -89,7 +89,8 @@ def queries_and_keys(kind, model, batch):
     live, key = model._key_modules(), model.momentum_contrast.momentum
     vectors = {}
     for side in ("x", "y"):
-        ids, mask = batch[f"{side}_input_ids"], batch[f"{side}_attention_mask"]
+        prefix = {"x": "source", "y": "target"}[side]  # the paper's x and y sentences
+        ids, mask = batch[f"{prefix}_input_ids"], batch[f"{prefix}_attention_mask"]
         for name, modules in (("query", live), ("key", key)):
             states = modules["encoder"](input_ids=ids, attention_mask=mask).last_hidden_state.double()
             weights = mask.unsqueeze(-1).double()
@@ -197,7 +198,7 @@ def test_two_processes_gather_every_models_keys(model_type, tmp_path):
               "per_device_train_batch_size": 4, "max_steps": 3, "learning_rate": 1e-3, "disable_tqdm": True,
               "output_dir": str(tmp_path / "run"), "save_strategy": "no", "report_to": "none"}  # fmt: skip
     if model_type != "lightweight":
-        config["tokenizer_x"] = MINILM
+        config["tokenizer"] = MINILM
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     script = ROOT / "tests" / "scripts" / "train_and_dump_state.py"
     result = launch_two_processes(script, str(tmp_path / "config.yaml"), str(tmp_path))

@@ -33,8 +33,8 @@ def make_trainer(tmp_path, tokenizer, pairs, model=None, evaluators=(), **argume
         model=model or tiny_dual_momentum(queue_size=12),
         args=XlsrTrainingArguments(**defaults),
         train_dataset=pairs,
-        data_collator=BitextCollator(tokenizer, tokenizer, x_column="en", y_column="fr", max_length=32),
-        tokenizers={"x": tokenizer, "y": tokenizer},
+        data_collator=BitextCollator(tokenizer, languages=["en", "fr"], max_length=32),
+        tokenizers=tokenizer,
         evaluators=list(evaluators),
     )
 
@@ -55,7 +55,14 @@ def test_loss_parts_and_queue_statistics_are_logged(tmp_path, tokenizer, bible_p
     trainer.train()
     logs = [entry for entry in trainer.state.log_history if "loss" in entry]
     assert len(logs) == 2
-    for key in ("loss_xy", "loss_yx", "accuracy_xy", "accuracy_yx", "positive_similarity", "queue_fill"):
+    for key in (
+        "loss_source_to_target",
+        "loss_target_to_source",
+        "accuracy_source_to_target",
+        "accuracy_target_to_source",
+        "positive_similarity",
+        "queue_fill",
+    ):
         assert key in logs[-1], key
     assert "negative_similarity" in logs[-1]
     assert logs[-1]["queue_fill"] == pytest.approx((12 / 12 + 12 / 12) / 2)  # steps 3 and 4: queue full
@@ -118,7 +125,7 @@ def test_checkpoint_holds_model_state_and_tokenizers(tmp_path, tokenizer, bible_
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint-2"]
     for name in ("model.safetensors", "config.json", "optimizer.pt", "scheduler.pt", "trainer_state.json"):
         assert (checkpoint / name).is_file(), name
-    assert load_tokenizers(checkpoint)["y"]("bonjour")["input_ids"] == tokenizer("bonjour")["input_ids"]
+    assert load_tokenizers(checkpoint)["fr"]("bonjour")["input_ids"] == tokenizer("bonjour")["input_ids"]
 
 
 def test_retrieval_evaluator_runs_as_trainer_evaluation(tmp_path, tokenizer, bible_pairs, heldout_pairs):
@@ -130,7 +137,7 @@ def test_retrieval_evaluator_runs_as_trainer_evaluation(tmp_path, tokenizer, bib
     evaluations = [e for e in trainer.state.log_history if "eval_retrieval_accuracy" in e]
     assert len(evaluations) == 1
     metrics = trainer.evaluate()
-    standalone = evaluator(trainer.model, tokenizers={"x": tokenizer, "y": tokenizer})
+    standalone = evaluator(trainer.model, tokenizers=tokenizer)
     assert metrics["eval_retrieval_en2fr_accuracy"] == standalone["retrieval_en2fr_accuracy"]
     assert 0.0 <= metrics["eval_retrieval_accuracy"] <= 1.0
 
@@ -179,7 +186,7 @@ def test_a_plain_trainer_that_never_runs_the_ema_is_warned(tmp_path, tokenizer, 
     of a frozen copy. XlsrTrainer, even accumulating gradients, does not warn: its callback runs the EMA."""
     from transformers import Trainer, TrainingArguments
 
-    collator = BitextCollator(tokenizer, tokenizer, x_column="en", y_column="fr", max_length=32)
+    collator = BitextCollator(tokenizer, languages=["en", "fr"], max_length=32)
     args = dict(output_dir=str(tmp_path), per_device_train_batch_size=4, max_steps=3, save_strategy="no",
                 report_to="none", use_cpu=True, disable_tqdm=True, remove_unused_columns=False)  # fmt: skip
     plain = Trainer(model=tiny_dual_momentum(), args=TrainingArguments(**args), train_dataset=bible_pairs,
@@ -217,5 +224,11 @@ def test_report_to_tensorboard_writes_every_loss_part(tmp_path, tokenizer, bible
     events = EventAccumulator(str(next(logs.rglob("events.out.tfevents.*")).parent))
     events.Reload()
     tags = set(events.Tags()["scalars"])
-    assert {"train/loss", "train/loss_xy", "train/loss_yx", "train/accuracy_xy", "train/queue_fill"} <= tags, tags
+    assert {
+        "train/loss",
+        "train/loss_source_to_target",
+        "train/loss_target_to_source",
+        "train/accuracy_source_to_target",
+        "train/queue_fill",
+    } <= tags, tags
     assert [event.step for event in events.Scalars("train/queue_fill")] == [1, 2, 3]

@@ -169,7 +169,7 @@ def check_columns(dataset: datasets.Dataset, columns: Sequence[str], where: str)
 
 def load_bitext(
     source: str | os.PathLike | datasets.Dataset,
-    columns: Sequence[str] = ("x", "y"),
+    columns: Sequence[str],
     split: str = "train",
     **load_dataset_kwargs,
 ) -> datasets.Dataset:

@@ -4,7 +4,7 @@ A run names its ``languages`` (the first is the pivot) and, optionally, its ``la
 are English-centric, the pivot with every other language. Each pair's data is a ``datasets.Dataset`` with one
 column per language of the pair and an ``example_id``: the id of the row's *meaning*, shared by every translation of
 it (for the Bible, the verse), so that no translation of a sentence, in any language, is ever its negative.
-:func:`stack_pairs` puts the pairs into one training set of rows ``x`` / ``y`` (the pair's first and second
+`stack_pairs` puts the pairs into one training set of rows ``source`` / ``target`` (the pair's first and second
 language) that every collator reads, and :class:`LanguagePairSampler` draws its batches, pair by pair or mixed, with
 a temperature over the pairs' sizes.
 
@@ -27,7 +27,7 @@ from .bitext import JSONL_SUFFIXES, TSV_SUFFIXES, BitextFormatError, load_bitext
 
 logger = logging.getLogger(__name__)
 
-PAIR_COLUMNS = ("x", "y", "x_language", "y_language", "example_id", "pair")
+PAIR_COLUMNS = ("source", "target", "source_language", "target_language", "example_id", "pair")
 LANGUAGE_BATCHES = ("mixed", "one_pair")  # the first is the default
 LANGUAGE_SAMPLING_ALPHA = 0.5  # the default temperature over the pairs' sizes
 
@@ -271,9 +271,10 @@ def _checked(parts: datasets.DatasetDict, pairs: Sequence[tuple[str, str]]) -> d
 
 
 def stack_pairs(parts: Mapping[str, datasets.Dataset]) -> datasets.Dataset:
-    """One training set from ``{"en-fr": Dataset(en, fr, example_id, ...)}``: rows ``x`` (the pair's first language),
-    ``y``, ``x_language``, ``y_language``, ``example_id`` and ``pair`` (the pair's index), the pairs one after the
-    other; other columns of the pairs (NLI fields, ``first`` / ``second``) are kept where every pair has them."""
+    """One training set from ``{"en-fr": Dataset(en, fr, example_id, ...)}``: rows ``source`` (the pair's first
+    language), ``target``, ``source_language``, ``target_language``, ``example_id`` and ``pair`` (the pair's index),
+    the pairs one after the other; other columns of the pairs (NLI fields, ``first`` / ``second``) are kept where
+    every pair has them."""
     stacked = []
     shared = set.intersection(*(set(part.column_names) for part in parts.values()))
     for index, (name, part) in enumerate(parts.items()):
@@ -282,9 +283,9 @@ def stack_pairs(parts: Mapping[str, datasets.Dataset]) -> datasets.Dataset:
         part = part.select_columns([first, second, "example_id", *extra])
         if first in extra or second in extra:
             raise BitextFormatError(f"the data of {name} has its languages' columns twice")
-        part = part.rename_columns({first: "x", second: "y"})
+        part = part.rename_columns({first: "source", second: "target"})
         n = len(part)
-        part = part.add_column("x_language", [first] * n).add_column("y_language", [second] * n)
+        part = part.add_column("source_language", [first] * n).add_column("target_language", [second] * n)
         stacked.append(part.add_column("pair", [index] * n))
     return datasets.concatenate_datasets(stacked)
 

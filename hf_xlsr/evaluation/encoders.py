@@ -18,6 +18,7 @@ from sentence_transformers.sentence_transformer.modules import Router
 from tqdm.auto import tqdm
 from transformers import PreTrainedTokenizerBase
 
+from ..tokenization import tokenizer_for
 from .backends import Runner, SentenceGraph, check_backend, compile_graph
 
 Encoder = Callable[[Sequence[str], str], np.ndarray]
@@ -32,7 +33,7 @@ class ModelEncoder:
     def __init__(
         self,
         model: torch.nn.Module,
-        tokenizers: Mapping[str, PreTrainedTokenizerBase] | None = None,
+        tokenizers: PreTrainedTokenizerBase | Mapping[str, PreTrainedTokenizerBase] | None = None,
         batch_size: int = 64,
         max_length: int = 128,
         show_progress: bool = False,
@@ -50,7 +51,7 @@ class ModelEncoder:
             features = model.preprocess(sentences, **({"task": language} if self.languages else {}))
         else:
             max_length = min(self.max_length, model.max_tokens(language) or self.max_length)  # what positions take
-            tokenizer = self.tokenizers[model.language_side(language)]
+            tokenizer = tokenizer_for(self.tokenizers, language)
             features = tokenizer(sentences, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
         return features["input_ids"].long().numpy(), features["attention_mask"].long().numpy()
 
@@ -71,7 +72,9 @@ class ModelEncoder:
         order = np.argsort([-len(s) for s in sentences], kind="stable")
         vectors = None
         starts = range(0, len(sentences), self.batch_size)
-        for start in tqdm(starts, desc=f"encoding {language}", disable=not self.show_progress, unit="batch"):
+        for start in tqdm(
+            starts, desc=f"encoding {language or ''}".rstrip(), disable=not self.show_progress, unit="batch"
+        ):
             rows = order[start : start + self.batch_size]
             inputs = self._tokenize([sentences[i] for i in rows], language)
             batch = self._runner(language, inputs)(*inputs)
@@ -218,9 +221,8 @@ def as_encoder(
         return ModelEncoder(model, None, batch_size, max_length, show_progress, backend)
     if hasattr(model, "get_sentence_embeddings"):
         if tokenizers is None:
-            raise ValueError(
-                "an hf_xlsr model needs its tokenizers to encode text: pass tokenizers={'x': ..., 'y': ...}"
-            )
+            raise ValueError("an hf_xlsr model needs its tokenizers to encode text: pass tokenizers=tokenizer, or "
+                             "{language: tokenizer} for one per language (hf_xlsr.load_tokenizers(path))")  # fmt: skip
         return ModelEncoder(model, tokenizers, batch_size, max_length, show_progress, backend)
     if callable(model):
         return model

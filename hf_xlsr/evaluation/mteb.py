@@ -187,7 +187,7 @@ class XlsrMtebEncoder(AbsEncoder):
         self.encoder = as_encoder(model, tokenizers, batch_size)
         routed = language_routes(model) if isinstance(model, SentenceTransformer) else []
         self.languages = list(languages) or routed or (list(model) if isinstance(model, Mapping) else [])
-        self.default_language = default_language or (self.languages[0] if self.languages else "x")
+        self.default_language = default_language or (self.languages[0] if self.languages else None)
         self.mteb_model_meta = model_meta or ModelMeta.create_empty(
             {"name": f"hf_xlsr/{name or type(model).__name__}", "revision": model_fingerprint(model),
              "similarity_fn_name": ScoringFunction.COSINE, "framework": ["PyTorch"]}

@@ -35,13 +35,15 @@ def nearest_neighbours(queries: np.ndarray, corpus: np.ndarray, k: int = 1) -> t
     return index.search(queries, k)
 
 
-def retrieval_accuracy(embeddings_x: np.ndarray, embeddings_y: np.ndarray) -> tuple[float, float]:
-    """Accuracy of x -> y and of y -> x retrieval; row i of ``embeddings_x`` translates row i of ``embeddings_y``."""
-    if len(embeddings_x) != len(embeddings_y):
-        raise ValueError(f"need as many x as y vectors, got {len(embeddings_x)} and {len(embeddings_y)}")
-    gold = np.arange(len(embeddings_x))
-    _, x_to_y = nearest_neighbours(embeddings_x, embeddings_y)
-    _, y_to_x = nearest_neighbours(embeddings_y, embeddings_x)
+def retrieval_accuracy(source_embeddings: np.ndarray, target_embeddings: np.ndarray) -> tuple[float, float]:
+    """Accuracy of source -> target and of target -> source retrieval; row i of ``source_embeddings`` translates
+    row i of ``target_embeddings``."""
+    if len(source_embeddings) != len(target_embeddings):
+        raise ValueError(f"need as many source as target vectors, got {len(source_embeddings)} and "
+                         f"{len(target_embeddings)}")  # fmt: skip
+    gold = np.arange(len(source_embeddings))
+    _, x_to_y = nearest_neighbours(source_embeddings, target_embeddings)
+    _, y_to_x = nearest_neighbours(target_embeddings, source_embeddings)
     return float(np.mean(x_to_y[:, 0] == gold)), float(np.mean(y_to_x[:, 0] == gold))
 
 

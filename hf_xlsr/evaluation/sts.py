@@ -33,7 +33,7 @@ class STSEvaluator(Evaluator):
         sentences2: Sequence[str],
         scores: Sequence[float],
         subsets: Sequence[str] | None = None,
-        language1: str = "x",
+        language1: str | None = None,
         language2: str | None = None,
         name: str = "sts",
     ):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import os
 import re
+import warnings
 from collections import defaultdict
 from pathlib import Path
 
@@ -125,35 +126,47 @@ class FrozenParametersMixin:
         model._restore_parameter_state()
         return (model, info) if output_loading_info else model
 
+    def adapter_folders(self, directory: str | os.PathLike) -> dict[str, Path]:
+        """Where each adapted module's adapter lives under ``directory``: ``directory`` itself for a model with one
+        encoder, ``directory/<language>`` for a model with one encoder per language."""
+        names = self._adapted_module_names()
+        if len(names) == 1:
+            return {names[0]: Path(directory)}
+        return {name: Path(directory) / language for name, language in zip(names, self.config.languages, strict=False)}
+
     def save_adapters(self, directory: str | os.PathLike) -> dict[str, Path]:
         """Save each adapted module's adapter in PEFT's format (``adapter_config.json`` and
-        ``adapter_model.safetensors``) under ``directory/<module name>`` and return ``{module name: folder}``.
+        ``adapter_model.safetensors``) in its folder (`adapter_folders`) and return ``{module name: folder}``.
 
         Each folder loads with ``AutoModel.from_pretrained(folder)`` (base weights from the adapter's
-        ``base_model_name_or_path``), ``PeftModel.from_pretrained(base, folder)`` or :meth:`load_adapters`.
+        ``base_model_name_or_path``), ``PeftModel.from_pretrained(base, folder)`` or `load_adapters`.
         """
         if not getattr(self.config, "lora", None):
             raise ValueError("this model has no adapters to save: its config.lora is not set")
-        folders = {}
-        for name in self._adapted_module_names():
-            folders[name] = Path(directory) / name
-            getattr(self, name).save_pretrained(folders[name])
+        folders = self.adapter_folders(directory)
+        for name, folder in folders.items():
+            getattr(self, name).save_pretrained(folder)
         return folders
 
     @torch.no_grad()
     def load_adapters(self, directory: str | os.PathLike) -> None:
-        """Load adapters saved by :meth:`save_adapters`; the momentum copies restart as copies of them."""
+        """Load adapters saved by `save_adapters` (or by hf_xlsr 0.2.0, in folders named after the modules, with a
+        warning); the momentum copies restart as copies of them."""
         from peft.utils import load_peft_weights, set_peft_model_state_dict
 
         if not getattr(self.config, "lora", None):
             raise ValueError("this model has no adapters to load into: its config.lora is not set")
-        for name in self._adapted_module_names():
-            folder = Path(directory) / name
+        for name, folder in self.adapter_folders(directory).items():
+            legacy = Path(directory) / name
+            if not (folder / "adapter_config.json").is_file() and (legacy / "adapter_config.json").is_file():
+                warnings.warn(f"{legacy}: hf_xlsr 0.2.0's adapter folder; save the adapters again to write {folder}",
+                              FutureWarning, stacklevel=2)  # fmt: skip
+                folder = legacy
             if not (folder / "adapter_config.json").is_file():
-                raise FileNotFoundError(f"no adapter for {name!r}: {folder}/adapter_config.json does not exist")
+                raise FileNotFoundError(f"no adapter for {folder.name!r}: {folder}/adapter_config.json does not exist")
             result = set_peft_model_state_dict(getattr(self, name), load_peft_weights(str(folder)))
             if result.unexpected_keys:
-                raise ValueError(f"the adapter in {folder} does not fit {name!r}: {result.unexpected_keys[:3]}")
+                raise ValueError(f"the adapter in {folder} does not fit this model: {result.unexpected_keys[:3]}")
         if getattr(self, "momentum_coefficient", None) is not None:
             self.synchronize_momentum_encoder()
 

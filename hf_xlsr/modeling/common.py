@@ -18,11 +18,12 @@ def masked_lm_head(masked_lm: nn.Module) -> nn.Module:
 class SentenceEncoderMixin:
     """The languages of a model, ``config.languages`` (the first is the pivot of English-centric pairs).
 
-    One encoder serves every language, unless the model has one per language (MoCo-BERT's default): then the two
-    languages are the two *sides* of its pairs, ``x`` (``languages[0]``, ``encoder_x``, ``tokenizer_x``) and ``y``.
-    A model provides ``query_encoder(language)`` (the transformer kept after training),
+    One encoder serves every language, unless the model has one per language (MoCo-BERT's default): then its two
+    languages are the paper's ``x`` (``languages[0]``) and ``y`` (``languages[1]``), each with its own encoder and
+    tokenizer. A model provides ``query_encoder(language)`` (the transformer kept after training),
     ``get_sentence_embeddings(input_ids, attention_mask, token_type_ids, language)`` and
-    ``sentence_embedding_dimension``; ``hf_xlsr.export`` and ``hf_xlsr.evaluation`` rely on nothing else.
+    ``sentence_embedding_dimension``; ``hf_xlsr.export`` and ``hf_xlsr.evaluation`` rely on nothing else. A model
+    with one encoder for every language needs no ``language``; a model with one per language needs it.
     """
 
     @property
@@ -30,20 +31,20 @@ class SentenceEncoderMixin:
         """True when each of the two languages has its own encoder (and tokenizer)."""
         return not getattr(self.config, "shared_encoder", True)
 
-    def language_side(self, language: str) -> str:
-        """``"x"`` or ``"y"``: the side whose encoder and tokenizer serve ``language`` (a code, or ``x`` / ``y``).
-        With one shared encoder, every language is served by side ``x``."""
-        if language in ("x", "y"):
-            return language if self.encoders_per_language else "x"
-        languages = self.config.languages
+    def encoder_side(self, language: str | None) -> str:
+        """Which of the paper's two encoders serves ``language``: ``"x"`` (the first language's, and the one encoder
+        of a shared model, whatever the language) or ``"y"`` (the second's)."""
         if not self.encoders_per_language:
             return "x"
+        languages = self.config.languages
+        if language is None:
+            raise ValueError(f"the model has one encoder for each of {', '.join(languages)}: name the language")
         if language not in languages:
             raise ValueError(f"unknown language {language!r}: the model has one encoder for each of "
                              f"{', '.join(languages)}")  # fmt: skip
         return "xy"[languages.index(language)]
 
-    def max_tokens(self, language: str) -> int | None:
+    def max_tokens(self, language: str | None = None) -> int | None:
         """The longest input, in tokens, that the position table of ``language``'s query encoder takes (None when it
         has no learned table). RoBERTa-style tables (XLM-R's) count positions from the padding index + 1."""
         table = getattr(getattr(self.query_encoder(language), "embeddings", None), "position_embeddings", None)

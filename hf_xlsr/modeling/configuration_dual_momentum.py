@@ -1,6 +1,7 @@
 """Configuration of :class:`DualMomentumModel` (Wang, Zhao and Liu, EMNLP 2021, "MoCo-BERT")."""
 
 import copy
+import warnings
 from typing import Literal
 
 from huggingface_hub.dataclasses import strict
@@ -89,7 +90,7 @@ class DualMomentumConfig(PreTrainedConfig):
     nli_num_labels: int = 3  # entailment / neutral / contradiction
     nli_dropout: float = 0.1  # dropout on the MLP's hidden units
     nli_weight: float = 0.1  # alpha in Eq. 5
-    nli_language: Literal["x", "y"] = "x"  # whose encoder embeds premise and hypothesis
+    nli_language: str | None = None  # the language whose encoder embeds premise and hypothesis (default: the first)
 
     # Training hyperparameters (Table 9): the trainer takes them where a run does not set its own
     num_train_epochs: int = 15  # epochs
@@ -103,6 +104,11 @@ class DualMomentumConfig(PreTrainedConfig):
 
     def __post_init__(self, **kwargs):
         take_languages(self, kwargs)
+        if self.nli_language in ("x", "y") and self.nli_language not in self.languages:  # hf_xlsr 0.2.0's sides
+            code = self.languages["xy".index(self.nli_language) % len(self.languages)]
+            warnings.warn(f"nli_language: {self.nli_language!r} names a side of hf_xlsr 0.2.0; it is the language "
+                          f"{code!r}: write nli_language: {code}", FutureWarning, stacklevel=2)  # fmt: skip
+            self.nli_language = code
         super().__post_init__(**kwargs)
         if self.shared_encoder:
             self.encoder_y = None
@@ -137,6 +143,8 @@ class DualMomentumConfig(PreTrainedConfig):
                 f"one query encoder per language takes exactly two languages, got {len(self.languages)} "
                 f"({', '.join(self.languages)}): set shared_encoder=True to train one encoder for all of them"
             )
+        if self.nli_language is not None and self.nli_language not in self.languages:
+            raise ValueError(f"nli_language {self.nli_language!r} is not one of the languages {self.languages}")
         if self.lora is not None:
             lora_config(self.lora)
         if self.queue_size < 1:

@@ -56,9 +56,10 @@ class CmlmOutput(ModelOutput):
     loss_cmlm: masked-LM loss on the second sentence, conditioned on the first.
     loss_br: additive-margin bitext retrieval loss, both directions, before alpha.
     loss_nli: cross-entropy of the NLI head.
-    mlm_accuracy: share of masked tokens predicted right. accuracy_xy: in-batch retrieval accuracy x -> y.
+    mlm_accuracy: share of masked tokens predicted right.
+    accuracy_source_to_target: in-batch retrieval accuracy, source -> target.
     queue_fill: with a queue (hf_xlsr's extension), the share of its slots written so far.
-    embeddings_x / embeddings_y: L2-normalised sentence vectors of the bitext.
+    source_embeddings / target_embeddings: L2-normalised sentence vectors of the bitext.
     """
 
     loss: torch.FloatTensor | None = None
@@ -66,10 +67,10 @@ class CmlmOutput(ModelOutput):
     loss_br: torch.FloatTensor | None = None
     loss_nli: torch.FloatTensor | None = None
     mlm_accuracy: torch.FloatTensor | None = None
-    accuracy_xy: torch.FloatTensor | None = None
+    accuracy_source_to_target: torch.FloatTensor | None = None
     queue_fill: torch.FloatTensor | None = None
-    embeddings_x: torch.FloatTensor | None = None
-    embeddings_y: torch.FloatTensor | None = None
+    source_embeddings: torch.FloatTensor | None = None
+    target_embeddings: torch.FloatTensor | None = None
 
 
 class CmlmPreTrainedModel(PreTrainedModel):
@@ -157,7 +158,7 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixi
     def sentence_embedding_dimension(self) -> int:
         return self.config.hidden_size
 
-    def query_encoder(self, language: str) -> PreTrainedModel:
+    def query_encoder(self, language: str | None = None) -> PreTrainedModel:
         return self.encoder
 
     def sentence_vector(self, input_ids, attention_mask=None, token_type_ids=None) -> torch.Tensor:
@@ -217,10 +218,13 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixi
         dense.linear.weight.data.copy_(self.removal_matrix(language).T.cpu())
         return [dense]
 
-    def get_sentence_embeddings(self, input_ids, attention_mask=None, token_type_ids=None, language="x"):
+    def get_sentence_embeddings(self, input_ids, attention_mask=None, token_type_ids=None, language=None):
         """L2-normalised sentence vectors, with the language's principal components removed when set."""
         v = self.sentence_vector(input_ids, attention_mask, token_type_ids)
         if self.language_specific_heads:
+            if language is None:
+                raise ValueError(f"principal components are removed per language ({', '.join(self.config.languages)})"
+                                 ": name the language")  # fmt: skip
             v = v.float() @ self.removal_matrix(language)
         return l2_normalize(v)
 
@@ -234,10 +238,10 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixi
         second_input_ids: torch.Tensor | None = None,
         second_attention_mask: torch.Tensor | None = None,
         second_labels: torch.Tensor | None = None,
-        x_input_ids: torch.Tensor | None = None,
-        x_attention_mask: torch.Tensor | None = None,
-        y_input_ids: torch.Tensor | None = None,
-        y_attention_mask: torch.Tensor | None = None,
+        source_input_ids: torch.Tensor | None = None,
+        source_attention_mask: torch.Tensor | None = None,
+        target_input_ids: torch.Tensor | None = None,
+        target_attention_mask: torch.Tensor | None = None,
         premise_input_ids: torch.Tensor | None = None,
         premise_attention_mask: torch.Tensor | None = None,
         hypothesis_input_ids: torch.Tensor | None = None,
@@ -251,20 +255,20 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixi
         use_cmlm, use_br = self.config.stage_losses(int(self.stage))
         parts, loss = {}, None
         # the bitext is encoded when a loss uses it, or for its embeddings when no loss is asked for
-        if x_input_ids is not None and y_input_ids is not None and (use_br or not return_loss):
+        if source_input_ids is not None and target_input_ids is not None and (use_br or not return_loss):
             u, v = (
-                self.sentence_vector(x_input_ids, x_attention_mask),
-                self.sentence_vector(y_input_ids, y_attention_mask),
+                self.sentence_vector(source_input_ids, source_attention_mask),
+                self.sentence_vector(target_input_ids, target_attention_mask),
             )
-            parts.update(embeddings_x=l2_normalize(u), embeddings_y=l2_normalize(v))
+            parts.update(source_embeddings=l2_normalize(u), target_embeddings=l2_normalize(v))
             with torch.no_grad():
                 hits = (u @ v.T).argmax(dim=1) == torch.arange(len(u), device=u.device)
-                parts["accuracy_xy"] = hits.float().mean()
+                parts["accuracy_source_to_target"] = hits.float().mean()
             if return_loss and use_br:
                 if self.config.queue_size:  # hf_xlsr's extension: momentum keys, a queue of them, cosine / tau
-                    keys_x = self.momentum_keys(x_input_ids, x_attention_mask)
-                    keys_y = self.momentum_keys(y_input_ids, y_attention_mask)
-                    queries = parts["embeddings_x"], parts["embeddings_y"]
+                    keys_x = self.momentum_keys(source_input_ids, source_attention_mask)
+                    keys_y = self.momentum_keys(target_input_ids, target_attention_mask)
+                    queries = parts["source_embeddings"], parts["target_embeddings"]
                     loss_br, _ = self._queued_contrast(*queries, keys_x, keys_y, example_ids, self.config.br_margin)
                     parts.update(self.queue_statistics())
                 else:

@@ -27,6 +27,7 @@ their own copies of the adapters (``adapters.py``).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import torch
@@ -48,26 +49,27 @@ from .queue import MemoryQueue, MomentumContrast, MomentumMixin, init_momentum_s
 class DualMomentumOutput(ModelOutput):
     r"""
     loss: ``L(x, y) + L(y, x) + alpha * L_nli`` (Eq. 3 and Eq. 5).
-    loss_xy: ``L(x, y)`` of Eq. 2: x queries against the y momentum keys (positive plus queue_y).
-    loss_yx: ``L(y, x)``: y queries against the x momentum keys (positive plus queue_x).
+    loss_source_to_target: ``L(x, y)`` of Eq. 2: x queries against the y momentum keys (positive plus queue_y).
+    loss_target_to_source: ``L(y, x)``: y queries against the x momentum keys (positive plus queue_x).
     loss_nli: cross-entropy of the NLI head, before the weight alpha (Appendix B).
-    accuracy_xy / accuracy_yx: fraction of queries whose positive key beats every key in the other queue.
+    accuracy_source_to_target / accuracy_target_to_source: fraction of queries whose positive key beats every key
+    in the other queue.
     positive_similarity / negative_similarity: mean cosine of a query to its positive key / to the queued keys.
     queue_fill: fraction of the queue slots written so far.
-    embeddings_x / embeddings_y: L2-normalised sentence vectors of the query encoders.
+    source_embeddings / target_embeddings: L2-normalised sentence vectors of the query encoders.
     """
 
     loss: torch.FloatTensor | None = None
-    loss_xy: torch.FloatTensor | None = None
-    loss_yx: torch.FloatTensor | None = None
+    loss_source_to_target: torch.FloatTensor | None = None
+    loss_target_to_source: torch.FloatTensor | None = None
     loss_nli: torch.FloatTensor | None = None
-    accuracy_xy: torch.FloatTensor | None = None
-    accuracy_yx: torch.FloatTensor | None = None
+    accuracy_source_to_target: torch.FloatTensor | None = None
+    accuracy_target_to_source: torch.FloatTensor | None = None
     positive_similarity: torch.FloatTensor | None = None
     negative_similarity: torch.FloatTensor | None = None
     queue_fill: torch.FloatTensor | None = None
-    embeddings_x: torch.FloatTensor | None = None
-    embeddings_y: torch.FloatTensor | None = None
+    source_embeddings: torch.FloatTensor | None = None
+    target_embeddings: torch.FloatTensor | None = None
 
 
 class DualMomentumPreTrainedModel(PreTrainedModel):
@@ -87,7 +89,7 @@ class DualMomentumPreTrainedModel(PreTrainedModel):
 
 
 class DualMomentumModel(SentenceEncoderMixin, MomentumMixin, FrozenParametersMixin, DualMomentumPreTrainedModel):
-    """MoCo-BERT. Build it from a configuration, or from two pretrained encoders with :meth:`from_encoders`."""
+    """MoCo-BERT. Build it from a configuration, or from pretrained encoders with `from_encoders`."""
 
     _lora_modules = ("encoder_x", "encoder_y")
 
@@ -131,19 +133,34 @@ class DualMomentumModel(SentenceEncoderMixin, MomentumMixin, FrozenParametersMix
     @classmethod
     def from_encoders(
         cls,
-        encoder_x: str | os.PathLike,
-        encoder_y: str | os.PathLike | None = None,
+        encoders: str | os.PathLike | Mapping[str, str | os.PathLike],
         *,
         encoder_kwargs: dict | None = None,
         **config_kwargs,
     ) -> DualMomentumModel:
         """Build the model from pretrained encoders: Hub ids or local paths of any ``AutoModel``.
 
-        ``encoder_y`` defaults to a second copy of ``encoder_x`` (ignored with ``shared_encoder=True``).
-        ``config_kwargs`` set :class:`DualMomentumConfig` fields; ``encoder_kwargs`` go to
-        ``AutoModel.from_pretrained``.
+        ``encoders`` is one reference, from which every language's encoder starts (the one encoder, with
+        ``shared_encoder=True``), or ``{language: reference}``, one encoder per language (its keys are the
+        ``languages`` unless ``config_kwargs`` names them). ``config_kwargs`` set :class:`DualMomentumConfig`
+        fields; ``encoder_kwargs`` go to ``AutoModel.from_pretrained``.
+
+        ```python
+        >>> model = DualMomentumModel.from_encoders("sentence-transformers/all-MiniLM-L6-v2", languages=["en", "fr"])
+        >>> model = DualMomentumModel.from_encoders({"en": "bert-base-cased", "fr": "camembert-base"})
+        ```
         """
         dropout = config_kwargs.get("dropout", DualMomentumConfig.dropout)
+        if isinstance(encoders, Mapping):
+            if config_kwargs.get("shared_encoder"):
+                raise ValueError("shared_encoder=True trains one encoder: pass one reference, not one per language")
+            languages = list(config_kwargs.setdefault("languages", list(encoders)))
+            if sorted(languages) != sorted(encoders):
+                raise ValueError(f"encoders names {', '.join(encoders)}, languages {', '.join(languages)}: "
+                                 "one encoder for each language")  # fmt: skip
+            references = [encoders[language] for language in languages]
+        else:
+            references = [encoders, encoders]
 
         def load(name_or_path):
             encoder_config = AutoConfig.from_pretrained(name_or_path)
@@ -152,8 +169,8 @@ class DualMomentumModel(SentenceEncoderMixin, MomentumMixin, FrozenParametersMix
                     setattr(encoder_config, name, dropout)
             return AutoModel.from_pretrained(name_or_path, config=encoder_config, **(encoder_kwargs or {}))
 
-        model_x = load(encoder_x)
-        model_y = None if config_kwargs.get("shared_encoder") else load(encoder_y or encoder_x)
+        model_x = load(references[0])
+        model_y = None if config_kwargs.get("shared_encoder") else load(references[-1])
         config = DualMomentumConfig(
             encoder_x=model_x.config.to_dict(),
             encoder_y=model_y.config.to_dict() if model_y is not None else None,
@@ -168,26 +185,28 @@ class DualMomentumModel(SentenceEncoderMixin, MomentumMixin, FrozenParametersMix
     def sentence_embedding_dimension(self) -> int:
         return self.config.encoder_x.hidden_size
 
-    def query_encoder(self, language: str) -> PreTrainedModel:
-        """The query encoder of ``language`` (a code, or the side ``x`` / ``y``); the one kept after training."""
-        return self.encoder_y if self.language_side(language) == "y" else self.encoder_x
+    def query_encoder(self, language: str | None = None) -> PreTrainedModel:
+        """The query encoder of ``language`` (any, or none, with a shared encoder); the one kept after training."""
+        return getattr(self, f"encoder_{self.encoder_side(language)}")
 
-    def momentum_encoder(self, language: str) -> PreTrainedModel:
+    def momentum_encoder(self, language: str | None = None) -> PreTrainedModel:
         """The EMA copy of ``language``'s query encoder, which makes that language's keys."""
-        return self.momentum_contrast.momentum[f"encoder_{self.language_side(language)}"]
+        return self.momentum_contrast.momentum[f"encoder_{self.encoder_side(language)}"]
 
     def _key_modules(self) -> dict[str, PreTrainedModel]:
         """The query encoders by name (``encoder_x``, ``encoder_y``): the modules the momentum encoders follow."""
         sides = ["x"] if self.config.shared_encoder else ["x", "y"]
-        return {f"encoder_{side}": self.query_encoder(side) for side in sides}
+        return {f"encoder_{side}": getattr(self, f"encoder_{side}") for side in sides}
 
     @property
     def momentum_encoder_x(self) -> PreTrainedModel:
-        return self.momentum_encoder("x")
+        """The momentum encoder of the x language (Eq. 1), the one encoder's when it is shared."""
+        return self.momentum_contrast.momentum["encoder_x"]
 
     @property
     def momentum_encoder_y(self) -> PreTrainedModel:
-        return self.momentum_encoder("y")
+        """The momentum encoder of the y language (Eq. 1), the one encoder's when it is shared."""
+        return self.momentum_contrast.momentum["encoder_x" if self.config.shared_encoder else "encoder_y"]
 
     @property
     def queue_x(self) -> MemoryQueue:
@@ -206,7 +225,7 @@ class DualMomentumModel(SentenceEncoderMixin, MomentumMixin, FrozenParametersMix
     def _key_vector(self, modules, input_ids, attention_mask=None, token_type_ids=None, side: str = "x"):
         """h = pool(encoder(tokens)) of ``side``'s encoder among ``modules`` (live or momentum): Section 2, mean
         pooling of the last layer (L2 normalisation follows)."""
-        encoder = modules[f"encoder_{self.language_side(side)}"]
+        encoder = modules["encoder_x" if self.config.shared_encoder else f"encoder_{side}"]
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
         extra = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
@@ -218,10 +237,14 @@ class DualMomentumModel(SentenceEncoderMixin, MomentumMixin, FrozenParametersMix
         input_ids: torch.Tensor,
         attention_mask: torch.Tensor | None = None,
         token_type_ids: torch.Tensor | None = None,
-        language: str = "x",
+        language: str | None = None,
     ) -> torch.Tensor:
-        """L2-normalised sentence vectors of the ``language`` query encoder, shape ``(batch, hidden_size)``."""
-        side = self.language_side(language)
+        """L2-normalised sentence vectors of ``language``'s query encoder, shape ``(batch, hidden_size)``; with a
+        shared encoder ``language`` may be left out."""
+        return self._embed(self.encoder_side(language), input_ids, attention_mask, token_type_ids)
+
+    def _embed(self, side: str, input_ids, attention_mask=None, token_type_ids=None) -> torch.Tensor:
+        """L2-normalised query vectors of the paper's ``x`` or ``y`` encoder."""
         return l2_normalize(self._key_vector(self._key_modules(), input_ids, attention_mask, token_type_ids, side))
 
     # ----------------------------------------------------------------------------------------------------------------
@@ -229,12 +252,12 @@ class DualMomentumModel(SentenceEncoderMixin, MomentumMixin, FrozenParametersMix
 
     def forward(
         self,
-        x_input_ids: torch.Tensor | None = None,
-        x_attention_mask: torch.Tensor | None = None,
-        x_token_type_ids: torch.Tensor | None = None,
-        y_input_ids: torch.Tensor | None = None,
-        y_attention_mask: torch.Tensor | None = None,
-        y_token_type_ids: torch.Tensor | None = None,
+        source_input_ids: torch.Tensor | None = None,
+        source_attention_mask: torch.Tensor | None = None,
+        source_token_type_ids: torch.Tensor | None = None,
+        target_input_ids: torch.Tensor | None = None,
+        target_attention_mask: torch.Tensor | None = None,
+        target_token_type_ids: torch.Tensor | None = None,
         premise_input_ids: torch.Tensor | None = None,
         premise_attention_mask: torch.Tensor | None = None,
         premise_token_type_ids: torch.Tensor | None = None,
@@ -245,24 +268,25 @@ class DualMomentumModel(SentenceEncoderMixin, MomentumMixin, FrozenParametersMix
         example_ids: torch.Tensor | None = None,
         return_loss: bool = True,
     ) -> DualMomentumOutput:
-        r"""Embed the x and y sentences; with both given and ``return_loss``, compute Eq. 3 (and Eq. 5).
+        r"""Embed the source and target sentences; with both given and ``return_loss``, compute Eq. 3 (and Eq. 5).
 
-        ``x_*`` / ``y_*`` are the tokenised sentences of each language (row i of x translates row i of y).
+        ``source_*`` / ``target_*`` are the tokenised sentences (row i of the target translates row i of the source;
+        the paper's x and y, ``languages[0]`` and ``languages[1]`` with one encoder per language).
         ``example_ids`` (optional, one per row) travel with the keys into the queues, so that a query never meets
         its own example's key among its negatives.
         ``premise_*``, ``hypothesis_*`` and ``nli_labels`` feed the NLI head when the config has one.
         """
         h_x = h_y = None
-        if x_input_ids is not None:
-            h_x = self.get_sentence_embeddings(x_input_ids, x_attention_mask, x_token_type_ids, "x")
-        if y_input_ids is not None:
-            h_y = self.get_sentence_embeddings(y_input_ids, y_attention_mask, y_token_type_ids, "y")
+        if source_input_ids is not None:
+            h_x = self._embed("x", source_input_ids, source_attention_mask, source_token_type_ids)
+        if target_input_ids is not None:
+            h_y = self._embed("y", target_input_ids, target_attention_mask, target_token_type_ids)
         if not return_loss or h_x is None or h_y is None:
-            return DualMomentumOutput(embeddings_x=h_x, embeddings_y=h_y)
+            return DualMomentumOutput(source_embeddings=h_x, target_embeddings=h_y)
 
         # keys: momentum encoders, stop-gradient (Figure 1)
-        k_x = self.momentum_keys(x_input_ids, x_attention_mask, x_token_type_ids, side="x")
-        k_y = self.momentum_keys(y_input_ids, y_attention_mask, y_token_type_ids, side="y")
+        k_x = self.momentum_keys(source_input_ids, source_attention_mask, source_token_type_ids, side="x")
+        k_y = self.momentum_keys(target_input_ids, target_attention_mask, target_token_type_ids, side="y")
         # Eq. 2: the positive key and the queue of the other language, no in-batch negatives. A queued key of the
         # same example (the translation itself, seen an epoch ago) is left out when example ids are given.
         tau, only_queue = self.config.temperature, {"in_batch_negatives": False, "query_ids": example_ids}
@@ -274,27 +298,25 @@ class DualMomentumModel(SentenceEncoderMixin, MomentumMixin, FrozenParametersMix
         if self.config.nli_head and premise_input_ids is not None:
             if nli_labels is None:
                 raise ValueError("premise and hypothesis inputs were given without nli_labels")
-            side = self.config.nli_language
-            u = self.get_sentence_embeddings(premise_input_ids, premise_attention_mask, premise_token_type_ids, side)
-            v = self.get_sentence_embeddings(
-                hypothesis_input_ids, hypothesis_attention_mask, hypothesis_token_type_ids, side
-            )
+            side = self.encoder_side(self.config.nli_language or self.config.languages[0])
+            u = self._embed(side, premise_input_ids, premise_attention_mask, premise_token_type_ids)
+            v = self._embed(side, hypothesis_input_ids, hypothesis_attention_mask, hypothesis_token_type_ids)
             loss_nli = F.cross_entropy(self.nli_head(torch.cat([u, v, (u - v).abs()], dim=-1)).float(), nli_labels)
             loss = loss + self.config.nli_weight * loss_nli  # Eq. 5
 
         self.momentum_contrast.enqueue(k_x, k_y, example_ids, loss)  # in training with gradients, finite only
         return DualMomentumOutput(
             loss=loss,
-            loss_xy=xy.loss.detach(),
-            loss_yx=yx.loss.detach(),
+            loss_source_to_target=xy.loss.detach(),
+            loss_target_to_source=yx.loss.detach(),
             loss_nli=loss_nli.detach() if loss_nli is not None else None,
-            accuracy_xy=xy.accuracy,
-            accuracy_yx=yx.accuracy,
+            accuracy_source_to_target=xy.accuracy,
+            accuracy_target_to_source=yx.accuracy,
             positive_similarity=(xy.positive_similarity + yx.positive_similarity) / 2,
             negative_similarity=(xy.negative_similarity + yx.negative_similarity) / 2,
             queue_fill=self.momentum_contrast.fill(),
-            embeddings_x=h_x,
-            embeddings_y=h_y,
+            source_embeddings=h_x,
+            target_embeddings=h_y,
         )
 
     @property

@@ -68,19 +68,19 @@ class HictlOutput(ModelOutput):
     r"""
     loss: ``L_LM + L_S + L_W`` (Eq. 7), the parts switched on in the config.
     loss_lm: TLM / MLM on the concatenated pair. loss_sentence: L_S (Eq. 4). loss_word: L_W (Eq. 6).
-    accuracy_xy: in-batch retrieval accuracy x -> y of the sentence representations.
+    accuracy_source_to_target: in-batch retrieval accuracy source -> target of the sentence representations.
     queue_fill: with a queue (hf_xlsr's extension), the share of its slots written so far.
-    embeddings_x / embeddings_y: L2-normalised sentence representations r.
+    source_embeddings / target_embeddings: L2-normalised sentence representations r.
     """
 
     loss: torch.FloatTensor | None = None
     loss_lm: torch.FloatTensor | None = None
     loss_sentence: torch.FloatTensor | None = None
     loss_word: torch.FloatTensor | None = None
-    accuracy_xy: torch.FloatTensor | None = None
+    accuracy_source_to_target: torch.FloatTensor | None = None
     queue_fill: torch.FloatTensor | None = None
-    embeddings_x: torch.FloatTensor | None = None
-    embeddings_y: torch.FloatTensor | None = None
+    source_embeddings: torch.FloatTensor | None = None
+    target_embeddings: torch.FloatTensor | None = None
 
 
 class HictlPreTrainedModel(PreTrainedModel):
@@ -135,7 +135,7 @@ class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, FrozenPara
     def sentence_embedding_dimension(self) -> int:
         return self.config.embedding_size
 
-    def query_encoder(self, language: str) -> PreTrainedModel:
+    def query_encoder(self, language: str | None = None) -> PreTrainedModel:
         return self.encoder
 
     def sentence_representation(self, input_ids, attention_mask=None) -> torch.Tensor:
@@ -153,7 +153,7 @@ class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, FrozenPara
         states = modules["encoder"](input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         return modules["projection"](pool(states, attention_mask, self.config.pooling))
 
-    def get_sentence_embeddings(self, input_ids, attention_mask=None, token_type_ids=None, language="x"):
+    def get_sentence_embeddings(self, input_ids, attention_mask=None, token_type_ids=None, language=None):
         return l2_normalize(self.sentence_representation(input_ids, attention_mask))
 
     def export_head_modules(self, language: str) -> list:
@@ -198,10 +198,10 @@ class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, FrozenPara
 
     def forward(
         self,
-        x_input_ids: torch.Tensor | None = None,
-        x_attention_mask: torch.Tensor | None = None,
-        y_input_ids: torch.Tensor | None = None,
-        y_attention_mask: torch.Tensor | None = None,
+        source_input_ids: torch.Tensor | None = None,
+        source_attention_mask: torch.Tensor | None = None,
+        target_input_ids: torch.Tensor | None = None,
+        target_attention_mask: torch.Tensor | None = None,
         pair_input_ids: torch.Tensor | None = None,
         pair_attention_mask: torch.Tensor | None = None,
         pair_labels: torch.Tensor | None = None,
@@ -212,26 +212,34 @@ class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, FrozenPara
         masked for the LM task, ``pair_labels`` holding the original ids at masked positions and -100 elsewhere
         (TLM and L_W)."""
         config, parts, loss = self.config, {}, None
-        r_x = self.sentence_representation(x_input_ids, x_attention_mask) if x_input_ids is not None else None
-        r_y = self.sentence_representation(y_input_ids, y_attention_mask) if y_input_ids is not None else None
+        r_x = (
+            self.sentence_representation(source_input_ids, source_attention_mask)
+            if source_input_ids is not None
+            else None
+        )
+        r_y = (
+            self.sentence_representation(target_input_ids, target_attention_mask)
+            if target_input_ids is not None
+            else None
+        )
         if r_x is not None:
-            parts["embeddings_x"] = l2_normalize(r_x)
+            parts["source_embeddings"] = l2_normalize(r_x)
         if r_y is not None:
-            parts["embeddings_y"] = l2_normalize(r_y)
+            parts["target_embeddings"] = l2_normalize(r_y)
         if not return_loss:
             return HictlOutput(**parts)
 
         if r_x is not None and r_y is not None:
             with torch.no_grad():
-                hits = (parts["embeddings_x"] @ parts["embeddings_y"].T).argmax(dim=1)
-                parts["accuracy_xy"] = (hits == torch.arange(len(r_x), device=r_x.device)).float().mean()
+                hits = (parts["source_embeddings"] @ parts["target_embeddings"].T).argmax(dim=1)
+                parts["accuracy_source_to_target"] = (hits == torch.arange(len(r_x), device=r_x.device)).float().mean()
             if config.use_sentence_level:
                 if config.queue_size:  # hf_xlsr's extension: momentum keys of both languages and both queues
                     keys_x, keys_y = (
-                        self.momentum_keys(x_input_ids, x_attention_mask),
-                        self.momentum_keys(y_input_ids, y_attention_mask),
+                        self.momentum_keys(source_input_ids, source_attention_mask),
+                        self.momentum_keys(target_input_ids, target_attention_mask),
                     )
-                    queries = parts["embeddings_x"], parts["embeddings_y"]
+                    queries = parts["source_embeddings"], parts["target_embeddings"]
                     loss_sentence, _ = self._queued_contrast(
                         *queries, keys_x, keys_y, example_ids, both_languages=True
                     )

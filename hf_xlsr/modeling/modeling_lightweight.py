@@ -65,9 +65,9 @@ class LightweightDualTransformerOutput(ModelOutput):
     loss_generative: the generative loss of ``config.generative_task`` (SMLM Eq. 1, XTR Eq. 2-3, UGT Eq. 4, MLM).
     loss_align: L_align (Eq. 5). loss_sim: L_sim (Eq. 6).
     generative_accuracy: how often the masked token is the most probable word (SMLM / UGT).
-    accuracy_xy: in-batch retrieval accuracy x -> y by inner product.
+    accuracy_source_to_target: in-batch retrieval accuracy source -> target by inner product.
     queue_fill: with a queue (hf_xlsr's extension), the share of its slots written so far.
-    embeddings_x / embeddings_y: L2-normalised sentence vectors.
+    source_embeddings / target_embeddings: L2-normalised sentence vectors.
     """
 
     loss: torch.FloatTensor | None = None
@@ -75,10 +75,10 @@ class LightweightDualTransformerOutput(ModelOutput):
     loss_align: torch.FloatTensor | None = None
     loss_sim: torch.FloatTensor | None = None
     generative_accuracy: torch.FloatTensor | None = None
-    accuracy_xy: torch.FloatTensor | None = None
+    accuracy_source_to_target: torch.FloatTensor | None = None
     queue_fill: torch.FloatTensor | None = None
-    embeddings_x: torch.FloatTensor | None = None
-    embeddings_y: torch.FloatTensor | None = None
+    source_embeddings: torch.FloatTensor | None = None
+    target_embeddings: torch.FloatTensor | None = None
 
 
 class LightweightDualTransformerPreTrainedModel(PreTrainedModel):
@@ -143,7 +143,7 @@ class LightweightDualTransformer(
     def sentence_embedding_dimension(self) -> int:
         return self.config.hidden_size
 
-    def query_encoder(self, language: str) -> BertModel:
+    def query_encoder(self, language: str | None = None) -> BertModel:
         return self.encoder
 
     def get_input_embeddings(self) -> nn.Embedding:
@@ -164,7 +164,7 @@ class LightweightDualTransformer(
     def _key_vector(self, modules, input_ids, attention_mask=None) -> torch.Tensor:
         return self._encode(input_ids, attention_mask, modules)[1]
 
-    def get_sentence_embeddings(self, input_ids, attention_mask=None, token_type_ids=None, language="x"):
+    def get_sentence_embeddings(self, input_ids, attention_mask=None, token_type_ids=None, language=None):
         """L2-normalised mean-pooled sentence vectors (any language: the encoder is shared)."""
         return l2_normalize(self._encode(input_ids, attention_mask)[1])
 
@@ -184,51 +184,55 @@ class LightweightDualTransformer(
 
     def forward(
         self,
-        x_input_ids: torch.Tensor | None = None,
-        x_attention_mask: torch.Tensor | None = None,
-        y_input_ids: torch.Tensor | None = None,
-        y_attention_mask: torch.Tensor | None = None,
+        source_input_ids: torch.Tensor | None = None,
+        source_attention_mask: torch.Tensor | None = None,
+        target_input_ids: torch.Tensor | None = None,
+        target_attention_mask: torch.Tensor | None = None,
         masked_side: torch.Tensor | None = None,
         masked_position: torch.Tensor | None = None,
         masked_token: torch.Tensor | None = None,
-        x_mlm_labels: torch.Tensor | None = None,
-        y_mlm_labels: torch.Tensor | None = None,
-        x_token_type_ids: torch.Tensor | None = None,
-        y_token_type_ids: torch.Tensor | None = None,
+        source_mlm_labels: torch.Tensor | None = None,
+        target_mlm_labels: torch.Tensor | None = None,
+        source_token_type_ids: torch.Tensor | None = None,
+        target_token_type_ids: torch.Tensor | None = None,
         example_ids: torch.Tensor | None = None,
         return_loss: bool = True,
     ) -> LightweightDualTransformerOutput:
         r"""Encode the pairs; with ``return_loss``, compute Eq. 7.
 
         For SMLM / UGT, row i had token ``masked_token[i]`` (originally at ``masked_position[i]``) replaced by
-        [MASK] in its x sentence (``masked_side[i] == 0``) or its y sentence (``1``). For MLM, ``x_mlm_labels`` /
-        ``y_mlm_labels`` hold the original ids at masked positions and -100 elsewhere.
+        [MASK] in its x sentence (``masked_side[i] == 0``) or its y sentence (``1``). For MLM, ``source_mlm_labels`` /
+        ``target_mlm_labels`` hold the original ids at masked positions and -100 elsewhere.
         """
         states_x = states_y = u = v = None
-        if x_input_ids is not None:
-            states_x, u = self._encode(x_input_ids, x_attention_mask)
-        if y_input_ids is not None:
-            states_y, v = self._encode(y_input_ids, y_attention_mask)
-        embeddings = {"embeddings_x": l2_normalize(u) if u is not None else None,
-                      "embeddings_y": l2_normalize(v) if v is not None else None}  # fmt: skip
+        if source_input_ids is not None:
+            states_x, u = self._encode(source_input_ids, source_attention_mask)
+        if target_input_ids is not None:
+            states_y, v = self._encode(target_input_ids, target_attention_mask)
+        embeddings = {"source_embeddings": l2_normalize(u) if u is not None else None,
+                      "target_embeddings": l2_normalize(v) if v is not None else None}  # fmt: skip
         if not return_loss or u is None or v is None:
             return LightweightDualTransformerOutput(**embeddings)
-        x_attention_mask = x_attention_mask if x_attention_mask is not None else torch.ones_like(x_input_ids)
-        y_attention_mask = y_attention_mask if y_attention_mask is not None else torch.ones_like(y_input_ids)
+        source_attention_mask = (
+            source_attention_mask if source_attention_mask is not None else torch.ones_like(source_input_ids)
+        )
+        target_attention_mask = (
+            target_attention_mask if target_attention_mask is not None else torch.ones_like(target_input_ids)
+        )
 
         config, parts = self.config, {}
         loss = u.new_zeros((), dtype=torch.float32)
         if config.generative_task != "none":
-            x = (x_input_ids, x_attention_mask, x_mlm_labels, states_x, u)
-            y = (y_input_ids, y_attention_mask, y_mlm_labels, states_y, v)
+            x = (source_input_ids, source_attention_mask, source_mlm_labels, states_x, u)
+            y = (target_input_ids, target_attention_mask, target_mlm_labels, states_y, v)
             generative, accuracy = self._generative_loss(x, y, masked_side, masked_position, masked_token)
             parts.update(loss_generative=generative.detach(), generative_accuracy=accuracy)
             loss = loss + config.generative_weight * generative
         if config.use_align:
             if config.queue_size:  # hf_xlsr's extension: momentum keys, a queue of them, cosine / temperature
-                keys_x = self.momentum_keys(x_input_ids, x_attention_mask)
-                keys_y = self.momentum_keys(y_input_ids, y_attention_mask)
-                queries = embeddings["embeddings_x"], embeddings["embeddings_y"]
+                keys_x = self.momentum_keys(source_input_ids, source_attention_mask)
+                keys_y = self.momentum_keys(target_input_ids, target_attention_mask)
+                queries = embeddings["source_embeddings"], embeddings["target_embeddings"]
                 align, _ = self._queued_contrast(*queries, keys_x, keys_y, example_ids)
                 parts.update(self.queue_statistics())
             else:
@@ -243,7 +247,9 @@ class LightweightDualTransformer(
             raise ValueError("the configuration switches every loss off: set generative_task, use_align or use_sim")
         with torch.no_grad():
             scores = u.float() @ v.float().T
-            parts["accuracy_xy"] = (scores.argmax(dim=1) == torch.arange(len(u), device=u.device)).float().mean()
+            parts["accuracy_source_to_target"] = (
+                (scores.argmax(dim=1) == torch.arange(len(u), device=u.device)).float().mean()
+            )
         return LightweightDualTransformerOutput(loss=loss, **parts, **embeddings)
 
     def _generative_loss(self, x, y, masked_side, masked_position, masked_token):

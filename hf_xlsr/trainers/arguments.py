@@ -18,6 +18,7 @@ import os
 import re
 import types
 import typing
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,18 +40,69 @@ class ModelArguments:
     model_name_or_path: str | None = field(
         default=None, metadata={"help": "an hf_xlsr checkpoint (path or Hub id) to continue training"}
     )
-    encoder_x: str | None = field(
-        default=None, metadata={"help": "pretrained encoder (path or Hub id) for the x language"}
+    encoder: str | None = field(
+        default=None,
+        metadata={"help": "pretrained encoder (path or Hub id) every language starts from: the one encoder of a "
+                          "shared model, or each language's copy in a model with one encoder per language"},
+    )  # fmt: skip
+    encoders: dict | str | None = field(
+        default=None,
+        metadata={"help": "one pretrained encoder per language, {en: ..., fr: ...} (a mapping in YAML, a JSON object "
+                          "on the command line), for a model with one encoder per language"},
+    )  # fmt: skip
+    tokenizer: str | None = field(
+        default=None,
+        metadata={"help": "tokenizer of every language (default: the encoder's); lightweight also takes a "
+                          "SentencePiece .model file"},
+    )  # fmt: skip
+    tokenizers: dict | str | None = field(
+        default=None, metadata={"help": "one tokenizer per language, {en: ..., fr: ...} (default: each encoder's)"}
     )
-    encoder_y: str | None = field(
-        default=None, metadata={"help": "pretrained encoder for the y language (default: a copy of encoder_x)"}
-    )
-    tokenizer_x: str | None = field(default=None, metadata={"help": "tokenizer of x (default: encoder_x's)"})
-    tokenizer_y: str | None = field(default=None, metadata={"help": "tokenizer of y (default: encoder_y's)"})
     model_config: dict | str | None = field(
         default=None,
         metadata={"help": "fields of the model configuration, as a mapping (YAML) or a JSON string"},
     )
+
+    def references(self) -> dict[str, str]:
+        """Every model and tokenizer the run names, by field (``encoders.fr`` for a language's)."""
+        named = {"model_name_or_path": self.model_name_or_path, "encoder": self.encoder, "tokenizer": self.tokenizer}
+        for name in ("encoders", "tokenizers"):
+            named.update({f"{name}.{language}": value for language, value in (getattr(self, name) or {}).items()})
+        return {name: value for name, value in named.items() if value}
+
+    def encoder_of(self, language: str) -> str | None:
+        """The pretrained encoder ``language`` starts from: its entry in ``encoders``, else ``encoder``."""
+        return (self.encoders or {}).get(language) or self.encoder
+
+    def tokenizer_of(self, language: str) -> str | None:
+        """The tokenizer of ``language``: its entry in ``tokenizers``, else ``tokenizer``, else its encoder's."""
+        return (self.tokenizers or {}).get(language) or self.tokenizer or self.encoder_of(language)
+
+
+# hf_xlsr 0.2.0 named the encoders and tokenizers of a run by the side of the pair: the first language's (x) and the
+# second's (y). They still load, with a warning naming the field that replaces them.
+LEGACY_REFERENCES = {"encoder_x": "encoder", "encoder_y": "encoders", "tokenizer_x": "tokenizer",
+                     "tokenizer_y": "tokenizers"}  # fmt: skip
+
+
+def translate_legacy_references(values: dict, where) -> dict:
+    """``values`` (a run's file, or its command line as ``{field: value}``) with 0.2.0's ``encoder_x`` /
+    ``encoder_y`` / ``tokenizer_x`` / ``tokenizer_y`` rewritten as ``encoder`` / ``encoders`` (keyed by the run's
+    languages) and ``tokenizer`` / ``tokenizers``, one ``FutureWarning`` per field."""
+    languages = values.get("languages") or DataArguments.__dataclass_fields__["languages"].default_factory()
+    for kind in ("encoder", "tokenizer"):
+        first, second = values.pop(f"{kind}_x", None), values.pop(f"{kind}_y", None)
+        if first is None and second is None:
+            continue
+        if second is None or second == first:
+            values.setdefault(kind, first)
+            new = f"{kind}: {first}"
+        else:
+            values.setdefault(f"{kind}s", {languages[0]: first or second, languages[1]: second})
+            new = f"{kind}s: {{{languages[0]}: ..., {languages[1]}: ...}}"
+        old = f"{kind}_x" if second is None else f"{kind}_x / {kind}_y" if first is not None else f"{kind}_y"
+        warnings.warn(f"{where}: {old} is hf_xlsr 0.2.0's name; write {new}", FutureWarning, stacklevel=3)
+    return values
 
 
 @dataclass
@@ -137,6 +189,7 @@ def read_config_file(path: str | os.PathLike) -> dict:
         values = {}
     if not isinstance(values, dict):
         raise ConfigFileError(f"{path}: expected a mapping of argument names to values, found {type(values).__name__}")
+    values = translate_legacy_references(values, path)
     known = run_fields()
     unknown = sorted(set(values) - known)
     if unknown:
@@ -181,6 +234,32 @@ def coerce_config_values(config_class: type[PreTrainedConfig], values: dict, whe
 
 def _given_on_command_line(overrides: list[str]) -> set[str]:
     return {arg[2:].split("=", 1)[0].replace("-", "_") for arg in overrides if arg.startswith("--")}
+
+
+def _legacy_command_line(overrides: list[str], values: dict) -> list[str]:
+    """The command line with 0.2.0's ``--encoder_x`` / ``--encoder_y`` / ``--tokenizer_x`` / ``--tokenizer_y``
+    rewritten (``translate_legacy_references``)."""
+    kept, legacy, i = [], {}, 0
+    while i < len(overrides):
+        name, _, value = overrides[i][2:].partition("=")
+        if overrides[i].startswith("--") and name in LEGACY_REFERENCES:
+            if not value and i + 1 < len(overrides):
+                i, value = i + 1, overrides[i + 1]
+            legacy[name] = value
+        else:
+            kept.append(overrides[i])
+        i += 1
+    if legacy:
+        languages = values.get("languages")
+        for j, arg in enumerate(kept):  # --languages on the command line names the pair the sides stand for
+            if arg == "--languages":
+                languages = [a for a in kept[j + 1 : j + 3] if not a.startswith("--")]
+        translated = translate_legacy_references({**legacy, "languages": languages}, "the command line")
+        for name in ("encoder", "tokenizer", "encoders", "tokenizers"):
+            if name in translated:
+                value = translated[name]
+                kept += [f"--{name}", json.dumps(value) if isinstance(value, dict) else value]
+    return kept
 
 
 def _without_model_config(overrides: list[str]) -> list[str]:
@@ -234,8 +313,8 @@ def parse_run_arguments(
     """Parse a run: the config file's values, then command-line ``--key value`` overrides, then paper defaults."""
     from .run import MODEL_RECIPES  # the recipes know each model's configuration class
 
-    overrides = list(overrides or [])
     values = read_config_file(config_path) if config_path is not None else {}
+    overrides = _legacy_command_line(list(overrides or []), values)
     model_type = values.get("model_type", ModelArguments.model_type)
     for i, arg in enumerate(overrides):
         if arg.startswith("--model_type"):
@@ -290,8 +369,23 @@ def parse_run_arguments(
         logger.info("values the run does not set, from the model configuration (the paper's unless model_config sets "
                     "them): %s", ", ".join(f"{name}={value}" for name, value in sorted(paper.items())))  # fmt: skip
     check_languages_have_data(data_args, where)
-    for name in ("model_name_or_path", "encoder_x", "encoder_y", "tokenizer_x", "tokenizer_y"):
-        check_reference(getattr(model_args, name), name, where)
+    for name in ("encoders", "tokenizers"):
+        value = getattr(model_args, name)
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError:
+                value = None
+            if not isinstance(value, dict):
+                raise ConfigFileError(f"{where}: {name}: expected a mapping from language code to a model, "
+                                      "e.g. {\"en\": ..., \"fr\": ...}")  # fmt: skip
+            setattr(model_args, name, value)
+        extra = sorted(set(value or {}) - set(data_args.languages))
+        if extra:
+            raise ConfigFileError(f"{where}: {name}: {extra[0]!r} is not one of the run's languages "
+                                  f"({', '.join(data_args.languages)})")  # fmt: skip
+    for name, reference in model_args.references().items():
+        check_reference(reference, name, where)
     for name, value in (("output_dir", training_args.output_dir), ("export_dir", data_args.export_dir)):
         if value and Path(value).is_file():  # before any data or model is loaded
             raise ConfigFileError(f"{config_path or 'the command line'}: {name} {value} is a file, not a folder")

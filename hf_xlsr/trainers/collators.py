@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 from transformers import DataCollatorForLanguageModeling, PreTrainedTokenizerBase
+
+from ..tokenization import one_or_per_language, tokenizer_for
 
 
 def column(features: Sequence[dict[str, Any]], name: str) -> list[str]:
@@ -37,29 +39,67 @@ def tokenize(
     return {f"{prefix}_{key}": value for key, value in encoded.items()}
 
 
+def pair_columns(languages: Sequence[str] | None) -> tuple[str, str]:
+    """The two text columns of a translation pair: the two language codes (``["en", "fr"]``: columns ``en`` and
+    ``fr``), or, for ``None``, the ``source`` and ``target`` columns of stacked multilingual rows (``stack_pairs``)."""
+    if languages is None:
+        return "source", "target"
+    if isinstance(languages, str) or len(languages) != 2:
+        raise ValueError(f"languages names the two columns of a pair, e.g. ['en', 'fr'], got {languages!r}")
+    return languages[0], languages[1]
+
+
 @dataclass
 class BitextCollator:
-    """Tokenise sentence pairs, each side with its language's tokenizer, into ``x_*`` / ``y_*`` inputs.
+    """Tokenise translation pairs into ``source_*`` / ``target_*`` inputs, each sentence with its language's tokenizer.
 
-    When the rows also carry NLI columns (``nli_columns``: premise, hypothesis, label), those are tokenised with
-    the tokenizer of ``nli_side`` into ``premise_*``, ``hypothesis_*`` and ``nli_labels``.
+    ``tokenizer`` is one tokenizer for every language, or a mapping from language code to tokenizer (a model with one
+    encoder per language: ``load_tokenizers`` returns that mapping). ``languages`` names the two columns of the rows by
+    their language codes (``BitextCollator(tokenizer, languages=["en", "fr"])``); without it the rows are stacked
+    multilingual pairs (``source``, ``target``, ``source_language``, ``target_language``: ``stack_pairs``).
+
+    When the rows also carry NLI columns (``nli_columns``: premise, hypothesis, label), those are tokenised with the
+    tokenizer of ``nli_language`` (default: the source language) into ``premise_*``, ``hypothesis_*`` and
+    ``nli_labels``.
     """
 
-    tokenizer_x: PreTrainedTokenizerBase
-    tokenizer_y: PreTrainedTokenizerBase | None = None
-    x_column: str = "x"
-    y_column: str = "y"
+    tokenizer: PreTrainedTokenizerBase | Mapping[str, PreTrainedTokenizerBase]
+    languages: Sequence[str] | None = None
     max_length: int = 128
     nli_columns: tuple[str, str, str] = ("premise", "hypothesis", "label")
-    nli_side: str = "x"
+    nli_language: str | None = None
+
+    def __post_init__(self):
+        self._columns = pair_columns(self.languages)
+        self.tokenizer = one_or_per_language(self.tokenizer)
+
+    def row_languages(self, features: Sequence[dict[str, Any]]) -> tuple[str, str]:
+        """The languages of the batch's source and target sentences (one each, when tokenizers differ by language)."""
+        if self.languages is not None:
+            return self._columns
+        found = []
+        for name in ("source_language", "target_language"):
+            codes = {row.get(name) for row in features}
+            if isinstance(self.tokenizer, Mapping) and (len(codes) != 1 or None in codes):
+                raise ValueError(
+                    f"one tokenizer per language needs one {name} per batch, found {sorted(map(str, codes))}"
+                )
+            found.append(codes.pop() if len(codes) == 1 else None)
+        return found[0], found[1]
 
     def __call__(self, features: Sequence[dict[str, Any]]) -> dict[str, torch.Tensor]:
-        tokenizer_y = self.tokenizer_y or self.tokenizer_x
-        batch = tokenize(self.tokenizer_x, column(features, self.x_column), "x", self.max_length)
-        batch.update(tokenize(tokenizer_y, column(features, self.y_column), "y", self.max_length))
+        source, target = self.row_languages(features)
+        batch = tokenize(
+            tokenizer_for(self.tokenizer, source), column(features, self._columns[0]), "source", self.max_length
+        )
+        batch.update(
+            tokenize(
+                tokenizer_for(self.tokenizer, target), column(features, self._columns[1]), "target", self.max_length
+            )
+        )
         premise, hypothesis, label = self.nli_columns
         if premise in features[0]:
-            nli_tokenizer = self.tokenizer_x if self.nli_side == "x" else tokenizer_y
+            nli_tokenizer = tokenizer_for(self.tokenizer, self.nli_language or source)
             batch.update(tokenize(nli_tokenizer, column(features, premise), "premise", self.max_length))
             batch.update(tokenize(nli_tokenizer, column(features, hypothesis), "hypothesis", self.max_length))
             batch["nli_labels"] = torch.tensor([row[label] for row in features], dtype=torch.long)
@@ -71,14 +111,14 @@ class PairMaskingCollator:
     """Tokenise sentence pairs with one shared tokenizer and mask them for a generative task.
 
     ``task`` ``smlm`` / ``ugt``: in each pair one token of one sentence (side and position uniform over its
-    content tokens) becomes [MASK]; ``masked_side`` (0: x, 1: y), ``masked_position`` and ``masked_token`` say
-    which. ``mlm`` / ``mlm_xtr``: BERT masking of both sentences (``DataCollatorForLanguageModeling``), labels in
-    ``x_mlm_labels`` / ``y_mlm_labels``. ``xtr`` / ``none``: no masking.
+    content tokens) becomes [MASK]; ``masked_side`` (0: source, 1: target), ``masked_position`` and
+    ``masked_token`` say which. ``mlm`` / ``mlm_xtr``: BERT masking of both sentences
+    (``DataCollatorForLanguageModeling``), labels in ``source_mlm_labels`` / ``target_mlm_labels``. ``xtr`` /
+    ``none``: no masking. ``languages`` names the two text columns (``pair_columns``).
     """
 
     tokenizer: PreTrainedTokenizerBase
-    x_column: str = "x"
-    y_column: str = "y"
+    languages: Sequence[str] | None = None
     max_length: int = 128
     task: str = "ugt"
     mlm_probability: float = 0.15
@@ -88,7 +128,7 @@ class PairMaskingCollator:
 
     def __call__(self, features: Sequence[dict[str, Any]]) -> dict[str, torch.Tensor]:
         batch = {}
-        for prefix, name in (("x", self.x_column), ("y", self.y_column)):
+        for prefix, name in zip(("source", "target"), pair_columns(self.languages), strict=True):
             encoded = self.tokenizer(column(features, name), padding=True, truncation=True, max_length=self.max_length,
                                      return_tensors="pt", return_special_tokens_mask=True)  # fmt: skip
             special = encoded.pop("special_tokens_mask").bool() | ~encoded["attention_mask"].bool()
@@ -97,7 +137,7 @@ class PairMaskingCollator:
                 encoded["input_ids"], batch[f"{prefix}_mlm_labels"] = ids, labels
             batch.update({f"{prefix}_{key}": value for key, value in encoded.items()})
             batch[f"_{prefix}_special"] = special
-        special_x, special_y = batch.pop("_x_special"), batch.pop("_y_special")
+        special_x, special_y = batch.pop("_source_special"), batch.pop("_target_special")
         if self.task in ("smlm", "ugt"):
             batch.update(self._mask_one_token(batch, special_x, special_y))
         return with_example_ids(batch, features)
@@ -107,10 +147,12 @@ class PairMaskingCollator:
         side = torch.randint(0, 2, (n,))
         positions, tokens = torch.empty(n, dtype=torch.long), torch.empty(n, dtype=torch.long)
         for row in range(n):
-            ids, special = (batch["x_input_ids"], special_x) if side[row] == 0 else (batch["y_input_ids"], special_y)
+            ids, special = (
+                (batch["source_input_ids"], special_x) if side[row] == 0 else (batch["target_input_ids"], special_y)
+            )
             content = (~special[row]).nonzero(as_tuple=True)[0]
             if not len(content):
-                raise ValueError(f"row {row} of the batch has no token to mask on side {'xy'[side[row]]}")
+                raise ValueError(f"row {row} of the batch: its {('source', 'target')[side[row]]} has no token to mask")
             positions[row] = content[torch.randint(0, len(content), ())]
             tokens[row] = ids[row, positions[row]]
             ids[row, positions[row]] = self.tokenizer.mask_token_id
@@ -120,15 +162,14 @@ class PairMaskingCollator:
 @dataclass
 class CmlmCollator:
     """Batches for conditional MLM and bitext retrieval from rows with ``first`` / ``second`` (adjacent sentences)
-    and the two language columns (a translation pair); either part may be absent.
+    and the two language columns (a translation pair: ``languages``, see ``pair_columns``); either part may be absent.
 
     The order of the adjacent pair is swapped with ``swap_probability``; the second sentence is masked the BERT
     way (``mlm_probability`` of its tokens, 80/10/10) by ``DataCollatorForLanguageModeling``.
     """
 
     tokenizer: PreTrainedTokenizerBase
-    x_column: str = "x"
-    y_column: str = "y"
+    languages: Sequence[str] | None = None
     first_column: str = "first"
     second_column: str = "second"
     max_length: int = 256
@@ -160,9 +201,10 @@ class CmlmCollator:
                 encoded["input_ids"].clone(), special
             )
             batch.update({f"second_{key}": value for key, value in encoded.items() if key != "token_type_ids"})
-        if self.x_column in features[0]:
-            batch.update(tokenize(self.tokenizer, column(features, self.x_column), "x", self.max_length))
-            batch.update(tokenize(self.tokenizer, column(features, self.y_column), "y", self.max_length))
+        source, target = pair_columns(self.languages)
+        if source in features[0]:
+            batch.update(tokenize(self.tokenizer, column(features, source), "source", self.max_length))
+            batch.update(tokenize(self.tokenizer, column(features, target), "target", self.max_length))
         batch = {key: value for key, value in batch.items() if not key.endswith("token_type_ids")}
         return with_example_ids(batch, features)
 
@@ -205,10 +247,10 @@ def reorder(items: Sequence, perturbation: str, window: int, rng: random.Random)
 
 @dataclass
 class HictlCollator:
-    """Batches for HICTL: the two sentences of each pair (``x_*``, ``y_*``) and their concatenation masked for
-    TLM (``pair_*``, ``pair_labels``).
+    """Batches for HICTL: the two sentences of each pair (``source_*``, ``target_*``; the columns ``languages``
+    names, see ``pair_columns``) and their concatenation masked for TLM (``pair_*``, ``pair_labels``).
 
-    A row without a ``y_column`` text -- or, with ``monolingual_probability``, any row -- is monolingual: its
+    A row without a target text -- or, with ``monolingual_probability``, any row -- is monolingual: its
     counterpart is the sentence reordered (``perturbation``) at the level of the tokenizer's words, or of its
     pieces where the sentence is one word to the tokenizer (Chinese, Japanese, Thai), so that scripts without
     spaces are reordered too. The LM task is then MLM, and the reordered half of the pair is made from the *masked*
@@ -217,8 +259,7 @@ class HictlCollator:
     """
 
     tokenizer: PreTrainedTokenizerBase
-    x_column: str = "x"
-    y_column: str = "y"
+    languages: Sequence[str] | None = None
     max_length: int = 128
     mlm_probability: float = 0.15
     perturbation: str = "local_shuffle"
@@ -233,10 +274,11 @@ class HictlCollator:
         if self.tokenizer.padding_side == "left":
             raise ValueError("HictlCollator needs a tokenizer that pads on the right")
         rng = random.Random(int(torch.randint(0, 2**31, ())))
-        xs = column(features, self.x_column)
-        ys = [row.get(self.y_column) for row in features]
+        source, target = pair_columns(self.languages)
+        xs = column(features, source)
+        ys = [row.get(target) for row in features]
         monolingual = [y is None or rng.random() < self.monolingual_probability for y in ys]
-        # A monolingual row reorders its x sentence, or half of the time its y sentence when it has one.
+        # A monolingual row reorders its source sentence, or half of the time its target when it has one.
         firsts = [y if mono and y is not None and rng.random() < 0.5 else x for x, y, mono in zip(xs, ys, monolingual,
                   strict=True)]  # fmt: skip
         options = {"add_special_tokens": False, "truncation": True, "max_length": self.max_length - 2}
@@ -244,7 +286,7 @@ class HictlCollator:
         bilingual = [i for i, mono in enumerate(monolingual) if not mono]
         y_pieces = self.tokenizer([ys[i] for i in bilingual], **options)["input_ids"] if bilingual else []
         y_pieces = dict(zip(bilingual, y_pieces, strict=True))
-        rows = {"x": [], "y": [], "pair": [], "labels": []}
+        rows = {"source": [], "target": [], "pair": [], "labels": []}
         for i, mono in enumerate(monolingual):
             x_ids = pieces["input_ids"][i]
             if mono:
@@ -261,12 +303,12 @@ class HictlCollator:
                 masked_x, masked_y = masked[: len(x_ids)], masked[len(x_ids) :]
                 labels_x, labels_y = labels[: len(x_ids)], labels[len(x_ids) :]
             (before, after), (start, middle, end) = self._single, self._pair
-            rows["x"].append(before + x_ids + after)
-            rows["y"].append(before + y_ids + after)
+            rows["source"].append(before + x_ids + after)
+            rows["target"].append(before + y_ids + after)
             rows["pair"].append(start + masked_x + middle + masked_y + end)
             rows["labels"].append([-100] * len(start) + labels_x + [-100] * len(middle) + labels_y + [-100] * len(end))
         batch = {}
-        for prefix in ("x", "y", "pair"):
+        for prefix in ("source", "target", "pair"):
             padded = self.tokenizer.pad({"input_ids": rows[prefix]}, return_tensors="pt")
             batch[f"{prefix}_input_ids"], batch[f"{prefix}_attention_mask"] = (
                 padded["input_ids"],

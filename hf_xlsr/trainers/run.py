@@ -15,7 +15,7 @@ from pathlib import Path
 
 import datasets
 import torch
-from transformers import AutoTokenizer, PreTrainedModel, set_seed
+from transformers import AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase, set_seed
 
 from ..data.bitext import BitextFormatError, load_bitext
 from ..data.corpora import load_bible_adjacent, resolve_reference
@@ -56,7 +56,7 @@ OFFLINE_CORPORA = ("bible", "hsk")
 @dataclass(frozen=True)
 class ModelRecipe:
     config_class: type
-    # (model arguments, data arguments, training arguments, training pairs) -> (model, tokenizers by side)
+    # (model arguments, data arguments, training arguments, training pairs) -> (model, tokenizers by language)
     build: Callable[..., tuple[PreTrainedModel, dict]]
     collator: Callable[[PreTrainedModel, dict, DataArguments], Callable]
     train_data: Callable[..., datasets.DatasetDict] | None = None  # each pair's data; default: load_pairs
@@ -65,20 +65,24 @@ class ModelRecipe:
 
 def resolve_model_references(model_args: ModelArguments) -> None:
     """Turn ``package:...`` references of offline models into folders (see ``resolve_reference``)."""
-    for name in ("model_name_or_path", "encoder_x", "encoder_y", "tokenizer_x", "tokenizer_y"):
-        value = getattr(model_args, name)
-        if value is not None:
-            setattr(model_args, name, resolve_reference(value))
+    for name in ("model_name_or_path", "encoder", "tokenizer"):
+        if getattr(model_args, name) is not None:
+            setattr(model_args, name, resolve_reference(getattr(model_args, name)))
+    for name in ("encoders", "tokenizers"):
+        if getattr(model_args, name):
+            setattr(
+                model_args, name, {code: resolve_reference(ref) for code, ref in getattr(model_args, name).items()}
+            )
 
 
-def _tokenizer_pair(model_args: ModelArguments, shared: bool) -> dict:
-    name_x = model_args.tokenizer_x or model_args.encoder_x
-    name_y = model_args.tokenizer_y or model_args.encoder_y or name_x
-    if name_x is None:
-        raise ConfigFileError("set tokenizer_x (or encoder_x) to the tokenizer of the x language")
-    tokenizer_x = AutoTokenizer.from_pretrained(name_x)
-    tokenizer_y = tokenizer_x if shared or name_y == name_x else AutoTokenizer.from_pretrained(name_y)
-    return {"x": tokenizer_x, "y": tokenizer_y}
+def run_tokenizers(model_args: ModelArguments, languages: list[str], shared: bool) -> dict:
+    """``{language: tokenizer}``: each language's (``tokenizer_of``), loaded once per distinct reference; with a
+    shared encoder, the first language's for all."""
+    names = {language: model_args.tokenizer_of(languages[0] if shared else language) for language in languages}
+    if None in names.values():
+        raise ConfigFileError("set encoder (or tokenizer) to the model whose tokenizer the run uses")
+    loaded = {name: AutoTokenizer.from_pretrained(name) for name in dict.fromkeys(names.values())}
+    return {language: loaded[name] for language, name in names.items()}
 
 
 def build_dual_momentum(model_args: ModelArguments, data_args: DataArguments, training_args, train_dataset):
@@ -86,25 +90,25 @@ def build_dual_momentum(model_args: ModelArguments, data_args: DataArguments, tr
     if model_args.model_name_or_path:
         model = DualMomentumModel.from_pretrained(model_args.model_name_or_path, **model_args.model_config)
         return model, load_tokenizers(model_args.model_name_or_path)
-    if model_args.encoder_x:
-        model = DualMomentumModel.from_encoders(model_args.encoder_x, model_args.encoder_y, **fields)
+    if model_args.encoders:
+        model = DualMomentumModel.from_encoders(
+            {language: model_args.encoder_of(language) for language in fields["languages"]}, **fields
+        )
+    elif model_args.encoder:
+        model = DualMomentumModel.from_encoders(model_args.encoder, **fields)
     elif "encoder_x" in fields:
         model = DualMomentumModel(DualMomentumConfig(**fields))
     else:
         raise ConfigFileError(
-            "dual_momentum needs encoder_x (a pretrained encoder), model_name_or_path, or "
-            "model_config.encoder_x (an encoder configuration)"
+            "dual_momentum needs encoder (a pretrained encoder), encoders (one per language), model_name_or_path, "
+            "or model_config.encoder_x (an encoder configuration)"
         )
-    return model, _tokenizer_pair(model_args, model.config.shared_encoder)
+    return model, run_tokenizers(model_args, model.config.languages, model.config.shared_encoder)
 
 
 def bitext_collator(model: PreTrainedModel, tokenizers: dict, data_args: DataArguments) -> BitextCollator:
-    return BitextCollator(
-        tokenizer_x=tokenizers["x"],
-        tokenizer_y=tokenizers["y"],
-        max_length=data_args.max_length,
-        nli_side=getattr(model.config, "nli_language", "x"),
-    )
+    return BitextCollator(tokenizers, max_length=data_args.max_length,
+                          nli_language=getattr(model.config, "nli_language", None))  # fmt: skip
 
 
 def build_lightweight(model_args: ModelArguments, data_args: DataArguments, training_args, train_dataset):
@@ -116,68 +120,75 @@ def build_lightweight(model_args: ModelArguments, data_args: DataArguments, trai
         return model, load_tokenizers(model_args.model_name_or_path)
     vocab_size = fields.pop("vocab_size", LightweightDualTransformerConfig.vocab_size)
     tokenizer = shared_tokenizer(model_args, data_args, training_args, train_dataset, vocab_size)
-    return LightweightDualTransformer.from_tokenizer(tokenizer, **fields), {"x": tokenizer, "y": tokenizer}
+    return LightweightDualTransformer.from_tokenizer(tokenizer, **fields), dict.fromkeys(
+        fields["languages"], tokenizer
+    )
 
 
 def shared_tokenizer(model_args, data_args, training_args, train_dataset, vocab_size: int):
-    """``tokenizer_x`` (a folder, a Hub id or a SentencePiece ``.model`` file), else a Unigram vocabulary of
+    """``tokenizer`` (a folder, a Hub id or a SentencePiece ``.model`` file), else a Unigram vocabulary of
     ``vocab_size`` pieces trained on every language of the training pairs (by the main process, then shared)."""
-    if model_args.tokenizer_x and model_args.tokenizer_x.endswith(".model"):
-        return tokenizer_from_sentencepiece(model_args.tokenizer_x)
-    if model_args.tokenizer_x:
-        return AutoTokenizer.from_pretrained(model_args.tokenizer_x)
+    if model_args.tokenizer and model_args.tokenizer.endswith(".model"):
+        return tokenizer_from_sentencepiece(model_args.tokenizer)
+    if model_args.tokenizer:
+        return AutoTokenizer.from_pretrained(model_args.tokenizer)
     saved = Path(training_args.output_dir) / "trained_tokenizer"
     with training_args.main_process_first(desc="training the tokenizer"):
         if not (saved / "tokenizer.json").is_file():
-            texts = [text for column in ("x", "y") for text in train_dataset[column] if text]
+            texts = [text for column in ("source", "target") for text in train_dataset[column] if text]
             train_unigram_tokenizer(texts, vocab_size).save_pretrained(saved)
         return AutoTokenizer.from_pretrained(saved)
+
+
+def shared_tokenizer_of(tokenizers: dict) -> PreTrainedTokenizerBase:
+    """The one tokenizer of a model whose languages share their encoder."""
+    return next(iter(tokenizers.values()))
 
 
 def pair_masking_collator(model: PreTrainedModel, tokenizers: dict, data_args: DataArguments) -> PairMaskingCollator:
     config = model.config
     return PairMaskingCollator(
-        tokenizers["x"], max_length=data_args.max_length, task=config.generative_task,
+        shared_tokenizer_of(tokenizers), max_length=data_args.max_length, task=config.generative_task,
         mlm_probability=config.mlm_probability,
     )  # fmt: skip
 
 
 def build_cmlm(model_args: ModelArguments, data_args: DataArguments, training_args, train_dataset):
-    """From a checkpoint, a pretrained masked LM (``encoder_x``), or ``model_config.encoder`` (a configuration)."""
+    """From a checkpoint, a pretrained masked LM (``encoder``), or ``model_config.encoder`` (a configuration)."""
     fields = {"languages": list(data_args.languages), **model_args.model_config}
     if model_args.model_name_or_path:
         return CmlmModel.from_pretrained(model_args.model_name_or_path, **model_args.model_config), load_tokenizers(
             model_args.model_name_or_path
         )
-    if model_args.encoder_x:
-        model = CmlmModel.from_encoder(model_args.encoder_x, **fields)
+    if model_args.encoder:
+        model = CmlmModel.from_encoder(model_args.encoder, **fields)
     elif "encoder" in fields:
         model = CmlmModel(CmlmConfig(**fields))
     else:
-        raise ConfigFileError("cmlm needs encoder_x (a pretrained encoder), model_name_or_path, or "
+        raise ConfigFileError("cmlm needs encoder (a pretrained encoder), model_name_or_path, or "
                               "model_config.encoder (an encoder configuration)")  # fmt: skip
-    return model, _tokenizer_pair(model_args, shared=True)
+    return model, run_tokenizers(model_args, model.config.languages, shared=True)
 
 
 def cmlm_collator(model: PreTrainedModel, tokenizers: dict, data_args: DataArguments) -> CmlmCollator:
     config = model.config
     return CmlmCollator(
-        tokenizers["x"], max_length=data_args.max_length,
+        shared_tokenizer_of(tokenizers), max_length=data_args.max_length,
         mlm_probability=config.mlm_probability, mask_replace_prob=config.mask_replace_prob,
         random_replace_prob=config.random_replace_prob, swap_probability=config.swap_probability,
     )  # fmt: skip
 
 
 def build_hictl(model_args: ModelArguments, data_args: DataArguments, training_args, train_dataset):
-    """From a checkpoint, a pretrained masked LM (``encoder_x``, e.g. XLM-R), or ``model_config.encoder`` (a
+    """From a checkpoint, a pretrained masked LM (``encoder``, e.g. XLM-R), or ``model_config.encoder`` (a
     configuration, whose vocabulary then comes from :func:`shared_tokenizer`)."""
     fields = {"languages": list(data_args.languages), **model_args.model_config}
     if model_args.model_name_or_path:
         model = HictlForPreTraining.from_pretrained(model_args.model_name_or_path, **model_args.model_config)
         return model, load_tokenizers(model_args.model_name_or_path)
-    if model_args.encoder_x:
-        tokenizer = _tokenizer_pair(model_args, shared=True)["x"]
-        model = HictlForPreTraining.from_encoder(model_args.encoder_x, **fields)
+    if model_args.encoder:
+        tokenizer = shared_tokenizer_of(run_tokenizers(model_args, fields["languages"], shared=True))
+        model = HictlForPreTraining.from_encoder(model_args.encoder, **fields)
     elif "encoder" in fields:
         encoder = dict(fields.pop("encoder"))
         tokenizer = shared_tokenizer(
@@ -186,15 +197,15 @@ def build_hictl(model_args: ModelArguments, data_args: DataArguments, training_a
         special = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id}
         model = HictlForPreTraining(HictlConfig(encoder={**encoder, **special}, **fields))
     else:
-        raise ConfigFileError("hictl needs encoder_x (a pretrained masked LM), model_name_or_path, or "
+        raise ConfigFileError("hictl needs encoder (a pretrained masked LM), model_name_or_path, or "
                               "model_config.encoder (an encoder configuration)")  # fmt: skip
-    return model.use_tokenizer(tokenizer), {"x": tokenizer, "y": tokenizer}
+    return model.use_tokenizer(tokenizer), dict.fromkeys(fields["languages"], tokenizer)
 
 
 def hictl_collator(model: PreTrainedModel, tokenizers: dict, data_args: DataArguments) -> HictlCollator:
     config = model.config
     return HictlCollator(
-        tokenizers["x"], max_length=data_args.max_length, mlm_probability=config.mlm_probability,
+        shared_tokenizer_of(tokenizers), max_length=data_args.max_length, mlm_probability=config.mlm_probability,
         perturbation=config.perturbation, perturbation_window=config.perturbation_window,
         monolingual_probability=data_args.monolingual_probability,
     )  # fmt: skip
@@ -277,7 +288,7 @@ def run_training(
     """Build, train, save (and export) one model; return the trainer and the final evaluation metrics."""
     set_seed(training_args.seed)
     recipe = MODEL_RECIPES[model_args.model_type]
-    references = {"encoder_x": model_args.encoder_x, "encoder_y": model_args.encoder_y}  # as the run names them
+    references = {"encoder": model_args.encoder, "encoders": model_args.encoders}  # as the run names them
     resolve_model_references(model_args)
     parts = (recipe.train_data or load_pairs)(data_args.train_data, data_args.train_split, data_args)
     parts = cut_pairs(parts, data_args.max_train_pairs, training_args.seed)
@@ -331,7 +342,7 @@ def run_training(
 def sentences_by_language(dataset: datasets.Dataset, seed: int, per_language: int = 10_000) -> dict[str, list[str]]:
     """Up to ``per_language`` training sentences of each language (from both sides of the pairs)."""
     sentences: dict[str, list[str]] = {}
-    for side in ("x", "y"):
+    for side in ("source", "target"):
         for text, language in zip(dataset[side], dataset[f"{side}_language"], strict=True):
             if text:
                 sentences.setdefault(language, []).append(text)

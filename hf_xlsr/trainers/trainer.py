@@ -32,7 +32,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, rotate_checkpoints
 
 from ..data.multilingual import LANGUAGE_BATCHES, LANGUAGE_SAMPLING_ALPHA, LanguagePairSampler
 from ..evaluation.encoders import as_encoder
-from ..tokenization import save_tokenizers
+from ..tokenization import save_tokenizers, tokenizers_by_language
 from ..utils import atomic_directory
 from .callbacks import MOMENTUM_SCHEDULES, EncoderFreezeCallback, MomentumCallback, StageCallback
 
@@ -111,8 +111,8 @@ class XlsrTrainer(Trainer):
     """Trainer for hf_xlsr models.
 
     Args beyond ``Trainer``'s:
-        tokenizers: ``{"x": tokenizer, "y": tokenizer}``, saved with every checkpoint and used by evaluators.
-            Defaults to ``processing_class`` for both languages.
+        tokenizers: one tokenizer for every language, or ``{language: tokenizer}`` (a model with one encoder per
+            language); saved with every checkpoint and used by evaluators. Defaults to ``processing_class``.
         evaluators: callables ``evaluator(encoder) -> dict[str, float]`` run at every evaluation.
     """
 
@@ -121,7 +121,7 @@ class XlsrTrainer(Trainer):
         model=None,
         args: TrainingArguments | None = None,
         *,
-        tokenizers: Mapping[str, PreTrainedTokenizerBase] | None = None,
+        tokenizers: PreTrainedTokenizerBase | Mapping[str, PreTrainedTokenizerBase] | None = None,
         evaluators: Sequence[Callable[..., dict[str, float]]] | None = None,
         eval_dataset=None,
         **kwargs,
@@ -141,9 +141,9 @@ class XlsrTrainer(Trainer):
         )
         if placeholder:
             self.eval_dataset = None
-        if tokenizers is None and self.processing_class is not None:
-            tokenizers = {"x": self.processing_class, "y": self.processing_class}
-        self.tokenizers = dict(tokenizers or {})
+        tokenizers = self.processing_class if tokenizers is None else tokenizers
+        languages = getattr(getattr(self.model, "config", None), "languages", None) or []
+        self.tokenizers = tokenizers_by_language(tokenizers, languages) if tokenizers is not None else {}
         self._momentum_callback = None
         if getattr(self.model, "momentum_coefficient", None) is not None:  # a momentum encoder to update
             self.refuse_sharded_parameters()

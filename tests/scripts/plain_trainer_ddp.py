@@ -35,7 +35,7 @@ args = TrainingArguments(
     learning_rate=1e-3, save_strategy="no", report_to="none", disable_tqdm=True, use_cpu=True, seed=0,
     remove_unused_columns=False,
 )  # fmt: skip
-collator = BitextCollator(tokenizer, x_column="en", y_column="fr", max_length=32)
+collator = BitextCollator(tokenizer, languages=["en", "fr"], max_length=32)
 trainer = Trainer(model=model, args=args, train_dataset=pairs, data_collator=collator, callbacks=[MomentumCallback()])
 trainer.train()
 state = {name: t for name, t in model.state_dict().items() if name.startswith("momentum_contrast.queue")}

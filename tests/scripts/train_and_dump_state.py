@@ -25,6 +25,6 @@ trainer = trainers[0]
 state = trainer.accelerator.unwrap_model(trainer.model).state_dict()
 kept = {name: tensor for name, tensor in state.items() if name.startswith(("queue_", "momentum_"))}
 kept["world_size"] = torch.tensor(trainer.accelerator.num_processes)
-live = next(trainer.accelerator.unwrap_model(trainer.model).query_encoder("x").parameters())
+live = next(trainer.accelerator.unwrap_model(trainer.model).query_encoder("en").parameters())
 kept["query_dtype_is_bfloat16"] = torch.tensor(live.dtype == torch.bfloat16)
 torch.save(kept, f"{out}/rank{trainer.accelerator.process_index}.pt")
