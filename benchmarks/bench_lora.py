@@ -50,7 +50,7 @@ PEER = "full"
 
 def child(arm: str, seed: int, args) -> dict:
     from hf_xlsr.data import load_bible, resolve_reference
-    from hf_xlsr.modeling.queue import momentum_pairs
+    from hf_xlsr.modeling.ema import momentum_pairs
 
     torch.set_num_threads(args.threads)
     fields = ARMS[arm]

@@ -11,7 +11,7 @@ with the language as its task: ``SentenceTransformer(path).encode(texts, task="f
 
 Every export also carries ``mteb_model_meta.json``, the fields of an ``mteb.ModelMeta`` (languages, dimension,
 parameters, maximum tokens, license, training datasets, the model it was adapted from), which
-:func:`hf_xlsr.evaluation.mteb.load_mteb_model` hands to ``mteb.evaluate``.
+`hf_xlsr.evaluation.mteb.load_mteb_model` hands to ``mteb.evaluate``.
 """
 
 from __future__ import annotations

@@ -211,7 +211,7 @@ def push_to_hub(
     commit_message: str = "Upload hf_xlsr model",
 ) -> list[str]:
     """Export, write the cards and upload; returns the URLs of the commits, one per repository. Raises
-    :class:`PushError` (one line) before any work when the Hub cannot be reached (offline mode, no token), and when
+    `PushError` (one line) before any work when the Hub cannot be reached (offline mode, no token), and when
     the upload fails."""
     check_hub_reachable(repo_id, token)
     api = HfApi(token=token)
@@ -226,7 +226,7 @@ def push_to_hub(
 
 @contextlib.contextmanager
 def hub_errors(repo_id: str):
-    """The network's and the Hub's errors, whichever HTTP library raised them, as one :class:`PushError` line."""
+    """The network's and the Hub's errors, whichever HTTP library raised them, as one `PushError` line."""
     try:
         yield
     except Exception as error:

@@ -94,7 +94,7 @@ def saved_languages(path: str | os.PathLike) -> list[str] | None:
 def load_tokenizers(
     path: str | os.PathLike, languages: Sequence[str] | None = None, **kwargs
 ) -> dict[str, PreTrainedTokenizerBase]:
-    """The tokenizers saved by :func:`save_tokenizers`, ``{language: tokenizer}`` for the ``languages`` of the model
+    """The tokenizers saved by `save_tokenizers`, ``{language: tokenizer}`` for the ``languages`` of the model
     saved there (or those given); a Hub id works too. ``kwargs`` go to ``AutoTokenizer.from_pretrained``."""
     local = Path(path)
     if languages is None and local.is_dir():

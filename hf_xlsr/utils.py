@@ -81,7 +81,7 @@ class UnwritableError(OSError):
 
 
 def check_writable(path: str | os.PathLike, what: str) -> None:
-    """Raise :class:`UnwritableError`, naming ``what`` (``output_dir``, ``--output``) and ``path``, unless ``path``
+    """Raise `UnwritableError`, naming ``what`` (``output_dir``, ``--output``) and ``path``, unless ``path``
     could be written: its nearest existing folder takes a new file (tried, then removed), and nothing on the way is
     a file. Nothing is left behind; folders that do not exist yet are not made."""
     path = Path(path).expanduser().absolute()

@@ -16,8 +16,8 @@ from transformers import AutoConfig, AutoModel
 
 import hf_xlsr
 from hf_xlsr import DualMomentumConfig, DualMomentumModel
+from hf_xlsr.modeling.ema import momentum_pairs
 from hf_xlsr.modeling.pooling import pool
-from hf_xlsr.modeling.queue import momentum_pairs
 
 
 def test_auto_classes_resolve_the_model_type(tmp_path):

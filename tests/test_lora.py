@@ -14,8 +14,8 @@ from transformers import AutoModel
 
 from hf_xlsr import DualMomentumModel
 from hf_xlsr.export import export_sentence_transformers
+from hf_xlsr.modeling.ema import momentum_pairs
 from hf_xlsr.modeling.pooling import l2_normalize, pool
-from hf_xlsr.modeling.queue import momentum_pairs
 
 LORA = {"r": 4, "lora_alpha": 8, "lora_dropout": 0.0}
 

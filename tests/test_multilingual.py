@@ -231,6 +231,7 @@ def test_evaluate_scores_every_pair_of_many_languages_with_a_table_and_a_heat_ma
     zero_shot = [results[f"retrieval_{a}2{b}_accuracy"] for a in others for b in others if a != b]
     assert results["retrieval_trained_accuracy"] == pytest.approx(np.mean(trained))
     assert results["retrieval_zero_shot_accuracy"] == pytest.approx(np.mean(zero_shot))
+    assert results["retrieval_accuracy"] == pytest.approx(np.mean(trained + zero_shot))  # every direction
     assert results["sample"] == "60 unique rows, drawn with seed 0"
     printed = capsys.readouterr().out
     assert "| language | en → language | language → en | mean |" in printed and "| de |" in printed

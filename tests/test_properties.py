@@ -134,7 +134,7 @@ def test_two_rows_share_a_meaning_id_exactly_when_a_chain_of_shared_sentences_or
 def test_keys_and_64_bit_meaning_ids_cross_the_gather_packed_in_one_float32_row(ids, dim):
     """The keys of both sides, each row's id (its 64 bits as two float32 columns) and the finiteness flag travel in
     one tensor; what enters the queues is exactly what went in, ids to the last bit."""
-    from hf_xlsr.modeling.queue import MomentumContrast
+    from hf_xlsr.modeling.momentum import MomentumContrast
 
     contrast = MomentumContrast({"encoder": torch.nn.Linear(2, 2)}, queue_size=8, dim=dim).train()
     keys_x, keys_y = torch.randn(len(ids), dim), torch.randn(len(ids), dim)

@@ -14,7 +14,7 @@ from test_multiprocess import ROOT, launch_two_processes
 
 from hf_xlsr import CmlmConfig, CmlmModel, HictlConfig, HictlForPreTraining, LightweightDualTransformer
 from hf_xlsr.data import load_bible, load_bible_adjacent
-from hf_xlsr.modeling.queue import momentum_pairs
+from hf_xlsr.modeling.ema import momentum_pairs
 from hf_xlsr.trainers import CmlmCollator, HictlCollator, PairMaskingCollator, XlsrTrainer, XlsrTrainingArguments
 from hf_xlsr.trainers.callbacks import MomentumCallback
 

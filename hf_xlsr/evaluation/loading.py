@@ -70,7 +70,7 @@ def load_trained_model(path: str | os.PathLike) -> tuple[PreTrainedModel, dict]:
 
 
 def load_for_evaluation(path: str | os.PathLike) -> tuple[object, dict | None]:
-    """``(model, tokenizers)`` ready for :func:`~hf_xlsr.evaluation.encoders.as_encoder`: a sentence-transformers
+    """``(model, tokenizers)`` ready for `as_encoder`: a sentence-transformers
     folder (an hf_xlsr export among them) or an hf_xlsr model folder."""
     check_model_path(path)
     if (Path(path) / "modules.json").is_file():

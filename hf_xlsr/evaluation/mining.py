@@ -11,10 +11,10 @@ score and paired greedily one-to-one; pairs above a threshold are kept. The thre
 split and F1 is measured on a separate test split.
 
 Nearest neighbours are found with faiss: exact inner-product search below ``IVF_THRESHOLD`` sentences, an IVF
-index above, or any faiss ``index_factory`` string (:func:`index_spec`). One trained index serves both directions of
+index above, or any faiss ``index_factory`` string (`index_spec`). One trained index serves both directions of
 a search, trained on a sample of both sides. Vectors are added and queries searched in blocks, so no ``n x n`` matrix
 is built.
-:func:`mine_files` mines two text files of any size: embeddings go to memory-mapped files, texts are read back
+`mine_files` mines two text files of any size: embeddings go to memory-mapped files, texts are read back
 from the input files by offset as the pairs are written.
 """
 
@@ -59,8 +59,8 @@ def _unit_float32(vectors: np.ndarray) -> np.ndarray:
 
 def index_spec(n: int, index: str = "auto") -> str:
     """The faiss index for a corpus of ``n`` vectors, as an ``index_factory`` string with its search parameters
-    after ``|``: ``flat`` (exact search), ``ivf`` (:data:`IVF_LISTS_PER_ROOT` sqrt(n) lists of 8-bit vectors, as
-    many probed as hold :data:`IVF_SCAN` vectors), ``auto`` (flat below :data:`IVF_THRESHOLD` vectors, IVF from
+    after ``|``: ``flat`` (exact search), ``ivf`` (`IVF_LISTS_PER_ROOT` sqrt(n) lists of 8-bit vectors, as
+    many probed as hold `IVF_SCAN` vectors), ``auto`` (flat below `IVF_THRESHOLD` vectors, IVF from
     there), or any factory string of one's own (``"HNSW32|efSearch=128"``, ``"OPQ64,IVF4096,PQ64|nprobe=32"``,
     as faiss and stopes name indexes)."""
     if index == "auto":
@@ -89,9 +89,9 @@ def check_index(spec: str, dim: int) -> None:
 
 
 def train_index(spec: str, sides: Sequence[np.ndarray], dim: int, seed: int = 0):
-    """An empty faiss inner-product index of ``spec`` (:func:`index_spec`), trained where it needs training on a
+    """An empty faiss inner-product index of ``spec`` (`index_spec`), trained where it needs training on a
     sample drawn from every one of ``sides`` (the languages share one space, so one training serves both
-    directions of a search): :data:`IVF_TRAIN_POINTS` points per inverted list, at least 65,536 for quantisers."""
+    directions of a search): `IVF_TRAIN_POINTS` points per inverted list, at least 65,536 for quantisers."""
     factory, _, parameters = spec.partition("|")
     built = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
     if not built.is_trained:
@@ -112,7 +112,7 @@ def train_index(spec: str, sides: Sequence[np.ndarray], dim: int, seed: int = 0)
 
 
 def build_index(corpus: np.ndarray, index: str = "auto", block_size: int = 16384, trained=None):
-    """A faiss inner-product index over L2-normalised ``corpus`` (see :func:`index_spec`): a copy of ``trained``
+    """A faiss inner-product index over L2-normalised ``corpus`` (see `index_spec`): a copy of ``trained``
     (an empty trained index) when given, else one trained on ``corpus``; vectors added in blocks."""
     n, dim = corpus.shape
     spec = index_spec(n, index)
@@ -304,7 +304,7 @@ def hide_pairs(
 def embed_file(
     encoder: Encoder, sentences, language: str, path: str | os.PathLike, chunk: int = 8192, progress: bool = True
 ) -> np.ndarray:
-    """Embed a :class:`~hf_xlsr.data.SentenceFile` into a float32 ``.npy`` file at ``path``, ``chunk`` sentences at
+    """Embed a `SentenceFile` into a float32 ``.npy`` file at ``path``, ``chunk`` sentences at
     a time, and return it memory-mapped: neither the texts nor the vectors are held in memory all at once."""
     from tqdm.auto import tqdm
 
@@ -340,7 +340,7 @@ def mine_files(
     index: str = "auto",
     progress: bool = True,
 ) -> int:
-    """Mine two :class:`~hf_xlsr.data.SentenceFile` s: embed each into ``work_dir`` (memory-mapped), mine, and
+    """Mine two `SentenceFile` s: embed each into ``work_dir`` (memory-mapped), mine, and
     write the pairs scoring at least ``threshold`` (all with None), best first, to ``output`` as
     ``score, source line, target line, source, target`` (tab-separated), reading each text back from its file as
     the pair is written. Returns the number of pairs written."""

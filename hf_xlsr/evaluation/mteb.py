@@ -1,15 +1,15 @@
 """MTEB for hf_xlsr models: local tasks built from files or ``datasets`` objects, and a model adapter.
 
 ``mteb`` ships no task data, and standard tasks load theirs from the Hub, so offline evaluation needs tasks
-that carry their own data: :func:`bitext_task`, :func:`sts_task` and :func:`classification_task` build them
-(``mteb`` task objects, run by ``mteb.evaluate`` like any other). :func:`run_mteb` runs them, together with
+that carry their own data: `bitext_task`, `sts_task` and `classification_task` build them
+(``mteb`` task objects, run by ``mteb.evaluate`` like any other). `run_mteb` runs them, together with
 standard MTEB tasks given by name when the Hub is reachable.
 
-The adapter (:class:`XlsrMtebEncoder`) gives ``mteb`` any model ``as_encoder`` takes (an hf_xlsr model with its
+The adapter (`XlsrMtebEncoder`) gives ``mteb`` any model ``as_encoder`` takes (an hf_xlsr model with its
 tokenizers, a ``SentenceTransformer`` or an hf_xlsr export). It routes each batch to the encoder of its
 language: the language column of a bitext task, the split of a cross-lingual classification task, or the
 task's language. Its revision is a hash of the weights, so mteb's result cache never hands a retrained
-checkpoint the score of an older one. :func:`load_mteb_model` loads an export with the ``ModelMeta`` it carries
+checkpoint the score of an older one. `load_mteb_model` loads an export with the ``ModelMeta`` it carries
 (languages, size, license, training datasets, base model), so results are labelled and mteb knows on which tasks
 the model is not zero-shot::
 
@@ -84,7 +84,7 @@ def _metadata(name: str, description: str, task_type: str, eval_langs, main_scor
 
 
 class _LocalData:
-    """Mixin: the task's data is given when the task class is made (:func:`_task`), never downloaded."""
+    """Mixin: the task's data is given when the task class is made (`_task`), never downloaded."""
 
     _local_data: datasets.DatasetDict
 
@@ -249,7 +249,7 @@ def run_mteb(
     model_meta: ModelMeta | None = None,
 ) -> dict[str, float]:
     """Run local and standard MTEB tasks with ``mteb.evaluate``; return ``{task name: main score}`` (mean over
-    subsets and splits). ``model_meta`` labels the results (an export's: :func:`export_model_meta`).
+    subsets and splits). ``model_meta`` labels the results (an export's: `export_model_meta`).
 
     Results are cached under ``cache_dir`` (MTEB's own layout) keyed by the model's weight hash.
     """

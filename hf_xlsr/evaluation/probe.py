@@ -5,7 +5,7 @@ other languages, unchanged: how well a classifier transfers measures how languag
 are standardised first (mean and scale of the training language's embeddings): sentence embeddings often share
 one dominant direction (every pair at cosine 0.97), and on raw unit vectors a regularised classifier then sees
 no usable differences and predicts the majority class.
-Offline, :meth:`LinearProbeEvaluator.from_bible` builds an MLDoc-like task: the genre of a verse's book (law,
+Offline, `LinearProbeEvaluator.from_bible` builds an MLDoc-like task: the genre of a verse's book (law,
 history, poetry, prophets, gospels, letters), trained on the training books, tested on the held-out books.
 """
 

@@ -55,7 +55,7 @@ class RetrievalEvaluator(Evaluator):
     (``trained_pairs``; English-centric by default: the first language with each other) and
     ``{name}_zero_shot_accuracy`` the others (de-fr, es-it, ... never trained directly).
 
-    ``evaluator(model)`` takes anything :func:`~hf_xlsr.evaluation.encoders.as_encoder` takes (an hf_xlsr model
+    ``evaluator(model)`` takes anything `as_encoder` takes (an hf_xlsr model
     needs ``tokenizers=``). Rows whose sentence repeats an earlier one in any language are dropped unless
     ``deduplicate=False``: a repeated sentence has no single right answer. With ``pcr=n``, the top ``n`` principal
     components of each language's embeddings are removed before scoring (CMLM paper, Section 5.2; fitted on the

@@ -3,10 +3,10 @@
 ``config.lora`` holds the fields of a ``peft.LoraConfig`` (``r``, ``lora_alpha``, ``target_modules``, ...). The
 model then adds one adapter, ``"default"``, to each module named in its ``_lora_modules`` with transformers' PEFT
 integration (``PreTrainedModel.add_adapter``): only the adapters train. A momentum copy of an adapted encoder
-(:func:`hf_xlsr.modeling.queue.momentum_copy`) shares the frozen base weights with it and owns a copy of the adapter
+(`hf_xlsr.modeling.ema.momentum_copy`) shares the frozen base weights with it and owns a copy of the adapter
 weights only, so the EMA updates, and the memory of the momentum encoder holds, just the adapters.
 
-Loading a checkpoint makes every tensor a fresh trainable parameter; :class:`FrozenParametersMixin` puts back what
+Loading a checkpoint makes every tensor a fresh trainable parameter; `FrozenParametersMixin` puts back what
 was frozen and what was shared, and keeps shared weights out of the saved file.
 """
 
@@ -67,9 +67,9 @@ class FrozenParametersMixin:
     """What a model must restore after ``from_pretrained``: which parameters are frozen, and which momentum
     parameters are the very tensors of a query encoder (frozen base weights under LoRA).
 
-    A model calls :meth:`_record_parameter_state` at the end of ``__init__``. Parameters of modules whose name starts
+    A model calls `_record_parameter_state` at the end of ``__init__``. Parameters of modules whose name starts
     with ``momentum`` that share a tensor with another module are left out of saved files and tied again on load.
-    With ``config.lora``, :meth:`save_adapters` / :meth:`load_adapters` move the adapters alone.
+    With ``config.lora``, `save_adapters` / `load_adapters` move the adapters alone.
     """
 
     _lora_modules: tuple[str, ...] = ()  # attribute names of the modules that get an adapter under config.lora

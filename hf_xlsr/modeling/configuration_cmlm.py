@@ -1,4 +1,4 @@
-"""Configuration of :class:`CmlmModel` (Yang et al., EMNLP 2021, "Universal Sentence Representation Learning with
+"""Configuration of `CmlmModel` (Yang et al., EMNLP 2021, "Universal Sentence Representation Learning with
 Conditional Masked Language Model")."""
 
 from typing import Literal

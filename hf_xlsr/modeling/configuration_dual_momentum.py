@@ -1,4 +1,4 @@
-"""Configuration of :class:`DualMomentumModel` (Wang, Zhao and Liu, EMNLP 2021, "MoCo-BERT")."""
+"""Configuration of `DualMomentumModel` (Wang, Zhao and Liu, EMNLP 2021, "MoCo-BERT")."""
 
 import copy
 import warnings

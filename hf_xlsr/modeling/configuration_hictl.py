@@ -1,4 +1,4 @@
-"""Configurations of :class:`HictlForPreTraining` and :class:`HictlForTranslation` (Wei et al., ICLR 2021, "On
+"""Configurations of `HictlForPreTraining` and `HictlForTranslation` (Wei et al., ICLR 2021, "On
 Learning Universal Representations Across Languages")."""
 
 from typing import Literal

@@ -1,4 +1,4 @@
-"""Configuration of :class:`LightweightDualTransformer` (Mao et al., 2021, "Lightweight Cross-Lingual Sentence
+"""Configuration of `LightweightDualTransformer` (Mao et al., 2021, "Lightweight Cross-Lingual Sentence
 Representation Learning")."""
 
 from typing import Literal
@@ -19,7 +19,7 @@ class LightweightDualTransformerConfig(PreTrainedConfig):
     ``generative_task`` picks the generative loss of Table 6: ``ugt`` (the paper's unified task, SMLM and XTR),
     ``smlm``, ``xtr``, ``mlm`` (BERT-style masking), ``mlm_xtr`` or ``none``; ``use_align`` / ``use_sim`` switch the
     two sentence-level contrastive losses of Table 7. Special token ids come from the tokenizer
-    (:meth:`LightweightDualTransformer.from_tokenizer` fills them in).
+    (`LightweightDualTransformer.from_tokenizer` fills them in).
     """
 
     model_type = "xlsr_lightweight"

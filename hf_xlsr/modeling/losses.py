@@ -2,7 +2,7 @@
 
 Every contrastive score is computed in float32, whatever the autocast dtype of the encoders, so that the softmax
 over hundreds of thousands of negatives stays exact: the score functions run with autocast switched off
-(:func:`float32_scores`), since under ``torch.autocast`` a ``.float()`` cast is undone by the next matrix product.
+(`float32_scores`), since under ``torch.autocast`` a ``.float()`` cast is undone by the next matrix product.
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ def info_nce(
         L_i = -log e^((q_i.k_i - m)/tau) / (e^((q_i.k_i - m)/tau) + sum_{j != i} e^(q_i.k_j/tau) + sum_Q e^(q_i.Q/tau))
 
     With ``in_batch_negatives=False`` this is MoCo-BERT's Eq. 2 (the queue alone holds the negatives); with a
-    margin m it is an additive-margin softmax. Queues are scored block by block (:func:`queue_logsumexp`) in their
+    margin m it is an additive-margin softmax. Queues are scored block by block (`queue_logsumexp`) in their
     storage dtype, without a float32 copy or a batch x queue matrix of logits. The statistics read nothing back from
     the device: ``negative_similarity`` is NaN when no query has a negative, and ``accuracy`` counts only the
     queries that have one (NaN when none has, as on the first step of a queue-only loss).
@@ -228,7 +228,7 @@ def bag_of_words(token_ids: torch.Tensor, keep: torch.Tensor, vocab_size: int) -
 def unified_generative_target(other_sentence: torch.Tensor, masked_token: torch.Tensor, is_masked_side: torch.Tensor):
     """The label distribution of the unified generative task (Mao et al., Eq. 4).
 
-    ``other_sentence`` is the bag of words of the translation (:func:`bag_of_words`, rows summing to 1). For a
+    ``other_sentence`` is the bag of words of the translation (`bag_of_words`, rows summing to 1). For a
     sentence in which ``masked_token`` was masked, half the mass goes to that token and half is spread over the
     translation's tokens; a token of the translation equal to the masked one receives both shares. For the other
     sentence the target is the translation's bag of words alone (Eq. 3). Rows sum to 1.

@@ -22,7 +22,7 @@ few dozen steps.
 
 With ``config.queue_size`` > 0 (hf_xlsr's extension), L_br becomes its MoCo-consistent form: live queries against
 the momentum encoder's keys (positive, in-batch negatives and queue), L2-normalised, the margin subtracted from the
-positive cosine, at ``queue_temperature`` (see ``queue.py``).
+positive cosine, at ``queue_temperature`` (see ``momentum.py``).
 """
 
 from __future__ import annotations
@@ -40,9 +40,10 @@ from transformers.utils import ModelOutput
 from .adapters import FrozenParametersMixin
 from .common import SentenceEncoderMixin, masked_lm_head
 from .configuration_cmlm import CmlmConfig
+from .distributed import keep_momentum_state_out_of_ddp
 from .losses import additive_margin_retrieval_loss, masked_token_loss
+from .momentum import MomentumContrast, QueuedNegativesMixin, init_momentum_state
 from .pooling import l2_normalize, pool
-from .queue import MomentumContrast, QueuedNegativesMixin, init_momentum_state, keep_momentum_state_out_of_ddp
 
 logger = logging.getLogger(__name__)
 
@@ -92,7 +93,7 @@ class CmlmPreTrainedModel(PreTrainedModel):
 
 
 class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixin, CmlmPreTrainedModel):
-    """CMLM. Build it from a configuration, or from a pretrained masked LM with :meth:`from_encoder`."""
+    """CMLM. Build it from a configuration, or from a pretrained masked LM with `from_encoder`."""
 
     _lora_modules = ("masked_lm",)
 

@@ -6,14 +6,14 @@ encoder's most recent keys. Sentences are mean-pooled and L2-normalised; the los
 queries against the other language's positive key and queue (Eq. 2), summed over both directions (Eq. 3). An
 optional NLI head adds ``alpha * L_nli`` (Appendix B, Eq. 5).
 
-State changes and when they happen (``queue.py`` has the rules every hf_xlsr queue follows):
+State changes and when they happen (``momentum.py`` has the rules every hf_xlsr queue follows):
 
-* the queues are written in :meth:`DualMomentumModel.forward`, once per micro-batch, only while the model is
+* the queues are written in `DualMomentumModel.forward`, once per micro-batch, only while the model is
   training with gradients enabled and only when the loss and the keys are finite; under several processes the keys
   of every process are gathered first, so every process holds the same queue;
-* the momentum encoders change only in :meth:`DualMomentumModel.momentum_update`, in float32, which the trainer's
+* the momentum encoders change only in `DualMomentumModel.momentum_update`, in float32, which the trainer's
   callback calls once per optimizer step (a custom loop calls it after each ``optimizer.step()``); a skipped step
-  calls :meth:`DualMomentumModel.discard_momentum_step`, which takes that step's keys back out of the queues;
+  calls `DualMomentumModel.discard_momentum_step`, which takes that step's keys back out of the queues;
 * the queues start empty and only written slots are negatives, so the very first step, with no negative at all,
   has a loss of exactly 0 and no gradient: it only fills the queues.
 
@@ -40,9 +40,11 @@ from transformers.utils import ModelOutput
 from .adapters import FrozenParametersMixin
 from .common import SentenceEncoderMixin
 from .configuration_dual_momentum import DROPOUT_FIELDS, DualMomentumConfig
+from .distributed import keep_momentum_state_out_of_ddp
 from .losses import info_nce
+from .momentum import MomentumContrast, MomentumMixin, init_momentum_state
 from .pooling import l2_normalize, pool
-from .queue import MemoryQueue, MomentumContrast, MomentumMixin, init_momentum_state, keep_momentum_state_out_of_ddp
+from .queue import MemoryQueue
 
 
 @dataclass
@@ -142,7 +144,7 @@ class DualMomentumModel(SentenceEncoderMixin, MomentumMixin, FrozenParametersMix
 
         ``encoders`` is one reference, from which every language's encoder starts (the one encoder, with
         ``shared_encoder=True``), or ``{language: reference}``, one encoder per language (its keys are the
-        ``languages`` unless ``config_kwargs`` names them). ``config_kwargs`` set :class:`DualMomentumConfig`
+        ``languages`` unless ``config_kwargs`` names them). ``config_kwargs`` set `DualMomentumConfig`
         fields; ``encoder_kwargs`` go to ``AutoModel.from_pretrained``.
 
         ```python

@@ -23,9 +23,9 @@ L_S on ``pooling="mean"`` or after a TLM warm-up (the first token's state starts
 
 With ``config.queue_size`` > 0 (hf_xlsr's extension), L_S becomes its MoCo-consistent form: live queries against
 the momentum encoder's keys (positive, the other 2n - 2 of the batch, both queues), L2-normalised, at
-``queue_temperature`` (see ``queue.py``).
+``queue_temperature`` (see ``momentum.py``).
 
-:class:`HictlForTranslation` (Section 3.2, Figure 2) puts a new shallow decoder after the HICTL encoder and adds,
+`HictlForTranslation` (Section 3.2, Figure 2) puts a new shallow decoder after the HICTL encoder and adds,
 at every decoding step, the similarity between the encoder's first-token state and every target word (their
 input embeddings) to the decoder's logits.
 """
@@ -52,6 +52,7 @@ from transformers.utils import ModelOutput
 from .adapters import FrozenParametersMixin
 from .common import SentenceEncoderMixin, masked_lm_head
 from .configuration_hictl import HictlConfig, HictlTranslationConfig
+from .distributed import keep_momentum_state_out_of_ddp
 from .losses import (
     float32_scores,
     masked_token_loss,
@@ -59,8 +60,8 @@ from .losses import (
     sentence_contrastive_loss,
     word_contrastive_loss,
 )
+from .momentum import MomentumContrast, QueuedNegativesMixin, init_momentum_state
 from .pooling import l2_normalize, pool
-from .queue import MomentumContrast, QueuedNegativesMixin, init_momentum_state, keep_momentum_state_out_of_ddp
 
 
 @dataclass
@@ -99,7 +100,7 @@ class HictlPreTrainedModel(PreTrainedModel):
 
 
 class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixin, HictlPreTrainedModel):
-    """HICTL pre-training: from a configuration, or around a pretrained masked LM with :meth:`from_encoder`."""
+    """HICTL pre-training: from a configuration, or around a pretrained masked LM with `from_encoder`."""
 
     _lora_modules = ("masked_lm",)
 
@@ -181,7 +182,7 @@ class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, FrozenPara
         return F.normalize(queries.float(), dim=-1) @ embeddings.T
 
     def special_token_ids(self) -> list[int]:
-        """The tokenizer's special ids (``config.special_token_ids``, set by :meth:`from_tokenizer`), else the
+        """The tokenizer's special ids (``config.special_token_ids``, set by `from_tokenizer`), else the
         encoder configuration's pad / bos / eos ids."""
         if self.config.special_token_ids is not None:
             return list(self.config.special_token_ids)
@@ -285,7 +286,7 @@ class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, FrozenPara
 class HictlForTranslation(EncoderDecoderModel):
     """The HICTL encoder, a new shallow decoder, and the encoder's first-token state fused into every step's logits.
 
-    Build it with :meth:`from_hictl`; ``generate()`` works as for any ``EncoderDecoderModel``. With
+    Build it with `from_hictl`; ``generate()`` works as for any ``EncoderDecoderModel``. With
     ``config.encoder_frozen_steps``, ``XlsrTrainer`` trains the decoder alone for that many steps, then everything.
     """
 

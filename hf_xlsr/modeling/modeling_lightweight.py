@@ -30,7 +30,7 @@ target is the bag of words of the masked sentence *before* masking (the official
 
 With ``config.queue_size`` > 0 (hf_xlsr's extension), L_align becomes its MoCo-consistent form: live queries
 against the momentum encoder's keys (positive, in-batch negatives and queue), L2-normalised, at
-``queue_temperature`` (see ``queue.py``).
+``queue_temperature`` (see ``momentum.py``).
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from transformers.utils import ModelOutput
 from .adapters import FrozenParametersMixin
 from .common import SentenceEncoderMixin
 from .configuration_lightweight import LightweightDualTransformerConfig
+from .distributed import keep_momentum_state_out_of_ddp
 from .losses import (
     bag_of_words,
     in_batch_alignment_loss,
@@ -54,8 +55,8 @@ from .losses import (
     kl_to_target,
     unified_generative_target,
 )
+from .momentum import MomentumContrast, QueuedNegativesMixin, init_momentum_state
 from .pooling import l2_normalize, pool
-from .queue import MomentumContrast, QueuedNegativesMixin, init_momentum_state, keep_momentum_state_out_of_ddp
 
 
 @dataclass
@@ -101,7 +102,7 @@ class LightweightDualTransformerPreTrainedModel(PreTrainedModel):
 class LightweightDualTransformer(
     SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixin, LightweightDualTransformerPreTrainedModel
 ):
-    """The lightweight dual transformer; build it with :meth:`from_tokenizer` to take the tokenizer's ids."""
+    """The lightweight dual transformer; build it with `from_tokenizer` to take the tokenizer's ids."""
 
     _lora_modules = ("encoder",)
 

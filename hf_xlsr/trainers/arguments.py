@@ -28,10 +28,16 @@ from huggingface_hub.errors import StrictDataclassError
 from transformers import HfArgumentParser, PreTrainedConfig
 
 from ..evaluation.retrieval import HELDOUT_SEED
+from ..modeling import CmlmConfig, DualMomentumConfig, HictlConfig, LightweightDualTransformerConfig
 from ..utils import UnwritableError, check_writable
 from .trainer import XlsrTrainingArguments, paper_training_values
 
 logger = logging.getLogger(__name__)
+
+
+# A run's model_type and the configuration class of the model it trains (``run.MODEL_RECIPES`` builds each).
+MODEL_CONFIGS = {"dual_momentum": DualMomentumConfig, "lightweight": LightweightDualTransformerConfig,
+                 "cmlm": CmlmConfig, "hictl": HictlConfig}  # fmt: skip
 
 
 @dataclass
@@ -163,7 +169,7 @@ class ConfigFileError(ValueError):
 
 
 class RunArgumentParser(HfArgumentParser):
-    """``HfArgumentParser`` whose errors are exceptions (one line, named by :func:`parse_run_arguments`), not a
+    """``HfArgumentParser`` whose errors are exceptions (one line, named by `parse_run_arguments`), not a
     usage text and an exit."""
 
     def error(self, message: str):
@@ -311,17 +317,15 @@ def parse_run_arguments(
     config_path: str | os.PathLike | None, overrides: list[str] | None = None
 ) -> tuple[ModelArguments, DataArguments, XlsrTrainingArguments]:
     """Parse a run: the config file's values, then command-line ``--key value`` overrides, then paper defaults."""
-    from .run import MODEL_RECIPES  # the recipes know each model's configuration class
-
     values = read_config_file(config_path) if config_path is not None else {}
     overrides = _legacy_command_line(list(overrides or []), values)
     model_type = values.get("model_type", ModelArguments.model_type)
     for i, arg in enumerate(overrides):
         if arg.startswith("--model_type"):
             model_type = arg.split("=", 1)[1] if "=" in arg else overrides[i + 1]
-    if model_type not in MODEL_RECIPES:
-        raise ConfigFileError(f"{config_path}: unknown model_type {model_type!r} (one of {sorted(MODEL_RECIPES)})")
-    config_class = MODEL_RECIPES[model_type].config_class
+    if model_type not in MODEL_CONFIGS:
+        raise ConfigFileError(f"{config_path}: unknown model_type {model_type!r} (one of {sorted(MODEL_CONFIGS)})")
+    config_class = MODEL_CONFIGS[model_type]
     given = set(values) | _given_on_command_line(overrides)
     model_config = _model_config(config_class, values, overrides, config_path)
     values["model_config"] = model_config

@@ -36,11 +36,12 @@ class MomentumCallback(TrainerCallback):
     callback itself; with a plain ``transformers.Trainer`` pass it in ``callbacks=[MomentumCallback()]``.
 
     ``XlsrTrainer`` hands over the gradient norm it computes for clipping (``gradient_norm``); under another
-    trainer (``SentenceTransformerTrainer`` with :class:`hf_xlsr.losses.MomentumQueueLoss`) the callback computes it.
+    trainer (``SentenceTransformerTrainer`` with `hf_xlsr.sentence_transformers.MomentumQueueLoss`) the callback
+    computes it.
 
     ``target`` is what holds the momentum encoder (``momentum_coefficient``, ``momentum_update``,
     ``discard_momentum_step``, ``momentum_contrast``): the trainer's model when None, or another object such as
-    :class:`hf_xlsr.losses.MomentumQueueLoss`.
+    `hf_xlsr.sentence_transformers.MomentumQueueLoss`.
     """
 
     def __init__(self, schedule: str = "constant", target=None):

@@ -89,14 +89,10 @@ class BitextCollator:
 
     def __call__(self, features: Sequence[dict[str, Any]]) -> dict[str, torch.Tensor]:
         source, target = self.row_languages(features)
-        batch = tokenize(
-            tokenizer_for(self.tokenizer, source), column(features, self._columns[0]), "source", self.max_length
-        )
-        batch.update(
-            tokenize(
-                tokenizer_for(self.tokenizer, target), column(features, self._columns[1]), "target", self.max_length
-            )
-        )
+        batch = {}
+        for prefix, language, name in zip(("source", "target"), (source, target), self._columns, strict=True):
+            tokenizer = tokenizer_for(self.tokenizer, language)
+            batch.update(tokenize(tokenizer, column(features, name), prefix, self.max_length))
         premise, hypothesis, label = self.nli_columns
         if premise in features[0]:
             nli_tokenizer = tokenizer_for(self.tokenizer, self.nli_language or source)

@@ -55,8 +55,8 @@ OFFLINE_CORPORA = ("bible", "hsk")
 
 @dataclass(frozen=True)
 class ModelRecipe:
-    config_class: type
-    # (model arguments, data arguments, training arguments, training pairs) -> (model, tokenizers by language)
+    model_class: type[PreTrainedModel]  # what a checkpoint (model_name_or_path) loads as
+    # a new model: (model arguments, data arguments, training arguments, training pairs) -> (model, tokenizers)
     build: Callable[..., tuple[PreTrainedModel, dict]]
     collator: Callable[[PreTrainedModel, dict, DataArguments], Callable]
     train_data: Callable[..., datasets.DatasetDict] | None = None  # each pair's data; default: load_pairs
@@ -87,9 +87,6 @@ def run_tokenizers(model_args: ModelArguments, languages: list[str], shared: boo
 
 def build_dual_momentum(model_args: ModelArguments, data_args: DataArguments, training_args, train_dataset):
     fields = {"languages": list(data_args.languages), **model_args.model_config}
-    if model_args.model_name_or_path:
-        model = DualMomentumModel.from_pretrained(model_args.model_name_or_path, **model_args.model_config)
-        return model, load_tokenizers(model_args.model_name_or_path)
     if model_args.encoders:
         model = DualMomentumModel.from_encoders(
             {language: model_args.encoder_of(language) for language in fields["languages"]}, **fields
@@ -112,12 +109,9 @@ def bitext_collator(model: PreTrainedModel, tokenizers: dict, data_args: DataArg
 
 
 def build_lightweight(model_args: ModelArguments, data_args: DataArguments, training_args, train_dataset):
-    """From a checkpoint, or a new model over a given tokenizer (a tokenizer folder, Hub id or SentencePiece
-    ``.model`` file) or a Unigram vocabulary trained on the training pairs (``model_config.vocab_size`` pieces)."""
+    """Over a given tokenizer (a tokenizer folder, Hub id or SentencePiece ``.model`` file) or a Unigram vocabulary
+    trained on the training pairs (``model_config.vocab_size`` pieces)."""
     fields = {"languages": list(data_args.languages), **model_args.model_config}
-    if model_args.model_name_or_path:
-        model = LightweightDualTransformer.from_pretrained(model_args.model_name_or_path, **model_args.model_config)
-        return model, load_tokenizers(model_args.model_name_or_path)
     vocab_size = fields.pop("vocab_size", LightweightDualTransformerConfig.vocab_size)
     tokenizer = shared_tokenizer(model_args, data_args, training_args, train_dataset, vocab_size)
     return LightweightDualTransformer.from_tokenizer(tokenizer, **fields), dict.fromkeys(
@@ -154,12 +148,8 @@ def pair_masking_collator(model: PreTrainedModel, tokenizers: dict, data_args: D
 
 
 def build_cmlm(model_args: ModelArguments, data_args: DataArguments, training_args, train_dataset):
-    """From a checkpoint, a pretrained masked LM (``encoder``), or ``model_config.encoder`` (a configuration)."""
+    """From a pretrained masked LM (``encoder``) or ``model_config.encoder`` (a configuration)."""
     fields = {"languages": list(data_args.languages), **model_args.model_config}
-    if model_args.model_name_or_path:
-        return CmlmModel.from_pretrained(model_args.model_name_or_path, **model_args.model_config), load_tokenizers(
-            model_args.model_name_or_path
-        )
     if model_args.encoder:
         model = CmlmModel.from_encoder(model_args.encoder, **fields)
     elif "encoder" in fields:
@@ -180,12 +170,9 @@ def cmlm_collator(model: PreTrainedModel, tokenizers: dict, data_args: DataArgum
 
 
 def build_hictl(model_args: ModelArguments, data_args: DataArguments, training_args, train_dataset):
-    """From a checkpoint, a pretrained masked LM (``encoder``, e.g. XLM-R), or ``model_config.encoder`` (a
-    configuration, whose vocabulary then comes from :func:`shared_tokenizer`)."""
+    """From a pretrained masked LM (``encoder``, e.g. XLM-R) or ``model_config.encoder`` (a configuration, whose
+    vocabulary then comes from `shared_tokenizer`)."""
     fields = {"languages": list(data_args.languages), **model_args.model_config}
-    if model_args.model_name_or_path:
-        model = HictlForPreTraining.from_pretrained(model_args.model_name_or_path, **model_args.model_config)
-        return model, load_tokenizers(model_args.model_name_or_path)
     if model_args.encoder:
         tokenizer = shared_tokenizer_of(run_tokenizers(model_args, fields["languages"], shared=True))
         model = HictlForPreTraining.from_encoder(model_args.encoder, **fields)
@@ -233,10 +220,10 @@ def load_cmlm_data(source, split: str, data_args: DataArguments) -> datasets.Dat
 
 
 MODEL_RECIPES: dict[str, ModelRecipe] = {
-    "dual_momentum": ModelRecipe(DualMomentumConfig, build_dual_momentum, bitext_collator),
-    "lightweight": ModelRecipe(LightweightDualTransformerConfig, build_lightweight, pair_masking_collator),
-    "cmlm": ModelRecipe(CmlmConfig, build_cmlm, cmlm_collator, train_data=load_cmlm_data),
-    "hictl": ModelRecipe(HictlConfig, build_hictl, hictl_collator),
+    "dual_momentum": ModelRecipe(DualMomentumModel, build_dual_momentum, bitext_collator),
+    "lightweight": ModelRecipe(LightweightDualTransformer, build_lightweight, pair_masking_collator),
+    "cmlm": ModelRecipe(CmlmModel, build_cmlm, cmlm_collator, train_data=load_cmlm_data),
+    "hictl": ModelRecipe(HictlForPreTraining, build_hictl, hictl_collator),
 }
 
 
@@ -296,7 +283,11 @@ def run_training(
     evaluators, eval_source = heldout_evaluators(data_args)  # bad evaluation data fails before the model loads
     if not evaluators and training_args.eval_strategy != "no":
         raise ConfigFileError("eval_strategy is set but there is no eval_data to evaluate on")
-    model, tokenizers = recipe.build(model_args, data_args, training_args, train_dataset)
+    if model_args.model_name_or_path:  # a checkpoint continued: its configuration, the run's model_config on top
+        model = recipe.model_class.from_pretrained(model_args.model_name_or_path, **model_args.model_config)
+        tokenizers = load_tokenizers(model_args.model_name_or_path)
+    else:
+        model, tokenizers = recipe.build(model_args, data_args, training_args, train_dataset)
     if model.encoders_per_language and data_args.pairs != [tuple(model.config.languages[:2])]:
         raise ConfigFileError(
             f"one encoder per language trains the one pair {pair_name(model.config.languages[:2])}, not "

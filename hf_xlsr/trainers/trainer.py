@@ -4,11 +4,11 @@ It extends the Trainer only through its documented hooks and callbacks:
 
 * ``compute_loss`` keeps each scalar field of the model output (loss parts, accuracies, queue statistics) and
   ``log`` reports their means (over the logging interval and over processes) next to the loss;
-* ``evaluation_loop`` adds the metrics of ``evaluators`` (e.g. :class:`~hf_xlsr.evaluation.RetrievalEvaluator`)
+* ``evaluation_loop`` adds the metrics of ``evaluators`` (e.g. `RetrievalEvaluator`)
   to the evaluation metrics, so early stopping and best-model selection can use them;
 * ``_save`` writes the tokenizers with the model, and checkpoints are written to a hidden folder and renamed into
   place, so an interrupted save never leaves a ``checkpoint-N`` folder behind;
-* a :class:`~hf_xlsr.trainers.callbacks.MomentumCallback` runs the EMA update once per optimizer step for models
+* a `MomentumCallback` runs the EMA update once per optimizer step for models
   that have momentum encoders. Their queues and momentum encoders are model state, saved with every checkpoint
   and restored by ``resume_from_checkpoint``.
 """
@@ -59,7 +59,7 @@ def paper_training_values(config, given: set[str], world_size: int = 1) -> dict:
 
 @dataclass
 class XlsrTrainingArguments(TrainingArguments):
-    """``TrainingArguments`` plus the hf_xlsr options. :meth:`for_model` fills in the paper's recipe."""
+    """``TrainingArguments`` plus the hf_xlsr options. `for_model` fills in the paper's recipe."""
 
     momentum_schedule: str = field(
         default="constant",
@@ -178,7 +178,7 @@ class XlsrTrainer(Trainer):
 
     def create_scheduler(self, num_training_steps: int, optimizer=None):
         """The paper's warm-up fits the paper's run: where it came from the model configuration (the run set no
-        ``warmup_steps``) and would take more than :data:`WARMUP_SHARE` of this run, the run warms up for that share
+        ``warmup_steps``) and would take more than `WARMUP_SHARE` of this run, the run warms up for that share
         of its own steps instead, and says so."""
         paper = getattr(self.args, "paper_values", frozenset())
         warmup = self.args.warmup_steps
@@ -217,7 +217,7 @@ class XlsrTrainer(Trainer):
 
     def _get_train_sampler(self, train_dataset=None):
         """Rows of several language pairs (``stack_pairs``' ``pair`` column) are drawn by
-        :class:`~hf_xlsr.data.multilingual.LanguagePairSampler`: each pair with probability proportional to its
+        `LanguagePairSampler`: each pair with probability proportional to its
         size^``language_sampling_alpha``, in batches that mix the pairs or of one pair each (``language_batches``)."""
         dataset = train_dataset if train_dataset is not None else self.train_dataset
         columns = getattr(dataset, "column_names", None) or []

@@ -10,7 +10,7 @@ from sentence_transformers.sentence_transformer.modules import Pooling, Transfor
 from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
 
 from hf_xlsr.data import load_bible
-from hf_xlsr.losses import MomentumQueueLoss
+from hf_xlsr.sentence_transformers import MomentumQueueLoss
 
 encoder_dir, out = sys.argv[1], sys.argv[2]
 torch.manual_seed(0)
