@@ -86,8 +86,8 @@ def test_push_calls_huggingface_hub_once_per_repository(tmp_path, tokenizer, mon
     uploaded = calls[1][2]
     assert "README.md" in uploaded and "modules.json" in uploaded
     for name in ("checkpoint/config.json", "checkpoint/model.safetensors", "checkpoint/modeling_dual_momentum.py",
-                 "checkpoint/configuration_dual_momentum.py", "checkpoint/queue.py", "checkpoint/momentum.py", "checkpoint/ema.py",
-                 "checkpoint/distributed.py", "checkpoint/losses.py",
+                 "checkpoint/configuration_dual_momentum.py", "checkpoint/queue.py", "checkpoint/momentum.py",
+                 "checkpoint/ema.py", "checkpoint/distributed.py", "checkpoint/losses.py",
                  "checkpoint/pooling.py", "checkpoint/tokenizer.json"):  # fmt: skip
         assert name in uploaded, name
 

@@ -282,3 +282,22 @@ def test_the_loss_imports_from_its_0_2_0_module_with_a_warning():
     with pytest.warns(FutureWarning, match="import MomentumQueueLoss from hf_xlsr.sentence_transformers"):
         old = importlib.import_module("hf_xlsr.losses")
     assert old.MomentumQueueLoss is hf_xlsr.sentence_transformers.MomentumQueueLoss
+
+
+def test_adapters_saved_by_0_2_0_load_with_a_warning(tmp_path):
+    lora = {"r": 4, "lora_alpha": 8, "target_modules": ["query", "value"]}
+    model = tiny_dual_momentum(lora=lora)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if "lora_B" in name:
+                parameter.normal_()  # adapters that change the encoders
+    folders = model.save_adapters(tmp_path / "adapters")
+    assert folders == {"encoder_x": tmp_path / "adapters" / "en", "encoder_y": tmp_path / "adapters" / "fr"}
+    for name, folder in folders.items():  # 0.2.0 named the folders after the modules
+        folder.rename(tmp_path / "adapters" / name)
+    fresh = tiny_dual_momentum(lora=lora)
+    with pytest.warns(FutureWarning, match="hf_xlsr 0.2.0's adapter folder"):
+        fresh.load_adapters(tmp_path / "adapters")
+    state, loaded = model.state_dict(), fresh.state_dict()
+    live = [name for name in state if "lora_" in name and not name.startswith("momentum_contrast")]
+    assert live and all(torch.equal(state[name], loaded[name]) for name in live)
