@@ -132,12 +132,12 @@ def training_arguments(steps: int, batch: int, learning_rate: float, output_dir:
 
 
 def build(arm: str, path: str, train, languages: list[str], steps: int, learning_rate: float, output_dir: str,
-          seed: int, max_length: int):  # fmt: skip
-    """``(trainer, score)``: the arm's trainer and a function scoring its model on an evaluator."""
+          seed: int, max_length: int, base: int = BATCH):  # fmt: skip
+    """``(trainer, score)``: the arm's trainer and a function scoring its model on an evaluator; ``base`` is B."""
     from transformers import TrainerCallback  # noqa: F401  (imported before sentence-transformers' trainer)
 
     s = spec(arm)
-    batch = BATCH * s["batch"]
+    batch = base * s["batch"]
     if s["sqrt_lr"]:
         learning_rate *= math.sqrt(s["batch"])
     torch.manual_seed(seed)
@@ -149,7 +149,7 @@ def build(arm: str, path: str, train, languages: list[str], steps: int, learning
         from hf_xlsr.trainers import BitextCollator, XlsrTrainer, XlsrTrainingArguments
 
         model = DualMomentumModel.from_encoders(path, shared_encoder=True, languages=languages,
-                                                queue_size=BATCH * s["queue"], momentum=0.99,
+                                                queue_size=base * s["queue"], momentum=0.99,
                                                 temperature=TEMPERATURE)  # fmt: skip
         tokenizers = AutoTokenizer.from_pretrained(path)
         collator = BitextCollator(tokenizers, languages=[pivot, other], max_length=max_length)
@@ -172,9 +172,9 @@ def build(arm: str, path: str, train, languages: list[str], steps: int, learning
     if s["loss"] == "mnrl":
         loss = losses.MultipleNegativesRankingLoss(model, scale=1 / TEMPERATURE, **both)
     elif s["loss"] == "cmnrl":
-        loss = losses.CachedMultipleNegativesRankingLoss(model, scale=1 / TEMPERATURE, mini_batch_size=BATCH, **both)
+        loss = losses.CachedMultipleNegativesRankingLoss(model, scale=1 / TEMPERATURE, mini_batch_size=base, **both)
     elif s["loss"] == "mql":
-        loss = MomentumQueueLoss(model, queue_size=BATCH * s["queue"], momentum=0.99, temperature=TEMPERATURE)
+        loss = MomentumQueueLoss(model, queue_size=base * s["queue"], momentum=0.99, temperature=TEMPERATURE)
         callbacks = [loss.callback]
     else:  # make_multilingual: student(pivot) and student(other) regress on teacher(pivot); teacher = the start
         teacher = SentenceTransformer(path, device="cpu")

