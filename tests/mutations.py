@@ -239,8 +239,6 @@ MUTATIONS = [
              "slots = torch.arange(n - kept, n, device=self.keys.device) % self.size", QUEUE_PROPERTY),
     Mutation("rollback_leaves_the_keys", M + "queue.py",
              "self.keys[slots], self.ids[slots] = old_keys, old_ids", "self.ids[slots] = old_ids", QUEUE_PROPERTY),
-    Mutation("rollback_in_write_order", M + "queue.py",
-             "in reversed(self._undo):", "in self._undo:", QUEUE_PROPERTY),
     Mutation("ids_cross_the_gather_as_floats", M + "momentum.py",
              "all_ids = torch.stack([rows[:, -3], rows[:, -2]], dim=1).view(torch.long).reshape(-1)",
              "all_ids = rows[:, -3].long()",
