@@ -439,8 +439,9 @@ def verdict(results: dict, timing_rows: dict | None) -> str:
     lines = [
         f"- best hf_xlsr arm: {LABELS[spec(ours)['base']]}, {100 * m_ours:.1f}% (n = {n_ours}); best peer: "
         f"{LABELS[spec(peer)['base']]}, {100 * m_peer:.1f}% (n = {n_peer}).",
-        f"- equal compute: {100 * (m_ours - m_peer):+.1f} points, the larger seed spread {100 * spread:.1f}: "
-        f"{reading}.",
+        f"- equal compute: {100 * (m_ours - m_peer):+.1f} points, "
+        + (f"the larger seed spread {100 * spread:.1f}" if spread == spread else "one seed, no spread")
+        + f": {reading}.",
         f"- half the compute (the point at half the budget inside the hf_xlsr run): {100 * half:.1f}% against the "
         f"peer's {100 * m_peer:.1f}% at the whole budget: " + ("holds" if half >= m_peer else "does not hold") + ".",
     ]

@@ -135,6 +135,7 @@ def mining_scaling_table() -> str:
 TABLES: dict[str, Callable[[], str]] = {
     "encoding": encoding_table,
     "queue-vs-batch": queue_table,
+    "queue-vs-batch-e5": lambda: queue_table("queue_vs_batch_e5.json", None),
     "mining-scaling": mining_scaling_table,
     "encoding-full": encoding_full_table,
 }
