@@ -61,7 +61,8 @@ def _train(args: argparse.Namespace, rest: list[str]) -> int:
     trainer, metrics = run_training(model_args, data_args, training_args)
     if metrics and trainer.is_world_process_zero():  # under several processes, once
         print(json.dumps(metrics, indent=2))
-    trainer.accelerator.end_training()  # processes leave their group together, not in the interpreter's teardown
+    trainer.accelerator.wait_for_everyone()  # processes leave their group together, not in the interpreter's teardown
+    trainer.accelerator.end_training()
     return 0
 
 

@@ -43,4 +43,5 @@ state["world_size"] = torch.tensor(trainer.accelerator.num_processes)
 state["gathers_from_the_queue"] = torch.tensor(gathers_from_the_queue)
 torch.save({"state": state, "synchronised_buffers": sorted(trainer.model_wrapped.named_module_buffers)},
            f"{out}/rank{trainer.accelerator.process_index}.pt")  # fmt: skip
+trainer.accelerator.wait_for_everyone()  # every rank has written its file before any leaves the group
 trainer.accelerator.end_training()
