@@ -28,4 +28,5 @@ trainer.train()
 state = {name: tensor for name, tensor in loss.momentum_contrast.state_dict().items()}
 state["world_size"] = torch.tensor(trainer.accelerator.num_processes)
 torch.save(state, f"{out}/rank{trainer.accelerator.process_index}.pt")
+trainer.accelerator.wait_for_everyone()  # every rank has written its file before any leaves the group
 trainer.accelerator.end_training()
