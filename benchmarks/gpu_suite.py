@@ -291,7 +291,6 @@ def queue_vs_batch(args, device: torch.device, seconds: float) -> dict:
             batch = base * spec(arm)["batch"]
             row = {"arm": arm, "batch": batch, "queue": base * spec(arm).get("queue", 0), "pairs": pairs,
                    "steps": pairs // batch}  # fmt: skip
-            trainer = score = None
             try:
                 reset_peak(device)
                 trainer, score = build(arm, path, train, ["en", "fr"], pairs // batch, 2e-4, f"{scratch}/{arm}", 0,
