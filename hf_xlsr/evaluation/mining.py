@@ -37,14 +37,15 @@ logger = logging.getLogger(__name__)
 
 MARGINS = ("ratio", "distance")
 MODES = ("forward", "backward", "max", "intersect")
-# Chosen by benchmarks/bench_mining_search.py on the 22-language model (RESULTS.md). At 100,000 sentences per side
-# exact search costs 1.7x the sentence-transformers example's IVF search and gives the best recall and F1; the IVF
-# below, used from 200,000, took 0.46x its time and 0.51x its memory there at 0.2 points of exact recall with 24
-# probes, which scan about 1,900 vectors per query. The probes shrink as the lists fill so that a query scans that
-# many at any size (12 at 409,000: 0.56x the example's time there, where 24 probes took 0.97x).
-IVF_THRESHOLD = 200_000
-IVF_LISTS_PER_ROOT = 4  # inverted lists per square root of the corpus size
-IVF_SCAN = 1_900  # vectors a query scans: round(IVF_SCAN * lists / n) lists are probed, 8 at least
+# Chosen by `benchmarks/bench_mining_search.py --sweep 50000 150000` (RESULTS.md), at two sizes its scaling figures
+# do not report: of the settings within half a point of exact search's recall at both sizes, the fastest whose codes
+# did not fail on clustered data (with 8 candidates per neighbour re-scored, 4-bit product codes found 30% of exact
+# search's nearest neighbours on the clustered vectors of tests/test_mining.py, RaBitQ all of them). Exact search
+# below the smallest size swept, 50,000.
+IVF_THRESHOLD = 50_000
+IVF_LISTS_PER_ROOT = 2  # inverted lists per square root of the corpus size
+IVF_PROBES = 32  # inverted lists a query scans
+IVF_REFINE = 4  # candidates per neighbour asked for, re-scored exactly from the stored vectors
 IVF_TRAIN_POINTS = 64  # k-means sample per inverted list (faiss asks for 39 at least)
 # The customary cut of the ratio margin for mining without gold pairs (LASER's, CCMatrix's): pairs below it are
 # mostly not translations. ``hf-xlsr mine`` keeps pairs at or above it unless told otherwise.
@@ -59,18 +60,18 @@ def _unit_float32(vectors: np.ndarray) -> np.ndarray:
 
 def index_spec(n: int, index: str = "auto") -> str:
     """The faiss index for a corpus of ``n`` vectors, as an ``index_factory`` string with its search parameters
-    after ``|``: ``flat`` (exact search), ``ivf`` (`IVF_LISTS_PER_ROOT` sqrt(n) lists of 8-bit vectors, as
-    many probed as hold `IVF_SCAN` vectors), ``auto`` (flat below `IVF_THRESHOLD` vectors, IVF from
-    there), or any factory string of one's own (``"HNSW32|efSearch=128"``, ``"OPQ64,IVF4096,PQ64|nprobe=32"``,
-    as faiss and stopes name indexes)."""
+    after ``|``: ``flat`` (exact search), ``ivf`` (`IVF_LISTS_PER_ROOT` sqrt(n) inverted lists of RaBitQ codes,
+    one bit per dimension, `IVF_PROBES` of them scanned, and the best `IVF_REFINE` candidates per neighbour asked
+    for re-scored exactly from the stored vectors), ``auto`` (flat below `IVF_THRESHOLD` vectors, IVF from there), or
+    any factory string of one's own (``"HNSW32|efSearch=128"``, ``"OPQ64,IVF4096,PQ64|nprobe=32"``, as faiss and
+    stopes name indexes)."""
     if index == "auto":
         index = "flat" if n < IVF_THRESHOLD else "ivf"
     if index == "flat":
         return "Flat"
     if index == "ivf":
         lists = max(1, min(int(IVF_LISTS_PER_ROOT * math.sqrt(n)), n // 39))  # faiss wants >= 39 points per list
-        probes = min(lists, max(8, round(IVF_SCAN * lists / max(n, 1))))  # 8 at least: the fewest the sweep measured
-        return f"IVF{lists},SQ8|nprobe={probes}"  # vectors stored in 8 bits per dimension
+        return f"IVF{lists},RaBitQ,RFlat|nprobe={min(lists, IVF_PROBES)},k_factor_rf={IVF_REFINE}"
     if not index or index[0].islower():
         raise ValueError(f"index must be 'auto', 'flat', 'ivf' or a faiss index_factory string, got {index!r}")
     return index
