@@ -285,7 +285,7 @@ def main() -> None:
 
     sizes = args.sweep or args.sizes
     sides = (0, 1) if args.side is None else (args.side,)
-    embeddings(args.model, args.backend, args.threads, max(sizes), sides)  # before anything is timed
+    embedded = embeddings(args.model, args.backend, args.threads, max(sizes), sides)  # before anything is timed
     if args.embed_only:
         return
     setup = {"script": "benchmarks/bench_mining_search.py", "model": reference, "backend": args.backend,
@@ -293,7 +293,7 @@ def main() -> None:
     results = Results(args.out, {**setup, "sweep": sizes} if args.sweep else setup)
     work = CACHE / "search"
     work.mkdir(parents=True, exist_ok=True)
-    dim = embeddings(args.model, args.backend, args.threads, 1)[0].shape[1]
+    dim = embedded[0].shape[1]
     if args.sweep:
         for size in args.sweep:
             reference = work / f"sweep_{size}_0.json"  # exact search, the first setting

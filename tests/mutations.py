@@ -306,6 +306,9 @@ MUTATIONS = [
     Mutation("ivf_lists_ignore_the_corpus_size", "hf_xlsr/evaluation/mining.py",
              "lists = max(1, min(int(IVF_LISTS_PER_ROOT * math.sqrt(n)), n // 39))", "lists = 100",
              "tests/test_mining.py::test_blocks_and_ivf_agree_with_exact_search"),
+    Mutation("mining_goal_time_reversed", "benchmarks/bench_mining_search.py",
+             'ours["seconds"] <= GOAL_TIME * peer["seconds"]', 'ours["seconds"] >= GOAL_TIME * peer["seconds"]',
+             "tests/test_readme_tables.py::test_every_generated_table_matches_its_results_file"),
     Mutation("pairing_loop_ignores_the_rounds", "hf_xlsr/evaluation/mining.py",
              "if not used_source[s] and not used_target[t]:", "if True:", PAIRING),
     # the GPU suite
