@@ -92,6 +92,26 @@ def test_blocks_and_ivf_agree_with_exact_search(monkeypatch):
     assert np.mean(ivf_ids[:, 0] == exact_ids[:, 0]) > 0.9
 
 
+def test_a_query_whose_scanned_lists_hold_too_few_vectors_is_searched_exactly():
+    # 50 sentences repeated 60 times: k-means puts 64 lists on 50 points, so many lists are empty, and a query that
+    # scans one list often finds fewer than k vectors there (faiss answers index -1, similarity -3.4e38)
+    rng = np.random.default_rng(4)
+    centres = rng.normal(size=(50, 16))
+    corpus = np.repeat(centres, 60, axis=0)
+    queries = centres[rng.integers(0, 50, size=500)] + 0.05 * rng.normal(size=(500, 16))
+    spec = "IVF64,Flat|nprobe=1"
+    raw_ids = mining_module.build_index(corpus, spec).search(mining_module._unit_float32(queries), 8)[1]
+    assert (raw_ids < 0).any(axis=1).sum() > 20  # the case arises: these queries need the fallback
+    sims, ids = knn(queries, corpus, 8, index=spec)
+    unit = lambda v: v / np.linalg.norm(v, axis=1, keepdims=True)  # noqa: E731
+    cosines = unit(queries) @ unit(corpus).T  # float64 reference
+    assert (ids >= 0).all()
+    assert np.allclose(np.take_along_axis(cosines, ids, axis=1), sims, atol=1e-5)  # each index is its similarity
+    assert np.allclose(np.sort(sims, axis=1), np.sort(cosines, axis=1)[:, -8:], atol=1e-5)  # the true 8 nearest
+    pairs = mine(queries, corpus, k=8, index=spec)
+    assert np.isfinite(pairs.scores).all() and (pairs.target >= 0).all()
+
+
 def test_one_trained_index_serves_both_directions_and_factory_strings_are_indexes(monkeypatch):
     rng = np.random.default_rng(3)
     centres = rng.normal(size=(30, 16))

@@ -131,7 +131,10 @@ def build_index(corpus: np.ndarray, index: str = "auto", block_size: int = 16384
 def knn(
     queries: np.ndarray, corpus: np.ndarray, k: int, index: str = "auto", block_size: int = 16384, trained=None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Cosine similarities and indices of each query's ``k`` nearest corpus vectors, ``(n_queries, k)`` each."""
+    """Cosine similarities and indices of each query's ``k`` nearest corpus vectors, ``(n_queries, k)`` each.
+
+    A query whose scanned inverted lists hold fewer than ``k`` vectors (faiss answers index -1 for what it did not
+    find: a clustered or duplicated corpus can leave many lists near a query empty) is searched again exactly."""
     k = min(k, len(corpus))
     built = build_index(corpus, index, block_size, trained)
     similarities = np.empty((len(queries), k), dtype=np.float32)
@@ -139,7 +142,24 @@ def knn(
     for start in range(0, len(queries), block_size):
         block = _unit_float32(queries[start : start + block_size])
         similarities[start : start + len(block)], indices[start : start + len(block)] = built.search(block, k)
+    short = np.flatnonzero((indices < 0).any(axis=1))
+    if len(short):
+        logger.info("%d of %d queries found fewer than %d neighbours in the index: searched exactly", len(short),
+                    len(queries), k)  # fmt: skip
+        similarities[short], indices[short] = exact_knn(queries[short], corpus, k, block_size)
     return similarities, indices
+
+
+def exact_knn(queries: np.ndarray, corpus: np.ndarray, k: int, block_size: int = 16384):
+    """``knn`` by exact search, the corpus read in blocks (no normalised copy of the whole of it)."""
+    queries = _unit_float32(queries)
+    heap = faiss.ResultHeap(len(queries), k, keep_max=True)
+    for start in range(0, len(corpus), block_size):
+        found, where = faiss.knn(queries, _unit_float32(corpus[start : start + block_size]), k,
+                                 metric=faiss.METRIC_INNER_PRODUCT)  # fmt: skip
+        heap.add_result(found, np.where(where < 0, -1, where + start))
+    heap.finalize()
+    return heap.D, heap.I
 
 
 def apply_margin(cosine: np.ndarray, neighbourhood: np.ndarray, margin: str) -> np.ndarray:
