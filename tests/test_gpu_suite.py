@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,7 +43,10 @@ def test_the_gpu_suite_runs_every_part_in_a_dry_run(tmp_path):
         ("cmnrl_32B_sqrtlr", 128, 0, 1),
     ]
     assert all(0 <= row["bible"] <= 1 for row in arms)
-    assert report["parts"]["encoding"]["mining"]["pairs"] > 0
+    encoding = report["parts"]["encoding"]
+    assert set(encoding["sentences_per_second"]) == {
+        "sentence-transformers_bf16", "sentence-transformers_float32", "hf_xlsr_bf16"}  # fmt: skip
+    assert 0 <= encoding["mining"]["gold_found"] <= 1
     assert report["parts"]["demo"]["returncode"] == 0 and len(report["parts"]["demo"]["held_out"]) == 2
     assert "| training_step | done |" in out.with_suffix(".md").read_text()
 
@@ -75,3 +79,50 @@ def test_an_arm_out_of_memory_is_a_row_and_mnrl_falls_back_to_its_cached_form(mo
     assert all(row["error"].startswith("out of memory: CUDA out of memory") for row in rows
                if row["arm"] == "dual_momentum_shared")  # fmt: skip
     assert result["skipped"] == []
+
+
+def test_mining_sides_are_distinct_sentences_whose_gold_pairs_are_translations(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import gpu_suite
+
+    verses = {"en": [f"e{i}" for i in range(7)], "fr": [f"f{i}" for i in range(7)]}
+    source, target, gold = gpu_suite.mining_sides(verses, 42)  # all n (n - 1) joins of 7 verses
+    assert len(set(source)) == len(set(target)) == 42
+    assert all(target[gold[i]] == text.replace("e", "f") for i, text in enumerate(source))
+    assert sorted(gold.tolist()) == list(range(42)) and gold.tolist() != list(range(42))  # shuffled
+    with pytest.raises(ValueError, match="43 sentences per side: 7 verses join into 42 distinct ones"):
+        gpu_suite.mining_sides(verses, 43)
+
+
+def test_reports_of_two_calls_join_into_one(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import gpu_suite
+
+    first = {
+        "device": "H100",
+        "date": "d1",
+        "command": "c1",
+        "torch": "t",
+        "dry_run": False,
+        "parts": {
+            "cuda_tests": {"status": "done", "passed": 5},
+            "encoding": {"status": "skipped: 3 s left of the budget"},
+        },
+    }
+    second = {
+        "device": "H100",
+        "date": "d2",
+        "command": "c2",
+        "torch": "t",
+        "dry_run": False,
+        "parts": {
+            "encoding": {"status": "done", "sentences": 3},
+            "cuda_tests": {"status": "skipped: 1 s left of the budget"},
+        },
+    }
+    joined = gpu_suite.join([first, second])
+    assert joined["parts"]["cuda_tests"] == {"status": "done", "passed": 5, "command": "c1", "date": "d1"}
+    assert joined["parts"]["encoding"] == {"status": "done", "sentences": 3, "command": "c2", "date": "d2"}
+    assert joined["date"] == "d1, d2"
+    with pytest.raises(SystemExit, match="different devices"):
+        gpu_suite.join([first, {**second, "device": "H200"}])
