@@ -89,7 +89,7 @@ def _encode(args: argparse.Namespace, rest: list[str]) -> int:
         raise UsageError(f"--output {output}: the vectors go to a .npy file")
     writable(("--output", output))
     sentences = SentenceFile(args.input)
-    model, tokenizers = load_for_evaluation(args.model)
+    model, tokenizers = load_for_evaluation(args.model, args.backend)
     languages = model_languages(model)
     if languages and args.language not in languages:
         raise UsageError(f"--language {args.language}: the model encodes each of {', '.join(languages)} "
@@ -145,7 +145,7 @@ def _evaluate(args: argparse.Namespace, rest: list[str]) -> int:
     from hf_xlsr.evaluation.encoders import model_languages
     from hf_xlsr.export import MTEB_META
 
-    model, tokenizers = load_for_evaluation(args.model)
+    model, tokenizers = load_for_evaluation(args.model, args.backend)
     encoded = model_languages(model)
     unknown = [language for language in args.languages if encoded and language not in encoded]
     if unknown:
@@ -204,7 +204,7 @@ def _mine(args: argparse.Namespace, rest: list[str]) -> int:
         logger.warning("--src and --tgt are the same file: every sentence will be mined as its own translation")
     writable(("--out", args.out), *((("--embeddings", args.embeddings),) if args.embeddings else ()))
     source, target = SentenceFile(args.src), SentenceFile(args.tgt)
-    model, tokenizers = load_for_evaluation(args.model)
+    model, tokenizers = load_for_evaluation(args.model, args.backend)
     source_language, target_language = mining_languages(model, args.src_lang, args.tgt_lang)
     encode = as_encoder(model, tokenizers, batch_size=args.batch_size, backend=args.backend)
     try:

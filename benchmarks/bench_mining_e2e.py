@@ -86,7 +86,7 @@ def child(args) -> dict:
         from hf_xlsr.evaluation.loading import load_for_evaluation
         from hf_xlsr.evaluation.mining import embed_file, mine
 
-        model, tokenizers = load_for_evaluation(args.model)
+        model, tokenizers = load_for_evaluation(args.model, args.backend)
         encode = as_encoder(model, tokenizers, batch_size=32, max_length=args.max_length, backend=args.backend)
         encode(["warm-up"], "en")  # a backend compiles its graph once, before the clock starts
         loaded = time.perf_counter()

@@ -8,12 +8,14 @@ from collections import Counter
 import numpy as np
 import onnx
 import pytest
+import torch
 from conftest import MINILM
 from sentence_transformers import SentenceTransformer
 
 from hf_xlsr.data import load_bible, resolve_reference
 from hf_xlsr.evaluation import RetrievalEvaluator, as_encoder
 from hf_xlsr.evaluation.backends import BACKENDS, SentenceGraph, export_onnx, quantize_int8
+from hf_xlsr.evaluation.loading import load_for_evaluation
 from hf_xlsr_cli import BACKENDS as CLI_BACKENDS
 from hf_xlsr_cli import main
 
@@ -110,3 +112,66 @@ def test_an_unknown_backend_is_refused_in_one_line(tmp_path, minilm, capsys):
         main(["encode", "--model", resolve_reference(MINILM), "--input", "x.txt", "--output", "x.npy", "--backend",
               "tensorrt"])  # fmt: skip
     assert exit_info.value.code == 2 and "invalid choice: 'tensorrt'" in capsys.readouterr().err
+
+
+def saved_model(kind: str, folder, tokenizer) -> str:
+    """A model folder of each kind a user can point ``--backend bf16`` at: a sentence-transformers folder, and a
+    saved model of each hf_xlsr type (tiny, random weights, MiniLM's tokenizer)."""
+    from conftest import tiny_dual_momentum, tiny_encoder_config
+
+    from hf_xlsr import CmlmConfig, CmlmModel, HictlConfig, HictlForPreTraining, LightweightDualTransformer
+
+    if kind == "sentence-transformers":
+        return resolve_reference(MINILM)
+    torch.manual_seed(0)
+    encoder, languages = tiny_encoder_config(), ["en", "fr"]
+    model = {
+        "dual_momentum": lambda: tiny_dual_momentum(),
+        "dual_momentum_per_language": lambda: tiny_dual_momentum(encoder_y=tiny_encoder_config()),
+        "cmlm": lambda: CmlmModel(CmlmConfig(encoder=encoder, num_projections=2, languages=languages)),
+        "hictl": lambda: HictlForPreTraining(HictlConfig(encoder=encoder, languages=languages)),
+        "lightweight": lambda: LightweightDualTransformer.from_tokenizer(
+            tokenizer, hidden_size=32, intermediate_size=64, num_attention_heads=2, languages=languages),
+    }[kind]()  # fmt: skip
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+KINDS = ["sentence-transformers", "dual_momentum", "dual_momentum_per_language", "cmlm", "hictl", "lightweight"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_bf16_loads_every_kind_of_model_in_bfloat16_and_encodes_as_float32_does(kind, tmp_path, tokenizer, verses):
+    """``--backend bf16`` loads the weights in bfloat16 (as sentence-transformers' ``model_kwargs={"dtype": ...}``
+    does), so autocast keeps no bfloat16 copy beside float32 weights; the vectors stay those of float32 within
+    bfloat16's precision."""
+    folder = saved_model(kind, tmp_path / kind, tokenizer)
+    model, tokenizers = load_for_evaluation(folder, "bf16")
+    floats = {p.dtype for p in model.parameters() if p.is_floating_point()}
+    assert floats == {torch.bfloat16}
+    sentences = verses["fr"][:40]
+    vectors = as_encoder(model, tokenizers, backend="bf16", batch_size=16)(sentences, "fr")
+    assert vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    expected = as_encoder(*load_for_evaluation(folder), batch_size=16)(sentences, "fr")  # float32, as saved
+    assert float(np.mean(np.sum(vectors * expected, axis=1))) >= 0.99
+    assert {p.dtype for p in load_for_evaluation(folder)[0].parameters()} == {torch.float32}
+
+
+def test_the_encode_command_loads_bfloat16_weights_for_bf16(tmp_path, verses, monkeypatch):
+    from hf_xlsr.evaluation import loading
+
+    loaded = []
+    load = loading.load_for_evaluation
+    monkeypatch.setattr(loading, "load_for_evaluation", lambda *args: loaded.append(load(*args)) or loaded[-1])
+    target = tmp_path / "fr.txt"
+    target.write_text("\n".join(verses["fr"][:30]) + "\n", encoding="utf-8")
+    outputs = {}
+    for backend in ("torch", "bf16"):
+        outputs[backend] = tmp_path / f"{backend}.npy"
+        assert main(["encode", "--model", resolve_reference(MINILM), "--input", str(target), "--output",
+                     str(outputs[backend]), "--backend", backend]) == 0  # fmt: skip
+    assert [next(model.parameters()).dtype for model, _ in loaded] == [torch.float32, torch.bfloat16]
+    difference = np.abs(np.load(outputs["bf16"]) - np.load(outputs["torch"])).max()
+    assert TOLERANCE["onnx"] < difference <= 2 * TOLERANCE["bf16"], difference

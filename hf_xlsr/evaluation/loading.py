@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import torch
 from sentence_transformers import SentenceTransformer
 from transformers import AutoModel, PreTrainedModel
 
@@ -54,13 +55,14 @@ def cached_on_this_machine(repo_id: str) -> bool:
     return any(isinstance(try_to_load_from_cache(repo_id, name), str) for name in names)
 
 
-def load_trained_model(path: str | os.PathLike) -> tuple[PreTrainedModel, dict]:
-    """An hf_xlsr model (any of the registered types) and its tokenizers."""
+def load_trained_model(path: str | os.PathLike, dtype: torch.dtype | None = None) -> tuple[PreTrainedModel, dict]:
+    """An hf_xlsr model (any of the registered types), its weights in ``dtype`` (the saved dtype when None), and
+    its tokenizers."""
     import hf_xlsr  # noqa: F401  (registers the model types with AutoModel)
 
     check_model_path(path)
     try:
-        model = AutoModel.from_pretrained(str(path))
+        model = AutoModel.from_pretrained(str(path), **({"dtype": dtype} if dtype else {}))
     except (OSError, ValueError, KeyError) as error:
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise ModelLoadError(f"{path}: cannot be loaded as an hf_xlsr model ({reason})") from error
@@ -69,10 +71,13 @@ def load_trained_model(path: str | os.PathLike) -> tuple[PreTrainedModel, dict]:
     return model, load_tokenizers(path)
 
 
-def load_for_evaluation(path: str | os.PathLike) -> tuple[object, dict | None]:
-    """``(model, tokenizers)`` ready for `as_encoder`: a sentence-transformers
-    folder (an hf_xlsr export among them) or an hf_xlsr model folder."""
+def load_for_evaluation(path: str | os.PathLike, backend: str = "torch") -> tuple[object, dict | None]:
+    """``(model, tokenizers)`` ready for `as_encoder` on ``backend``: a sentence-transformers folder (an hf_xlsr
+    export among them) or an hf_xlsr model folder. For ``bf16`` the weights load in bfloat16, as
+    sentence-transformers' ``model_kwargs={"dtype": torch.bfloat16}`` loads them, so that encoding casts nothing
+    (autocast over float32 weights keeps a bfloat16 copy of each beside them)."""
     check_model_path(path)
+    dtype = torch.bfloat16 if backend == "bf16" else None
     if (Path(path) / "modules.json").is_file():
-        return SentenceTransformer(str(path)), None
-    return load_trained_model(path)
+        return SentenceTransformer(str(path), model_kwargs={"dtype": dtype} if dtype else None), None
+    return load_trained_model(path, dtype)
