@@ -48,8 +48,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 LIMIT_MIB = 64  # what one call to the GPU machine carries, the repository included
 WHEELS = ("datasets", "dill", "multiprocess", "faiss-cpu", "transformers", "sentence-transformers")
-# The image's versions of packages hf_xlsr pins higher, as a session on an H100 machine saw them in 2026-11.
-IMAGE_VERSIONS = {"transformers": "5.17.0", "sentence-transformers": "6.0.1"}
+# The image's versions (its pip list, 2026-11) of transformers and sentence-transformers, older than hf_xlsr needs,
+# and of the huggingface-hub that its transformers needs (below 2.0).
+IMAGE_VERSIONS = {"transformers": "5.17.0", "sentence-transformers": "6.0.1", "huggingface-hub": "1.33.0"}
 IMAGE_PYTHON = "3.12"
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")
 LANGUAGES = ("en", "fr")
@@ -171,31 +172,42 @@ def unpack(kit: Path, site: Path) -> None:
 
 
 def image_standin(site_packages: Path, out: Path) -> None:
-    """A folder of links to the packages of ``site_packages`` that the GPU image holds: ``IMAGE_PACKAGES`` and what
-    they require, as installed here (the image's own versions have their own requirements in it), found by their
-    distributions' files, except the packages of ``IMAGE_VERSIONS``, installed at the image's versions (from a
-    package registry). A stand-in for the image, to test the kit against on this machine."""
+    """A stand-in for the image, to test the kit against on this machine: the packages of ``IMAGE_VERSIONS``
+    installed at the image's versions (from a package registry), and links to the packages of ``site_packages``
+    that the image holds, ``IMAGE_PACKAGES``, and to what they and those require, as installed here (the image's own
+    versions have their own requirements in it), found by their distributions' files. A requirement of the pinned
+    packages that is not installed here is installed too."""
     from packaging.requirements import Requirement
     from packaging.utils import canonicalize_name
 
-    found = {
-        canonicalize_name(d.metadata["Name"]): d for d in importlib.metadata.distributions(path=[str(site_packages)])
-    }
-    todo, wanted = [canonicalize_name(name) for name in IMAGE_PACKAGES], set()
-    while todo:
-        name = todo.pop()
-        if name in wanted or name not in found:
-            continue
-        wanted.add(name)
-        for line in found[name].requires or []:
-            requirement = Requirement(line)
-            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
-                todo.append(canonicalize_name(requirement.name))
+    def requirements(distribution) -> list[str]:
+        return [canonicalize_name(r.name) for r in map(Requirement, distribution.requires or [])
+                if r.marker is None or r.marker.evaluate({"extra": ""})]  # fmt: skip
+
     out.mkdir(parents=True, exist_ok=True)
     pins = [f"{name}=={version}" for name, version in IMAGE_VERSIONS.items()]
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-compile", "--target", str(out),
                     *pins], check=True)  # fmt: skip
-    for name in sorted(wanted - {canonicalize_name(name) for name in IMAGE_VERSIONS}):
+    pinned = {canonicalize_name(d.metadata["Name"]): d for d in importlib.metadata.distributions(path=[str(out)])}
+    found = {
+        canonicalize_name(d.metadata["Name"]): d for d in importlib.metadata.distributions(path=[str(site_packages)])
+    }
+    todo = [canonicalize_name(name) for name in IMAGE_PACKAGES] + [r for d in pinned.values() for r in requirements(d)]
+    wanted, absent = set(), set()
+    while todo:
+        name = todo.pop()
+        if name in wanted or name in pinned:
+            continue
+        if name not in found:
+            absent.add(name)
+            continue
+        wanted.add(name)
+        todo += requirements(found[name])
+    needed = sorted(absent & {r for d in pinned.values() for r in requirements(d)})  # httpx for transformers 5.17
+    if needed:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-compile", "--target", str(out), *needed],
+                       check=True)  # fmt: skip
+    for name in sorted(wanted):
         for top in {Path(str(file)).parts[0] for file in found[name].files or []}:
             source = site_packages / top
             if source.exists() and not top.startswith("..") and not (out / top).exists():

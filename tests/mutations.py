@@ -299,6 +299,10 @@ MUTATIONS = [
              'trained = train_index(spec, sides, source_embeddings.shape[1]) if spec != "Flat" else None',
              "trained = None",
              "tests/test_mining.py::test_one_trained_index_serves_both_directions_and_factory_strings_are_indexes"),
+    Mutation("kit_without_transformers", "benchmarks/gpu_kit.py",
+             '"faiss-cpu", "transformers", "sentence-transformers")', '"faiss-cpu", "sentence-transformers")',
+             "tests/test_gpu_kit.py::"
+             "test_the_kit_installs_without_an_index_and_runs_the_dry_run_in_the_images_packages"),
     Mutation("bf16_loads_float32_weights", "hf_xlsr/evaluation/loading.py",
              'dtype = torch.bfloat16 if backend == "bf16" else None', "dtype = None",
              "tests/test_backends.py::test_the_encode_command_loads_bfloat16_weights_for_bf16"),
@@ -387,7 +391,7 @@ def run(mutation: Mutation | None, tests: list[str], python: str) -> tuple[int, 
             path.write_text(text.replace(mutation.before, mutation.after))
         start = time.time()
         result = subprocess.run(
-            [python, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
+            [python, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-m", "", *tests],  # slow ones too
             cwd=copy, capture_output=True, text=True, env={**_environment(), "PYTHONPATH": str(copy)},
         )  # fmt: skip
         return result.returncode, time.time() - start

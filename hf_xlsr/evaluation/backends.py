@@ -3,7 +3,8 @@
 
 =============  ========================================================================================================
 ``torch``      the model in PyTorch: float32, or bfloat16 autocast on a GPU that supports it
-``bf16``       the model in PyTorch under bfloat16 autocast (CPUs with AVX-512 BF16 or AMX, GPUs)
+``bf16``       the model in PyTorch in bfloat16 (CPUs with AVX-512 BF16 or AMX, GPUs): the commands load its
+               weights in bfloat16 (`loading.load_for_evaluation`); a float32 model runs under bfloat16 autocast
 ``onnx``       the model's sentence graph exported to ONNX (``torch.onnx.export``) and run by ONNX Runtime
 ``onnx-int8``  that graph with its weights quantised to int8, per output channel, by ONNX Runtime's dynamic
                quantisation (as sentence-transformers' ``export_dynamic_quantized_onnx_model`` does through optimum),
