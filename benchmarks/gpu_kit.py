@@ -81,11 +81,16 @@ def mib(path: Path) -> float:
     return sum(p.stat().st_size for p in files) / 2**20
 
 
-def repository_mib() -> float:
-    """What travels of the repository: its tracked files and the untracked ones git does not ignore."""
+def repository_files() -> list[Path]:
+    """What travels of the repository, relative to it: its tracked files and the untracked ones git does not ignore
+    (no ``*.egg-info``: hf_xlsr is not installed there, only on ``PYTHONPATH``)."""
     listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=ROOT,
                             capture_output=True, check=True).stdout.decode().split("\0")  # fmt: skip
-    return sum((ROOT / name).stat().st_size for name in listed if name and (ROOT / name).is_file()) / 2**20
+    return [Path(name) for name in listed if name and (ROOT / name).is_file()]
+
+
+def repository_mib() -> float:
+    return sum((ROOT / name).stat().st_size for name in repository_files()) / 2**20
 
 
 def download_wheels(folder: Path, python: str) -> None:

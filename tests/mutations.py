@@ -303,6 +303,10 @@ MUTATIONS = [
              '"faiss-cpu", "transformers", "sentence-transformers")', '"faiss-cpu", "sentence-transformers")',
              "tests/test_gpu_kit.py::"
              "test_the_kit_installs_without_an_index_and_runs_the_dry_run_in_the_images_packages"),
+    Mutation("framework_version_from_metadata", "hf_xlsr/trainers/run.py", '"hf_xlsr": __version__}',
+             '"hf_xlsr": version("hf_xlsr")}',
+             "tests/test_gpu_kit.py::"
+             "test_the_kit_installs_without_an_index_and_runs_the_dry_run_in_the_images_packages"),
     Mutation("bf16_loads_float32_weights", "hf_xlsr/evaluation/loading.py",
              'dtype = torch.bfloat16 if backend == "bf16" else None', "dtype = None",
              "tests/test_backends.py::test_the_encode_command_loads_bfloat16_weights_for_bf16"),
@@ -379,7 +383,9 @@ def run(mutation: Mutation | None, tests: list[str], python: str) -> tuple[int, 
     with tempfile.TemporaryDirectory() as scratch:
         copy = Path(scratch) / "repo"
         shutil.copytree(
-            ROOT, copy, ignore=shutil.ignore_patterns(".venv", ".git", "runs", "__pycache__", "*.egg-info")
+            ROOT,
+            copy,
+            ignore=shutil.ignore_patterns(".venv", "runs", "__pycache__", "*.egg-info", ".cache", ".gpukit"),
         )
         if mutation is not None:
             path = copy / mutation.file

@@ -387,9 +387,13 @@ def run_record(model_args, data_args, training_args, trainer, parts, eval_source
 
 
 def framework_versions() -> dict[str, str]:
+    """hf_xlsr's version (its own, so that a source checkout on ``PYTHONPATH``, which has no installed metadata,
+    reports it too) and the installed versions of the frameworks it runs on."""
     from importlib.metadata import version
 
-    packages = ("hf_xlsr", "torch", "transformers", "sentence-transformers", "accelerate", "datasets", "tokenizers")
-    versions = {"python": platform.python_version()}
+    from .. import __version__
+
+    packages = ("torch", "transformers", "sentence-transformers", "accelerate", "datasets", "tokenizers")
+    versions = {"python": platform.python_version(), "hf_xlsr": __version__}
     versions.update({name: version(name) for name in packages})
     return versions
