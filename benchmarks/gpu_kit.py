@@ -197,7 +197,8 @@ def image_standin(site_packages: Path, out: Path) -> None:
     found = {
         canonicalize_name(d.metadata["Name"]): d for d in importlib.metadata.distributions(path=[str(site_packages)])
     }
-    todo = [canonicalize_name(name) for name in IMAGE_PACKAGES] + [r for d in pinned.values() for r in requirements(d)]
+    pinned_needs = {r for d in pinned.values() for r in requirements(d)}
+    todo = [canonicalize_name(name) for name in IMAGE_PACKAGES] + sorted(pinned_needs)
     wanted, absent = set(), set()
     while todo:
         name = todo.pop()
@@ -208,7 +209,7 @@ def image_standin(site_packages: Path, out: Path) -> None:
             continue
         wanted.add(name)
         todo += requirements(found[name])
-    needed = sorted(absent & {r for d in pinned.values() for r in requirements(d)})  # httpx for transformers 5.17
+    needed = sorted(absent & pinned_needs)  # httpx for huggingface-hub 1.33
     if needed:
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-compile", "--target", str(out), *needed],
                        check=True)  # fmt: skip

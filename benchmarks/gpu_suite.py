@@ -456,22 +456,15 @@ PARTS = {"cuda_tests": cuda_tests, "training_step": training_step, "queue_vs_bat
          "queue_floor": queue_floor, "encoding": encoding, "demo": demo}  # fmt: skip
 
 
+# a part's entries not printed in its row of figures: its status, its time, its call, and what has a table of its own
+SHOWN_APART = ("status", "seconds", "rows", "traceback", "command", "date", "sentences_per_second", "ratio", "mining")
+
+
 def markdown(report: dict) -> str:
     lines = [f"# GPU suite: {report['device']}, {report['date']}", "", "| part | status | seconds | figures |",
              "| --- | --- | ---: | --- |"]  # fmt: skip
     for name, part in report["parts"].items():
-        hidden = (
-            "status",
-            "seconds",
-            "rows",
-            "traceback",
-            "command",
-            "date",
-            "sentences_per_second",
-            "ratio",
-            "mining",
-        )
-        shown = {k: v for k, v in part.items() if k not in hidden}
+        shown = {k: v for k, v in part.items() if k not in SHOWN_APART}
         figures = json.dumps(shown)[:300]
         lines.append(f"| {name} | {part['status']} | {part.get('seconds', 0):.0f} | {figures} |")
     steps = report["parts"].get("training_step", {}).get("rows", [])

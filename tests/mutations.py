@@ -307,6 +307,12 @@ MUTATIONS = [
              '"hf_xlsr": version("hf_xlsr")}',
              "tests/test_gpu_kit.py::"
              "test_the_kit_installs_without_an_index_and_runs_the_dry_run_in_the_images_packages"),
+    Mutation("mining_gold_is_the_shuffle", "benchmarks/gpu_suite.py", "gold[order] = np.arange(per_side)",
+             "gold[:] = order",
+             "tests/test_gpu_suite.py::test_mining_sides_are_distinct_sentences_whose_gold_pairs_are_translations"),
+    Mutation("joined_report_keeps_a_later_skip", "benchmarks/gpu_suite.py",
+             'if not part["status"].startswith("skipped") or name not in joined["parts"]:', "if True:",
+             "tests/test_gpu_suite.py::test_reports_of_two_calls_join_into_one"),
     Mutation("bf16_loads_float32_weights", "hf_xlsr/evaluation/loading.py",
              'dtype = torch.bfloat16 if backend == "bf16" else None', "dtype = None",
              "tests/test_backends.py::test_the_encode_command_loads_bfloat16_weights_for_bf16"),

@@ -98,28 +98,13 @@ def test_reports_of_two_calls_join_into_one(monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     import gpu_suite
 
-    first = {
-        "device": "H100",
-        "date": "d1",
-        "command": "c1",
-        "torch": "t",
-        "dry_run": False,
-        "parts": {
-            "cuda_tests": {"status": "done", "passed": 5},
-            "encoding": {"status": "skipped: 3 s left of the budget"},
-        },
-    }
-    second = {
-        "device": "H100",
-        "date": "d2",
-        "command": "c2",
-        "torch": "t",
-        "dry_run": False,
-        "parts": {
-            "encoding": {"status": "done", "sentences": 3},
-            "cuda_tests": {"status": "skipped: 1 s left of the budget"},
-        },
-    }
+    def report(date: str, command: str, parts: dict) -> dict:
+        return {"device": "H100", "date": date, "command": command, "torch": "t", "dry_run": False, "parts": parts}
+
+    first = report("d1", "c1", {"cuda_tests": {"status": "done", "passed": 5},
+                                "encoding": {"status": "skipped: 3 s left of the budget"}})  # fmt: skip
+    second = report("d2", "c2", {"encoding": {"status": "done", "sentences": 3},
+                                 "cuda_tests": {"status": "skipped: 1 s left of the budget"}})  # fmt: skip
     joined = gpu_suite.join([first, second])
     assert joined["parts"]["cuda_tests"] == {"status": "done", "passed": 5, "command": "c1", "date": "d1"}
     assert joined["parts"]["encoding"] == {"status": "done", "sentences": 3, "command": "c2", "date": "d2"}
