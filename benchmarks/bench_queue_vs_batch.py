@@ -77,7 +77,6 @@ LABELS = {
     "dmm_K256B": "DualMomentumModel, K = 256B",
 }
 HF_XLSR = ("mql", "dmm")
-EVAL_POINTS = (0.25, 0.5, 0.75, 1.0)
 
 
 def spec(arm: str) -> dict:
@@ -105,16 +104,36 @@ class EncoderCounter:
             self.extra += rows
 
 
-def evaluators(languages: list[str]) -> dict:
-    """``bible``: the 1,000 held-out pairs every figure of the report uses; ``tune``: the next 1,000 of the same
-    draw, on which a tuning choice is made."""
+def evaluators(languages: list[str], size: int = 1000) -> dict:
+    """``bible``: the ``size`` held-out verses every figure of the report uses (in every language); ``tune``: the
+    next ``size`` of the same draw, on which a tuning choice is made."""
     from hf_xlsr.data import load_bible
     from hf_xlsr.data.bitext import unique_pairs
     from hf_xlsr.evaluation import RetrievalEvaluator
 
     heldout = unique_pairs(load_bible(languages, split="heldout"), languages).shuffle(seed=0)
     return {name: RetrievalEvaluator({lang: heldout.select(rows)[lang] for lang in languages}, deduplicate=False)
-            for name, rows in (("bible", range(1000)), ("tune", range(1000, 2000)))}  # fmt: skip
+            for name, rows in (("bible", range(size)), ("tune", range(size, 2 * size)))}  # fmt: skip
+
+
+def accuracy(metrics: dict) -> float:
+    """The reported figure: retrieval both ways between the two languages, or with more languages the mean over each
+    language against the first (the pairs trained on; ``retrieval_zero_shot_accuracy`` holds the others)."""
+    return metrics.get("retrieval_trained_accuracy", metrics["retrieval_accuracy"])
+
+
+def training_pairs(languages: list[str], seed: int, pairs: int):
+    """A seed's draw of ``pairs`` training pairs, each seen once. Two languages: rows of their two columns. More:
+    English-centric pairs of the first language with each other one, stacked (``source``, ``target``, their
+    languages and ``example_id``, the verse: one id per meaning, across languages), drawn from all of them."""
+    from hf_xlsr.data import load_bible
+
+    if len(languages) == 2:
+        return load_bible(languages, split="train").shuffle(seed=seed).select(range(pairs))
+    from hf_xlsr.data.multilingual import load_pair_datasets, resolve_language_pairs, stack_pairs
+
+    stacked = stack_pairs(load_pair_datasets("bible", resolve_language_pairs(languages), "train"))
+    return stacked.shuffle(seed=seed).select(range(pairs))
 
 
 def rss_mb() -> float:
@@ -141,7 +160,8 @@ def build(arm: str, path: str, train, languages: list[str], steps: int, learning
     if s["sqrt_lr"]:
         learning_rate *= math.sqrt(s["batch"])
     torch.manual_seed(seed)
-    pivot, other = languages
+    many = len(languages) > 2
+    columns = ["source", "target"] if many else languages
     if s["loss"] == "dmm":
         from transformers import AutoTokenizer
 
@@ -152,9 +172,11 @@ def build(arm: str, path: str, train, languages: list[str], steps: int, learning
                                                 queue_size=base * s["queue"], momentum=0.99,
                                                 temperature=TEMPERATURE)  # fmt: skip
         tokenizers = AutoTokenizer.from_pretrained(path)
-        collator = BitextCollator(tokenizers, languages=[pivot, other], max_length=max_length)
+        collator = BitextCollator(tokenizers, languages=None if many else languages, max_length=max_length)
         args = XlsrTrainingArguments(**training_arguments(steps, batch, learning_rate, output_dir, seed))
-        trainer = XlsrTrainer(model=model, args=args, train_dataset=train.select_columns(languages),
+        # with many languages the rows keep their languages and meaning ids: no translation of a verse is a negative
+        kept = [*columns, "source_language", "target_language", "example_id"] if many else columns
+        trainer = XlsrTrainer(model=model, args=args, train_dataset=train.select_columns(kept),
                               data_collator=collator, tokenizers=tokenizers)  # fmt: skip
         return trainer, lambda evaluator: evaluator(model, tokenizers=tokenizers)
 
@@ -167,8 +189,13 @@ def build(arm: str, path: str, train, languages: list[str], steps: int, learning
     model = SentenceTransformer(path, device="cpu")
     model[0].max_seq_length = max_length
     both = {"directions": ("query_to_doc", "doc_to_query"), "partition_mode": "per_direction"}
-    data = train.select_columns(languages)
+    data = train.select_columns(columns)
     callbacks = []
+    extra = {}
+    if many:  # a verse in several pairs: sentence-transformers' sampler for in-batch negatives keeps it once a batch
+        from sentence_transformers.base.sampler import BatchSamplers
+
+        extra["batch_sampler"] = BatchSamplers.NO_DUPLICATES
     if s["loss"] == "mnrl":
         loss = losses.MultipleNegativesRankingLoss(model, scale=1 / TEMPERATURE, **both)
     elif s["loss"] == "cmnrl":
@@ -176,14 +203,17 @@ def build(arm: str, path: str, train, languages: list[str], steps: int, learning
     elif s["loss"] == "mql":
         loss = MomentumQueueLoss(model, queue_size=base * s["queue"], momentum=0.99, temperature=TEMPERATURE)
         callbacks = [loss.callback]
+        if many:  # meaning ids: no queued translation of a query's own verse is its negative
+            data = data.add_column("label", train["example_id"])
     else:  # make_multilingual: student(pivot) and student(other) regress on teacher(pivot); teacher = the start
         teacher = SentenceTransformer(path, device="cpu")
         teacher[0].max_seq_length = max_length
-        labels = teacher.encode(data[pivot], batch_size=64, convert_to_numpy=True)
+        labels = teacher.encode(data[columns[0]], batch_size=64, convert_to_numpy=True)
         del teacher
         data = data.add_column("label", [row.tolist() for row in labels])
         loss = losses.MSELoss(model)
-    args = SentenceTransformerTrainingArguments(**training_arguments(steps, batch, learning_rate, output_dir, seed))
+    args = SentenceTransformerTrainingArguments(**training_arguments(steps, batch, learning_rate, output_dir, seed),
+                                                **extra)  # fmt: skip
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=data, loss=loss, callbacks=callbacks)
 
     def score(evaluator):
@@ -197,14 +227,14 @@ def build(arm: str, path: str, train, languages: list[str], steps: int, learning
 
 
 def run_one(arm: str, seed: int, args) -> dict:
-    """Train one arm for the budget, scoring it at ``EVAL_POINTS``; its own process, so its peak memory is its."""
+    """Train one arm for the budget, scoring it at ``--eval-points``; its own process, so its peak memory is its."""
     from transformers import TrainerCallback
 
-    from hf_xlsr.data import load_bible, resolve_reference
+    from hf_xlsr.data import resolve_reference
 
     path = resolve_reference(ENCODERS.get(args.encoder, args.encoder))
-    train = load_bible(args.languages, split="train").shuffle(seed=seed).select(range(args.pairs))
-    scorers = evaluators(args.languages)
+    train = training_pairs(args.languages, seed, args.pairs)
+    scorers = evaluators(args.languages, args.heldout)
     s = spec(arm)
     batch = BATCH * s["batch"]
     steps = args.pairs // batch
@@ -214,7 +244,7 @@ def run_one(arm: str, seed: int, args) -> dict:
     class Measure(TrainerCallback):
         def __init__(self):
             self.seconds, self.start = 0.0, None
-            self.points = {max(1, round(f * steps)) for f in EVAL_POINTS}
+            self.points = {max(1, round(f * steps)) for f in args.eval_points}
 
         def on_step_begin(self, a, state, control, **kwargs):
             self.start = time.perf_counter()
@@ -228,7 +258,10 @@ def run_one(arm: str, seed: int, args) -> dict:
                          "train_seconds": round(self.seconds, 1)}  # fmt: skip
                 for name, evaluator in scorers.items():  # the tuning set only at the end: it serves one choice
                     if name == "bible" or state.global_step == steps:
-                        point[name] = score(evaluator)["retrieval_accuracy"]
+                        metrics = score(evaluator)
+                        point[name] = accuracy(metrics)
+                        if "retrieval_zero_shot_accuracy" in metrics:
+                            point[f"{name}_zero_shot"] = metrics["retrieval_zero_shot_accuracy"]
                 curve.append(point)
                 print(arm, seed, point, flush=True)
                 counter.active = True
@@ -278,14 +311,14 @@ def timing_child(args) -> None:
     """A short run of one arm: seconds per training pair over its steps after the first, and its peak memory."""
     from transformers import TrainerCallback
 
-    from hf_xlsr.data import load_bible, resolve_reference
+    from hf_xlsr.data import resolve_reference
 
     arm = args.timing_child
     s = spec(arm)
     batch = BATCH * s["batch"]
     steps = args.timing_steps + 1
     path = resolve_reference(ENCODERS.get(args.encoder, args.encoder))
-    train = load_bible(args.languages, split="train").shuffle(seed=0).select(range(steps * batch))
+    train = training_pairs(args.languages, 0, steps * batch)
     times: list[float] = []
 
     class Clock(TrainerCallback):
@@ -310,6 +343,7 @@ def spawn(args, flag: str, value: str) -> dict:
     command = [sys.executable, __file__, flag, value, "--threads", str(args.threads), "--encoder", args.encoder,
                "--languages", *args.languages, "--pairs", str(args.pairs), "--learning-rate", str(args.learning_rate),
                "--max-length", str(args.max_length), "--timing-steps", str(args.timing_steps),
+               "--heldout", str(args.heldout), "--eval-points", *map(str, args.eval_points),
                "--out", args.out]  # fmt: skip
     completed = subprocess.run(command, capture_output=True, text=True)
     lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT ")]
@@ -322,7 +356,8 @@ def spawn(args, flag: str, value: str) -> dict:
 def setup(args) -> dict:
     return {"script": "benchmarks/bench_queue_vs_batch.py", "encoder": args.encoder, "languages": args.languages,
             "B": BATCH, "pairs": args.pairs, "learning_rate": args.learning_rate, "temperature": TEMPERATURE,
-            "momentum": 0.99, "max_length": args.max_length, "machine": machine(), "date": time.strftime("%Y-%m-%d"),
+            "momentum": 0.99, "max_length": args.max_length, "heldout": args.heldout,
+            "eval_points": args.eval_points, "machine": machine(), "date": time.strftime("%Y-%m-%d"),
             "command": "python benchmarks/" + " ".join([Path(sys.argv[0]).name, *sys.argv[1:]])}  # fmt: skip
 
 
@@ -347,6 +382,10 @@ def timing(args) -> None:
 
 # ---------------------------------------------------------------------------------------------------------------------
 # Report
+
+
+def languages_label(languages: list[str]) -> str:
+    return "-".join(languages) if len(languages) == 2 else f"{len(languages)} languages, {languages[0]} with each"
 
 
 def by_arm(runs: list[dict]) -> dict[str, list[dict]]:
@@ -483,7 +522,7 @@ def plot(results: dict, timing_rows: dict | None, out: str) -> None:
     axes[0][0].legend(fontsize=7)
     if timing_rows:
         axes[0][1].set_xlabel("training seconds (pairs × the arm's interleaved seconds per pair)")
-    figure.suptitle(f"{results['setup']['encoder']}, {'-'.join(results['setup']['languages'])}, B = "
+    figure.suptitle(f"{results['setup']['encoder']}, {languages_label(results['setup']['languages'])}, B = "
                     f"{results['setup']['B']}: the queue against large batches")  # fmt: skip
     figure.tight_layout()
     figure.savefig(out, dpi=110)
@@ -492,7 +531,11 @@ def plot(results: dict, timing_rows: dict | None, out: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--encoder", default="minilm", help=f"one of {sorted(ENCODERS)}, or a path")
-    parser.add_argument("--languages", nargs=2, default=["en", "fr"])
+    parser.add_argument("--languages", nargs="+", default=["en", "fr"],
+                        help="two languages, or more: English-centric pairs of the first with each other one")
+    parser.add_argument("--heldout", type=int, default=1000, help="held-out verses per language, and as many to tune")
+    parser.add_argument("--eval-points", type=float, nargs="+", default=[0.25, 0.5, 0.75, 1.0],
+                        help="the fractions of the budget at which a run is scored")
     parser.add_argument("--pairs", type=int, default=5120, help="the budget: training pairs every arm sees once")
     parser.add_argument("--learning-rate", type=float, default=2e-4)
     parser.add_argument("--max-length", type=int, default=64)

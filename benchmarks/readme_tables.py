@@ -94,13 +94,13 @@ def encoding_full_table() -> str:
 
 def queue_table(name: str = "queue_vs_batch.json", timing_name: str | None = "queue_vs_batch_timing.json") -> str:
     sys.path.insert(0, str(HERE))
-    from bench_queue_vs_batch import report, verdict
+    from bench_queue_vs_batch import languages_label, report, verdict
 
     results = load(name)
     timing_path = RESULTS / timing_name if timing_name else None
     timing = json.loads(timing_path.read_text())["rows"] if timing_path and timing_path.is_file() else None
     setup = results["setup"]
-    head = (f"{setup['encoder']}, {'-'.join(setup['languages'])}, B = {setup['B']}, {setup['pairs']:,} training pairs "
+    head = (f"{setup['encoder']}, {languages_label(setup['languages'])}, B = {setup['B']}, {setup['pairs']:,} training pairs "
             f"per arm, {setup['machine']}.\n\n")  # fmt: skip
     return head + report(results, timing) + "\n\n" + verdict(results, timing) + "\n"
 
