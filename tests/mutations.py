@@ -51,6 +51,7 @@ LINE_BUDGET = "tests/test_first_hour.py::test_a_short_train_and_encode_print_wit
 QUEUE_PROPERTY = (
     "tests/test_properties.py::test_the_queue_is_the_reference_after_any_enqueue_commit_rollback_and_wrap_around"
 )
+QUEUE_VS_BATCH = "tests/test_queue_vs_batch.py::"
 FIRST_LOG = "tests/test_first_hour.py::test_the_first_log_line_of_a_queue_holds_no_statistic_of_an_empty_queue"
 MUTATIONS = [
     # MoCo-BERT and every queue
@@ -330,6 +331,21 @@ MUTATIONS = [
              "tests/test_readme_tables.py::test_every_generated_table_matches_its_results_file"),
     Mutation("pairing_loop_ignores_the_rounds", "hf_xlsr/evaluation/mining.py",
              "if not used_source[s] and not used_target[t]:", "if True:", PAIRING),
+    # the queue against large batches, many languages
+    Mutation("many_language_queue_without_meaning_ids", "benchmarks/bench_queue_vs_batch.py",
+             '            data = data.add_column("label", train["example_id"])', "            pass",
+             QUEUE_VS_BATCH + "test_every_arm_of_a_many_language_run_keeps_the_meaning_of_each_row"),
+    Mutation("many_language_batches_with_duplicates", "benchmarks/bench_queue_vs_batch.py",
+             'extra["batch_sampler"] = BatchSamplers.NO_DUPLICATES', "pass",
+             QUEUE_VS_BATCH + "test_every_arm_of_a_many_language_run_keeps_the_meaning_of_each_row"),
+    Mutation("many_language_dmm_without_meaning_ids", "benchmarks/bench_queue_vs_batch.py",
+             'kept = [*columns, "source_language", "target_language", "example_id"] if many else columns',
+             "kept = columns",
+             QUEUE_VS_BATCH + "test_every_arm_of_a_many_language_run_keeps_the_meaning_of_each_row"),
+    Mutation("many_language_figure_counts_zero_shot_pairs", "benchmarks/bench_queue_vs_batch.py",
+             'return metrics.get("retrieval_trained_accuracy", metrics["retrieval_accuracy"])',
+             'return metrics["retrieval_accuracy"]',
+             QUEUE_VS_BATCH + "test_the_many_language_figure_is_the_mean_over_each_language_with_the_first"),
     # the GPU suite
     Mutation("out_of_memory_arm_loses_the_part", "benchmarks/gpu_suite.py",
              "                    step = ema = None\n                    rows.append(row)",

