@@ -16,6 +16,14 @@ an arm adds (CachedMNRL's first pass, the momentum encoder's keys, the distillat
 | ``mql_K32B`` / ``mql_K256B`` | ``MomentumQueueLoss``, batch B, queue of 32B / 256B keys, momentum 0.99 |
 | ``dmm_K32B`` / ``dmm_K256B`` | ``DualMomentumModel`` under ``XlsrTrainer``, batch B, the same queues |
 
+With ``--languages`` naming more than two languages (the Bible's 22: ``en fr de ... zh``) the pairs are
+English-centric, the first language with each other one, stacked and drawn from all of them; every row carries its
+verse as the id of its meaning, which ``MomentumQueueLoss`` gets as ``label`` and ``DualMomentumModel`` as
+``example_id``, so no translation of a verse in any language is its negative, and sentence-transformers' arms draw
+their batches with its ``NO_DUPLICATES`` sampler (the one it recommends for in-batch negatives), so no batch holds a
+sentence twice. The figure is then each language against the first, both ways, averaged
+(``retrieval_zero_shot_accuracy``, the pairs of two other languages, is kept beside it).
+
 An arm name may end in ``_sqrtlr``: the learning rate times sqrt(batch / B), the usual rule for Adam at a larger
 batch; which rule a large-batch arm keeps is chosen on ``tune`` (1,000 held-out pairs the reported ``bible`` figure
 does not use: rows 1,000 to 1,999 of the same draw).
