@@ -502,6 +502,11 @@ def verdict(results: dict, timing_rows: dict | None) -> str:
     if large:
         lines.append(f"- against the large batch itself (MNRL at 8B, timed): {memory[ours]:.0f} MB against "
                      f"{large['training_mb']:.0f} MB ({memory[ours] / large['training_mb']:.2f}×).")  # fmt: skip
+    if all("bible_zero_shot" in r["curve"][-1] for a in (ours, peer) for r in arms[a]):
+        zero = {a: mean_and_spread([r["curve"][-1]["bible_zero_shot"] for r in arms[a]]) for a in (ours, peer)}
+        shown = {a: f"{100 * m:.1f}" + (f" ± {100 * sd:.1f}" if n > 1 else "") + "%" for a, (m, sd, n) in zero.items()}
+        lines.append(f"- the pairs of two languages besides the first (never trained together): {shown[ours]} "
+                     f"against {shown[peer]}.")  # fmt: skip
     return "\n".join(lines)
 
 
