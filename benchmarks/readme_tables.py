@@ -100,8 +100,9 @@ def queue_table(name: str = "queue_vs_batch.json", timing_name: str | None = "qu
     timing_path = RESULTS / timing_name if timing_name else None
     timing = json.loads(timing_path.read_text())["rows"] if timing_path and timing_path.is_file() else None
     setup = results["setup"]
+    heldout = f", {setup['heldout']:,} held-out verses per language" if "heldout" in setup else ""
     head = (f"{setup['encoder']}, {languages_label(setup['languages'])}, B = {setup['B']}, {setup['pairs']:,} "
-            f"training pairs per arm, {setup['machine']}.\n\n")  # fmt: skip
+            f"training pairs per arm{heldout}, {setup['machine']}.\n\n")  # fmt: skip
     return head + report(results, timing) + "\n\n" + verdict(results, timing) + "\n"
 
 
@@ -132,6 +133,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "encoding": encoding_table,
     "queue-vs-batch": queue_table,
     "queue-vs-batch-e5": lambda: queue_table("queue_vs_batch_e5.json", None),
+    "queue-vs-batch-e5-22": lambda: queue_table("queue_vs_batch_e5_22.json", None),
     "mining-sweep": lambda: mining_table("sweep"),
     "mining-scaling": lambda: mining_table("scaling"),
     "mining-summary": lambda: mining_table("summary"),
