@@ -58,6 +58,9 @@ SIZES = {  # encoders made from MiniLM-L6's configuration with random weights: B
 # a part the budget cannot hold after the later parts' estimates is skipped
 ESTIMATES = {"cuda_tests": 25, "training_step": 95, "queue_vs_batch": 340, "queue_floor": 15, "encoding": 155,
              "demo": 60}  # fmt: skip
+# seconds each queue_vs_batch arm took on one H100 (2026-11-26, seed 0: training, then scoring held-out pairs); the
+# 32 B arm, not yet run there, at four times the 8 B arm's
+ARM_SECONDS = {"mql_K256B": 175, "cmnrl_8B_sqrtlr": 163, "cmnrl_32B_sqrtlr": 650}
 
 
 class Clock:
@@ -273,8 +276,10 @@ def training_step(args, device: torch.device, seconds: float) -> dict:
 def queue_vs_batch(args, device: torch.device, seconds: float) -> dict:
     """The queue against large batches at GPU scale (``bench_queue_vs_batch.py``'s arms, B = 256): MomentumQueueLoss
     at batch B with K = 256 B = 65,536 keys against CachedMNRL at 8 B = 2,048 and 32 B = 8,192 (mini-batch B, the
-    learning rate times sqrt(batch / B)), from MiniLM-L6 on en-fr Bible verses, one seed, the same number of training
-    pairs each; steps, seconds, peak memory and held-out accuracy (1,000 pairs) after the budget."""
+    learning rate times sqrt(batch / B)), from MiniLM-L6 on en-fr Bible verses, the same number of training pairs
+    each, for each of ``--seeds`` (the order of the pairs and the trainer's seed); steps, seconds, peak memory and
+    held-out accuracy (1,000 pairs) after the budget. An arm starts only if the time it took on one H100
+    (``ARM_SECONDS``, or its own time at an earlier seed of this call) fits in what is left."""
     import tempfile
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -283,33 +288,38 @@ def queue_vs_batch(args, device: torch.device, seconds: float) -> dict:
     from hf_xlsr.data import load_bible
 
     base, pairs = (4, 128) if args.dry_run else (256, 2**18)
-    verses = load_bible(["en", "fr"], split="train").shuffle(seed=0)
-    train = datasets_repeat(verses.select_columns(["en", "fr"]), pairs)
+    verses = load_bible(["en", "fr"], split="train").select_columns(["en", "fr"])
     bible = evaluators(["en", "fr"])["bible"]
     deadline, rows, skipped = time.perf_counter() + seconds, [], []
+    expected = {arm: 0 if args.dry_run else ARM_SECONDS[arm] for arm in args.arms}
     with tempfile.TemporaryDirectory() as scratch:
         path = encoder_folder("tiny" if args.dry_run else "minilm", Path(scratch))
-        for arm in ("mql_K256B", "cmnrl_8B_sqrtlr", "cmnrl_32B_sqrtlr"):
-            if time.perf_counter() > deadline:
-                skipped.append(arm)
-                continue
-            batch = base * spec(arm)["batch"]
-            row = {"arm": arm, "batch": batch, "queue": base * spec(arm).get("queue", 0), "pairs": pairs,
-                   "steps": pairs // batch}  # fmt: skip
-            try:
-                reset_peak(device)
-                trainer, score = build(arm, path, train, ["en", "fr"], pairs // batch, 2e-4, f"{scratch}/{arm}", 0,
-                                       16 if args.dry_run else 64, base=base)  # fmt: skip
+        for seed in args.seeds:
+            train = datasets_repeat(verses.shuffle(seed=seed), pairs)
+            for arm in args.arms:
+                if time.perf_counter() + expected[arm] > deadline:
+                    skipped.append(f"{arm} seed {seed}")
+                    continue
+                batch = base * spec(arm)["batch"]
+                row = {"arm": arm, "seed": seed, "batch": batch, "queue": base * spec(arm).get("queue", 0),
+                       "pairs": pairs, "steps": pairs // batch}  # fmt: skip
                 began = time.perf_counter()
-                trainer.train()
-                row["train_seconds"] = time.perf_counter() - began
-                row["peak_mb"] = peak_mb(device)
-                row["bible"] = score(bible)["retrieval_accuracy"]
-            except torch.OutOfMemoryError as error:
-                row["error"] = f"out of memory: {str(error).splitlines()[0]}"
-            trainer = score = None
-            rows.append(row)
-            print(json.dumps(row), flush=True)
+                try:
+                    reset_peak(device)
+                    trainer, score = build(arm, path, train, ["en", "fr"], pairs // batch, 2e-4,
+                                           f"{scratch}/{arm}-{seed}", seed, 16 if args.dry_run else 64,
+                                           base=base)  # fmt: skip
+                    trained = time.perf_counter()
+                    trainer.train()
+                    row["train_seconds"] = time.perf_counter() - trained
+                    row["peak_mb"] = peak_mb(device)
+                    row["bible"] = score(bible)["retrieval_accuracy"]
+                except torch.OutOfMemoryError as error:
+                    row["error"] = f"out of memory: {str(error).splitlines()[0]}"
+                expected[arm] = time.perf_counter() - began
+                trainer = score = None
+                rows.append(row)
+                print(json.dumps(row), flush=True)
     return {"rows": rows, "skipped": skipped}
 
 
@@ -478,13 +488,13 @@ def markdown(report: dict) -> str:
                          + " | ".join(shown) + " |")  # fmt: skip
     arms = report["parts"].get("queue_vs_batch", {}).get("rows", [])
     if arms:
-        lines += ["", "| arm | batch | K | steps | train s | peak MB | held-out accuracy |",
-                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+        lines += ["", "| arm | seed | batch | K | steps | train s | peak MB | held-out accuracy |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
         for row in arms:
             cells = [row.get("train_seconds"), row.get("peak_mb"), row.get("bible")]
             shown = [f"{value:.4g}" if isinstance(value, float) else (row.get("error") or "—") for value in cells]
-            lines.append(f"| {row['arm']} | {row['batch']} | {row['queue'] or '—'} | {row['steps']} | "
-                         + " | ".join(shown) + " |")  # fmt: skip
+            head = [row["arm"], row.get("seed", 0), row["batch"], row["queue"] or "—", row["steps"]]
+            lines.append("| " + " | ".join(map(str, head + shown)) + " |")
     for row in report["parts"].get("queue_floor", {}).get("rows", []):
         lines.append(f"\nqueue K = {row['queue_size']:,}: {row['added_seconds']:.4f} s added, "
                      f"{row['times_floor']:.2f} × its float16 floor")  # fmt: skip
@@ -538,6 +548,16 @@ def main() -> int:
     parser.add_argument("--dry-run", action="store_true", help="every part at toy size, on the CPU")
     parser.add_argument("--budget", type=float, default=540, help="seconds for the parts asked for")
     parser.add_argument("--parts", nargs="+", choices=list(PARTS), default=list(PARTS))
+    parser.add_argument(
+        "--seeds", nargs="+", type=int, default=[0], help="queue_vs_batch: one run of each arm per seed"
+    )
+    parser.add_argument(
+        "--arms",
+        nargs="+",
+        choices=list(ARM_SECONDS),
+        default=list(ARM_SECONDS),
+        help="queue_vs_batch: the arms to run",
+    )
     parser.add_argument("--out", required=True, help="JSON file; the Markdown table goes beside it (.md)")
     args = parser.parse_args()
     if args.report:
