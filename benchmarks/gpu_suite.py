@@ -298,7 +298,7 @@ def queue_vs_batch(args, device: torch.device, seconds: float) -> dict:
             train = datasets_repeat(verses.shuffle(seed=seed), pairs)
             for arm in args.arms:
                 if time.perf_counter() + expected[arm] > deadline:
-                    skipped.append(f"{arm} seed {seed}")
+                    skipped.append(arm_label({"arm": arm, "seed": seed}))
                     continue
                 batch = base * spec(arm)["batch"]
                 row = {"arm": arm, "seed": seed, "batch": batch, "queue": base * spec(arm).get("queue", 0),
@@ -520,7 +520,9 @@ def markdown(report: dict) -> str:
 
 def join(reports: list[dict]) -> dict:
     """One report of several calls' reports on one device: each part as the last call that ran it (done or failed)
-    left it, else as skipped; each part keeps the command and date of the call it comes from."""
+    left it, else as skipped; each part keeps the command and date of the call it comes from. A part done with rows
+    in several calls (``queue_vs_batch`` at other seeds) keeps every call's rows, in order, and the skips that no
+    call's row made up for."""
     devices = {report["device"] for report in reports}
     if len(devices) > 1:
         raise SystemExit(f"the reports come from different devices: {', '.join(sorted(devices))}")
@@ -529,10 +531,43 @@ def join(reports: list[dict]) -> dict:
     joined["parts"] = {}
     for report in reports:
         for name, part in report["parts"].items():
+            part = {**part, "command": report["command"], "date": report["date"]}
+            earlier = joined["parts"].get(name, {})
+            if "rows" in part and "rows" in earlier and part["status"] == earlier["status"] == "done":
+                rows = earlier["rows"] + part["rows"]
+                ran = {arm_label(row) for row in rows}
+                part |= {"rows": rows, "seconds": earlier["seconds"] + part["seconds"],
+                         "skipped": [s for s in earlier["skipped"] + part["skipped"] if s not in ran],
+                         "command": f"{earlier['command']}; {part['command']}",
+                         "date": f"{earlier['date']}, {part['date']}"}  # fmt: skip
             if not part["status"].startswith("skipped") or name not in joined["parts"]:
-                joined["parts"][name] = {**part, "command": report["command"], "date": report["date"]}
+                joined["parts"][name] = part
     joined["parts"] = {name: joined["parts"][name] for name in PARTS if name in joined["parts"]}
     return joined
+
+
+def arm_label(row: dict) -> str:
+    """How ``queue_vs_batch`` names a run in its skips: the arm and its seed."""
+    return f"{row['arm']} seed {row.get('seed', 0)}"
+
+
+def seed_table(reports: list[dict]) -> str:
+    """``queue_vs_batch``'s held-out accuracy of each arm over every seed of these reports, on any device (the
+    accuracy after a fixed number of pairs does not depend on the device; its time and memory do)."""
+    runs: dict[str, list[tuple[int, float, str]]] = {}
+    for report in reports:
+        for row in report["parts"].get("queue_vs_batch", {}).get("rows", []):
+            if "bible" in row:
+                runs.setdefault(row["arm"], []).append((row.get("seed", 0), row["bible"], report["device"]))
+    lines = ["| arm | seeds | held-out accuracy | mean ± spread | devices |", "| --- | ---: | --- | ---: | --- |"]
+    for arm, seeds in runs.items():
+        seeds.sort()
+        scores = [100 * score for _, score, _ in seeds]
+        spread = statistics.stdev(scores) if len(scores) > 1 else float("nan")
+        each = ", ".join(f"{score:.2f} (seed {seed})" for (seed, _, _), score in zip(seeds, scores, strict=True))
+        devices = ", ".join(dict.fromkeys(device for _, _, device in seeds))
+        lines.append(f"| {arm} | {len(seeds)} | {each} | {statistics.mean(scores):.2f} ± {spread:.2f} | {devices} |")
+    return "\n".join(lines) + "\n"
 
 
 def write(report: dict, out: Path) -> None:

@@ -120,13 +120,24 @@ def mining_table(name: str) -> str:
     return table(load(results))
 
 
-def gpu_suite_table() -> str:
-    """The GPU suite's report (``gpu_suite.py``'s own Markdown) of its last run, its title as a line of text."""
+def gpu_suite_table(results: str = "gpu_suite.json") -> str:
+    """A GPU suite's report (``gpu_suite.py``'s own Markdown), its title as a line of text."""
     sys.path.insert(0, str(HERE))
     from gpu_suite import markdown
 
-    title, body = markdown(load("gpu_suite.json")).split("\n", 1)
-    return title.removeprefix("# GPU suite: ") + " (`benchmarks/results/gpu_suite.json`)\n" + body
+    title, body = markdown(load(results)).split("\n", 1)
+    return title.removeprefix("# GPU suite: ") + f" (`benchmarks/results/{results}`)\n" + body
+
+
+GPU_REPORTS = ("gpu_suite.json", "gpu_suite_h200.json")
+
+
+def gpu_seed_table() -> str:
+    """The GPU queue comparison's accuracy over the seeds of every GPU suite report."""
+    sys.path.insert(0, str(HERE))
+    from gpu_suite import seed_table
+
+    return seed_table([load(name) for name in GPU_REPORTS])
 
 
 TABLES: dict[str, Callable[[], str]] = {
@@ -140,6 +151,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "mining-e2e": lambda: mining_table("e2e"),
     "encoding-full": encoding_full_table,
     "gpu-suite": gpu_suite_table,
+    "gpu-suite-h200": lambda: gpu_suite_table("gpu_suite_h200.json"),
+    "gpu-queue-seeds": gpu_seed_table,
 }
 
 

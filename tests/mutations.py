@@ -45,6 +45,7 @@ DDP = (
 )
 SAMPLE = "tests/test_cli_and_arguments.py::test_training_and_evaluate_score_one_held_out_sample"
 BACKEND = "tests/test_backends.py::test_each_backend_gives_the_float32_vectors_within_its_precision"
+GPU_SEEDS = "tests/test_gpu_suite.py::test_seeds_of_two_calls_join_and_pool_over_devices"
 GPU_OOM = "tests/test_gpu_suite.py::test_an_arm_out_of_memory_is_a_row_and_mnrl_falls_back_to_its_cached_form"
 PAIRING = "tests/test_mining.py::test_one_to_one_pairing_is_the_best_first_loop_without_its_loop"
 LINE_BUDGET = "tests/test_first_hour.py::test_a_short_train_and_encode_print_within_their_line_budget"
@@ -311,6 +312,12 @@ MUTATIONS = [
     Mutation("mining_gold_is_the_shuffle", "benchmarks/gpu_suite.py", "gold[order] = np.arange(per_side)",
              "gold[:] = order",
              "tests/test_gpu_suite.py::test_mining_sides_are_distinct_sentences_whose_gold_pairs_are_translations"),
+    Mutation("joined_seeds_keep_the_last_call_only", "benchmarks/gpu_suite.py",
+             'rows = earlier["rows"] + part["rows"]', 'rows = part["rows"]', GPU_SEEDS),
+    Mutation("joined_seeds_keep_a_skip_made_up_for", "benchmarks/gpu_suite.py",
+             'if s not in ran]', "]", GPU_SEEDS),
+    Mutation("pooled_seeds_population_spread", "benchmarks/gpu_suite.py",
+             "statistics.stdev(scores) if len", "statistics.pstdev(scores) if len", GPU_SEEDS),
     Mutation("joined_report_keeps_a_later_skip", "benchmarks/gpu_suite.py",
              'if not part["status"].startswith("skipped") or name not in joined["parts"]:', "if True:",
              "tests/test_gpu_suite.py::test_reports_of_two_calls_join_into_one"),

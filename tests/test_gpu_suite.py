@@ -111,3 +111,27 @@ def test_reports_of_two_calls_join_into_one(monkeypatch):
     assert joined["date"] == "d1, d2"
     with pytest.raises(SystemExit, match="different devices"):
         gpu_suite.join([first, {**second, "device": "H200"}])
+
+
+def test_seeds_of_two_calls_join_and_pool_over_devices(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import gpu_suite
+
+    def call(device: str, date: str, rows: list, skipped: list) -> dict:
+        part = {"status": "done", "rows": rows, "skipped": skipped, "seconds": 10.0}
+        return {"device": device, "date": date, "command": date, "torch": "t", "dry_run": False,
+                "parts": {"queue_vs_batch": part}}  # fmt: skip
+
+    def row(arm: str, seed: int, accuracy: float) -> dict:
+        return {"arm": arm, "seed": seed, "batch": 8, "queue": 0, "steps": 1, "bible": accuracy}
+
+    first = call("H200", "d1", [row("q", 1, 0.5), row("c", 1, 0.25)], ["q seed 2", "c seed 2"])
+    second = call("H200", "d2", [row("q", 2, 0.75)], [])
+    joined = gpu_suite.join([first, second])["parts"]["queue_vs_batch"]
+    assert [(r["arm"], r["seed"]) for r in joined["rows"]] == [("q", 1), ("c", 1), ("q", 2)]
+    assert joined["skipped"] == ["c seed 2"] and joined["seconds"] == 20.0 and joined["date"] == "d1, d2"
+    older = call("H100", "d0", [row("q", 0, 1.0)], [])
+    table = gpu_suite.seed_table([older, gpu_suite.join([first, second])])
+    # q: 100, 50, 75 -> mean 75, sample standard deviation 25; c: one seed, no spread
+    assert "| q | 3 | 100.00 (seed 0), 50.00 (seed 1), 75.00 (seed 2) | 75.00 ± 25.00 | H100, H200 |" in table
+    assert "| c | 1 | 25.00 (seed 1) | 25.00 ± nan | H200 |" in table
