@@ -392,6 +392,19 @@ def timing(args) -> None:
 # Report
 
 
+def timing_of(results_path: Path) -> dict | None:
+    """The ``--timing`` rows measured for a results file: ``NAME_timing.json`` beside ``NAME.json``, or none. A timing
+    file of another setup (encoder, languages, B, pairs) is refused: its seconds and memory are another run's."""
+    path = results_path.with_name(f"{results_path.stem}_timing.json")
+    if not path.is_file():
+        return None
+    ours, timed = json.loads(results_path.read_text())["setup"], json.loads(path.read_text())
+    keys = ("encoder", "languages", "B", "pairs")
+    if any(ours[key] != timed["setup"][key] for key in keys):
+        raise SystemExit(f"{path}: timed for another setup than {results_path} ({', '.join(keys)} differ)")
+    return timed["rows"]
+
+
 def languages_label(languages: list[str]) -> str:
     return "-".join(languages) if len(languages) == 2 else f"{len(languages)} languages, {languages[0]} with each"
 
@@ -569,14 +582,12 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", default="benchmarks/results/queue_vs_batch.json")
     parser.add_argument("--report", metavar="RESULTS", help="print the table and verdict of a results file, and plot")
-    parser.add_argument("--timing-file", default="benchmarks/results/queue_vs_batch_timing.json")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--timing-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.report:
         results = json.loads(Path(args.report).read_text())
-        timing_path = Path(args.timing_file)
-        rows = json.loads(timing_path.read_text())["rows"] if timing_path.is_file() else None
+        rows = timing_of(Path(args.report))
         print(report(results, rows))
         print()
         print(verdict(results, rows))

@@ -92,13 +92,12 @@ def encoding_full_table() -> str:
     return "\n".join(lines) + "\n"
 
 
-def queue_table(name: str = "queue_vs_batch.json", timing_name: str | None = "queue_vs_batch_timing.json") -> str:
+def queue_table(name: str = "queue_vs_batch.json") -> str:
     sys.path.insert(0, str(HERE))
-    from bench_queue_vs_batch import languages_label, report, verdict
+    from bench_queue_vs_batch import languages_label, report, timing_of, verdict
 
     results = load(name)
-    timing_path = RESULTS / timing_name if timing_name else None
-    timing = json.loads(timing_path.read_text())["rows"] if timing_path and timing_path.is_file() else None
+    timing = timing_of(RESULTS / name)
     setup = results["setup"]
     heldout = f", {setup['heldout']:,} held-out verses per language" if "heldout" in setup else ""
     head = (f"{setup['encoder']}, {languages_label(setup['languages'])}, B = {setup['B']}, {setup['pairs']:,} "
@@ -143,8 +142,8 @@ def gpu_seed_table() -> str:
 TABLES: dict[str, Callable[[], str]] = {
     "encoding": encoding_table,
     "queue-vs-batch": queue_table,
-    "queue-vs-batch-e5": lambda: queue_table("queue_vs_batch_e5.json", None),
-    "queue-vs-batch-e5-22": lambda: queue_table("queue_vs_batch_e5_22.json", None),
+    "queue-vs-batch-e5": lambda: queue_table("queue_vs_batch_e5.json"),
+    "queue-vs-batch-e5-22": lambda: queue_table("queue_vs_batch_e5_22.json"),
     "mining-sweep": lambda: mining_table("sweep"),
     "mining-scaling": lambda: mining_table("scaling"),
     "mining-summary": lambda: mining_table("summary"),

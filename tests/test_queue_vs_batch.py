@@ -1,5 +1,5 @@
-"""``benchmarks/bench_queue_vs_batch.py`` with more than two languages: what each arm trains on and what it is
-scored by."""
+"""``benchmarks/bench_queue_vs_batch.py``: what each arm of a run with more than two languages trains on and what it
+is scored by, and which timing a results file is reported with."""
 
 from __future__ import annotations
 
@@ -62,3 +62,18 @@ def test_the_many_language_figure_is_the_mean_over_each_language_with_the_first(
     zero_shot = np.mean([found("fr", "de"), found("de", "fr")])
     assert figure == pytest.approx(expected, abs=1e-9)
     assert abs(expected - zero_shot) > 1e-3  # the de-fr pair, never trained, is not in the figure
+
+
+def test_a_results_file_is_reported_with_its_own_timing_only(bench, tmp_path):
+    import json
+
+    setup = {"encoder": "e5", "languages": LANGUAGES, "B": 8, "pairs": 3840}
+    results = tmp_path / "queue_vs_batch_e5_22.json"
+    results.write_text(json.dumps({"setup": setup, "runs": []}))
+    assert bench.timing_of(results) is None  # no timing file beside it: no time panel, no timed rows
+    timing = tmp_path / "queue_vs_batch_e5_22_timing.json"
+    timing.write_text(json.dumps({"setup": setup, "rows": {"mnrl_B": {"seconds_per_pair": 1.0}}}))
+    assert bench.timing_of(results) == {"mnrl_B": {"seconds_per_pair": 1.0}}
+    timing.write_text(json.dumps({"setup": {**setup, "encoder": "minilm"}, "rows": {}}))  # another model's seconds
+    with pytest.raises(SystemExit, match="timed for another setup"):
+        bench.timing_of(results)
