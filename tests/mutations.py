@@ -45,6 +45,7 @@ DDP = (
 )
 SAMPLE = "tests/test_cli_and_arguments.py::test_training_and_evaluate_score_one_held_out_sample"
 BACKEND = "tests/test_backends.py::test_each_backend_gives_the_float32_vectors_within_its_precision"
+STAGES = "tests/test_bench_mining_search.py::test_the_stages_of_a_search_are_faiss_training_adding_and_searching"
 GPU_SEEDS = "tests/test_gpu_suite.py::test_seeds_of_two_calls_join_and_pool_over_devices"
 GPU_OOM = "tests/test_gpu_suite.py::test_an_arm_out_of_memory_is_a_row_and_mnrl_falls_back_to_its_cached_form"
 PAIRING = "tests/test_mining.py::test_one_to_one_pairing_is_the_best_first_loop_without_its_loop"
@@ -336,6 +337,10 @@ MUTATIONS = [
     Mutation("ivf_lists_ignore_the_corpus_size", "hf_xlsr/evaluation/mining.py",
              "lists = max(1, min(int(IVF_LISTS_PER_ROOT * math.sqrt(n)), n // 39))", "lists = 100",
              "tests/test_mining.py::test_blocks_and_ivf_agree_with_exact_search"),
+    Mutation("stages_count_every_faiss_call_as_each", "benchmarks/bench_mining_search.py",
+             "if function == wrapper:", 'if function.startswith("replacement_"):', STAGES),
+    Mutation("stages_lose_the_adding", "benchmarks/bench_mining_search.py",
+             '"add": "replacement_add", ', "", STAGES),
     Mutation("mining_goal_time_reversed", "benchmarks/bench_mining_search.py",
              'ours["seconds"] <= GOAL_TIME * peer["seconds"]', 'ours["seconds"] >= GOAL_TIME * peer["seconds"]',
              "tests/test_readme_tables.py::test_every_generated_table_matches_its_results_file"),

@@ -1,0 +1,38 @@
+"""``benchmarks/bench_mining_search.py --stages``: where ``mine``'s time goes, by faiss stage."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def bench(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import bench_mining_search
+
+    return bench_mining_search
+
+
+def test_the_stages_of_a_search_are_faiss_training_adding_and_searching(bench):
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((3000, 32), dtype=np.float32), rng.standard_normal((3000, 32), dtype=np.float32)
+    exact = bench.profiled_stages(x, y, index="flat")
+    ivf = bench.profiled_stages(x, y, index="ivf")
+    for stages in (exact, ivf):
+        assert set(stages) == {"train", "add", "search", "rest", "total"}
+        assert stages["add"] > 0 and stages["search"] > 0 and stages["rest"] >= 0
+        assert sum(stages[name] for name in ("train", "add", "search", "rest")) == pytest.approx(stages["total"])
+    assert exact["train"] == 0  # exact search trains nothing: no other stage's time is counted as training
+    assert ivf["train"] > 0  # the inverted lists' k-means, once for both directions
+    table = bench.stages_table(
+        {
+            "setup": {"model": "m", "backend": "numpy", "threads": 1, "machine": "here"},
+            "runs": [{"size": 3000, "index": "IVF109,RaBitQ,RFlat|nprobe=32", "stages": ivf}],
+        }
+    )
+    assert "| 3,000 | `IVF109,RaBitQ,RFlat\\|nprobe=32` |" in table
