@@ -114,6 +114,7 @@ def mining_table(name: str) -> str:
     make = {"sweep": (bench_mining_search.sweep_table, "mining_search_sweep.json"),
             "scaling": (bench_mining_search.scaling_table, "mining_search.json"),
             "summary": (bench_mining_search.summary_table, "mining_search.json"),
+            "stages": (bench_mining_search.stages_table, "mining_search_stages.json"),
             "e2e": (bench_mining_e2e.e2e_table, "mining_e2e.json")}  # fmt: skip
     table, results = make[name]
     return table(load(results))
@@ -147,6 +148,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "mining-sweep": lambda: mining_table("sweep"),
     "mining-scaling": lambda: mining_table("scaling"),
     "mining-summary": lambda: mining_table("summary"),
+    "mining-stages": lambda: mining_table("stages"),
     "mining-e2e": lambda: mining_table("e2e"),
     "encoding-full": encoding_full_table,
     "gpu-suite": gpu_suite_table,
