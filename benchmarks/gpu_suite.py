@@ -553,7 +553,9 @@ def arm_label(row: dict) -> str:
 
 def seed_table(reports: list[dict]) -> str:
     """``queue_vs_batch``'s held-out accuracy of each arm over every seed of these reports, on any device (the
-    accuracy after a fixed number of pairs does not depend on the device; its time and memory do)."""
+    accuracy after a fixed number of pairs depends on the device only through rounding; its time and memory do)."""
+    from common import mean_and_spread
+
     runs: dict[str, list[tuple[int, float, str]]] = {}
     for report in reports:
         for row in report["parts"].get("queue_vs_batch", {}).get("rows", []):
@@ -563,10 +565,10 @@ def seed_table(reports: list[dict]) -> str:
     for arm, seeds in runs.items():
         seeds.sort()
         scores = [100 * score for _, score, _ in seeds]
-        spread = statistics.stdev(scores) if len(scores) > 1 else float("nan")
+        mean, spread, n = mean_and_spread(scores)
         each = ", ".join(f"{score:.2f} (seed {seed})" for (seed, _, _), score in zip(seeds, scores, strict=True))
         devices = ", ".join(dict.fromkeys(device for _, _, device in seeds))
-        lines.append(f"| {arm} | {len(seeds)} | {each} | {statistics.mean(scores):.2f} ± {spread:.2f} | {devices} |")
+        lines.append(f"| {arm} | {n} | {each} | {mean:.2f} ± {spread:.2f} | {devices} |")
     return "\n".join(lines) + "\n"
 
 
