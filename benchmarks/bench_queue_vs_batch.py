@@ -315,6 +315,15 @@ def child(args) -> None:
     print("RESULT " + json.dumps(run_one(arm, int(seed), args)), flush=True)
 
 
+def weight_state_mb(trainer) -> float:
+    """What training holds for the weights themselves, whatever the loss: for each weight that got a gradient, the
+    gradient and the optimizer's state (AdamW: two moments), read from the tensors after training."""
+    held = sum(weight.numel() * weight.element_size() + sum(value.numel() * value.element_size()
+                                                            for value in state.values() if torch.is_tensor(value))
+               for weight, state in trainer.optimizer.state.items())  # fmt: skip
+    return held / 2**20
+
+
 def timing_child(args) -> None:
     """A short run of one arm: seconds per training pair over its steps after the first, and its peak memory."""
     from transformers import TrainerCallback
@@ -341,9 +350,10 @@ def timing_child(args) -> None:
         trainer.add_callback(Clock())
         before = rss_mb()
         trainer.train()
+        state = weight_state_mb(trainer)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     row = {"arm": arm, "seconds_per_pair": sum(times[1:]) / (len(times[1:]) * batch), "peak_rss_mb": peak,
-           "training_mb": peak - before}  # fmt: skip
+           "training_mb": peak - before, "state_mb": state}  # fmt: skip
     print("RESULT " + json.dumps(row), flush=True)
 
 
@@ -378,7 +388,8 @@ def timing(args) -> None:
         print(rows[arm][-1], flush=True)
     summary = {arm: {"seconds_per_pair": statistics.median(r["seconds_per_pair"] for r in runs),
                      "training_mb": statistics.median(r["training_mb"] for r in runs),
-                     "peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in runs)}
+                     "peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in runs),
+                     "state_mb": statistics.median(r["state_mb"] for r in runs)}
                for arm, runs in rows.items()}  # fmt: skip
     base = summary.get("mnrl_B", {}).get("seconds_per_pair")
     for row in summary.values():
@@ -511,6 +522,12 @@ def verdict(results: dict, timing_rows: dict | None) -> str:
     ratio = memory[ours] / memory[peer]
     lines.append(f"- training memory: {memory[ours]:.0f} MB against {memory[peer]:.0f} MB ({ratio:.2f}×; goal at most "
                  f"0.25×): " + ("holds" if ratio <= 0.25 else "does not hold") + ".")  # fmt: skip
+    state = {a: timed[spec(a)["base"]].get("state_mb") for a in (ours, peer) if spec(a)["base"] in timed}
+    if len(state) == 2 and None not in state.values():  # the rest: activations, caches, the queue, a momentum copy
+        rest = {a: memory[a] - state[a] for a in (ours, peer)}
+        lines.append(f"- beyond the weights' gradients and AdamW state ({state[ours]:.0f} MB against "
+                     f"{state[peer]:.0f} MB): {rest[ours]:.0f} MB against {rest[peer]:.0f} MB "
+                     f"({rest[ours] / rest[peer]:.2f}×).")  # fmt: skip
     large = (timing_rows or {}).get("mnrl_8B")
     if large:
         lines.append(f"- against the large batch itself (MNRL at 8B, timed): {memory[ours]:.0f} MB against "
