@@ -80,8 +80,8 @@ def test_a_results_file_is_reported_with_its_own_timing_only(bench, tmp_path):
 
 
 def test_the_weights_training_state_is_a_gradient_and_two_moments_per_weight(bench, minilm, tmp_path):
-    train = bench.training_pairs(["en", "fr"], 0, 16)
-    trainer, _ = bench.build("mql_K32B", minilm, train, ["en", "fr"], 2, 1e-4, str(tmp_path / "q"), 0, 32)
+    train = bench.training_pairs(["en", "fr"], 0, 8)
+    trainer, _ = bench.build("mql_K32B", minilm, train, ["en", "fr"], 1, 1e-4, str(tmp_path / "q"), 0, 32)
     trainer.train()
     # MiniLM-L6 trains whole, but for BERT's pooler, which sentence-transformers' mean pooling never reads
     weights = sum(p.numel() for name, p in trainer.model.named_parameters() if "pooler" not in name)
