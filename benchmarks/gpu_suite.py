@@ -5,7 +5,8 @@ than one 10-minute call holds, so in two calls with ``--parts``)::
     HF_HUB_OFFLINE=1 python benchmarks/gpu_suite.py --parts queue_floor encoding demo --out b.json
 
 Parts, in this order, each timed; a part that the time left cannot hold is skipped with a note, and a part that
-fails is recorded with its error, so one JSON and one Markdown table always come out:
+fails is recorded with its error, so one JSON and one Markdown table always come out, written after every part (a
+call cut short keeps the parts it finished):
 
 1. ``cuda_tests``: the test suite's device paths (``pytest -m cuda``: bf16 autocast with float32 scores and EMA, the
    queue on the device, save / resume there, the blocked queue's gradient against float64);
@@ -19,9 +20,10 @@ fails is recorded with its error, so one JSON and one Markdown table always come
 4. ``queue_floor``: the queue's added time (one direction, forward and backward) against its floor, the float16
    matrix products of the same shapes (float32 accumulation) that scoring a float16 queue needs;
 5. ``encoding``: sentences per second of hf_xlsr's bf16 path against ``SentenceTransformer.encode`` with the model
-   in bfloat16 (and in float32, for reference); then mining 409,600 distinct sentences per side (two verses joined,
-   `mining_sides`): encoded on the GPU, searched by ``mine`` with faiss on the machine's CPU cores (a ``faiss-gpu``
-   wheel is larger than what reaches a GPU machine without a network), the share of gold pairs found;
+   in bfloat16 (and in float32, for reference); then mining up to 409,600 distinct sentences per side, as many as
+   the part's time holds (two verses joined, `mining_sides`): encoded on the GPU, searched by ``mine`` with faiss on
+   the machine's CPU cores (a ``faiss-gpu`` wheel is larger than what reaches a GPU machine without a network), the
+   share of gold pairs found;
 6. ``demo``: ``examples/demo.py`` on the GPU (its time and held-out figures).
 
 ``--dry-run`` runs every part at toy size on the CPU (the test suite runs it): it proves the code, not the figures.
@@ -379,6 +381,7 @@ def encoding(args, device: torch.device, seconds: float) -> dict:
     from hf_xlsr.data import load_bible, resolve_reference
     from hf_xlsr.evaluation import as_encoder
 
+    started = time.perf_counter()
     verses = load_bible(["en"], split="train")["en"]
     n = 128 if args.dry_run else 20_000
     texts = list(verses[:n])
@@ -408,7 +411,10 @@ def encoding(args, device: torch.device, seconds: float) -> dict:
 
     from hf_xlsr.evaluation.mining import mine
 
-    per_side = 300 if args.dry_run else 409_600
+    per_side = 300 if args.dry_run else mining_size(seconds - (time.perf_counter() - started), rate["hf_xlsr_bf16"])
+    if per_side < (0 if args.dry_run else MINING_SIDES[0]):
+        result["mining"] = {"skipped": f"{seconds - (time.perf_counter() - started):.0f} s left"}
+        return result
     source, target, gold = mining_sides(load_bible(["en", "fr"], split="train"), per_side)
     began = time.perf_counter()
     x, y = ours(source, "en"), ours(target, "fr")
@@ -421,6 +427,18 @@ def encoding(args, device: torch.device, seconds: float) -> dict:
                         "faiss": f"CPU, {os.cpu_count()} cores", "gold_found": found / per_side}  # fmt: skip
     print(json.dumps(result["mining"]), flush=True)
     return result
+
+
+# the mining's sentences per side: at least, at most; the search's seconds per sentence (faiss on 16 CPU cores, an
+# upper bound from one H100 machine's 20 s at 409,600, 2026-11-26)
+MINING_SIDES, SEARCH_SECONDS = (10_240, 409_600), 1.5e-4
+
+
+def mining_size(seconds: float, rate: float) -> int:
+    """The most sentences per side (a multiple of 1,024, at most 409,600) that encoding both sides and searching
+    fit in ``seconds``, each sentence two verses (twice the tokens of the verses encoded at ``rate`` a second)."""
+    size = int(seconds / (2 * 2 / rate + SEARCH_SECONDS)) // 1024 * 1024
+    return min(size, MINING_SIDES[1])
 
 
 def mining_sides(verses, per_side: int):
@@ -508,7 +526,9 @@ def markdown(report: dict) -> str:
         if peer:
             lines.append(f"\nhf_xlsr's bf16 at {rates['hf_xlsr_bf16'] / peer:.2f} × sentence-transformers' bf16")
     mining = encoding.get("mining")
-    if mining:
+    if mining and "skipped" in mining:
+        lines.append(f"\nmining skipped: {mining['skipped']}")
+    elif mining:
         gold = (f", {mining['gold_found']:.1%} of the gold pairs found" if "gold_found" in mining
                 else ", the Bible's verses repeated (no gold pairs)")  # fmt: skip
         lines.append(
@@ -612,16 +632,16 @@ def main() -> int:
         allowed = clock.left() - later
         if allowed < (5 if args.dry_run else ESTIMATES[part] / 3):
             report["parts"][part] = {"status": f"skipped: {clock.left():.0f} s left of the budget"}
-            continue
-        began = time.perf_counter()
-        print(f"== {part} ({allowed:.0f} s)", flush=True)
-        try:
-            report["parts"][part] = {"status": "done", **PARTS[part](args, device, allowed)}
-        except Exception as error:  # a failed part is a result too: the next parts still run
-            report["parts"][part] = {"status": f"failed: {type(error).__name__}: {error}",
-                                     "traceback": traceback.format_exc()[-2000:]}  # fmt: skip
-        report["parts"][part]["seconds"] = time.perf_counter() - began
-    write(report, Path(args.out))
+        else:
+            began = time.perf_counter()
+            print(f"== {part} ({allowed:.0f} s)", flush=True)
+            try:
+                report["parts"][part] = {"status": "done", **PARTS[part](args, device, allowed)}
+            except Exception as error:  # a failed part is a result too: the next parts still run
+                report["parts"][part] = {"status": f"failed: {type(error).__name__}: {error}",
+                                         "traceback": traceback.format_exc()[-2000:]}  # fmt: skip
+            report["parts"][part]["seconds"] = time.perf_counter() - began
+        write(report, Path(args.out))  # after each part: a call cut short keeps the parts it finished
     return 0 if all(p["status"] in ("done",) or p["status"].startswith("skipped") for p in report["parts"].values()) \
         else 1  # fmt: skip
 

@@ -94,6 +94,34 @@ def test_mining_sides_are_distinct_sentences_whose_gold_pairs_are_translations(m
         gpu_suite.mining_sides(verses, 43)
 
 
+def test_the_mining_takes_as_many_sentences_as_the_parts_time_holds(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import gpu_suite
+
+    # 8,000 verses a second: 4 / 8,000 s to encode a sentence of two verses on both sides, 1.5e-4 s to search it
+    assert gpu_suite.mining_size(100, 8000) == 153_600  # 100 / 6.5e-4 = 153,846, down to a multiple of 1,024
+    assert gpu_suite.mining_size(10_000, 8000) == 409_600
+    assert gpu_suite.mining_size(5, 8000) == 7168
+
+
+def test_a_call_cut_short_keeps_the_parts_it_finished(monkeypatch, tmp_path):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import gpu_suite
+
+    def killed(args, device, seconds):
+        raise KeyboardInterrupt  # what a call's time limit does to the process, as far as the report can tell
+
+    monkeypatch.setitem(gpu_suite.PARTS, "queue_floor", lambda args, device, seconds: {"figure": 1.5})
+    monkeypatch.setitem(gpu_suite.PARTS, "encoding", killed)
+    out = tmp_path / "cut.json"
+    monkeypatch.setattr(sys, "argv", ["gpu_suite.py", "--dry-run", "--parts", "queue_floor", "encoding",
+                                      "--out", str(out)])  # fmt: skip
+    with pytest.raises(KeyboardInterrupt):
+        gpu_suite.main()
+    assert json.loads(out.read_text())["parts"] == {"queue_floor": {"status": "done", "figure": 1.5,
+                                                                    "seconds": pytest.approx(0, abs=1)}}  # fmt: skip
+
+
 def test_reports_of_two_calls_join_into_one(monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     import gpu_suite
