@@ -20,7 +20,8 @@ encoding the same way, so that the figure isolates what each adds after encoding
 Each run reports its seconds (encoding, search with margin and pairing, in all), the peak resident memory it added
 over the loaded model, and, against the gold pairs: recall over every mined pair, the best F1 over thresholds, and
 precision / recall / F1 at the customary ratio-margin cut of 1.06. The reference is exact search (faiss flat) on the
-peer's embeddings.
+peer's embeddings. Last, on hf_xlsr's embeddings, where the gold pairs lie among the inverted lists of ``mine``'s IVF
+index (``mining_corpus.probe_coverage``).
 
 The search alone, at sizes up to the whole corpus, is ``bench_mining_search.py``.
 
@@ -40,7 +41,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from mining_corpus import CACHE, build_sides, memory_mb, peer_mine, reset_peak, scored, subsample
+from mining_corpus import CACHE, build_sides, memory_mb, peer_mine, probe_coverage, reset_peak, scored, subsample
 
 
 def write_texts(rows: list[int], file: Path, out: Path) -> None:
@@ -207,6 +208,10 @@ def main() -> None:
             print(json.dumps(run), flush=True)
         if not results.done(f"exact {size}", 0):
             results.add({"arm": f"exact {size}", "seed": 0, "size": size, **exact_reference(work, gold)})
+        if not results.done(f"probes {size}", 0):  # where the gold pairs lie among the lists IVF would scan
+            x, y = np.load(work / "hf_xlsr_source.npy"), np.load(work / "hf_xlsr_target.npy")
+            results.add({"arm": f"probes {size}", "seed": 0, "size": size, "model": reference,
+                         **probe_coverage(x, y, gold)})  # fmt: skip
 
 
 if __name__ == "__main__":

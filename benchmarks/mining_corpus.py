@@ -144,3 +144,46 @@ def scored(pairs: list[tuple[int, int, float]], gold: set[tuple[int, int]]) -> d
     return {"pairs": len(mined), "recall": precision_recall_f1(mined, gold)["recall"],
             "best_f1": best_threshold(mined, gold)[1], "precision_at_1.06": at_cut["precision"],
             "recall_at_1.06": at_cut["recall"], "f1_at_1.06": at_cut["f1"]}  # fmt: skip
+
+
+PROBES = (16, 32, 64, 128, 256)  # inverted lists scanned, for `probe_coverage`
+
+
+def probe_coverage(x: np.ndarray, y: np.ndarray, gold: set[tuple[int, int]], sample: int = 2000) -> dict:
+    """Where a query's match lies among the inverted lists of the index ``mine(x, y)`` trains (``index="ivf"``):
+    for each number of probes p of `PROBES`, the share of gold pairs whose target sits in one of the p lists its
+    source scans (the lists nearest the source, as faiss scans them), and the same share for the exact nearest target
+    of ``sample`` sources drawn at random. A search finds a vector only in a list it scans, so a share under 1 is
+    what the search cannot find with p probes, whatever its codes."""
+    from hf_xlsr.evaluation.mining import _unit_float32, index_spec, train_index
+
+    x, y = _unit_float32(x), _unit_float32(y)
+    spec = index_spec(max(len(x), len(y)), "ivf")
+    trained = train_index(spec, [x, y], x.shape[1])  # held: the quantizer below lives inside it
+    quantizer = faiss.downcast_index(faiss.extract_index_ivf(trained).quantizer)
+    lists = quantizer.ntotal
+
+    def shares(queries: np.ndarray, targets: np.ndarray) -> list[float]:
+        _, scanned = quantizer.search(x[queries], lists)  # every list, nearest first
+        _, home = quantizer.search(y[targets], 1)  # the list each target is added to
+        rank = np.argmax(scanned == home, axis=1)
+        return [float(np.mean(rank < p)) for p in PROBES]
+
+    pairs = np.array(sorted(gold))
+    drawn = np.sort(np.random.default_rng(0).choice(len(x), min(sample, len(x)), replace=False))
+    _, nearest = faiss.knn(x[drawn], y, 1, metric=faiss.METRIC_INNER_PRODUCT)
+    return {"index": spec, "lists": lists, "probes": list(PROBES), "gold": shares(pairs[:, 0], pairs[:, 1]),
+            "nearest": shares(drawn, nearest[:, 0])}  # fmt: skip
+
+
+def coverage_table(runs: list[dict]) -> str:
+    """`probe_coverage` of each run (``{"model", "size", ...}``) as a Markdown table."""
+    head = " | ".join(f"{p} probes" for p in PROBES)
+    lines = [f"| embeddings | sentences per side | index | what lies in the scanned lists | {head} |",
+             "| --- | ---: | --- | --- |" + " ---: |" * len(PROBES)]  # fmt: skip
+    for run in runs:
+        index = run["index"].replace("|", "\\|")
+        for key, what in (("gold", "a gold pair's target"), ("nearest", "a random source's nearest target")):
+            cells = " | ".join(f"{100 * share:.1f}%" for share in run[key])
+            lines.append(f"| {run['model']} | {run['size']:,} | `{index}` | {what} | {cells} |")
+    return "\n".join(lines) + "\n"

@@ -36,3 +36,22 @@ def test_the_stages_of_a_search_are_faiss_training_adding_and_searching(bench):
         }
     )
     assert "| 3,000 | `IVF109,RaBitQ,RFlat\\|nprobe=32` |" in table
+
+
+def test_a_match_is_found_only_in_the_lists_its_query_scans(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import mining_corpus
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2000, 16)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    gold = {(i, i) for i in range(100)}
+    same, opposite = rng.standard_normal((2, 2000, 16)).astype(np.float32)
+    same[:100], opposite[:100] = x[:100], -x[:100]  # gold targets: the source itself, or its antipode
+    near = mining_corpus.probe_coverage(x, same, gold, sample=300)
+    far = mining_corpus.probe_coverage(x, opposite, gold, sample=300)
+    assert near["lists"] == far["lists"] == 51 and near["probes"] == [16, 32, 64, 128, 256]  # min(2 sqrt n, n / 39)
+    assert near["gold"] == [1.0] * 5  # a vector's own list is the one nearest to it
+    assert far["gold"][0] == 0.0  # the antipode's list is among the farthest: 16 of 51 lists never reach it
+    assert far["gold"][2:] == [1.0] * 3  # 64 probes and more scan all 51 lists
+    assert 0 < far["nearest"][0] < 1 and far["nearest"][2:] == [1.0] * 3
