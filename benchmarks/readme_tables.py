@@ -120,6 +120,17 @@ def mining_table(name: str) -> str:
     return table(load(results))
 
 
+def coverage_table() -> str:
+    """Where the gold pairs lie among the inverted lists: e5-small's embeddings (``bench_mining_e2e.py``), then
+    USE-m3's (``bench_mining_search.py --probes``)."""
+    sys.path.insert(0, str(HERE))
+    from mining_corpus import coverage_table as table
+
+    runs = [run for name in ("mining_e2e.json", "mining_search_probes.json") for run in load(name)["runs"]
+            if run["arm"].startswith("probes ")]  # fmt: skip
+    return table(runs)
+
+
 def gpu_suite_table(results: str = "gpu_suite.json") -> str:
     """A GPU suite's report (``gpu_suite.py``'s own Markdown), its title as a line of text."""
     sys.path.insert(0, str(HERE))
@@ -150,6 +161,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "mining-summary": lambda: mining_table("summary"),
     "mining-stages": lambda: mining_table("stages"),
     "mining-e2e": lambda: mining_table("e2e"),
+    "mining-probes": coverage_table,
     "encoding-full": encoding_full_table,
     "gpu-suite": gpu_suite_table,
     "gpu-suite-h200": lambda: gpu_suite_table("gpu_suite_h200.json"),
