@@ -13,29 +13,40 @@ import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
+EVERY_PART = ["cuda_tests", "training_step", "queue_vs_batch", "queue_floor", "encoding", "demo"]  # in this order
 
 
-def test_the_gpu_suite_runs_every_part_in_a_dry_run(tmp_path):
+def dry_run(tmp_path: Path, *parts: str) -> tuple[dict, Path]:
+    """``gpu_suite.py --dry-run`` (with ``--parts`` when given): its report, and where it was written."""
     out = tmp_path / "gpu_suite.json"
     command = [sys.executable, "benchmarks/gpu_suite.py", "--dry-run", "--out", str(out)]
+    command += ["--parts", *parts] if parts else []
     environment = {**os.environ, "HF_HUB_OFFLINE": "1"}
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, env=environment)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     report = json.loads(out.read_text())
-    assert list(report["parts"]) == [
-        "cuda_tests",
-        "training_step",
-        "queue_vs_batch",
-        "queue_floor",
-        "encoding",
-        "demo",
-    ]
+    assert list(report["parts"]) == list(parts or EVERY_PART)
     assert all(part["status"] == "done" for part in report["parts"].values()), report["parts"]
-    assert report["parts"]["cuda_tests"]["passed"] == 5 and "failed" not in report["parts"]["cuda_tests"]
+    return report, out
+
+
+def test_the_gpu_suites_quicker_parts_run_in_a_dry_run(tmp_path):
+    report, out = dry_run(tmp_path, "training_step", "queue_floor", "encoding")
     steps = report["parts"]["training_step"]["rows"]
     arms = {(row["batch"], row["arm"]) for row in steps}
     assert arms == {(b, a) for b in (4, 8) for a in ("mnrl", "dual_momentum_shared", "dual_momentum_per_language")}
     assert all(row["ratio_to_mnrl"] > 0 and 0 < row["ema_share"] < 1 for row in steps if row["arm"] != "mnrl")
+    encoding = report["parts"]["encoding"]
+    assert set(encoding["sentences_per_second"]) == {
+        "sentence-transformers_bf16", "sentence-transformers_float32", "hf_xlsr_bf16"}  # fmt: skip
+    assert 0 <= encoding["mining"]["gold_found"] <= 1
+    assert "| training_step | done |" in out.with_suffix(".md").read_text()
+
+
+@pytest.mark.slow
+def test_the_gpu_suite_runs_every_part_in_a_dry_run(tmp_path):
+    report, _ = dry_run(tmp_path)
+    assert report["parts"]["cuda_tests"]["passed"] == 5 and "failed" not in report["parts"]["cuda_tests"]
     arms = report["parts"]["queue_vs_batch"]["rows"]
     assert [(row["arm"], row["batch"], row["queue"], row["steps"]) for row in arms] == [
         ("mql_K256B", 4, 1024, 32),
@@ -43,12 +54,7 @@ def test_the_gpu_suite_runs_every_part_in_a_dry_run(tmp_path):
         ("cmnrl_32B_sqrtlr", 128, 0, 1),
     ]
     assert all(0 <= row["bible"] <= 1 for row in arms)
-    encoding = report["parts"]["encoding"]
-    assert set(encoding["sentences_per_second"]) == {
-        "sentence-transformers_bf16", "sentence-transformers_float32", "hf_xlsr_bf16"}  # fmt: skip
-    assert 0 <= encoding["mining"]["gold_found"] <= 1
     assert report["parts"]["demo"]["returncode"] == 0 and len(report["parts"]["demo"]["held_out"]) == 2
-    assert "| training_step | done |" in out.with_suffix(".md").read_text()
 
 
 def test_an_arm_out_of_memory_is_a_row_and_mnrl_falls_back_to_its_cached_form(monkeypatch):
