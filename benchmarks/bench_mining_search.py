@@ -356,8 +356,10 @@ def main() -> None:
         return
     setup = {"script": "benchmarks/bench_mining_search.py", "model": reference, "backend": args.backend,
              "threads": args.threads, "machine": machine(), "date": time.strftime("%Y-%m-%d")}  # fmt: skip
-    if args.stages or args.probes:
-        setup["stages" if args.stages else "probes"] = True
+    if args.stages:
+        setup["stages"] = True
+    if args.probes:
+        setup["probes"] = True
     results = Results(args.out, {**setup, "sweep": sizes} if args.sweep else setup)
     work = CACHE / "search"
     work.mkdir(parents=True, exist_ok=True)

@@ -411,9 +411,10 @@ def encoding(args, device: torch.device, seconds: float) -> dict:
 
     from hf_xlsr.evaluation.mining import mine
 
-    per_side = 300 if args.dry_run else mining_size(seconds - (time.perf_counter() - started), rate["hf_xlsr_bf16"])
+    left = seconds - (time.perf_counter() - started)
+    per_side = 300 if args.dry_run else mining_size(left, rate["hf_xlsr_bf16"])
     if per_side < (0 if args.dry_run else MINING_SIDES[0]):
-        result["mining"] = {"skipped": f"{seconds - (time.perf_counter() - started):.0f} s left"}
+        result["mining"] = {"skipped": f"{left:.0f} s left"}
         return result
     source, target, gold = mining_sides(load_bible(["en", "fr"], split="train"), per_side)
     began = time.perf_counter()
