@@ -49,6 +49,7 @@ STAGES = "tests/test_bench_mining_search.py::test_the_stages_of_a_search_are_fai
 GPU_SEEDS = "tests/test_gpu_suite.py::test_seeds_of_two_calls_join_and_pool_over_devices"
 GPU_OOM = "tests/test_gpu_suite.py::test_an_arm_out_of_memory_is_a_row_and_mnrl_falls_back_to_its_cached_form"
 PAIRING = "tests/test_mining.py::test_one_to_one_pairing_is_the_best_first_loop_without_its_loop"
+CENTRED = "tests/test_mining.py::test_an_approximate_index_searches_each_language_centred_on_its_own_mean"
 LINE_BUDGET = "tests/test_first_hour.py::test_a_short_train_and_encode_print_within_their_line_budget"
 QUEUE_PROPERTY = (
     "tests/test_properties.py::test_the_queue_is_the_reference_after_any_enqueue_commit_rollback_and_wrap_around"
@@ -299,9 +300,20 @@ MUTATIONS = [
     Mutation("pairing_round_ignores_targets", "hf_xlsr/evaluation/mining.py",
              "winners = left[first_of_source & first_of_target]", "winners = left[first_of_source]", PAIRING),
     Mutation("each_direction_trains_its_own_index", "hf_xlsr/evaluation/mining.py",
-             'trained = train_index(spec, sides, source_embeddings.shape[1]) if spec != "Flat" else None',
-             "trained = None",
+             "centres=centres) if approximate else None", "centres=centres) if False else None",
              "tests/test_mining.py::test_one_trained_index_serves_both_directions_and_factory_strings_are_indexes"),
+    Mutation("mine_sides_not_centred", "hf_xlsr/evaluation/mining.py",
+             "if centre and approximate else None", "if False else None", CENTRED),
+    Mutation("queries_searched_uncentred", "hf_xlsr/evaluation/mining.py",
+             "built.search(_centred(block.copy(), query_centre) if centres else block, asked)",
+             "built.search(block, asked)", CENTRED),
+    Mutation("candidates_keep_the_centred_cosine", "hf_xlsr/evaluation/mining.py",
+             'found[:, column] = np.einsum("ij,ij->i", block, _unit_float32(corpus[rows]))', "pass", CENTRED),
+    Mutation("corpus_added_uncentred", "hf_xlsr/evaluation/mining.py",
+             "built.add(_centred(_unit_float32(corpus[start : start + block_size]), centre))",
+             "built.add(_unit_float32(corpus[start : start + block_size]))", CENTRED),
+    Mutation("lists_trained_uncentred", "hf_xlsr/evaluation/mining.py", "            _centred(part, centre)\n",
+             "", CENTRED),
     Mutation("kit_without_transformers", "benchmarks/gpu_kit.py",
              '"faiss-cpu", "transformers", "sentence-transformers")', '"faiss-cpu", "sentence-transformers")',
              "tests/test_gpu_kit.py::"

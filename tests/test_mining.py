@@ -112,6 +112,58 @@ def test_a_query_whose_scanned_lists_hold_too_few_vectors_is_searched_exactly():
     assert np.isfinite(pairs.scores).all() and (pairs.target >= 0).all()
 
 
+def languages_apart(n: int = 4000, dim: int = 32, offset: float = 0.8, seed: int = 0):
+    """Two languages that an encoder keeps apart: a meaning on the unit sphere (40 topics) plus one direction per
+    language of norm ``offset``; ``y[i]`` translates ``x[i]``."""
+    rng = np.random.default_rng(seed)
+    topics = rng.normal(size=(40, dim))
+    meaning = unit(topics[rng.integers(0, 40, size=n)] + 0.7 * rng.normal(size=(n, dim)))
+    language = offset * unit(rng.normal(size=(2, dim)))
+    return tuple(meaning + language[i] + 0.05 * rng.normal(size=meaning.shape) for i in range(2))
+
+
+def test_an_approximate_index_searches_each_language_centred_on_its_own_mean(monkeypatch):
+    x, y = languages_apart()
+    spec = "IVF64,Flat|nprobe=4"  # 4 of 64 lists scanned
+    searched_exactly, exact_knn = [], mining_module.exact_knn
+
+    def counted(queries, *args):
+        searched_exactly.append(len(queries))
+        return exact_knn(queries, *args)
+
+    monkeypatch.setattr(mining_module, "exact_knn", counted)
+    exact = dict(zip(*(lambda p: (p.source.tolist(), p.target.tolist()))(mine(x, y, index="flat")), strict=True))
+    assert np.mean([s == t for s, t in exact.items()]) > 0.95  # exact search finds the translations
+
+    def agreement(pairs):
+        found = dict(zip(pairs.source.tolist(), pairs.target.tolist(), strict=True))
+        return np.mean([found.get(s) == t for s, t in exact.items()])
+
+    # as they came, a query's 4 nearest lists hold its own language: most queries find fewer than 4 sentences of
+    # the other one there and are searched again exactly
+    mine(x, y, index=spec, centre=False)
+    assert sum(searched_exactly) > len(x)
+    searched_exactly.clear()
+    centred = mine(x, y, index=spec)  # each side centred on its own mean: the index itself finds them
+    assert searched_exactly == [] and agreement(centred) > 0.97
+    # knn against the algorithm written out: the same trained lists holding y centred on its mean, searched with x
+    # centred on its own, the best 16 candidates re-scored by the cosine of the vectors as they came (float64)
+    centres = mining_module.side_centre(x), mining_module.side_centre(y)
+    trained = mining_module.train_index(spec, [x, y], x.shape[1], centres=centres)
+    sims, ids = knn(x, y, 4, spec, trained=trained, centres=centres)
+    reference = faiss.clone_index(trained)
+    reference.add(unit(unit(y) - centres[1]).astype(np.float32))
+    candidates = reference.search(unit(unit(x) - centres[0]).astype(np.float32), 16)[1]
+    cosines = unit(x) @ unit(y).T
+    best = np.argsort(-np.take_along_axis(cosines, candidates, axis=1), axis=1)[:, :4]
+    assert np.mean(np.take_along_axis(candidates, best, axis=1) == ids) > 0.99
+    assert (
+        np.allclose(np.take_along_axis(cosines, ids, axis=1), sims, atol=1e-5) and (np.diff(sims, axis=1) <= 0).all()
+    )
+    centre = unit(x).mean(axis=0)
+    assert np.allclose(mining_module.side_centre(x, block_size=333), centre, atol=1e-6)
+
+
 def test_one_trained_index_serves_both_directions_and_factory_strings_are_indexes(monkeypatch):
     rng = np.random.default_rng(3)
     centres = rng.normal(size=(30, 16))

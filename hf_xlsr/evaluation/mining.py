@@ -13,7 +13,10 @@ split and F1 is measured on a separate test split.
 Nearest neighbours are found with faiss: exact inner-product search below ``IVF_THRESHOLD`` sentences, an IVF
 index above, or any faiss ``index_factory`` string (`index_spec`). One trained index serves both directions of
 a search, trained on a sample of both sides. Vectors are added and queries searched in blocks, so no ``n x n`` matrix
-is built.
+is built. An approximate index sees each side centred on its own mean (`side_centre`): an encoder that keeps
+languages apart puts a language's sentences in inverted lists of their own, where a query scans the lists of its own
+language and misses those of its translation; centred, the two languages share lists. The index's candidates are then
+re-scored by the cosine of the vectors as they came.
 `mine_files` mines two text files of any size: embeddings go to memory-mapped files, texts are read back
 from the input files by offset as the pairs are written.
 """
@@ -58,6 +61,23 @@ def _unit_float32(vectors: np.ndarray) -> np.ndarray:
     return vectors
 
 
+def side_centre(vectors: np.ndarray, block_size: int = 16384) -> np.ndarray:
+    """The mean of one side's L2-normalised vectors (its language's direction, for a side of one language), read in
+    blocks and summed in float64."""
+    total = np.zeros(vectors.shape[1], dtype=np.float64)
+    for start in range(0, len(vectors), block_size):
+        total += _unit_float32(vectors[start : start + block_size]).sum(axis=0, dtype=np.float64)
+    return (total / max(len(vectors), 1)).astype(np.float32)
+
+
+def _centred(unit: np.ndarray, centre: np.ndarray | None) -> np.ndarray:
+    """L2-normalised ``unit`` minus ``centre``, normalised again, in place (unchanged when ``centre`` is None)."""
+    if centre is not None:
+        unit -= centre
+        faiss.normalize_L2(unit)
+    return unit
+
+
 def index_spec(n: int, index: str = "auto") -> str:
     """The faiss index for a corpus of ``n`` vectors, as an ``index_factory`` string with its search parameters
     after ``|``: ``flat`` (exact search), ``ivf`` (`IVF_LISTS_PER_ROOT` sqrt(n) inverted lists of RaBitQ codes,
@@ -89,10 +109,11 @@ def check_index(spec: str, dim: int) -> None:
         raise ValueError(f"index {spec!r}: faiss cannot build it for {dim}-dimensional vectors ({reason})") from None
 
 
-def train_index(spec: str, sides: Sequence[np.ndarray], dim: int, seed: int = 0):
+def train_index(spec: str, sides: Sequence[np.ndarray], dim: int, seed: int = 0, centres=None):
     """An empty faiss inner-product index of ``spec`` (`index_spec`), trained where it needs training on a
     sample drawn from every one of ``sides`` (the languages share one space, so one training serves both
-    directions of a search): `IVF_TRAIN_POINTS` points per inverted list, at least 65,536 for quantisers."""
+    directions of a search): `IVF_TRAIN_POINTS` points per inverted list, at least 65,536 for quantisers; each
+    side's sample centred on its entry of ``centres`` (`side_centre`) when given."""
     factory, _, parameters = spec.partition("|")
     built = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
     if not built.is_trained:
@@ -102,19 +123,22 @@ def train_index(spec: str, sides: Sequence[np.ndarray], dim: int, seed: int = 0)
         rows = [np.sort(rng.choice(len(side), min(len(side), wanted // len(sides)), replace=False)) for side in sides]
         sample = np.empty((sum(map(len, rows)), dim), dtype=np.float32)  # one copy, normalised in place
         start = 0
-        for side, chosen in zip(sides, rows, strict=True):
-            sample[start : start + len(chosen)] = side[chosen]
+        for side, chosen, centre in zip(sides, rows, centres or [None] * len(sides), strict=True):
+            part = sample[start : start + len(chosen)]
+            part[:] = side[chosen]
+            faiss.normalize_L2(part)
+            _centred(part, centre)
             start += len(chosen)
-        faiss.normalize_L2(sample)
         built.train(sample)
     if parameters:
         faiss.ParameterSpace().set_index_parameters(built, parameters)
     return built
 
 
-def build_index(corpus: np.ndarray, index: str = "auto", block_size: int = 16384, trained=None):
-    """A faiss inner-product index over L2-normalised ``corpus`` (see `index_spec`): a copy of ``trained``
-    (an empty trained index) when given, else one trained on ``corpus``; vectors added in blocks."""
+def build_index(corpus: np.ndarray, index: str = "auto", block_size: int = 16384, trained=None, centre=None):
+    """A faiss inner-product index over L2-normalised ``corpus`` (see `index_spec`), centred on ``centre`` when
+    given: a copy of ``trained`` (an empty trained index) when given, else one trained on ``corpus``; vectors added
+    in blocks."""
     n, dim = corpus.shape
     spec = index_spec(n, index)
     if trained is not None:
@@ -122,26 +146,45 @@ def build_index(corpus: np.ndarray, index: str = "auto", block_size: int = 16384
     elif spec == "Flat":
         built = faiss.IndexFlatIP(dim)
     else:
-        built = train_index(spec, [corpus], dim)
+        built = train_index(spec, [corpus], dim, centres=[centre])
     for start in range(0, n, block_size):
-        built.add(_unit_float32(corpus[start : start + block_size]))
+        built.add(_centred(_unit_float32(corpus[start : start + block_size]), centre))
     return built
 
 
 def knn(
-    queries: np.ndarray, corpus: np.ndarray, k: int, index: str = "auto", block_size: int = 16384, trained=None
+    queries: np.ndarray,
+    corpus: np.ndarray,
+    k: int,
+    index: str = "auto",
+    block_size: int = 16384,
+    trained=None,
+    centres: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Cosine similarities and indices of each query's ``k`` nearest corpus vectors, ``(n_queries, k)`` each.
 
+    With ``centres`` (the queries' side's and the corpus's, `side_centre`), the index holds the corpus centred on
+    its own mean and is searched with the queries centred on theirs; its best `IVF_REFINE` x ``k`` candidates are
+    re-scored by the cosine of the vectors as they came, and the best ``k`` of them kept.
     A query whose scanned inverted lists hold fewer than ``k`` vectors (faiss answers index -1 for what it did not
     find: a clustered or duplicated corpus can leave many lists near a query empty) is searched again exactly."""
     k = min(k, len(corpus))
-    built = build_index(corpus, index, block_size, trained)
+    query_centre, corpus_centre = centres or (None, None)
+    built = build_index(corpus, index, block_size, trained, corpus_centre)
+    asked = k if centres is None else min(IVF_REFINE * k, len(corpus))
     similarities = np.empty((len(queries), k), dtype=np.float32)
     indices = np.empty((len(queries), k), dtype=np.int64)
     for start in range(0, len(queries), block_size):
         block = _unit_float32(queries[start : start + block_size])
-        similarities[start : start + len(block)], indices[start : start + len(block)] = built.search(block, k)
+        found, where = built.search(_centred(block.copy(), query_centre) if centres else block, asked)
+        if centres is not None:  # the original cosine of each candidate, one column at a time
+            for column in range(asked):
+                rows = np.maximum(where[:, column], 0)
+                found[:, column] = np.einsum("ij,ij->i", block, _unit_float32(corpus[rows]))
+            found[where < 0] = -np.inf
+            best = np.argsort(-found, axis=1, kind="stable")[:, :k]
+            found, where = np.take_along_axis(found, best, 1), np.take_along_axis(where, best, 1)
+        similarities[start : start + len(block)], indices[start : start + len(block)] = found, where
     short = np.flatnonzero((indices < 0).any(axis=1))
     if len(short):
         logger.info("%d of %d queries found fewer than %d neighbours in the index: searched exactly", len(short),
@@ -233,15 +276,23 @@ def mine(
     mode: str = "max",
     index: str = "auto",
     block_size: int = 16384,
+    centre: bool = True,
 ) -> MinedPairs:
-    """Score candidate pairs with the margin of Eq. 4 and pair them one-to-one (no threshold applied)."""
+    """Score candidate pairs with the margin of Eq. 4 and pair them one-to-one (no threshold applied).
+
+    ``centre``: an approximate index searches each side centred on its own mean, its candidates re-scored by the
+    original cosine (`knn`); False searches the vectors as they came. Exact search (``flat``) is the same either way.
+    """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     spec = index_spec(max(len(source_embeddings), len(target_embeddings)), index)
     sides = (source_embeddings, target_embeddings)
-    trained = train_index(spec, sides, source_embeddings.shape[1]) if spec != "Flat" else None
-    x2y_sim, x2y_ind = knn(source_embeddings, target_embeddings, k, spec, block_size, trained)
-    y2x_sim, y2x_ind = knn(target_embeddings, source_embeddings, k, spec, block_size, trained)
+    approximate = spec != "Flat"
+    centres = tuple(side_centre(side, block_size) for side in sides) if centre and approximate else None
+    trained = train_index(spec, sides, source_embeddings.shape[1], centres=centres) if approximate else None
+    x2y_sim, x2y_ind = knn(source_embeddings, target_embeddings, k, spec, block_size, trained, centres)
+    backward_centres = centres[::-1] if centres else None
+    y2x_sim, y2x_ind = knn(target_embeddings, source_embeddings, k, spec, block_size, trained, backward_centres)
     x_mean, y_mean = x2y_sim.mean(axis=1), y2x_sim.mean(axis=1)
     forward = apply_margin(x2y_sim, (x_mean[:, None] + y_mean[x2y_ind]) / 2, margin)  # (n_x, k)
     backward = apply_margin(y2x_sim, (y_mean[:, None] + x_mean[y2x_ind]) / 2, margin)  # (n_y, k)
