@@ -131,6 +131,27 @@ def coverage_table() -> str:
     return table(runs)
 
 
+ONE_LANGUAGE = ("mining_one_language_e5.json", "mining_one_language_use_m3.json")  # --one-language, per encoder
+ONE_LANGUAGE_PROBES = ("mining_one_language_probes_e5.json", "mining_one_language_probes_use_m3.json")
+
+
+def one_language_table() -> str:
+    """The search on one language per side (``bench_mining_search.py --one-language``), each encoder's table."""
+    sys.path.insert(0, str(HERE))
+    from bench_mining_search import one_language_table as table
+
+    return "\n".join(table(load(name)) for name in ONE_LANGUAGE)
+
+
+def one_language_coverage_table() -> str:
+    """Where the gold pairs lie among the inverted lists on one language per side, the sides as they came and
+    centred (``bench_mining_search.py --one-language --probes``)."""
+    sys.path.insert(0, str(HERE))
+    from mining_corpus import coverage_table as table
+
+    return table([run for name in ONE_LANGUAGE_PROBES for run in load(name)["runs"]])
+
+
 def gpu_suite_table(results: str = "gpu_suite.json") -> str:
     """A GPU suite's report (``gpu_suite.py``'s own Markdown), its title as a line of text."""
     sys.path.insert(0, str(HERE))
@@ -162,6 +183,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "mining-stages": lambda: mining_table("stages"),
     "mining-e2e": lambda: mining_table("e2e"),
     "mining-probes": coverage_table,
+    "mining-one-language": one_language_table,
+    "mining-one-language-probes": one_language_coverage_table,
     "encoding-full": encoding_full_table,
     "gpu-suite": gpu_suite_table,
     "gpu-suite-h200": lambda: gpu_suite_table("gpu_suite_h200.json"),

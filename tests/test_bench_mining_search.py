@@ -55,3 +55,22 @@ def test_a_match_is_found_only_in_the_lists_its_query_scans(monkeypatch):
     assert far["gold"][0] == 0.0  # the antipode's list is among the farthest: 16 of 51 lists never reach it
     assert far["gold"][2:] == [1.0] * 3  # 64 probes and more scan all 51 lists
     assert 0 < far["nearest"][0] < 1 and far["nearest"][2:] == [1.0] * 3
+
+
+def test_the_one_language_table_sets_each_arm_against_the_peer_and_exact_search(bench):
+    def run(arm, seconds, memory, recall, index):
+        return {"arm": arm, "size": 57189, "target_size": 44153, "gold_pairs": 5000, "seconds": seconds,
+                "peak_added_mb": memory, "recall": recall, "best_f1": recall / 2, "index": index}  # fmt: skip
+
+    data = {
+        "setup": {"model": "m", "backend": "numpy", "threads": 1, "machine": "here", "date": "d"},
+        "runs": [run("peer", 40.0, 400, 0.70, "n / 1000 lists, 3 probes"), run("hf_xlsr", 10.0, 100, 0.88, "IVF|p"),
+                 run("uncentred", 8.0, 100, 0.75, "IVF|p"), run("exact", 80.0, 200, 0.89, "Flat")],
+    }  # fmt: skip
+    table = bench.one_language_table(data)
+    assert "57,189 English and 44,153 French sentences, 5,000 gold pairs" in table
+    assert "| hf_xlsr `auto` (each side centred) | `IVF\\|p` | 10.0 | 0.25 | 100 | 0.25 | 88.0 | 1.0 | 44.0 |" in table
+    assert (
+        "| hf_xlsr `auto`, the sides as they came | `IVF\\|p` | 8.0 | 0.20 | 100 | 0.25 | 75.0 | 14.0 | 37.5 |"
+        in table
+    )
