@@ -181,16 +181,17 @@ def knn(
     built = build_index(corpus, index, block_size, trained, corpus_centre)
     approximate = index_spec(len(corpus), index) != "Flat"
     asked = min(IVF_REFINE * k, len(corpus)) if approximate else k
-    inverse_norm = _inverse_norms(corpus, block_size) if approximate else None  # cosines without a unit copy
+    if approximate:  # exact cosines of candidates: inner products with the corpus as it is, times 1 / |v|
+        inverse_norm, stored = _inverse_norms(corpus, block_size), np.asarray(corpus, dtype=np.float32, order="C")
     similarities = np.empty((len(queries), k), dtype=np.float32)
     indices = np.empty((len(queries), k), dtype=np.int64)
     for start in range(0, len(queries), block_size):
         block = _unit_float32(queries[start : start + block_size])
         found, where = built.search(_centred(block.copy(), query_centre) if centres else block, asked)
-        if approximate:  # the exact cosine of each candidate, one column at a time
-            for column in range(asked):
-                rows = np.maximum(where[:, column], 0)
-                found[:, column] = np.einsum("ij,ij->i", block, corpus[rows]) * inverse_norm[rows]
+        if approximate:
+            faiss.fvec_inner_products_by_idx(faiss.swig_ptr(found), faiss.swig_ptr(block), faiss.swig_ptr(stored),
+                                             faiss.swig_ptr(where), block.shape[1], len(block), asked)  # fmt: skip
+            found *= inverse_norm[np.maximum(where, 0)]
             found[where < 0] = -np.inf
             best = np.argsort(-found, axis=1, kind="stable")[:, :k]
             found, where = np.take_along_axis(found, best, 1), np.take_along_axis(where, best, 1)
