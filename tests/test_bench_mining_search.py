@@ -50,10 +50,10 @@ def test_a_match_is_found_only_in_the_lists_its_query_scans(monkeypatch):
     same[:100], opposite[:100] = x[:100], -x[:100]  # gold targets: the source itself, or its antipode
     near = mining_corpus.probe_coverage(x, same, gold, sample=300)
     far = mining_corpus.probe_coverage(x, opposite, gold, sample=300)
-    assert near["lists"] == far["lists"] == 51 and near["probes"] == [16, 32, 64, 128, 256]  # min(2 sqrt n, n / 39)
+    assert near["lists"] == far["lists"] == 44 and near["probes"] == [16, 32, 64, 128, 256]  # min(sqrt n, n / 39)
     assert near["gold"] == [1.0] * 5  # a vector's own list is the one nearest to it
-    assert far["gold"][0] == 0.0  # the antipode's list is among the farthest: 16 of 51 lists never reach it
-    assert far["gold"][2:] == [1.0] * 3  # 64 probes and more scan all 51 lists
+    assert far["gold"][0] == 0.0  # the antipode's list is among the farthest: 16 of 44 lists never reach it
+    assert far["gold"][2:] == [1.0] * 3  # 64 probes and more scan all 44 lists
     assert 0 < far["nearest"][0] < 1 and far["nearest"][2:] == [1.0] * 3
 
 

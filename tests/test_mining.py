@@ -82,10 +82,10 @@ def test_blocks_and_ivf_agree_with_exact_search(monkeypatch):
     small_sims, small_ids = knn(queries, corpus, 4, index="flat", block_size=37)
     assert np.array_equal(exact_ids, small_ids) and np.allclose(exact_sims, small_sims)
     monkeypatch.setattr(mining_module, "IVF_THRESHOLD", 1000)  # "auto" now picks IVF for 4,000 vectors
-    # min(2 sqrt(4,000), 4,000 / 39) = 102 lists of RaBitQ codes, 32 of them scanned (knn re-scores each query's
+    # min(sqrt(4,000), 4,000 / 39) = 63 lists of RaBitQ codes, 16 of them scanned (knn re-scores each query's
     # 4 x 4 best candidates exactly)
     ivf = faiss.downcast_index(mining_module.build_index(corpus, "auto"))
-    assert (type(ivf).__name__, ivf.nlist, ivf.nprobe) == ("IndexIVFRaBitQ", 102, 32)
+    assert (type(ivf).__name__, ivf.nlist, ivf.nprobe) == ("IndexIVFRaBitQ", 63, 16)
     _, ivf_ids = knn(queries, corpus, 4, index="auto")
     assert np.mean(ivf_ids[:, 0] == exact_ids[:, 0]) > 0.9
     # all 4 nearest, in order: 82% with 4 x 4 candidates re-scored, 40% with the 4 the codes rank first
@@ -178,7 +178,7 @@ def test_one_trained_index_serves_both_directions_and_factory_strings_are_indexe
     monkeypatch.setattr(mining_module, "train_index", counted)
     exact = mine(x, y, index="flat")
     cases = [
-        ("ivf", "IVF76,RaBitQ|nprobe=32"),  # min(2 sqrt(3,000), 3,000 / 39) lists
+        ("ivf", "IVF54,RaBitQ|nprobe=16"),  # min(sqrt(3,000), 3,000 / 39) lists
         ("HNSW16|efSearch=64", "HNSW16|efSearch=64"),
         ("IVF32,SQ8|nprobe=8", "IVF32,SQ8|nprobe=8"),
     ]

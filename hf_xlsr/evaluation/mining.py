@@ -42,13 +42,13 @@ MARGINS = ("ratio", "distance")
 MODES = ("forward", "backward", "max", "intersect")
 # Chosen by `benchmarks/bench_mining_search.py --sweep 50000 150000` (RESULTS.md), at two sizes its scaling figures
 # do not report: of the settings within half a point of exact search's recall at both sizes, the fastest whose codes
-# did not fail on clustered data (with 8 candidates per neighbour re-scored, 4-bit product codes found 30% of exact
-# search's nearest neighbours on the clustered vectors of tests/test_mining.py, RaBitQ all of them). Exact search
+# did not fail on clustered data (on the clustered vectors of tests/test_mining.py, with 4 candidates per neighbour
+# re-scored, 4-bit product codes found 20% of exact search's nearest neighbours, RaBitQ all of them). Exact search
 # below the smallest size swept, 50,000.
 IVF_THRESHOLD = 50_000
-IVF_LISTS_PER_ROOT = 2  # inverted lists per square root of the corpus size
-IVF_PROBES = 32  # inverted lists a query scans
-IVF_REFINE = 4  # candidates per neighbour asked for, re-scored exactly from the stored vectors
+IVF_LISTS_PER_ROOT = 1  # inverted lists per square root of the corpus size
+IVF_PROBES = 16  # inverted lists a query scans
+IVF_REFINE = 4  # candidates per neighbour asked of an approximate index, re-scored by their exact cosine
 IVF_TRAIN_POINTS = 64  # k-means sample per inverted list (faiss asks for 39 at least)
 # The customary cut of the ratio margin for mining without gold pairs (LASER's, CCMatrix's): pairs below it are
 # mostly not translations. ``hf-xlsr mine`` keeps pairs at or above it unless told otherwise.
