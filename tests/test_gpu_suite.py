@@ -30,6 +30,7 @@ def dry_run(tmp_path: Path, *parts: str) -> tuple[dict, Path]:
     return report, out
 
 
+@pytest.mark.slow  # the whole dry run is slow too; the parts' own logic is tested below
 def test_the_gpu_suites_quicker_parts_run_in_a_dry_run(tmp_path):
     report, out = dry_run(tmp_path, "training_step", "queue_floor", "encoding")
     steps = report["parts"]["training_step"]["rows"]

@@ -68,7 +68,9 @@ def run_config(tmp_path, lora=None) -> Path:
     return config_path
 
 
-@pytest.mark.parametrize("lora", [None, {"r": 4, "lora_alpha": 8}], ids=["full", "lora"])
+@pytest.mark.parametrize(
+    "lora", [None, pytest.param({"r": 4, "lora_alpha": 8}, marks=pytest.mark.slow)], ids=["full", "lora"]
+)
 def test_two_processes_hold_identical_queues_of_gathered_keys(tmp_path, lora):
     config_path = run_config(tmp_path, lora)
     result = launch_two_processes(

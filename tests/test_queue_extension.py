@@ -186,7 +186,9 @@ def test_without_a_queue_nothing_is_added(tokenizer):
     assert not any("momentum" in name for name in model.state_dict())
 
 
-@pytest.mark.parametrize("model_type", ["lightweight", "cmlm", "hictl"])
+# lightweight by default; CMLM and HICTL, the same mechanism through their own models, with `pytest -m slow`
+@pytest.mark.parametrize("model_type", ["lightweight", pytest.param("cmlm", marks=pytest.mark.slow),
+                                        pytest.param("hictl", marks=pytest.mark.slow)])  # fmt: skip
 def test_two_processes_gather_every_models_keys(model_type, tmp_path):
     model_config = {
         "lightweight": {"vocab_size": 600, "hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 2},
