@@ -114,6 +114,7 @@ def test_a_plain_trainer_under_ddp_broadcasts_no_queue_and_gathers_keys_once_per
     assert "broadcast_buffers` is deprecated" not in result.stderr
 
 
+@pytest.mark.slow  # two DeepSpeed processes: about half a minute
 def test_deepspeed_zero2_in_bf16_trains_a_momentum_encoder_with_a_float32_ema(tmp_path, deepspeed_env):
     """DeepSpeed's bf16 casts every parameter of the model it wraps, frozen ones included; the momentum weights are
     float32 buffers, which it leaves alone, so the EMA stays float32 while the query encoder computes in bf16.
