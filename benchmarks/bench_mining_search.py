@@ -380,8 +380,8 @@ def main() -> None:
 
     sizes = args.sweep or args.sizes
     sides = (0, 1) if args.side is None else (args.side,)
-    rows = one_language_sides()[:2] if args.one_language else subsample(max(sizes))[:2]
-    embedded = embeddings(args.model, args.backend, args.threads, rows, sides)  # before anything is timed
+    chosen = one_language_sides() if args.one_language else subsample(max(sizes))  # source rows, target rows, gold
+    embedded = embeddings(args.model, args.backend, args.threads, chosen[:2], sides)  # before anything is timed
     if args.embed_only:
         return
     setup = {"script": "benchmarks/bench_mining_search.py", "model": reference, "backend": args.backend,
@@ -412,7 +412,7 @@ def main() -> None:
     from hf_xlsr.evaluation.mining import index_spec
 
     if args.probes:  # each size's sides centred; with --one-language, the English and French rows both ways
-        cases = [(f"probes one-language {'centred' if centre else 'as they came'}", one_language_sides(), centre)
+        cases = [(f"probes one-language {'centred' if centre else 'as they came'}", chosen, centre)
                  for centre in (False, True)] if args.one_language else [
                  (f"probes {size}", subsample(size), True) for size in args.sizes]  # fmt: skip
         for arm, (source_rows, target_rows, gold), centre in cases:
@@ -423,13 +423,13 @@ def main() -> None:
                 print(json.dumps(results.data["runs"][-1]), flush=True)
         return
     if args.one_language:
-        size = len(rows[0])
+        size = len(chosen[0])
         for arm, (index, centre) in ONE_LANGUAGE_ARMS.items():
             if not results.done(arm, 0):
                 run = run_child(args, index, size, work / f"one_language_{arm}.json", centre)
                 spec = "n / 1000 lists, 3 probes" if arm == "peer" else index_spec(size, index)
-                results.add({"arm": arm, "seed": 0, "size": size, "target_size": len(rows[1]), "index": spec,
-                             "centred": centre, "gold_pairs": len(one_language_sides()[2]), **run})  # fmt: skip
+                results.add({"arm": arm, "seed": 0, "size": size, "target_size": len(chosen[1]), "index": spec,
+                             "centred": centre, "gold_pairs": len(chosen[2]), **run})  # fmt: skip
                 print(json.dumps({"arm": arm, **run}), flush=True)
         return
     if args.stages:

@@ -80,8 +80,9 @@ def _centred(unit: np.ndarray, centre: np.ndarray | None) -> np.ndarray:
 
 def _inverse_norms(vectors: np.ndarray, block_size: int) -> np.ndarray:
     """1 / |v| for each row (0 for a zero row, whose cosine with anything is 0), read in blocks."""
-    norms = [np.linalg.norm(np.asarray(vectors[start : start + block_size], dtype=np.float32), axis=1)
-             for start in range(0, len(vectors), block_size)]  # fmt: skip
+    norms = [
+        np.linalg.norm(vectors[start : start + block_size], axis=1) for start in range(0, len(vectors), block_size)
+    ]
     return 1 / np.maximum(np.concatenate(norms), np.finfo(np.float32).tiny)
 
 
@@ -182,7 +183,8 @@ def knn(
     approximate = index_spec(len(corpus), index) != "Flat"
     asked = min(IVF_REFINE * k, len(corpus)) if approximate else k
     if approximate:  # exact cosines of candidates: inner products with the corpus as it is, times 1 / |v|
-        inverse_norm, stored = _inverse_norms(corpus, block_size), np.asarray(corpus, dtype=np.float32, order="C")
+        stored = np.asarray(corpus, dtype=np.float32, order="C")  # the corpus itself when it is float32 already
+        inverse_norm = _inverse_norms(stored, block_size)
     similarities = np.empty((len(queries), k), dtype=np.float32)
     indices = np.empty((len(queries), k), dtype=np.int64)
     for start in range(0, len(queries), block_size):
