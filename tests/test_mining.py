@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import faiss
 import numpy as np
 import pytest
@@ -90,6 +92,10 @@ def test_blocks_and_ivf_agree_with_exact_search(monkeypatch):
     assert np.mean(ivf_ids[:, 0] == exact_ids[:, 0]) > 0.9
     # all 4 nearest, in order: 82% with 4 x 4 candidates re-scored, 40% with the 4 the codes rank first
     assert np.mean(ivf_ids == exact_ids) > 0.7
+    # k_factor sets the candidates re-scored: 96% with 8 x 4, 40% with 1 x 4
+    agree = {factor: np.mean(knn(queries, corpus, 4, f"IVF63,RaBitQ|nprobe=16,k_factor={factor}")[1] == exact_ids)
+             for factor in (1, 8)}  # fmt: skip
+    assert agree[8] > 0.9 and agree[1] < 0.6, agree
 
 
 def test_a_query_whose_scanned_lists_hold_too_few_vectors_is_searched_exactly():
@@ -193,6 +199,9 @@ def test_one_trained_index_serves_both_directions_and_factory_strings_are_indexe
         mining_module.check_index("IVF10,PQ5", 16)
     with pytest.raises(ValueError, match="index must be 'auto', 'flat', 'ivf' or a faiss index_factory string"):
         mining_module.index_spec(10, "hnsw")
+    with pytest.raises(ValueError, match=re.escape("index 'IVF10,Flat|nprobe=2,k_factor=0': k_factor must be")):
+        mining_module.check_index("IVF10,Flat|nprobe=2,k_factor=0", 16)
+    mining_module.check_index("IVF10,Flat|nprobe=2,k_factor=3", 16)  # k_factor is knn's, not passed to faiss
 
 
 def best_first(source, target, scores):

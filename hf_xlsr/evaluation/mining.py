@@ -92,7 +92,8 @@ def index_spec(n: int, index: str = "auto") -> str:
     one bit per dimension, `IVF_PROBES` of them scanned; `knn` re-scores the best `IVF_REFINE` candidates per
     neighbour exactly, as it does for any approximate index), ``auto`` (flat below `IVF_THRESHOLD` vectors, IVF from
     there), or any factory string of one's own (``"HNSW32|efSearch=128"``, ``"OPQ64,IVF4096,PQ64|nprobe=32"``, as
-    faiss and stopes name indexes)."""
+    faiss and stopes name indexes). ``k_factor=F`` among the parameters sets how many candidates per neighbour `knn`
+    re-scores (faiss's name for it; `IVF_REFINE` when not given)."""
     if index == "auto":
         index = "flat" if n < IVF_THRESHOLD else "ivf"
     if index == "flat":
@@ -105,9 +106,24 @@ def index_spec(n: int, index: str = "auto") -> str:
     return index
 
 
+def _parts(spec: str) -> tuple[str, str, int]:
+    """``spec``'s factory string, its faiss search parameters, and its ``k_factor`` (`IVF_REFINE` when absent)."""
+    factory, _, parameters = spec.partition("|")
+    kept, k_factor = [], IVF_REFINE
+    for parameter in filter(None, parameters.split(",")):
+        name, _, value = parameter.partition("=")
+        if name.strip() != "k_factor":
+            kept.append(parameter)
+        elif not value.strip().isdigit() or int(value) < 1:
+            raise ValueError(f"index {spec!r}: k_factor must be a whole number of at least 1, got {value!r}")
+        else:
+            k_factor = int(value)
+    return factory, ",".join(kept), k_factor
+
+
 def check_index(spec: str, dim: int) -> None:
     """Refuse, before any sentence is embedded, an index that faiss cannot build for ``dim``-dimensional vectors."""
-    factory, _, parameters = spec.partition("|")
+    factory, parameters, _ = _parts(spec)
     try:
         built = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
         if parameters:
@@ -122,7 +138,7 @@ def train_index(spec: str, sides: Sequence[np.ndarray], dim: int, seed: int = 0,
     sample drawn from every one of ``sides`` (the languages share one space, so one training serves both
     directions of a search): `IVF_TRAIN_POINTS` points per inverted list, at least 65,536 for quantisers; each
     side's sample centred on its entry of ``centres`` (`side_centre`) when given."""
-    factory, _, parameters = spec.partition("|")
+    factory, parameters, _ = _parts(spec)
     built = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
     if not built.is_trained:
         lists = re.search(r"IVF(\d+)", factory)
@@ -171,17 +187,18 @@ def knn(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Cosine similarities and indices of each query's ``k`` nearest corpus vectors, ``(n_queries, k)`` each.
 
-    An approximate index (any but ``flat``) is asked for `IVF_REFINE` x ``k`` candidates, which are re-scored by
-    their exact cosine, and the best ``k`` of them kept. With ``centres`` (the queries' side's and the corpus's,
-    `side_centre`), that index holds the corpus centred on its own mean and is searched with the queries centred on
-    theirs; the cosines are of the vectors as they came.
+    An approximate index (any but ``flat``) is asked for its ``k_factor`` (`index_spec`) x ``k`` candidates, which
+    are re-scored by their exact cosine, and the best ``k`` of them kept. With ``centres`` (the queries' side's and
+    the corpus's, `side_centre`), that index holds the corpus centred on its own mean and is searched with the queries
+    centred on theirs; the cosines are of the vectors as they came.
     A query whose scanned inverted lists hold fewer than ``k`` vectors (faiss answers index -1 for what it did not
     find: a clustered or duplicated corpus can leave many lists near a query empty) is searched again exactly."""
     k = min(k, len(corpus))
     query_centre, corpus_centre = centres or (None, None)
     built = build_index(corpus, index, block_size, trained, corpus_centre)
-    approximate = index_spec(len(corpus), index) != "Flat"
-    asked = min(IVF_REFINE * k, len(corpus)) if approximate else k
+    spec = index_spec(len(corpus), index)
+    approximate = spec != "Flat"
+    asked = min(_parts(spec)[2] * k, len(corpus)) if approximate else k
     if approximate:  # exact cosines of candidates: inner products with the corpus as it is, times 1 / |v|
         stored = np.asarray(corpus, dtype=np.float32, order="C")  # the corpus itself when it is float32 already
         inverse_norm = _inverse_norms(stored, block_size)
