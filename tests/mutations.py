@@ -372,6 +372,8 @@ MUTATIONS = [
     Mutation("k_factor_ignored", "hf_xlsr/evaluation/mining.py",
              "            k_factor = int(value)", "            pass",
              "tests/test_mining.py::test_blocks_and_ivf_agree_with_exact_search"),
+    Mutation("k_factor_passed_to_faiss", "hf_xlsr/evaluation/mining.py", 'if name.strip() != "k_factor":', "if True:",
+             "tests/test_mining.py::test_one_trained_index_serves_both_directions_and_factory_strings_are_indexes"),
     Mutation("ivf_lists_ignore_the_corpus_size", "hf_xlsr/evaluation/mining.py",
              "lists = max(1, min(int(IVF_LISTS_PER_ROOT * math.sqrt(n)), n // 39))", "lists = 100",
              "tests/test_mining.py::test_blocks_and_ivf_agree_with_exact_search"),
