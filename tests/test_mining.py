@@ -296,7 +296,7 @@ def test_mine_command_keeps_the_customary_ratio_cut_by_default(tmp_path, capsys)
     assert "the distance margin has no customary cut: give --threshold" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("index", ["auto", "ivf"])
+@pytest.mark.parametrize("index", ["auto", "ivf", "IVF4,RaBitQ|nprobe=2,k_factor=8"])
 def test_mine_command_writes_scored_pairs(tmp_path, minilm, index):
     verses = load_bible(["en", "kjv"], {"kjv": "k"}, split="heldout").select(range(40))
     (tmp_path / "a.txt").write_text("\n".join(verses["en"][:30]) + "\n\n", encoding="utf-8")  # a blank line too
