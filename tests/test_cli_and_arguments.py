@@ -110,6 +110,7 @@ def tiny_run_config(tmp_path: Path, name: str) -> Path:
     )
 
 
+@pytest.mark.slow  # two trainings, one per entry point: about 20 seconds
 def test_both_entry_points_run_the_same_training(tmp_path):
     commands = {
         "script": [sys.executable, str(ROOT / "examples" / "train.py"), str(tiny_run_config(tmp_path, "script"))],

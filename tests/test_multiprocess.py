@@ -137,6 +137,7 @@ def test_deepspeed_zero2_in_bf16_trains_a_momentum_encoder_with_a_float32_ema(tm
     assert (weight != weight.bfloat16().float()).float().mean() > 0.9  # float32 precision that bf16 cannot hold
 
 
+@pytest.mark.slow  # two DeepSpeed processes start before the refusal: about half a minute
 def test_deepspeed_zero3_is_refused_for_a_momentum_encoder(tmp_path, deepspeed_env):
     env = {**os.environ, **deepspeed_env, "RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1",
            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}  # fmt: skip
