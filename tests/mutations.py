@@ -45,6 +45,7 @@ DDP = (
 )
 SAMPLE = "tests/test_cli_and_arguments.py::test_training_and_evaluate_score_one_held_out_sample"
 BACKEND = "tests/test_backends.py::test_each_backend_gives_the_float32_vectors_within_its_precision"
+SCAN = "tests/test_mining.py::test_scanned_lists_find_what_a_float64_search_of_the_same_lists_finds"
 STAGES = "tests/test_bench_mining_search.py::test_the_stages_of_a_search_are_faiss_training_adding_and_searching"
 GPU_SEEDS = "tests/test_gpu_suite.py::test_seeds_of_two_calls_join_and_pool_over_devices"
 GPU_OOM = "tests/test_gpu_suite.py::test_an_arm_out_of_memory_is_a_row_and_mnrl_falls_back_to_its_cached_form"
@@ -369,6 +370,14 @@ MUTATIONS = [
     Mutation("ivf_candidates_not_rescored", "hf_xlsr/evaluation/mining.py",
              "asked = min(_parts(spec)[2] * k, len(corpus)) if approximate else k", "asked = k",
              "tests/test_mining.py::test_blocks_and_ivf_agree_with_exact_search"),
+    Mutation("scan_only_the_floor_list", "hf_xlsr/evaluation/mining.py",
+             "others = np.flatnonzero(np.arange(probes)[None, :] != first[:, None])",
+             "others = np.flatnonzero(np.arange(probes)[None, :] < 0)", SCAN),
+    Mutation("scan_candidates_worst_first", "hf_xlsr/evaluation/mining.py",
+             "order = np.argsort((query << width) | ((1 << width) - 1 - score))",
+             "order = np.argsort((query << width) | score)", SCAN),
+    Mutation("scan_probes_the_farthest_lists", "hf_xlsr/evaluation/mining.py",
+             ".topk(lists, dim=1).indices.numpy()", ".topk(lists, dim=1, largest=False).indices.numpy()", SCAN),
     Mutation("k_factor_ignored", "hf_xlsr/evaluation/mining.py",
              "            k_factor = int(value)", "            pass",
              "tests/test_mining.py::test_blocks_and_ivf_agree_with_exact_search"),
@@ -378,9 +387,9 @@ MUTATIONS = [
              "lists = max(1, min(int(IVF_LISTS_PER_ROOT * math.sqrt(n)), n // 39))", "lists = 100",
              "tests/test_mining.py::test_blocks_and_ivf_agree_with_exact_search"),
     Mutation("stages_count_every_faiss_call_as_each", "benchmarks/bench_mining_search.py",
-             "if function == wrapper:", 'if function.startswith("replacement_"):', STAGES),
+             "if function in functions:", 'if function.startswith("replacement_"):', STAGES),
     Mutation("stages_lose_the_adding", "benchmarks/bench_mining_search.py",
-             '"add": "replacement_add", ', "", STAGES),
+             '"add": ("replacement_add",), ', "", STAGES),
     Mutation("mining_goal_time_reversed", "benchmarks/bench_mining_search.py",
              'ours["seconds"] <= GOAL_TIME * peer["seconds"]', 'ours["seconds"] >= GOAL_TIME * peer["seconds"]',
              "tests/test_readme_tables.py::test_every_generated_table_matches_its_results_file"),

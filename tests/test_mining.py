@@ -7,6 +7,7 @@ import re
 import faiss
 import numpy as np
 import pytest
+import torch
 from conftest import MINILM
 from sentence_transformers import SentenceTransformer
 
@@ -84,18 +85,55 @@ def test_blocks_and_ivf_agree_with_exact_search(monkeypatch):
     small_sims, small_ids = knn(queries, corpus, 4, index="flat", block_size=37)
     assert np.array_equal(exact_ids, small_ids) and np.allclose(exact_sims, small_sims)
     monkeypatch.setattr(mining_module, "IVF_THRESHOLD", 1000)  # "auto" now picks IVF for 4,000 vectors
-    # min(sqrt(4,000), 4,000 / 39) = 63 lists of RaBitQ codes, 16 of them scanned (knn re-scores each query's
+    # min(sqrt(4,000), 4,000 / 39) = 63 lists of full vectors, 16 of them scanned (knn re-scores each query's
     # 4 x 4 best candidates exactly)
     ivf = faiss.downcast_index(mining_module.build_index(corpus, "auto"))
-    assert (type(ivf).__name__, ivf.nlist, ivf.nprobe) == ("IndexIVFRaBitQ", 63, 16)
+    assert (type(ivf).__name__, ivf.nlist, ivf.nprobe) == ("IndexIVFFlat", 63, 16)
     _, ivf_ids = knn(queries, corpus, 4, index="auto")
-    assert np.mean(ivf_ids[:, 0] == exact_ids[:, 0]) > 0.9
-    # all 4 nearest, in order: 82% with 4 x 4 candidates re-scored, 40% with the 4 the codes rank first
-    assert np.mean(ivf_ids == exact_ids) > 0.7
-    # k_factor sets the candidates re-scored: 96% with 8 x 4, 40% with 1 x 4
+    assert np.mean(ivf_ids[:, 0] == exact_ids[:, 0]) > 0.95
+    assert np.mean(ivf_ids == exact_ids) > 0.95  # all 4 nearest, in order: 99.5%
+    # k_factor sets the candidates re-scored: with one bit per dimension, 96% with 8 x 4, 42% with 1 x 4
     agree = {factor: np.mean(knn(queries, corpus, 4, f"IVF63,RaBitQ|nprobe=16,k_factor={factor}")[1] == exact_ids)
              for factor in (1, 8)}  # fmt: skip
     assert agree[8] > 0.9 and agree[1] < 0.6, agree
+
+
+@pytest.mark.parametrize("products", ["native", "float32"])
+def test_scanned_lists_find_what_a_float64_search_of_the_same_lists_finds(monkeypatch, products):
+    """scan_lists against the search written out in float64: each query's 5 nearest of 30 lists (each corpus vector
+    in the list of its nearest centroid), the 16 best centred scores among their vectors, re-scored by the cosine.
+    Clusters of very different sizes make lists of very different sizes; at most 5,000 scores per matrix product
+    split the queries of a list into many products."""
+    rng = np.random.default_rng(5)
+    topics = rng.normal(size=(12, 24))
+    weights = np.arange(1, 13) ** 2 / np.sum(np.arange(1, 13) ** 2)
+    corpus = topics[rng.choice(12, size=3000, p=weights)] + 0.4 * rng.normal(size=(3000, 24)) + 0.5
+    queries = topics[rng.choice(12, size=800, p=weights)] + 0.4 * rng.normal(size=(800, 24)) - 0.5
+    if products == "float32":  # the path of a CPU without native bfloat16 products
+        monkeypatch.setattr(mining_module, "_products_dtype", lambda: torch.float32)
+    monkeypatch.setattr(mining_module, "SCAN_SCORES", 5000)
+    spec = "IVF30,Flat|nprobe=5"
+    centres = mining_module.side_centre(queries), mining_module.side_centre(corpus)
+    trained = mining_module.train_index(spec, [queries, corpus], 24, centres=centres)
+    sims, ids = knn(queries, corpus, 4, spec, trained=trained, centres=centres)
+    centroids = faiss.downcast_index(trained).quantizer.reconstruct_n(0, 30).astype(np.float64)
+    centred_queries, centred_corpus = unit(unit(queries) - centres[0]), unit(unit(corpus) - centres[1])
+    home = np.argmax(centred_corpus @ centroids.T, axis=1)
+    probed = np.argsort(-(centred_queries @ centroids.T), axis=1)[:, :5]
+    cosines, centred = unit(queries) @ unit(corpus).T, centred_queries @ centred_corpus.T
+    reference = []
+    for query in range(len(queries)):
+        members = np.flatnonzero(np.isin(home, probed[query]))
+        candidates = members[np.argsort(-centred[query, members])[:16]]
+        reference.append(candidates[np.argsort(-cosines[query, candidates])[:4]])
+    reference = np.array(reference)
+    if products == "float32":
+        assert np.mean(reference == ids) > 0.99
+    else:  # bfloat16 products swap near-ties at the 16th candidate (83% here), as often for better as for worse
+        exact = np.argsort(-cosines, axis=1)[:, :4]
+        assert np.mean(reference == ids) > 0.75
+        assert abs(np.mean(ids == exact) - np.mean(reference == exact)) < 0.01
+    assert np.allclose(np.take_along_axis(cosines, ids, axis=1), sims, atol=1e-5)
 
 
 def test_a_query_whose_scanned_lists_hold_too_few_vectors_is_searched_exactly():
@@ -145,8 +183,8 @@ def test_an_approximate_index_searches_each_language_centred_on_its_own_mean(mon
         found = dict(zip(pairs.source.tolist(), pairs.target.tolist(), strict=True))
         return np.mean([found.get(s) == t for s, t in exact.items()])
 
-    # as they came, a query's 4 nearest lists hold its own language: most queries find fewer than 4 sentences of
-    # the other one there and are searched again exactly
+    # as they came, a query's 4 nearest lists hold its own language: for most queries none of them holds the 16
+    # sentences of the other one that a floor needs (scan_lists), and they are searched again exactly
     mine(x, y, index=spec, centre=False)
     assert sum(searched_exactly) > len(x)
     searched_exactly.clear()
@@ -162,7 +200,11 @@ def test_an_approximate_index_searches_each_language_centred_on_its_own_mean(mon
     candidates = reference.search(unit(unit(x) - centres[0]).astype(np.float32), 16)[1]
     cosines = unit(x) @ unit(y).T
     best = np.argsort(-np.take_along_axis(cosines, candidates, axis=1), axis=1)[:, :4]
-    assert np.mean(np.take_along_axis(candidates, best, axis=1) == ids) > 0.99
+    reference = np.take_along_axis(candidates, best, axis=1)
+    # scan_lists ranks candidates by bfloat16 products where the CPU has them: near-ties at the 16th swap (97% the
+    # same), as often for better as for worse
+    exact = np.argsort(-cosines, axis=1)[:, :4]
+    assert np.mean(reference == ids) > 0.95 and np.mean(ids == exact) > np.mean(reference == exact) - 0.01
     assert (
         np.allclose(np.take_along_axis(cosines, ids, axis=1), sims, atol=1e-5) and (np.diff(sims, axis=1) <= 0).all()
     )
@@ -184,7 +226,8 @@ def test_one_trained_index_serves_both_directions_and_factory_strings_are_indexe
     monkeypatch.setattr(mining_module, "train_index", counted)
     exact = mine(x, y, index="flat")
     cases = [
-        ("ivf", "IVF54,RaBitQ|nprobe=16"),  # min(sqrt(3,000), 3,000 / 39) lists
+        ("ivf", "IVF54,Flat|nprobe=16"),  # min(sqrt(3,000), 3,000 / 39) lists
+        ("IVF32,RaBitQ|nprobe=8", "IVF32,RaBitQ|nprobe=8"),
         ("HNSW16|efSearch=64", "HNSW16|efSearch=64"),
         ("IVF32,SQ8|nprobe=8", "IVF32,SQ8|nprobe=8"),
     ]
@@ -296,7 +339,7 @@ def test_mine_command_keeps_the_customary_ratio_cut_by_default(tmp_path, capsys)
     assert "the distance margin has no customary cut: give --threshold" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("index", ["auto", "ivf", "IVF4,RaBitQ|nprobe=2,k_factor=8"])
+@pytest.mark.parametrize("index", ["auto", "ivf", "IVF4,Flat|nprobe=2", "IVF4,RaBitQ|nprobe=2,k_factor=8"])
 def test_mine_command_writes_scored_pairs(tmp_path, minilm, index):
     verses = load_bible(["en", "kjv"], {"kjv": "k"}, split="heldout").select(range(40))
     (tmp_path / "a.txt").write_text("\n".join(verses["en"][:30]) + "\n\n", encoding="utf-8")  # a blank line too

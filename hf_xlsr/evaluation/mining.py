@@ -10,13 +10,15 @@ one or both directions (``forward``, ``backward``, ``max``: the union, ``interse
 score and paired greedily one-to-one; pairs above a threshold are kept. The threshold is chosen on a development
 split and F1 is measured on a separate test split.
 
-Nearest neighbours are found with faiss: exact inner-product search below ``IVF_THRESHOLD`` sentences, an IVF
-index above, or any faiss ``index_factory`` string (`index_spec`). One trained index serves both directions of
+Nearest neighbours are found with faiss: exact inner-product search below ``IVF_THRESHOLD`` sentences, inverted
+lists above, or any faiss ``index_factory`` string (`index_spec`). One trained index serves both directions of
 a search, trained on a sample of both sides. Vectors are added and queries searched in blocks, so no ``n x n`` matrix
-is built. An approximate index sees each side centred on its own mean (`side_centre`): an encoder that keeps
-languages apart puts a language's sentences in inverted lists of their own, where a query scans the lists of its own
-language and misses those of its translation; centred, the two languages share lists. The index's candidates are then
-re-scored by the cosine of the vectors as they came.
+is built. Inverted lists of full vectors (``IVF<lists>,Flat``, what ``ivf`` builds) are scanned by `scan_lists`
+rather than by faiss: the queries that probe a list are scored against it in one matrix product. An approximate
+index sees each side centred on its own mean (`side_centre`): an encoder that keeps languages apart puts a language's
+sentences in inverted lists of their own, where a query scans the lists of its own language and misses those of its
+translation; centred, the two languages share lists. The index's candidates are then re-scored by the cosine of the
+vectors as they came.
 `mine_files` mines two text files of any size: embeddings go to memory-mapped files, texts are read back
 from the input files by offset as the pairs are written.
 """
@@ -33,6 +35,7 @@ from pathlib import Path
 
 import faiss
 import numpy as np
+import torch
 
 from .encoders import Encoder, Evaluator
 
@@ -50,6 +53,7 @@ IVF_LISTS_PER_ROOT = 1  # inverted lists per square root of the corpus size
 IVF_PROBES = 16  # inverted lists a query scans
 IVF_REFINE = 4  # candidates per neighbour asked of an approximate index, re-scored by their exact cosine
 IVF_TRAIN_POINTS = 64  # k-means sample per inverted list (faiss asks for 39 at least)
+SCAN_SCORES = 2**22  # scores one matrix product of `scan_lists` computes at most
 # The customary cut of the ratio margin for mining without gold pairs (LASER's, CCMatrix's): pairs below it are
 # mostly not translations. ``hf-xlsr mine`` keeps pairs at or above it unless told otherwise.
 RATIO_THRESHOLD = 1.06
@@ -88,9 +92,9 @@ def _inverse_norms(vectors: np.ndarray, block_size: int) -> np.ndarray:
 
 def index_spec(n: int, index: str = "auto") -> str:
     """The faiss index for a corpus of ``n`` vectors, as an ``index_factory`` string with its search parameters
-    after ``|``: ``flat`` (exact search), ``ivf`` (`IVF_LISTS_PER_ROOT` sqrt(n) inverted lists of RaBitQ codes,
-    one bit per dimension, `IVF_PROBES` of them scanned; `knn` re-scores the best `IVF_REFINE` candidates per
-    neighbour exactly, as it does for any approximate index), ``auto`` (flat below `IVF_THRESHOLD` vectors, IVF from
+    after ``|``: ``flat`` (exact search), ``ivf`` (`IVF_LISTS_PER_ROOT` sqrt(n) inverted lists of full vectors,
+    `IVF_PROBES` of them scanned by `scan_lists`; `knn` re-scores the best `IVF_REFINE` candidates per neighbour
+    exactly, as it does for any approximate index), ``auto`` (flat below `IVF_THRESHOLD` vectors, IVF from
     there), or any factory string of one's own (``"HNSW32|efSearch=128"``, ``"OPQ64,IVF4096,PQ64|nprobe=32"``, as
     faiss and stopes name indexes). ``k_factor=F`` among the parameters sets how many candidates per neighbour `knn`
     re-scores (faiss's name for it; `IVF_REFINE` when not given)."""
@@ -100,7 +104,7 @@ def index_spec(n: int, index: str = "auto") -> str:
         return "Flat"
     if index == "ivf":
         lists = max(1, min(int(IVF_LISTS_PER_ROOT * math.sqrt(n)), n // 39))  # faiss wants >= 39 points per list
-        return f"IVF{lists},RaBitQ|nprobe={min(lists, IVF_PROBES)}"
+        return f"IVF{lists},Flat|nprobe={min(lists, IVF_PROBES)}"
     if not index or index[0].islower():
         raise ValueError(f"index must be 'auto', 'flat', 'ivf' or a faiss index_factory string, got {index!r}")
     return index
@@ -159,6 +163,106 @@ def train_index(spec: str, sides: Sequence[np.ndarray], dim: int, seed: int = 0,
     return built
 
 
+def _products_dtype() -> torch.dtype:
+    """bfloat16 where this CPU multiplies it natively (AVX-512 BF16 or AMX: about 3.7x float32's speed on an AMD
+    EPYC core), float32 elsewhere (bfloat16 without it is emulated, slower than float32)."""
+    native = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    return torch.bfloat16 if any(getattr(torch.cpu, name, lambda: False)() for name in native) else torch.float32
+
+
+def _rows(table: torch.Tensor, rows: np.ndarray) -> torch.Tensor:
+    """``table[rows]``, gathered by numpy (several times faster than torch's indexing of bfloat16 rows)."""
+    bits = torch.int16 if table.dtype == torch.bfloat16 else torch.int32
+    return torch.from_numpy(np.take(table.view(bits).numpy(), rows, axis=0)).view(table.dtype)
+
+
+def _unit_matrix(
+    vectors: np.ndarray, centre, dtype: torch.dtype, centroids: torch.Tensor, lists: int, block_size: int
+):
+    """``vectors`` L2-normalised and centred on ``centre`` (`_centred`) in ``dtype``, and each one's ``lists`` nearest
+    centroids, read in blocks."""
+    unit = torch.empty(vectors.shape, dtype=dtype)
+    nearest = np.empty((len(vectors), lists), dtype=np.int64)
+    for start in range(0, len(vectors), block_size):
+        block = torch.from_numpy(_centred(_unit_float32(vectors[start : start + block_size]), centre)).to(dtype)
+        unit[start : start + len(block)] = block
+        nearest[start : start + len(block)] = (block @ centroids.T).topk(lists, dim=1).indices.numpy()
+    return unit, nearest
+
+
+def _grouped(lists: np.ndarray, n_lists: int) -> tuple[np.ndarray, list[int]]:
+    """The positions of ``lists`` sorted by list, and where each list's run starts (``n_lists + 1`` bounds)."""
+    order = np.argsort(lists, kind="stable")
+    return order, [0, *np.cumsum(np.bincount(lists, minlength=n_lists)).tolist()]
+
+
+def scan_lists(queries, corpus, ivf, asked: int, centres=None, block_size: int = 16384) -> np.ndarray:
+    """Each query's ``asked`` best candidates among the vectors of the ``nprobe`` inverted lists of ``ivf`` (a
+    trained ``IndexIVFFlat``: its centroids and ``nprobe`` are used, not its contents) nearest to it, as corpus
+    indices ``(n_queries, asked)``; with ``centres`` (`knn`), each side centred on its own mean.
+
+    faiss scans a list once for every query that probes it; here the queries that probe a list are scored against
+    all of its vectors in one matrix product (`_products_dtype`). First each query's nearest list of at least
+    ``asked`` vectors: its best ``asked`` scores there, the last of them the query's floor. Then every other list
+    against the queries that probe it: a score above the floor is kept. The best ``asked`` kept scores of each query
+    are its candidates; the scores rank candidates only, and `knn` re-scores them exactly. A query with no floor
+    above 0 (none of its lists holds ``asked`` vectors, or their best all score 0 or below: rare but for clustered
+    or tiny corpora) gets -1 throughout, for `knn` to search it exactly. Comparisons with a positive floor are made
+    on the scores' bits."""
+    dtype = _products_dtype()
+    bits = torch.int16 if dtype == torch.bfloat16 else torch.int32  # positive floats order as these integers do
+    query_centre, corpus_centre = centres or (None, None)
+    n_lists, probes = ivf.nlist, min(ivf.nprobe, ivf.nlist)
+    centroids = torch.from_numpy(ivf.quantizer.reconstruct_n(0, n_lists)).to(dtype)
+    stored, home = _unit_matrix(corpus, corpus_centre, dtype, centroids, 1, block_size)
+    members, bounds = _grouped(home[:, 0], n_lists)
+    found, probed = _unit_matrix(queries, query_centre, dtype, centroids, probes, block_size)
+    chunk = max(1, SCAN_SCORES // max(1, max(np.diff(bounds))))  # query rows per matrix product
+
+    def products(list_id: int, rows: np.ndarray):  # the scores of ``rows`` against one list, a chunk at a time
+        vectors = _rows(stored, members[bounds[list_id] : bounds[list_id + 1]])
+        for start in range(0, len(rows), chunk):
+            yield rows[start : start + chunk], _rows(found, rows[start : start + chunk]) @ vectors.T
+
+    floor = np.zeros(len(queries), dtype=np.int16 if bits == torch.int16 else np.int32)  # the bits of +0.0
+    kept_queries, kept_corpus, kept_scores = [np.empty(0, np.int64)], [np.empty(0, np.int64)], [floor[:0]]
+    large = np.diff(bounds)[probed] >= asked  # the probed lists that can set a floor
+    first = np.where(large.any(axis=1), large.argmax(axis=1), -1)  # each query's nearest of them
+    with_floor = np.flatnonzero(first >= 0)
+    by_first, first_bounds = _grouped(probed[with_floor, first[with_floor]], n_lists)
+    for list_id in range(n_lists):
+        for rows, scores in products(list_id, with_floor[by_first[first_bounds[list_id] : first_bounds[list_id + 1]]]):
+            best, column = scores.topk(asked, dim=1)
+            floor[rows] = best[:, -1].view(bits).numpy()
+            kept_queries.append(np.repeat(rows, asked))
+            kept_corpus.append(members[bounds[list_id] + column.numpy().ravel()])
+            kept_scores.append(best.view(bits).numpy().ravel())
+    others = np.flatnonzero(np.arange(probes)[None, :] != first[:, None])  # (query, list) pairs but the floor's
+    pairs, pair_bounds = _grouped(probed.ravel()[others], n_lists)
+    for list_id in range(n_lists):
+        for rows, scores in products(
+            list_id, others[pairs[pair_bounds[list_id] : pair_bounds[list_id + 1]]] // probes
+        ):
+            scored = scores.view(bits).numpy()
+            above = np.flatnonzero(scored > floor[rows][:, None])
+            row, column = np.divmod(above, scores.shape[1])
+            kept_queries.append(rows[row])
+            kept_corpus.append(members[bounds[list_id] + column])
+            kept_scores.append(scored.ravel()[above])
+    query, corpus_row, score = (np.concatenate(kept) for kept in (kept_queries, kept_corpus, kept_scores))
+    valid = floor[query] > 0  # the scores of a query with a floor above 0 are all positive, ordered as their bits
+    query, corpus_row, score = query[valid], corpus_row[valid], score[valid].astype(np.int64)
+    width = 8 * floor.itemsize - 1
+    order = np.argsort((query << width) | ((1 << width) - 1 - score))  # query by query, best first
+    query, corpus_row = query[order], corpus_row[order]
+    starts = np.concatenate([[0], np.cumsum(np.bincount(query, minlength=len(queries)))])
+    rank = np.arange(len(query)) - starts[query]
+    candidates = np.full((len(queries), asked), -1, dtype=np.int64)
+    keep = rank < asked
+    candidates[query[keep], rank[keep]] = corpus_row[keep]
+    return candidates
+
+
 def build_index(corpus: np.ndarray, index: str = "auto", block_size: int = 16384, trained=None, centre=None):
     """A faiss inner-product index over L2-normalised ``corpus`` (see `index_spec`), centred on ``centre`` when
     given: a copy of ``trained`` (an empty trained index) when given, else one trained on ``corpus``; vectors added
@@ -195,10 +299,16 @@ def knn(
     find: a clustered or duplicated corpus can leave many lists near a query empty) is searched again exactly."""
     k = min(k, len(corpus))
     query_centre, corpus_centre = centres or (None, None)
-    built = build_index(corpus, index, block_size, trained, corpus_centre)
     spec = index_spec(len(corpus), index)
     approximate = spec != "Flat"
     asked = min(_parts(spec)[2] * k, len(corpus)) if approximate else k
+    if approximate and trained is None:
+        trained = train_index(spec, [corpus], corpus.shape[1], centres=[corpus_centre])
+    lists = faiss.downcast_index(trained) if approximate else None
+    if isinstance(lists, faiss.IndexIVFFlat):  # inverted lists of full vectors: scanned by scan_lists
+        candidates = scan_lists(queries, corpus, lists, asked, centres, block_size)
+    else:
+        built = build_index(corpus, index, block_size, trained, corpus_centre)
     if approximate:  # exact cosines of candidates: inner products with the corpus as it is, times 1 / |v|
         stored = np.asarray(corpus, dtype=np.float32, order="C")  # the corpus itself when it is float32 already
         inverse_norm = _inverse_norms(stored, block_size)
@@ -206,7 +316,11 @@ def knn(
     indices = np.empty((len(queries), k), dtype=np.int64)
     for start in range(0, len(queries), block_size):
         block = _unit_float32(queries[start : start + block_size])
-        found, where = built.search(_centred(block.copy(), query_centre) if centres else block, asked)
+        if isinstance(lists, faiss.IndexIVFFlat):
+            where = np.ascontiguousarray(candidates[start : start + len(block)])
+            found = np.empty(where.shape, dtype=np.float32)
+        else:
+            found, where = built.search(_centred(block.copy(), query_centre) if centres else block, asked)
         if approximate:
             faiss.fvec_inner_products_by_idx(faiss.swig_ptr(found), faiss.swig_ptr(block), faiss.swig_ptr(stored),
                                              faiss.swig_ptr(where), block.shape[1], len(block), asked)  # fmt: skip
