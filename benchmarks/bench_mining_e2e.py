@@ -58,6 +58,8 @@ def child(args) -> dict:
     torch.set_num_threads(args.threads)
     import faiss
 
+    from hf_xlsr.evaluation.mining import index_spec
+
     faiss.omp_set_num_threads(args.threads)
     folder = Path(args.work)
     source, target = folder / "source.txt", folder / "target.txt"
@@ -104,9 +106,10 @@ def child(args) -> dict:
             for s, t, score in zip(mined.source.tolist(), mined.target.tolist(), mined.scores.tolist(), strict=True):
                 handle.write(f"{score:.4f}\t{s + 1}\t{t + 1}\t{read_source(s)}\t{read_target(t)}\n")
     done = time.perf_counter()
+    index = "n / 1000 lists, 3 probes" if args.child == "peer" else index_spec(len(y), "auto")
     return {"arm": args.child, "seconds": done - start, "encode_seconds": encoded - start,
             "search_seconds": done - encoded, "load_seconds": loaded - began,
-            "peak_added_mb": memory_mb("VmHWM") - before}  # fmt: skip
+            "peak_added_mb": memory_mb("VmHWM") - before, "index": index}  # fmt: skip
 
 
 def read_pairs(path: Path) -> list[tuple[int, int, float]]:
@@ -155,6 +158,8 @@ def e2e_table(data: dict) -> str:
                      f"{run['encode_seconds']:.0f}", f"{run['search_seconds']:.1f}",
                      f"{run['search_seconds'] / peer['search_seconds']:.2f}",
                      f"{run['peak_added_mb']:.0f}"] if timed and peer else ["—"] * 6  # fmt: skip
+            if arm == "hf_xlsr":
+                label = f"{label}: `{run['index']}`".replace("|", "\\|")
             lines.append(f"| {size:,} | {label} | " + " | ".join(cells) + f" | {100 * run['recall']:.1f} | "
                          f"{100 * run['best_f1']:.1f} | {100 * run['f1_at_1.06']:.1f} |")  # fmt: skip
     head = (f"`{setup['model']}`, {setup['threads']} torch and faiss thread per arm; the launching process: "
