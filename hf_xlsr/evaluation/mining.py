@@ -182,12 +182,22 @@ def _unit_matrix(
     """``vectors`` L2-normalised and centred on ``centre`` (`_centred`) in ``dtype``, and each one's ``lists`` nearest
     centroids, read in blocks."""
     unit = torch.empty(vectors.shape, dtype=dtype)
-    nearest = np.empty((len(vectors), lists), dtype=np.int64)
+    nearest = np.empty((len(vectors), lists), dtype=np.int32)
     for start in range(0, len(vectors), block_size):
         block = torch.from_numpy(_centred(_unit_float32(vectors[start : start + block_size]), centre)).to(dtype)
         unit[start : start + len(block)] = block
         nearest[start : start + len(block)] = (block @ centroids.T).topk(lists, dim=1).indices.numpy()
     return unit, nearest
+
+
+def _product_shape(length: int) -> tuple[int, int]:
+    """The (query rows, list vectors) of `scan_lists`'s products against a list of ``length`` vectors: the list
+    padded to 8 sizes per doubling from 64 (at most 1/8 more), at most 1,024 rows and `SCAN_SCORES` scores. oneDNN
+    keeps a compiled kernel (near a megabyte) for every shape of bfloat16 product it meets: so few shapes keep
+    memory flat."""
+    step = max(64, 1 << max(0, int(length).bit_length() - 4))
+    width = -(-length // step) * step
+    return min(1024, 1 << max(0, (SCAN_SCORES // width).bit_length() - 1)), width
 
 
 def _grouped(lists: np.ndarray, n_lists: int) -> tuple[np.ndarray, list[int]]:
@@ -205,7 +215,9 @@ def scan_lists(queries, corpus, ivf, asked: int, centres=None, block_size: int =
     all of its vectors in one matrix product (`_products_dtype`). First each query's nearest list of at least
     ``asked`` vectors: its best ``asked`` scores there, the last of them the query's floor. Then every other list
     against the queries that probe it: a score above the floor is kept. The best ``asked`` kept scores of each query
-    are its candidates; the scores rank candidates only, and `knn` re-scores them exactly. A query with no floor
+    are its candidates (kept scores are compacted to each query's best ``asked`` whenever they outgrow ``asked`` per
+    query, each floor raised to the last of them); the scores rank candidates only, and `knn` re-scores them
+    exactly. A query with no floor
     above 0 (none of its lists holds ``asked`` vectors, or their best all score 0 or below: rare but for clustered
     or tiny corpora) gets -1 throughout, for `knn` to search it exactly. Comparisons with a positive floor are made
     on the scores' bits."""
@@ -217,49 +229,82 @@ def scan_lists(queries, corpus, ivf, asked: int, centres=None, block_size: int =
     stored, home = _unit_matrix(corpus, corpus_centre, dtype, centroids, 1, block_size)
     members, bounds = _grouped(home[:, 0], n_lists)
     found, probed = _unit_matrix(queries, query_centre, dtype, centroids, probes, block_size)
-    chunk = max(1, SCAN_SCORES // max(1, max(np.diff(bounds))))  # query rows per matrix product
+    most = max(1, int(np.diff(bounds).max()))  # the longest list
 
-    def products(list_id: int, rows: np.ndarray):  # the scores of ``rows`` against one list, a chunk at a time
-        vectors = _rows(stored, members[bounds[list_id] : bounds[list_id + 1]])
-        for start in range(0, len(rows), chunk):
-            yield rows[start : start + chunk], _rows(found, rows[start : start + chunk]) @ vectors.T
+    def products(list_id: int, rows: np.ndarray):  # the scores of ``rows`` against one list, a block at a time
+        listed = members[bounds[list_id] : bounds[list_id + 1]]
+        if not len(listed) or not len(rows):
+            return
+        height, width = _product_shape(len(listed))
+        vectors = _rows(stored, np.resize(listed, width))  # padded with its own vectors again, cut off below
+        for start in range(0, len(rows), height):
+            block = rows[start : start + height]
+            yield block, (_rows(found, np.resize(block, height)) @ vectors.T)[: len(block), : len(listed)]
 
     floor = np.zeros(len(queries), dtype=np.int16 if bits == torch.int16 else np.int32)  # the bits of +0.0
-    kept_queries, kept_corpus, kept_scores = [np.empty(0, np.int64)], [np.empty(0, np.int64)], [floor[:0]]
+    # the kept (query, corpus row, score bits), in buffers allocated once: compacted to each query's best `asked`
+    # whenever `asked` per query more have come since, they hold at most twice that and one product's worth
+    capacity = 2 * asked * len(queries) + max(np.prod(_product_shape(most)), most)
+    kept_query, kept_row, kept_score = (np.empty(capacity, dtype) for dtype in (np.int32, np.int32, floor.dtype))
+    size, since = 0, 0
+
+    def keep(query: np.ndarray, corpus_row: np.ndarray, score: np.ndarray) -> None:
+        nonlocal size, since
+        end = size + len(query)
+        kept_query[size:end], kept_row[size:end], kept_score[size:end] = query, corpus_row, score
+        size, since = end, since + len(query)
+        if since > asked * len(queries):
+            size, since = compact(), 0
+
+    def ranked() -> tuple[np.ndarray, np.ndarray]:  # the kept of queries with a floor, query by query, best first
+        query = kept_query[:size]
+        key = query.astype(np.int64)  # the query, then the score's bits reversed (positive scores order as bits)
+        key <<= 8 * floor.itemsize - 1
+        key += (1 << (8 * floor.itemsize - 1)) - 1
+        key -= kept_score[:size]
+        key[floor[query] <= 0] = -1  # a query with no floor above 0: sorted first, then dropped
+        order = np.argsort(key)
+        order = order[np.searchsorted(key, 0, sorter=order) :]
+        starts = np.zeros(len(queries) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(query[order], minlength=len(queries)), out=starts[1:])
+        return order, np.arange(len(order)) - starts[query[order]]
+
+    def compact() -> int:  # each query's best `asked` to the front, its floor raised to the last of them
+        order, rank = ranked()
+        last = order[rank == asked - 1]
+        floor[kept_query[last]] = kept_score[last]
+        best = order[rank < asked]
+        kept_query[: len(best)], kept_row[: len(best)], kept_score[: len(best)] = (
+            kept_query[best], kept_row[best], kept_score[best])  # fmt: skip
+        return len(best)
+
     large = np.diff(bounds)[probed] >= asked  # the probed lists that can set a floor
     first = np.where(large.any(axis=1), large.argmax(axis=1), -1)  # each query's nearest of them
+    del large
     with_floor = np.flatnonzero(first >= 0)
     by_first, first_bounds = _grouped(probed[with_floor, first[with_floor]], n_lists)
     for list_id in range(n_lists):
         for rows, scores in products(list_id, with_floor[by_first[first_bounds[list_id] : first_bounds[list_id + 1]]]):
             best, column = scores.topk(asked, dim=1)
             floor[rows] = best[:, -1].view(bits).numpy()
-            kept_queries.append(np.repeat(rows, asked))
-            kept_corpus.append(members[bounds[list_id] + column.numpy().ravel()])
-            kept_scores.append(best.view(bits).numpy().ravel())
-    others = np.flatnonzero(np.arange(probes)[None, :] != first[:, None])  # (query, list) pairs but the floor's
-    pairs, pair_bounds = _grouped(probed.ravel()[others], n_lists)
+            keep(
+                np.repeat(rows, asked),
+                members[bounds[list_id] + column.numpy().ravel()],
+                best.view(bits).numpy().ravel(),
+            )
+    probed[with_floor, first[with_floor]] = n_lists  # every other (query, list) pair, list by list: the floor's list
+    probed[first < 0] = n_lists  # and a query with no floor set apart (as n_lists)
+    pairs, pair_bounds = _grouped(probed.ravel(), n_lists + 1)
     for list_id in range(n_lists):
-        for rows, scores in products(
-            list_id, others[pairs[pair_bounds[list_id] : pair_bounds[list_id + 1]]] // probes
-        ):
+        for rows, scores in products(list_id, pairs[pair_bounds[list_id] : pair_bounds[list_id + 1]] // probes):
             scored = scores.view(bits).numpy()
             above = np.flatnonzero(scored > floor[rows][:, None])
             row, column = np.divmod(above, scores.shape[1])
-            kept_queries.append(rows[row])
-            kept_corpus.append(members[bounds[list_id] + column])
-            kept_scores.append(scored.ravel()[above])
-    query, corpus_row, score = (np.concatenate(kept) for kept in (kept_queries, kept_corpus, kept_scores))
-    valid = floor[query] > 0  # the scores of a query with a floor above 0 are all positive, ordered as their bits
-    query, corpus_row, score = query[valid], corpus_row[valid], score[valid].astype(np.int64)
-    width = 8 * floor.itemsize - 1
-    order = np.argsort((query << width) | ((1 << width) - 1 - score))  # query by query, best first
-    query, corpus_row = query[order], corpus_row[order]
-    starts = np.concatenate([[0], np.cumsum(np.bincount(query, minlength=len(queries)))])
-    rank = np.arange(len(query)) - starts[query]
+            keep(rows[row], members[bounds[list_id] + column], scored.ravel()[above])
+    order, rank = ranked()
     candidates = np.full((len(queries), asked), -1, dtype=np.int64)
-    keep = rank < asked
-    candidates[query[keep], rank[keep]] = corpus_row[keep]
+    best = rank < asked
+    candidates[kept_query[order[best]], rank[best]] = kept_row[order[best]]
     return candidates
 
 
