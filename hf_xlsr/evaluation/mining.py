@@ -44,13 +44,14 @@ logger = logging.getLogger(__name__)
 MARGINS = ("ratio", "distance")
 MODES = ("forward", "backward", "max", "intersect")
 # Chosen by `benchmarks/bench_mining_search.py --sweep 50000 150000` (RESULTS.md), at two sizes its scaling figures
-# do not report: of the settings within half a point of exact search's recall at both sizes, the fastest whose codes
-# did not fail on clustered data (on the clustered vectors of tests/test_mining.py, with 4 candidates per neighbour
-# re-scored, 4-bit product codes found 20% of exact search's nearest neighbours, RaBitQ all of them). Exact search
-# below the smallest size swept, 50,000.
+# do not report. Probes are a share of the lists: with sqrt(n) lists a fixed number of probes scans a shrinking share
+# of the corpus as it grows. Of the shares within half a point of exact search's recall at both sizes, the
+# fastest; beyond a million sentences, where nothing was measured, at most `IVF_MAX_PROBES`, so that the search's
+# time grows as n^1.5 rather than n^2. Exact search below the smallest size swept, 50,000.
 IVF_THRESHOLD = 50_000
 IVF_LISTS_PER_ROOT = 1  # inverted lists per square root of the corpus size
-IVF_PROBES = 16  # inverted lists a query scans
+IVF_PROBE_SHARE = 16  # a query scans one in this many lists
+IVF_MAX_PROBES = 64
 IVF_REFINE = 4  # candidates per neighbour asked of an approximate index, re-scored by their exact cosine
 IVF_TRAIN_POINTS = 64  # k-means sample per inverted list (faiss asks for 39 at least)
 SCAN_SCORES = 2**22  # scores one matrix product of `scan_lists` computes at most
@@ -91,20 +92,20 @@ def _inverse_norms(vectors: np.ndarray, block_size: int) -> np.ndarray:
 
 
 def index_spec(n: int, index: str = "auto") -> str:
-    """The faiss index for a corpus of ``n`` vectors, as an ``index_factory`` string with its search parameters
-    after ``|``: ``flat`` (exact search), ``ivf`` (`IVF_LISTS_PER_ROOT` sqrt(n) inverted lists of full vectors,
-    `IVF_PROBES` of them scanned by `scan_lists`; `knn` re-scores the best `IVF_REFINE` candidates per neighbour
-    exactly, as it does for any approximate index), ``auto`` (flat below `IVF_THRESHOLD` vectors, IVF from
-    there), or any factory string of one's own (``"HNSW32|efSearch=128"``, ``"OPQ64,IVF4096,PQ64|nprobe=32"``, as
-    faiss and stopes name indexes). ``k_factor=F`` among the parameters sets how many candidates per neighbour `knn`
-    re-scores (faiss's name for it; `IVF_REFINE` when not given)."""
+    """The faiss index for a corpus of ``n`` vectors, as an ``index_factory`` string with its search parameters after
+    ``|``: ``flat`` (exact search), ``ivf`` (`IVF_LISTS_PER_ROOT` sqrt(n) inverted lists of full vectors, one in
+    `IVF_PROBE_SHARE` of them (at most `IVF_MAX_PROBES`) scanned by `scan_lists`; `knn` re-scores the best `IVF_REFINE`
+    candidates per neighbour exactly, as it does for any approximate index), ``auto`` (flat below `IVF_THRESHOLD`
+    vectors, IVF from there), or any factory string of one's own (``"HNSW32|efSearch=128"``,
+    ``"OPQ64,IVF4096,PQ64|nprobe=32"``, as faiss and stopes name indexes). ``k_factor=F`` among the parameters sets how
+    many candidates per neighbour `knn` re-scores (faiss's name for it; `IVF_REFINE` when not given)."""
     if index == "auto":
         index = "flat" if n < IVF_THRESHOLD else "ivf"
     if index == "flat":
         return "Flat"
     if index == "ivf":
         lists = max(1, min(int(IVF_LISTS_PER_ROOT * math.sqrt(n)), n // 39))  # faiss wants >= 39 points per list
-        return f"IVF{lists},Flat|nprobe={min(lists, IVF_PROBES)}"
+        return f"IVF{lists},Flat|nprobe={max(1, min(lists // IVF_PROBE_SHARE, IVF_MAX_PROBES))}"
     if not index or index[0].islower():
         raise ValueError(f"index must be 'auto', 'flat', 'ivf' or a faiss index_factory string, got {index!r}")
     return index
