@@ -340,6 +340,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 30_000, 100_000, 200_000, 409_226])
     parser.add_argument("--arms", nargs="+", choices=sorted(ARMS), default=list(ARMS), help="scaling: which arms")
     parser.add_argument("--sweep", type=int, nargs="+", help="run the index settings at these sizes instead")
+    parser.add_argument("--settings", nargs="+", help="with --sweep: only the settings of SWEEP of these names")
     parser.add_argument("--stages", action="store_true", help="profile auto's stages at --sizes instead")
     parser.add_argument("--probes", action="store_true", help="where the gold pairs lie among the inverted lists")
     parser.add_argument("--one-language", action="store_true", help="the arms on the corpus's English and French "
@@ -403,7 +404,7 @@ def main() -> None:
             reference = work / f"sweep_{size}_0.json"  # exact search, the first setting
             for number, (name, index, centre) in enumerate(SWEEP):
                 arm = f"{name} {size}"
-                if results.done(arm, 0):
+                if results.done(arm, 0) or (args.settings and name not in args.settings):
                     continue
                 pairs = work / f"sweep_{size}_{number}.json"
                 run = run_child(args, index, size, pairs, centre)
