@@ -43,11 +43,12 @@ logger = logging.getLogger(__name__)
 
 MARGINS = ("ratio", "distance")
 MODES = ("forward", "backward", "max", "intersect")
-# Chosen by `benchmarks/bench_mining_search.py --sweep 50000 150000` (RESULTS.md), at two sizes its scaling figures
-# do not report. Probes are a share of the lists: with sqrt(n) lists a fixed number of probes scans a shrinking share
-# of the corpus as it grows. Of the shares within half a point of exact search's recall at both sizes, the
-# fastest; beyond a million sentences, where nothing was measured, at most `IVF_MAX_PROBES`, so that the search's
-# time grows as n^1.5 rather than n^2. Exact search below the smallest size swept, 50,000.
+# Chosen by `benchmarks/bench_mining_search.py --sweep 50000 150000` and `--sweep 75000 250000` (RESULTS.md), at
+# sizes its scaling figures do not report. Probes are a share of the lists: with sqrt(n) lists a fixed number of
+# probes scans a shrinking share of the corpus as it grows. Of the shares within half a point of exact search's recall
+# at every size swept, the fastest; beyond a million sentences, where nothing was measured, at most
+# `IVF_MAX_PROBES`, so that the search's time grows as n^1.5 rather than n^2. Exact search below the smallest size
+# swept, 50,000.
 IVF_THRESHOLD = 50_000
 IVF_LISTS_PER_ROOT = 1  # inverted lists per square root of the corpus size
 IVF_PROBE_SHARE = 12  # a query scans one in this many lists
