@@ -135,8 +135,21 @@ def exact_reference(work: Path, gold) -> dict:
     return scored(list(zip(pairs.source.tolist(), pairs.target.tolist(), pairs.scores.tolist(), strict=True)), gold)
 
 
+def search_again(work: Path, index: str, gold) -> dict:
+    """``mine`` on the hf_xlsr arm's saved embeddings with another ``index``: its seconds and where the pairs went."""
+    from hf_xlsr.evaluation.mining import index_spec, mine
+
+    x, y = np.load(work / "hf_xlsr_source.npy"), np.load(work / "hf_xlsr_target.npy")
+    began = time.perf_counter()
+    pairs = mine(x, y, k=4, index=index)
+    seconds = time.perf_counter() - began
+    found = list(zip(pairs.source.tolist(), pairs.target.tolist(), pairs.scores.tolist(), strict=True))
+    return {"index": index_spec(len(y), index), "search_seconds": seconds, **scored(found, gold)}
+
+
 def e2e_table(data: dict) -> str:
-    """Each size's peer, hf_xlsr and exact search (the reference): times, memory, recall, F1."""
+    """Each size's peer, hf_xlsr and exact search (the reference): times, memory, recall, F1; then the searches of
+    hf_xlsr's saved embeddings again (``--search-again``)."""
     runs = {run["arm"]: run for run in data["runs"]}
     setup = data["setup"]
     peer_dtype = "float32" if setup["backend"] == "torch" else "bfloat16"
@@ -162,6 +175,12 @@ def e2e_table(data: dict) -> str:
                 label = f"{label}: `{run['index']}`".replace("|", "\\|")
             lines.append(f"| {size:,} | {label} | " + " | ".join(cells) + f" | {100 * run['recall']:.1f} | "
                          f"{100 * run['best_f1']:.1f} | {100 * run['f1_at_1.06']:.1f} |")  # fmt: skip
+        for run in (run for run in data["runs"] if run["arm"].startswith("search ") and run["size"] == size):
+            index = run["index"].replace("|", "\\|")
+            searched = f"{run['search_seconds']:.1f} | {run['search_seconds'] / peer['search_seconds']:.2f}"
+            lines.append(f"| {size:,} | hf_xlsr's embeddings searched again: `{index}` | — | — | — | {searched} | "
+                         f"— | {100 * run['recall']:.1f} | {100 * run['best_f1']:.1f} | "
+                         f"{100 * run['f1_at_1.06']:.1f} |")  # fmt: skip
     head = (f"`{setup['model']}`, {setup['threads']} torch and faiss thread per arm; the launching process: "
             f"{setup['machine']}; {setup.get('date', '')}.\n\n")  # fmt: skip
     return head + "\n".join(lines) + "\n"
@@ -176,6 +195,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--child", choices=("peer", "hf_xlsr"))
     parser.add_argument("--work")
+    parser.add_argument("--search-again", nargs="+", default=[], metavar="INDEX", help="search each size's "
+                        "saved hf_xlsr embeddings again with these indexes (auto, flat, a faiss string)")  # fmt: skip
     parser.add_argument("--report", action="store_true", help="print the table of a results file (--out) and stop")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
@@ -192,6 +213,9 @@ def main() -> None:
     from common import Results, machine
 
     torch.set_num_threads(args.threads)  # as each arm's process sets it, so that machine() says so
+    import faiss
+
+    faiss.omp_set_num_threads(args.threads)  # for --search-again, in this process
 
     results = Results(args.out, {"script": "benchmarks/bench_mining_e2e.py", "model": reference,
                                  "backend": args.backend, "threads": args.threads, "machine": machine(),
@@ -213,6 +237,11 @@ def main() -> None:
             print(json.dumps(run), flush=True)
         if not results.done(f"exact {size}", 0):
             results.add({"arm": f"exact {size}", "seed": 0, "size": size, **exact_reference(work, gold)})
+        for again in args.search_again:
+            if not results.done(f"search {again} {size}", 0):
+                results.add({"arm": f"search {again} {size}", "seed": 0, "size": size,
+                             **search_again(work, again, gold)})  # fmt: skip
+                print(json.dumps(results.data["runs"][-1]), flush=True)
         if not results.done(f"probes {size}", 0):  # where the gold pairs lie among the lists IVF would scan
             x, y = np.load(work / "hf_xlsr_source.npy"), np.load(work / "hf_xlsr_target.npy")
             results.add({"arm": f"probes {size}", "seed": 0, "size": size, "model": reference,
