@@ -322,7 +322,7 @@ def summary_table(data: dict) -> str:
         if size < 100_000 or not (ours and peer and exact):
             continue
         lines.append(
-            f"| {size:,} | {ours['seconds'] / peer['seconds']:.2f}× the peer's | "
+            f"| {size:,} | {ours['seconds'] / peer['seconds']:.3f}× the peer's | "
             f"{ours['peak_added_mb'] / peer['peak_added_mb']:.2f}× | {100 * (exact['recall'] - ours['recall']):.1f} | "
             f"{100 * (exact['recall'] - peer['recall']):.1f} | {'met' if goal_met(ours, peer, exact) else 'not met'} |"
         )

@@ -77,3 +77,29 @@ def test_the_one_language_table_sets_each_arm_against_the_peer_and_exact_search(
         "| hf_xlsr `auto`, the sides as they came | `IVF\\|p` | 8.0 | 0.20 | 100 | 0.25 | 75.0 | 14.0 | 37.5 |"
         in table
     )
+
+
+def test_an_end_to_end_size_is_searched_again_and_its_rows_name_the_index(monkeypatch, tmp_path):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import bench_mining_e2e
+
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((600, 16)).astype(np.float32)
+    y = rng.standard_normal((600, 16)).astype(np.float32)
+    y[:100] = x[:100] + 0.05 * rng.standard_normal((100, 16)).astype(np.float32)  # 100 translations
+    np.save(tmp_path / "hf_xlsr_source.npy", x)
+    np.save(tmp_path / "hf_xlsr_target.npy", y)
+    gold = {(i, i) for i in range(100)}
+    exact = bench_mining_e2e.search_again(tmp_path, "flat", gold)
+    every_list = bench_mining_e2e.search_again(tmp_path, "IVF8,Flat|nprobe=8", gold)  # all 8 lists: exact search
+    assert exact["index"] == "Flat" and exact["recall"] == 1.0
+    assert every_list["index"] == "IVF8,Flat|nprobe=8" and every_list["recall"] == 1.0
+    peer = {"arm": "peer 600", "size": 600, "seconds": 10.0, "encode_seconds": 8.0, "search_seconds": 2.0,
+            "peak_added_mb": 100.0, "recall": 0.5, "best_f1": 0.5, "f1_at_1.06": 0.5}  # fmt: skip
+    again = {"arm": "search IVF8 600", "size": 600, **every_list, "search_seconds": 0.5}
+    table = bench_mining_e2e.e2e_table({"setup": {"model": "m", "backend": "bf16", "threads": 1, "machine": "here"},
+                                        "runs": [peer, again]})  # fmt: skip
+    assert (
+        "| 600 | hf_xlsr's embeddings searched again: `IVF8,Flat\\|nprobe=8` | — | — | — | 0.5 | 0.25 | — | 100.0 |"
+        in table
+    )
