@@ -219,10 +219,9 @@ def scan_lists(queries, corpus, ivf, asked: int, centres=None, block_size: int =
     against the queries that probe it: a score above the floor is kept. The best ``asked`` kept scores of each query
     are its candidates (kept scores are compacted to each query's best ``asked`` whenever they outgrow ``asked`` per
     query, each floor raised to the last of them); the scores rank candidates only, and `knn` re-scores them
-    exactly. A query with no floor
-    above 0 (none of its lists holds ``asked`` vectors, or their best all score 0 or below: rare but for clustered
-    or tiny corpora) gets -1 throughout, for `knn` to search it exactly. Comparisons with a positive floor are made
-    on the scores' bits."""
+    exactly. A query with no floor above 0 (none of its lists holds ``asked`` vectors, or their best all score 0 or
+    below: rare but for clustered or tiny corpora) gets -1 throughout, for `knn` to search it exactly. Comparisons
+    with a positive floor are made on the scores' bits."""
     dtype = _products_dtype()
     bits = torch.int16 if dtype == torch.bfloat16 else torch.int32  # positive floats order as these integers do
     query_centre, corpus_centre = centres or (None, None)
@@ -247,7 +246,7 @@ def scan_lists(queries, corpus, ivf, asked: int, centres=None, block_size: int =
     # the kept (query, corpus row, score bits), in buffers allocated once: compacted to each query's best `asked`
     # whenever `asked` per query more have come since, they hold at most twice that and one product's worth
     capacity = 2 * asked * len(queries) + max(np.prod(_product_shape(most)), most)
-    kept_query, kept_row, kept_score = (np.empty(capacity, dtype) for dtype in (np.int32, np.int32, floor.dtype))
+    kept_query, kept_row, kept_score = (np.empty(capacity, kind) for kind in (np.int32, np.int32, floor.dtype))
     size, since = 0, 0
 
     def keep(query: np.ndarray, corpus_row: np.ndarray, score: np.ndarray) -> None:
@@ -302,7 +301,7 @@ def scan_lists(queries, corpus, ivf, asked: int, centres=None, block_size: int =
             scored = scores.view(bits).numpy()
             above = np.flatnonzero(scored > floor[rows][:, None])
             row, column = np.divmod(above, scores.shape[1])
-            keep(rows[row], members[bounds[list_id] + column], scored.ravel()[above])
+            keep(rows[row], members[bounds[list_id] + column], scored[row, column])
     order, rank = ranked()
     candidates = np.full((len(queries), asked), -1, dtype=np.int64)
     best = rank < asked
