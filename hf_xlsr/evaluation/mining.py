@@ -351,6 +351,7 @@ def knn(
     if approximate and trained is None:
         trained = train_index(spec, [corpus], corpus.shape[1], centres=[corpus_centre])
     lists = faiss.downcast_index(trained) if approximate else None
+    candidates = None
     if isinstance(lists, faiss.IndexIVFFlat):  # inverted lists of full vectors: scanned by scan_lists
         candidates = scan_lists(queries, corpus, lists, asked, centres, block_size)
     else:
@@ -362,7 +363,7 @@ def knn(
     indices = np.empty((len(queries), k), dtype=np.int64)
     for start in range(0, len(queries), block_size):
         block = _unit_float32(queries[start : start + block_size])
-        if isinstance(lists, faiss.IndexIVFFlat):
+        if candidates is not None:
             where = np.ascontiguousarray(candidates[start : start + len(block)])
             found = np.empty(where.shape, dtype=np.float32)
         else:
