@@ -64,6 +64,10 @@ def child(args) -> dict:
     folder = Path(args.work)
     source, target = folder / "source.txt", folder / "target.txt"
     began = time.perf_counter()
+    if args.child == "encode":
+        return encode_side(args, folder)
+    if args.shared:
+        return mine_shared(args, folder)
     if args.child == "peer":
         from sentence_transformers import SentenceTransformer
 
@@ -85,13 +89,9 @@ def child(args) -> dict:
         np.save(folder / "peer_target.npy", y)
     else:
         from hf_xlsr.data import SentenceFile
-        from hf_xlsr.evaluation import as_encoder
-        from hf_xlsr.evaluation.loading import load_for_evaluation
         from hf_xlsr.evaluation.mining import embed_file, mine
 
-        model, tokenizers = load_for_evaluation(args.model, args.backend)
-        encode = as_encoder(model, tokenizers, batch_size=32, max_length=args.max_length, backend=args.backend)
-        encode(["warm-up"], "en")  # a backend compiles its graph once, before the clock starts
+        encode = hf_xlsr_encoder(args)
         loaded = time.perf_counter()
         reset_peak()
         before = memory_mb("VmRSS")
@@ -112,25 +112,100 @@ def child(args) -> dict:
             "peak_added_mb": memory_mb("VmHWM") - before, "index": index}  # fmt: skip
 
 
+def hf_xlsr_encoder(args):
+    """hf_xlsr's encoder for ``--backend``, its graph compiled before any clock starts."""
+    from hf_xlsr.evaluation import as_encoder
+    from hf_xlsr.evaluation.loading import load_for_evaluation
+
+    model, tokenizers = load_for_evaluation(args.model, args.backend)
+    encode = as_encoder(model, tokenizers, batch_size=32, max_length=args.max_length, backend=args.backend)
+    encode(["warm-up"], "en")
+    return encode
+
+
+def encode_side(args, folder: Path) -> dict:
+    """One side of a shared encoding (``--encode-once``): hf_xlsr's encoder streams it into ``hf_xlsr_<side>.npy``."""
+    from hf_xlsr.data import SentenceFile
+    from hf_xlsr.evaluation.mining import embed_file
+
+    encode = hf_xlsr_encoder(args)
+    start = time.perf_counter()
+    language = "en" if args.side == "source" else "fr"
+    embed_file(encode, SentenceFile(folder / f"{args.side}.txt"), language, folder / f"hf_xlsr_{args.side}.npy",
+               progress=False)  # fmt: skip
+    return {"side": args.side, "encode_seconds": time.perf_counter() - start}
+
+
+def mine_shared(args, folder: Path) -> dict:
+    """One arm's steps after encoding, on the shared encoding: the peer holds the vectors in memory as its
+    ``encode`` returns them, hf_xlsr memory-maps them as ``embed_file`` returns them."""
+    from hf_xlsr.data import SentenceFile
+    from hf_xlsr.evaluation.mining import index_spec, mine
+
+    reset_peak()
+    before = memory_mb("VmRSS")
+    paths = folder / "hf_xlsr_source.npy", folder / "hf_xlsr_target.npy"
+    if args.child == "peer":
+        x, y = (np.load(path) for path in paths)
+        texts = [(folder / f"{side}.txt").read_text(encoding="utf-8").splitlines() for side in ("source", "target")]
+        start = time.perf_counter()
+        pairs = peer_mine(x, y, k=4)
+        with open(folder / "peer.tsv", "w", encoding="utf-8") as handle:
+            for s, t, score in pairs:
+                handle.write(f"{score:.4f}\t{s + 1}\t{t + 1}\t{texts[0][s]}\t{texts[1][t]}\n")
+        index = "n / 1000 lists, 3 probes"
+    else:
+        start = time.perf_counter()
+        x, y = (np.load(path, mmap_mode="r") for path in paths)
+        files = SentenceFile(folder / "source.txt"), SentenceFile(folder / "target.txt")
+        mined = mine(x, y, k=4)
+        with open(folder / "hf_xlsr.tsv", "w", encoding="utf-8") as handle, files[0].reader() as read_source, \
+                files[1].reader() as read_target:  # fmt: skip
+            for s, t, score in zip(mined.source.tolist(), mined.target.tolist(), mined.scores.tolist(), strict=True):
+                handle.write(f"{score:.4f}\t{s + 1}\t{t + 1}\t{read_source(s)}\t{read_target(t)}\n")
+        index = index_spec(len(y), "auto")
+    return {"arm": args.child, "search_seconds": time.perf_counter() - start,
+            "peak_added_mb": memory_mb("VmHWM") - before, "index": index}  # fmt: skip
+
+
 def read_pairs(path: Path) -> list[tuple[int, int, float]]:
     rows = [line.split("\t", 3) for line in path.read_text(encoding="utf-8").splitlines()]
     return [(int(s) - 1, int(t) - 1, float(score)) for score, s, t, _ in rows]
 
 
-def run_child(arm: str, args, work: Path) -> dict:
-    command = [sys.executable, __file__, "--child", arm, "--work", str(work), "--model", args.model, "--backend",
-               args.backend, "--threads", str(args.threads), "--max-length", str(args.max_length),
-               "--out", "-"]  # fmt: skip
-    result = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    if result.returncode:
-        raise SystemExit(f"{arm} failed:\n{result.stderr[-3000:]}")
-    return json.loads(result.stdout.strip().splitlines()[-1])
+def child_command(arm: str, args, work: Path, *extra: str) -> list[str]:
+    return [sys.executable, __file__, "--child", arm, "--work", str(work), "--model", args.model, "--backend",
+            args.backend, "--threads", str(args.threads), "--max-length", str(args.max_length), "--out", "-",
+            *extra]  # fmt: skip
 
 
-def exact_reference(work: Path, gold) -> dict:
+def finished(arm: str, process: subprocess.Popen) -> dict:
+    out, err = process.communicate()
+    if process.returncode:
+        raise SystemExit(f"{arm} failed:\n{err[-3000:]}")
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def start_child(arm: str, args, work: Path, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen(child_command(arm, args, work, *extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})  # fmt: skip
+
+
+def run_child(arm: str, args, work: Path, *extra: str) -> dict:
+    return finished(arm, start_child(arm, args, work, *extra))
+
+
+def encode_once(args, work: Path) -> float:
+    """Both sides through hf_xlsr's encoder, each in a process of its own with ``--threads`` threads, the two at
+    once; the seconds one such process would take for both sides: the sum of the two."""
+    sides = {side: start_child("encode", args, work, "--side", side) for side in ("source", "target")}
+    return sum(finished(f"encoding {side}", process)["encode_seconds"] for side, process in sides.items())
+
+
+def exact_reference(work: Path, gold, arm: str = "peer") -> dict:
     from hf_xlsr.evaluation.mining import mine
 
-    x, y = np.load(work / "peer_source.npy"), np.load(work / "peer_target.npy")
+    x, y = np.load(work / f"{arm}_source.npy"), np.load(work / f"{arm}_target.npy")
     pairs = mine(x, y, k=4, index="flat")
     return scored(list(zip(pairs.source.tolist(), pairs.target.tolist(), pairs.scores.tolist(), strict=True)), gold)
 
@@ -193,7 +268,12 @@ def main() -> None:
     parser.add_argument("--backend", default="bf16", help="hf_xlsr's encoding backend")
     parser.add_argument("--max-length", type=int, default=128)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--child", choices=("peer", "hf_xlsr"))
+    parser.add_argument("--encode-once", type=int, nargs="+", default=[], metavar="SIZE", help="sizes at which "
+                        "both arms mine one encoding by hf_xlsr's backend, timed once, each side in a process of its "
+                        "own, the two at once")  # fmt: skip
+    parser.add_argument("--child", choices=("peer", "hf_xlsr", "encode"))
+    parser.add_argument("--side", choices=("source", "target"), help="the side an encoding child encodes")
+    parser.add_argument("--shared", action="store_true", help="an arm's child mines the shared encoding")
     parser.add_argument("--work")
     parser.add_argument("--search-again", nargs="+", default=[], metavar="INDEX", help="search each size's "
                         "saved hf_xlsr embeddings again with these indexes (auto, flat, a faiss string)")  # fmt: skip
@@ -228,15 +308,27 @@ def main() -> None:
         write_texts(source_rows, source_file, work / "source.txt")
         write_texts(target_rows, target_file, work / "target.txt")
         arms = ("peer", "hf_xlsr") if index % 2 == 0 else ("hf_xlsr", "peer")
+        shared = size in args.encode_once
+        if shared and not results.done(f"encoding {size}", 0):
+            seconds = encode_once(args, work)
+            results.add({"arm": f"encoding {size}", "seed": 0, "size": size, "encode_seconds": seconds})
+            print(json.dumps(results.data["runs"][-1]), flush=True)
+        if shared:
+            encoded = next(run for run in results.data["runs"] if run["arm"] == f"encoding {size}")["encode_seconds"]
         for arm in arms:
             if results.done(f"{arm} {size}", 0):
                 continue
-            run = run_child(arm, args, work)
+            if shared:
+                run = run_child(arm, args, work, "--shared")
+                run.update(seconds=encoded + run["search_seconds"], encode_seconds=encoded, shared_encoding=True)
+            else:
+                run = run_child(arm, args, work)
             run.update(scored(read_pairs(work / f"{arm}.tsv"), gold), size=size, gold_pairs=len(gold))
             results.add({**run, "arm": f"{arm} {size}", "seed": 0})
             print(json.dumps(run), flush=True)
         if not results.done(f"exact {size}", 0):
-            results.add({"arm": f"exact {size}", "seed": 0, "size": size, **exact_reference(work, gold)})
+            reference = exact_reference(work, gold, "hf_xlsr" if shared else "peer")
+            results.add({"arm": f"exact {size}", "seed": 0, "size": size, **reference})
         for again in args.search_again:
             if not results.done(f"search {again} {size}", 0):
                 results.add({"arm": f"search {again} {size}", "seed": 0, "size": size,
