@@ -6,10 +6,13 @@ held-out Bible verses, ``--verses`` in each of ``--languages`` (multi-way: the s
 cut at 128 tokens, batches of ``--batch-size``), drawn as the evaluators draw them, after the first ``--skip``:
 
 * ``sentence-transformers``: ``SentenceTransformer.encode`` (float32, normalised), the peer;
-* ``sentence-transformers bf16``: the peer at its documented fastest installable setting, the model loaded in
-  bfloat16 (``model_kwargs={"dtype": torch.bfloat16}``). Its ``backend="onnx"`` / ``"openvino"`` need
-  ``optimum-onnx`` / ``optimum-intel``, whose releases of 2026-11-26 (0.1.0, 1.27.0) require transformers below
-  4.58, which sentence-transformers 6 does not run on: they are not arms of this benchmark;
+* ``sentence-transformers bf16``: the peer with the model loaded in bfloat16 (``model_kwargs={"dtype":
+  torch.bfloat16}``);
+* with ``--peer-python``, ``sentence-transformers openvino`` and ``sentence-transformers openvino int8``: its
+  ``backend="openvino"`` and its static int8 (``export_static_quantized_openvino_model``), in a process of another
+  environment (``peer_encoder.py``: they need optimum-intel 2, which runs on transformers below 5.6, and hf_xlsr needs
+  5.20 or later), asked for each language's vectors in turn. Its ``backend="onnx"`` needs ``optimum-onnx``, whose
+  release 0.1.0 requires transformers below 4.58, which sentence-transformers 6 does not run on: not an arm;
 * one arm per hf_xlsr backend (``hf_xlsr.evaluation.backends``): ``torch`` (float32), ``bf16`` (PyTorch under
   bfloat16 autocast), ``onnx`` (ONNX Runtime, float32), ``onnx-int8`` (dynamic int8 weights), ``openvino``;
 * ``onnx-int8, every product``: ``onnx-int8`` with the products that narrow the width quantised too (the backend
@@ -21,7 +24,7 @@ sentences per second and as a ratio to the peer. The first round's vectors score
 languages (mean accuracy of both directions over all pairs); each backend's loss is its difference from the peer's.
 A backend's one-off graph export is done before the rounds and not timed.
 
-    HF_HUB_OFFLINE=1 python benchmarks/bench_encoding.py --model MODEL --threads 2 \\
+    HF_HUB_OFFLINE=1 python benchmarks/bench_encoding.py --model MODEL --threads 2 [--peer-python PYTHON] \\
         --out benchmarks/results/encoding_backends.json
 """
 
@@ -29,14 +32,56 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import subprocess
+import tempfile
 import time
+from pathlib import Path
 from unittest import mock
 
 import numpy as np
 import torch
 
 BACKENDS = ["torch", "bf16", "onnx", "onnx-int8", "openvino"]
+
+
+class PeerProcess:
+    """``peer_encoder.py`` run by ``python`` (an environment with ``sentence-transformers[openvino]``): each of its
+    arms as an encoder of this process, which hands it the sentences and reads back the vectors."""
+
+    def __init__(self, python: str, model: str, threads: int, calibration: list[str], script: str | None = None):
+        self.folder = Path(tempfile.mkdtemp(prefix="peer_encoder_"))
+        (self.folder / "calibration.txt").write_text("".join(s + "\n" for s in calibration), encoding="utf-8")
+        script = script or Path(__file__).with_name("peer_encoder.py")
+        self.process = subprocess.Popen(
+            [python, str(script), model, str(threads), str(self.folder / "calibration.txt")], text=True,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={**os.environ, "HF_HUB_OFFLINE": "1",
+                                                                "HF_DATASETS_OFFLINE": "1"},
+        )  # fmt: skip
+        self.arms = self.answer("ready")
+
+    def answer(self, key: str):
+        """The next line of the peer's that is JSON with ``key`` (other libraries may print lines of their own)."""
+        for line in self.process.stdout:
+            try:
+                message = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(message, dict) and key in message:
+                return message[key]
+        raise SystemExit(f"peer_encoder.py stopped (exit {self.process.wait()}): see its messages above")
+
+    def encoder(self, arm: str):
+        def encode(sentences, language):
+            texts, out = self.folder / "texts.json", self.folder / "vectors.npy"
+            texts.write_text(json.dumps(list(sentences)), encoding="utf-8")
+            self.process.stdin.write(json.dumps({"arm": arm, "texts": str(texts), "out": str(out)}) + "\n")
+            self.process.stdin.flush()
+            self.answer("done")
+            return np.load(out)
+
+        return encode
 
 
 def main() -> None:
@@ -49,6 +94,8 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--peer-python", help="the python of an environment with sentence-transformers[openvino] "
+                        "and datasets (peer_encoder.py), for sentence-transformers' OpenVINO arms")  # fmt: skip
     parser.add_argument("--out")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -81,6 +128,11 @@ def main() -> None:
                            convert_to_numpy=True).astype(np.float32)  # fmt: skip
 
     arms = {"sentence-transformers": peer, "sentence-transformers bf16": peer_bf16}
+    if args.peer_python:  # calibrated on training verses, none of them evaluated
+        calibration = load_multiway("bible", args.languages, "train").select(range(300 // len(args.languages)))
+        remote = PeerProcess(args.peer_python, resolve_reference(args.model), args.threads,
+                             [text for language in args.languages for text in calibration[language]])  # fmt: skip
+        arms.update({arm: remote.encoder(arm) for arm in remote.arms})
     for backend in args.backends:
         arms[backend] = as_encoder(model, batch_size=args.batch_size, backend=backend)
         arms[backend](texts[args.languages[0]][:8], args.languages[0])  # the one-off export, outside the clock

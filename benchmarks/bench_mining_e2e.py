@@ -235,12 +235,18 @@ def e2e_table(data: dict) -> str:
         "recall | best F1 | F1 at 1.06 |",
         "| ---: | --- |" + " ---: |" * 9,
     ]
+    shared_sizes = []
     for size in sorted({run["size"] for run in runs.values()}):
         peer = runs.get(f"peer {size}")
+        shared = bool(peer and peer.get("shared_encoding"))
+        if shared:
+            shared_sizes.append(f"{size:,}")
         for arm, label in labels.items():
             run = runs.get(f"{arm} {size}")
             if run is None:
                 continue
+            if shared:
+                label = label.replace(f" ({peer_dtype})", "").replace("the peer's embeddings", "the shared encoding")
             timed = "seconds" in run
             cells = [f"{run['seconds']:.0f}", f"{run['seconds'] / peer['seconds']:.2f}",
                      f"{run['encode_seconds']:.0f}", f"{run['search_seconds']:.1f}",
@@ -258,7 +264,46 @@ def e2e_table(data: dict) -> str:
                          f"{100 * run['f1_at_1.06']:.1f} |")  # fmt: skip
     head = (f"`{setup['model']}`, {setup['threads']} torch and faiss thread per arm; the launching process: "
             f"{setup['machine']}; {setup.get('date', '')}.\n\n")  # fmt: skip
+    if shared_sizes:
+        head += (f"At {', '.join(shared_sizes)} sentences per side both arms mine one encoding, hf_xlsr's "
+                 f"`{setup['backend']}` (`--encode-once`), timed once: each side in a process of "
+                 f"{setup['threads']} thread, the two at once, their seconds summed.\n\n")  # fmt: skip
     return head + "\n".join(lines) + "\n"
+
+
+def mine_size(args, results, work: Path, size: int, gold, arms: tuple[str, str], model: str) -> None:
+    """The runs of one size not yet in ``results``: the shared encoding (``--encode-once``), each arm, exact search,
+    the searches again, the probe coverage. ``work`` holds the size's ``source.txt`` and ``target.txt``."""
+    shared = size in args.encode_once
+    if shared and not results.done(f"encoding {size}", 0):
+        seconds = encode_once(args, work)
+        results.add({"arm": f"encoding {size}", "seed": 0, "size": size, "encode_seconds": seconds})
+        print(json.dumps(results.data["runs"][-1]), flush=True)
+    if shared:
+        encoded = next(run for run in results.data["runs"] if run["arm"] == f"encoding {size}")["encode_seconds"]
+    for arm in arms:
+        if results.done(f"{arm} {size}", 0):
+            continue
+        if shared:
+            run = run_child(arm, args, work, "--shared")
+            run.update(seconds=encoded + run["search_seconds"], encode_seconds=encoded, shared_encoding=True)
+        else:
+            run = run_child(arm, args, work)
+        run.update(scored(read_pairs(work / f"{arm}.tsv"), gold), size=size, gold_pairs=len(gold))
+        results.add({**run, "arm": f"{arm} {size}", "seed": 0})
+        print(json.dumps(run), flush=True)
+    if not results.done(f"exact {size}", 0):
+        exact = exact_reference(work, gold, "hf_xlsr" if shared else "peer")
+        results.add({"arm": f"exact {size}", "seed": 0, "size": size, **exact})
+    for again in args.search_again:
+        if not results.done(f"search {again} {size}", 0):
+            results.add({"arm": f"search {again} {size}", "seed": 0, "size": size,
+                         **search_again(work, again, gold)})  # fmt: skip
+            print(json.dumps(results.data["runs"][-1]), flush=True)
+    if not results.done(f"probes {size}", 0):  # where the gold pairs lie among the lists IVF would scan
+        x, y = np.load(work / "hf_xlsr_source.npy"), np.load(work / "hf_xlsr_target.npy")
+        results.add({"arm": f"probes {size}", "seed": 0, "size": size, "model": model,
+                     **probe_coverage(x, y, gold)})  # fmt: skip
 
 
 def main() -> None:
@@ -308,36 +353,7 @@ def main() -> None:
         write_texts(source_rows, source_file, work / "source.txt")
         write_texts(target_rows, target_file, work / "target.txt")
         arms = ("peer", "hf_xlsr") if index % 2 == 0 else ("hf_xlsr", "peer")
-        shared = size in args.encode_once
-        if shared and not results.done(f"encoding {size}", 0):
-            seconds = encode_once(args, work)
-            results.add({"arm": f"encoding {size}", "seed": 0, "size": size, "encode_seconds": seconds})
-            print(json.dumps(results.data["runs"][-1]), flush=True)
-        if shared:
-            encoded = next(run for run in results.data["runs"] if run["arm"] == f"encoding {size}")["encode_seconds"]
-        for arm in arms:
-            if results.done(f"{arm} {size}", 0):
-                continue
-            if shared:
-                run = run_child(arm, args, work, "--shared")
-                run.update(seconds=encoded + run["search_seconds"], encode_seconds=encoded, shared_encoding=True)
-            else:
-                run = run_child(arm, args, work)
-            run.update(scored(read_pairs(work / f"{arm}.tsv"), gold), size=size, gold_pairs=len(gold))
-            results.add({**run, "arm": f"{arm} {size}", "seed": 0})
-            print(json.dumps(run), flush=True)
-        if not results.done(f"exact {size}", 0):
-            reference = exact_reference(work, gold, "hf_xlsr" if shared else "peer")
-            results.add({"arm": f"exact {size}", "seed": 0, "size": size, **reference})
-        for again in args.search_again:
-            if not results.done(f"search {again} {size}", 0):
-                results.add({"arm": f"search {again} {size}", "seed": 0, "size": size,
-                             **search_again(work, again, gold)})  # fmt: skip
-                print(json.dumps(results.data["runs"][-1]), flush=True)
-        if not results.done(f"probes {size}", 0):  # where the gold pairs lie among the lists IVF would scan
-            x, y = np.load(work / "hf_xlsr_source.npy"), np.load(work / "hf_xlsr_target.npy")
-            results.add({"arm": f"probes {size}", "seed": 0, "size": size, "model": reference,
-                         **probe_coverage(x, y, gold)})  # fmt: skip
+        mine_size(args, results, work, size, gold, arms, reference)
 
 
 if __name__ == "__main__":

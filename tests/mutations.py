@@ -47,6 +47,7 @@ SAMPLE = "tests/test_cli_and_arguments.py::test_training_and_evaluate_score_one_
 BACKEND = "tests/test_backends.py::test_each_backend_gives_the_float32_vectors_within_its_precision"
 SCAN = "tests/test_mining.py::test_scanned_lists_find_what_a_float64_search_of_the_same_lists_finds"
 STAGES = "tests/test_bench_mining_search.py::test_the_stages_of_a_search_are_faiss_training_adding_and_searching"
+ONE_ENCODING = "tests/test_bench_mining_search.py::test_both_arms_mine_one_encoding_timed_once"
 GPU_SEEDS = "tests/test_gpu_suite.py::test_seeds_of_two_calls_join_and_pool_over_devices"
 GPU_OOM = "tests/test_gpu_suite.py::test_an_arm_out_of_memory_is_a_row_and_mnrl_falls_back_to_its_cached_form"
 PAIRING = "tests/test_mining.py::test_one_to_one_pairing_is_the_best_first_loop_without_its_loop"
@@ -383,6 +384,17 @@ MUTATIONS = [
              "searched = f\"{run['search_seconds']:.1f} | {run['search_seconds'] / peer['search_seconds']:.2f}\"",
              "searched = f\"{run['search_seconds']:.1f} | {run['search_seconds'] / peer['seconds']:.2f}\"",
              "tests/test_bench_mining_search.py::test_an_end_to_end_size_is_searched_again_and_its_rows_name_the_index"),
+    Mutation("lead_read_against_a_lossier_peer", "benchmarks/readme_tables.py",
+             "and 100 * (base - row[\"retrieval_accuracy\"]) <= lost + 0.005]", "and True]",
+             "tests/test_readme_tables.py::test_a_lead_is_read_against_the_fastest_peer_path_that_loses_no_more"),
+    Mutation("peer_vectors_read_before_its_answer", "benchmarks/bench_encoding.py",
+             '            self.answer("done")', "            pass",
+             "tests/test_bench_encoding.py::test_a_peer_process_answers_each_request_with_its_own_vectors"),
+    Mutation("shared_encoding_reads_one_side_twice", "benchmarks/bench_mining_e2e.py",
+             'SentenceFile(folder / f"{args.side}.txt")', 'SentenceFile(folder / "source.txt")', ONE_ENCODING),
+    Mutation("shared_encoding_left_out_of_the_job", "benchmarks/bench_mining_e2e.py",
+             'run.update(seconds=encoded + run["search_seconds"]', 'run.update(seconds=run["search_seconds"]',
+             ONE_ENCODING),
     Mutation("scan_probes_the_farthest_lists", "hf_xlsr/evaluation/mining.py",
              ".topk(lists, dim=1).indices.numpy()", ".topk(lists, dim=1, largest=False).indices.numpy()", SCAN),
     Mutation("k_factor_ignored", "hf_xlsr/evaluation/mining.py",
