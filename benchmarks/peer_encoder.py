@@ -43,16 +43,18 @@ def prepare(model: str, threads: int, calibration: Path, folder: Path) -> dict:
     config = {"ov_config": {"INFERENCE_NUM_THREADS": str(threads)}}
     copy = folder / "model"  # the quantised graph is written beside the model's files: a copy, not the original
     shutil.copytree(model, copy)
-    full = SentenceTransformer(str(copy), device="cpu", backend="openvino", model_kwargs=config)
+    exported = SentenceTransformer(str(copy), device="cpu", backend="openvino", model_kwargs=config)
     data = folder / "calibration"
     data.mkdir()
     sentences = calibration.read_text(encoding="utf-8").splitlines()
     (data / "train.jsonl").write_text("".join(json.dumps({"sentence": s}) + "\n" for s in sentences), encoding="utf-8")
-    export_static_quantized_openvino_model(full, OVQuantizationConfig(num_samples=len(sentences)), str(copy),
+    export_static_quantized_openvino_model(exported, OVQuantizationConfig(num_samples=len(sentences)), str(copy),
                                            dataset_name=str(data), dataset_config_name="default",
                                            dataset_split="train", column_name="sentence")  # fmt: skip
     quantised = {**config, "file_name": "openvino/openvino_model_qint8_quantized.xml"}
     int8 = SentenceTransformer(str(copy), device="cpu", backend="openvino", model_kwargs=quantised)
+    full = SentenceTransformer(str(copy), device="cpu", backend="openvino", model_kwargs=config)  # quantising
+    # changes the exported model it is given, so the float32 arm is exported again
     arms = dict(zip(ARMS, (full, int8), strict=True))
     for encoder in arms.values():
         encoder.max_seq_length = 128
