@@ -25,10 +25,10 @@ from pathlib import Path
 logger = logging.getLogger("hf_xlsr")
 
 # hf_xlsr.evaluation.backends.BACKENDS (a test keeps them equal), named here so that --help imports no torch
-BACKENDS = ("torch", "bf16", "onnx", "onnx-int8", "openvino")
+BACKENDS = ("torch", "bf16", "onnx", "onnx-int8", "openvino", "openvino-int8")
 BACKEND_HELP = (
-    "where the model encodes: torch (float32), bf16, onnx, onnx-int8 (pip install 'hf_xlsr[onnx]') or "
-    "openvino (pip install 'hf_xlsr[openvino]')"
+    "where the model encodes: torch (float32), bf16, onnx, onnx-int8 (pip install 'hf_xlsr[onnx]'), openvino or "
+    "openvino-int8 (pip install 'hf_xlsr[openvino]')"
 )
 
 

@@ -14,7 +14,8 @@ cut at 128 tokens, batches of ``--batch-size``), drawn as the evaluators draw th
   5.20 or later), asked for each language's vectors in turn. Its ``backend="onnx"`` needs ``optimum-onnx``, whose
   release 0.1.0 requires transformers below 4.58, which sentence-transformers 6 does not run on: not an arm;
 * one arm per hf_xlsr backend (``hf_xlsr.evaluation.backends``): ``torch`` (float32), ``bf16`` (PyTorch under
-  bfloat16 autocast), ``onnx`` (ONNX Runtime, float32), ``onnx-int8`` (dynamic int8 weights), ``openvino``;
+  bfloat16 autocast), ``onnx`` (ONNX Runtime, float32), ``onnx-int8`` (dynamic int8 weights), ``openvino``,
+  ``openvino-int8`` (NNCF's static int8, calibrated on the same training verses as the peer's int8);
 * ``onnx-int8, every product``: ``onnx-int8`` with the products that narrow the width quantised too (the backend
   keeps them in float32, ``backends.narrowing_products``), to measure what keeping them costs and saves.
 
@@ -43,7 +44,8 @@ from unittest import mock
 import numpy as np
 import torch
 
-BACKENDS = ["torch", "bf16", "onnx", "onnx-int8", "openvino"]
+BACKENDS = ["torch", "bf16", "onnx", "onnx-int8", "openvino", "openvino-int8"]
+CALIBRATION = 300  # training verses, none of them evaluated, that calibrate both arms' static int8
 
 
 class PeerProcess:
@@ -128,14 +130,16 @@ def main() -> None:
                            convert_to_numpy=True).astype(np.float32)  # fmt: skip
 
     arms = {"sentence-transformers": peer, "sentence-transformers bf16": peer_bf16}
-    if args.peer_python:  # calibrated on training verses, none of them evaluated
-        calibration = load_multiway("bible", args.languages, "train").select(range(300 // len(args.languages)))
-        remote = PeerProcess(args.peer_python, resolve_reference(args.model), args.threads,
-                             [text for language in args.languages for text in calibration[language]])  # fmt: skip
+    verses = load_multiway("bible", args.languages, "train").select(range(CALIBRATION // len(args.languages)))
+    calibration = [text for language in args.languages for text in verses[language]]
+    if args.peer_python:
+        remote = PeerProcess(args.peer_python, resolve_reference(args.model), args.threads, calibration)
         arms.update({arm: remote.encoder(arm) for arm in remote.arms})
     for backend in args.backends:
         arms[backend] = as_encoder(model, batch_size=args.batch_size, backend=backend)
-        arms[backend](texts[args.languages[0]][:8], args.languages[0])  # the one-off export, outside the clock
+        # the one-off export, outside the clock; static int8 is calibrated on the first call's sentences
+        warm_up = calibration if backend == "openvino-int8" else texts[args.languages[0]][:8]
+        arms[backend](warm_up, args.languages[0])
     if "onnx-int8" in args.backends:
         with mock.patch.object(backends, "narrowing_products", lambda path: []):
             every = arms["onnx-int8, every product"] = as_encoder(

@@ -35,6 +35,10 @@ MATCHING_PEER = {
         "its static int8 on OpenVINO (its ONNX int8 does not install beside it)",
     ),  # fmt: skip
     "openvino": ("sentence-transformers openvino", '`backend="openvino"`, in an environment of its own'),
+    "openvino-int8": (
+        "sentence-transformers openvino int8",
+        "`export_static_quantized_openvino_model`, in an environment of its own",
+    ),  # fmt: skip
 }
 LEAD = 1.3  # the speed ratio below which a backend is called the peer's engine at the peer's speed
 PEER = "sentence-transformers"  # the float32 path, and the prefix of every peer arm's name

@@ -10,12 +10,15 @@
                quantisation (as sentence-transformers' ``export_dynamic_quantized_onnx_model`` does through optimum),
                except the products that narrow the width, which stay float32 (`narrowing_products`)
 ``openvino``   that graph compiled by OpenVINO for the CPU (which infers in bfloat16 where the CPU has it)
+``openvino-``  that graph quantised to int8 by NNCF's post-training static quantisation (weights and activations,
+``int8``       calibrated on up to `CALIBRATION` sentences of the first call, spread over their lengths), as
+               sentence-transformers' ``export_static_quantized_openvino_model`` does through optimum-intel
 =============  ========================================================================================================
 
 The sentence graph is one language's path from ``(input_ids, attention_mask)`` to the L2-normalised vector: an
 hf_xlsr model's ``get_sentence_embeddings``, or a ``SentenceTransformer``'s modules (an export's route for the
 language). It is exported once per route into a temporary folder, loaded by the runtime, and the folder removed.
-The ONNX backends need ``pip install "hf_xlsr[onnx]"``; ``openvino`` also ``openvino``.
+The ONNX backends need ``pip install "hf_xlsr[onnx]"``; the OpenVINO ones ``pip install "hf_xlsr[openvino]"``.
 """
 
 from __future__ import annotations
@@ -31,9 +34,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-BACKENDS = ("torch", "bf16", "onnx", "onnx-int8", "openvino")
+BACKENDS = ("torch", "bf16", "onnx", "onnx-int8", "openvino", "openvino-int8")
 _NEEDS = {"onnx": ["onnxruntime", "onnxscript"], "onnx-int8": ["onnxruntime", "onnxscript"]}
 _NEEDS["openvino"] = [*_NEEDS["onnx"], "openvino"]
+_NEEDS["openvino-int8"] = [*_NEEDS["openvino"], "nncf"]
+CALIBRATION = 300  # sentences that calibrate openvino-int8, as many as optimum-intel's default
 
 Runner = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (input_ids, attention_mask) -> float32 vectors
 
@@ -156,18 +161,37 @@ def _onnx_runner(path: Path) -> Runner:
     )[0]
 
 
-def _openvino_runner(path: Path) -> Runner:
+def quantize_openvino(path: Path, calibration: list[tuple[np.ndarray, np.ndarray]]):
+    """``path``'s graph read by OpenVINO and quantised to int8 by NNCF (weights and activations, the ranges
+    calibrated on the tokenised batches of ``calibration``), with NNCF's preset for transformers."""
+    import nncf
     import openvino
 
-    compiled = openvino.Core().compile_model(str(path), "CPU", {"INFERENCE_NUM_THREADS": _threads()})
+    model = openvino.Core().read_model(str(path))
+    batches = nncf.Dataset([{"input_ids": ids, "attention_mask": mask} for ids, mask in calibration])
+    nncf.set_log_level(logging.ERROR)
+    with contextlib.redirect_stdout(None):  # its progress bars
+        return nncf.quantize(model, batches, model_type=nncf.ModelType.TRANSFORMER, subset_size=CALIBRATION)
+
+
+def _openvino_runner(model) -> Runner:
+    import openvino
+
+    compiled = openvino.Core().compile_model(model, "CPU", {"INFERENCE_NUM_THREADS": _threads()})
     return lambda input_ids, attention_mask: np.asarray(
         compiled({"input_ids": input_ids, "attention_mask": attention_mask})[0], dtype=np.float32
     )
 
 
-def compile_graph(graph: SentenceGraph, backend: str, example: tuple[np.ndarray, np.ndarray]) -> Runner:
+def compile_graph(
+    graph: SentenceGraph,
+    backend: str,
+    example: tuple[np.ndarray, np.ndarray],
+    calibration: list[tuple[np.ndarray, np.ndarray]] | None = None,
+) -> Runner:
     """A `Runner` of ``graph`` on ``backend``; ``example`` is one tokenised batch (int64 arrays) to trace
-    the export with."""
+    the export with, ``calibration`` the tokenised batches that calibrate ``openvino-int8`` (``[example]`` when
+    absent)."""
     check_backend(backend)
     if backend in ("torch", "bf16"):
         device = next(graph.parameters()).device
@@ -180,4 +204,6 @@ def compile_graph(graph: SentenceGraph, backend: str, example: tuple[np.ndarray,
             quantized = Path(folder) / "model_qint8.onnx"
             quantize_int8(path, quantized)
             path = quantized
-        return _openvino_runner(path) if backend == "openvino" else _onnx_runner(path)
+        if backend == "openvino-int8":
+            return _openvino_runner(quantize_openvino(path, calibration or [example]))
+        return _openvino_runner(str(path)) if backend == "openvino" else _onnx_runner(path)
