@@ -105,6 +105,7 @@ def test_an_end_to_end_size_is_searched_again_and_its_rows_name_the_index(monkey
     )
 
 
+@pytest.mark.slow  # four processes of their own: half a minute
 def test_both_arms_mine_one_encoding_timed_once(monkeypatch, tmp_path, minilm_path, bible_train):
     """``--encode-once``: each side encoded once, in processes of their own, both arms mine those very vectors,
     and each arm's whole job is that encoding's seconds plus its own."""
