@@ -7,10 +7,12 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
+@pytest.mark.slow  # a benchmark's harness, in a process of its own
 def test_a_peer_process_answers_each_request_with_its_own_vectors(tmp_path, minilm_path, monkeypatch):
     """The OpenVINO arms need an environment this one cannot be; the protocol is checked here with a stand-in arm,
     a ``SentenceTransformer`` served by ``peer_encoder.serve`` in a process of its own that also prints lines of
