@@ -81,15 +81,12 @@ def child(args) -> dict:
         texts = [source.read_text(encoding="utf-8").splitlines(), target.read_text(encoding="utf-8").splitlines()]
         x, y = (model.encode(t, convert_to_numpy=True, normalize_embeddings=True).astype(np.float32) for t in texts)
         encoded = time.perf_counter()
-        pairs = peer_mine(x, y, k=4)
-        with open(folder / "peer.tsv", "w", encoding="utf-8") as handle:
-            for s, t, score in pairs:
-                handle.write(f"{score:.4f}\t{s + 1}\t{t + 1}\t{texts[0][s]}\t{texts[1][t]}\n")
+        peer_steps(folder, x, y, texts)
         np.save(folder / "peer_source.npy", x)
         np.save(folder / "peer_target.npy", y)
     else:
         from hf_xlsr.data import SentenceFile
-        from hf_xlsr.evaluation.mining import embed_file, mine
+        from hf_xlsr.evaluation.mining import embed_file
 
         encode = hf_xlsr_encoder(args, folder)
         loaded = time.perf_counter()
@@ -100,16 +97,32 @@ def child(args) -> dict:
         x = embed_file(encode, files[0], "en", folder / "hf_xlsr_source.npy", progress=False)
         y = embed_file(encode, files[1], "fr", folder / "hf_xlsr_target.npy", progress=False)
         encoded = time.perf_counter()
-        mined = mine(x, y, k=4)
-        with open(folder / "hf_xlsr.tsv", "w", encoding="utf-8") as handle, files[0].reader() as read_source, \
-                files[1].reader() as read_target:  # fmt: skip
-            for s, t, score in zip(mined.source.tolist(), mined.target.tolist(), mined.scores.tolist(), strict=True):
-                handle.write(f"{score:.4f}\t{s + 1}\t{t + 1}\t{read_source(s)}\t{read_target(t)}\n")
+        hf_xlsr_steps(folder, x, y)
     done = time.perf_counter()
     index = "n / 1000 lists, 3 probes" if args.child == "peer" else index_spec(len(y), "auto")
     return {"arm": args.child, "seconds": done - start, "encode_seconds": encoded - start,
             "search_seconds": done - encoded, "load_seconds": loaded - began,
             "peak_added_mb": memory_mb("VmHWM") - before, "index": index}  # fmt: skip
+
+
+def peer_steps(folder: Path, x: np.ndarray, y: np.ndarray, texts: list[list[str]]) -> None:
+    """The example's steps after encoding: mine ``x`` against ``y``, write the pairs with their texts."""
+    with open(folder / "peer.tsv", "w", encoding="utf-8") as handle:
+        for s, t, score in peer_mine(x, y, k=4):
+            handle.write(f"{score:.4f}\t{s + 1}\t{t + 1}\t{texts[0][s]}\t{texts[1][t]}\n")
+
+
+def hf_xlsr_steps(folder: Path, x: np.ndarray, y: np.ndarray) -> None:
+    """``hf-xlsr mine``'s steps after encoding: `mine`, the pairs written with their texts read from the files."""
+    from hf_xlsr.data import SentenceFile
+    from hf_xlsr.evaluation.mining import mine
+
+    mined = mine(x, y, k=4)
+    files = SentenceFile(folder / "source.txt"), SentenceFile(folder / "target.txt")
+    with open(folder / "hf_xlsr.tsv", "w", encoding="utf-8") as handle, files[0].reader() as read_source, \
+            files[1].reader() as read_target:  # fmt: skip
+        for s, t, score in zip(mined.source.tolist(), mined.target.tolist(), mined.scores.tolist(), strict=True):
+            handle.write(f"{score:.4f}\t{s + 1}\t{t + 1}\t{read_source(s)}\t{read_target(t)}\n")
 
 
 def hf_xlsr_encoder(args, folder: Path):
@@ -141,8 +154,7 @@ def encode_side(args, folder: Path) -> dict:
 def mine_shared(args, folder: Path) -> dict:
     """One arm's steps after encoding, on the shared encoding: the peer holds the vectors in memory as its
     ``encode`` returns them, hf_xlsr memory-maps them as ``embed_file`` returns them."""
-    from hf_xlsr.data import SentenceFile
-    from hf_xlsr.evaluation.mining import index_spec, mine
+    from hf_xlsr.evaluation.mining import index_spec
 
     reset_peak()
     before = memory_mb("VmRSS")
@@ -151,20 +163,12 @@ def mine_shared(args, folder: Path) -> dict:
         x, y = (np.load(path) for path in paths)
         texts = [(folder / f"{side}.txt").read_text(encoding="utf-8").splitlines() for side in ("source", "target")]
         start = time.perf_counter()
-        pairs = peer_mine(x, y, k=4)
-        with open(folder / "peer.tsv", "w", encoding="utf-8") as handle:
-            for s, t, score in pairs:
-                handle.write(f"{score:.4f}\t{s + 1}\t{t + 1}\t{texts[0][s]}\t{texts[1][t]}\n")
+        peer_steps(folder, x, y, texts)
         index = "n / 1000 lists, 3 probes"
     else:
         start = time.perf_counter()
         x, y = (np.load(path, mmap_mode="r") for path in paths)
-        files = SentenceFile(folder / "source.txt"), SentenceFile(folder / "target.txt")
-        mined = mine(x, y, k=4)
-        with open(folder / "hf_xlsr.tsv", "w", encoding="utf-8") as handle, files[0].reader() as read_source, \
-                files[1].reader() as read_target:  # fmt: skip
-            for s, t, score in zip(mined.source.tolist(), mined.target.tolist(), mined.scores.tolist(), strict=True):
-                handle.write(f"{score:.4f}\t{s + 1}\t{t + 1}\t{read_source(s)}\t{read_target(t)}\n")
+        hf_xlsr_steps(folder, x, y)
         index = index_spec(len(y), "auto")
     return {"arm": args.child, "search_seconds": time.perf_counter() - start,
             "peak_added_mb": memory_mb("VmHWM") - before, "index": index}  # fmt: skip
