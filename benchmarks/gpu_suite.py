@@ -90,9 +90,10 @@ def peak_mb(device: torch.device) -> float | None:
     return torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else None
 
 
-def timed(step, device: torch.device, steps: int) -> list[float]:
-    """Seconds of each of ``steps`` calls of ``step`` after one warm-up call."""
-    step()
+def timed(step, device: torch.device, steps: int, warm: bool = True) -> list[float]:
+    """Seconds of each of ``steps`` calls of ``step``, after one warm-up call when ``warm``."""
+    if warm:
+        step()
     times = []
     for _ in range(steps):
         synchronize(device)
@@ -147,34 +148,75 @@ def batches(batch_size: int, count: int) -> list[tuple[list[str], list[str]]]:
             for i in range(count)]  # fmt: skip
 
 
-def mnrl_step(folder: str, batch_size: int, device: torch.device, max_length: int, cached: bool):
+def bf16_forward(module: torch.nn.Module) -> torch.nn.Module:
+    """The module's forward under bf16 autocast, as the Trainer's ``bf16=True`` (Accelerate) wraps a model's
+    forward: a cached loss's second pass, run from the backward pass, is then in bf16 too."""
+    module.forward = torch.autocast(module_device(module).type, dtype=torch.bfloat16)(module.forward)
+    return module
+
+
+def module_device(module: torch.nn.Module) -> torch.device:
+    return next(module.parameters()).device
+
+
+def full_queues(contrast, device: torch.device, seed: int = 0) -> None:
+    """Every queue of ``contrast`` full of unit keys with meaning ids that never match the batch's: every step
+    scores every queued key and masks none."""
+    generator = torch.Generator().manual_seed(seed)
+    for queue in contrast.queues():
+        size, dim = queue.keys.shape
+        keys = torch.nn.functional.normalize(torch.randn(size, dim, generator=generator), dim=-1)
+        queue.enqueue(keys.to(device), torch.arange(10**6, 10**6 + size, device=device))
+        queue.commit()
+
+
+def sentence_transformer_step(folder: str, batch_size: int, device: torch.device, max_length: int, arm: str,
+                              queue_size: int | None, mini_batch: int):  # fmt: skip
+    """One optimizer step of a sentence-transformers loss on en-fr pairs, both directions, scale 25 (tau 0.04):
+    MNRL, CachedMNRL, MomentumQueueLoss or CachedMomentumQueueLoss (with meaning ids as labels, a full queue)."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.losses import (
         CachedMultipleNegativesRankingLoss,
         MultipleNegativesRankingLoss,
     )
 
-    model = SentenceTransformer(folder, device=str(device))
+    from hf_xlsr.sentence_transformers import CachedMomentumQueueLoss, MomentumQueueLoss
+
+    model = bf16_forward(SentenceTransformer(folder, device=str(device)))
     model.max_seq_length = max_length
-    options = {"scale": 25.0, "directions": ("query_to_doc", "doc_to_query"), "partition_mode": "per_direction"}
-    loss = (CachedMultipleNegativesRankingLoss(model, mini_batch_size=64, **options) if cached
-            else MultipleNegativesRankingLoss(model, **options))  # fmt: skip
+    both = {"directions": ("query_to_doc", "doc_to_query"), "partition_mode": "per_direction"}
+    if arm == "mnrl":
+        loss = MultipleNegativesRankingLoss(model, scale=25.0, **both)
+    elif arm == "cached_mnrl":
+        loss = CachedMultipleNegativesRankingLoss(model, scale=25.0, mini_batch_size=mini_batch, **both)
+    elif arm == "mql":
+        loss = MomentumQueueLoss(model, queue_size=queue_size, temperature=0.04).to(device)
+    else:
+        loss = CachedMomentumQueueLoss(model, queue_size=queue_size, temperature=0.04,
+                                       mini_batch_size=mini_batch).to(device)  # fmt: skip
+    momentum = arm in ("mql", "cached_mql")
+    if momentum:
+        loss.key_autocast = torch.bfloat16  # what its callback sets under SentenceTransformerTrainer(bf16=True)
+        full_queues(loss.momentum_contrast, device)
     inputs = []
     for english, french in batches(batch_size, 3):
         features = [model.preprocess(list(english)), model.preprocess(list(french))]
         inputs.append([{k: v.to(device) if torch.is_tensor(v) else v for k, v in f.items()} for f in features])
     optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5)
-    labels = torch.zeros(batch_size, device=device)
+    labels = torch.arange(batch_size, device=device)  # a meaning id per row (MNRL ignores them)
+    model.train()
+    loss.train()
     counter = iter(range(10**9))
 
     def step():
-        with torch.autocast(device.type, dtype=torch.bfloat16):
-            value = loss(inputs[next(counter) % len(inputs)], labels)
+        value = loss(inputs[next(counter) % len(inputs)], labels)
         value.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+        if momentum:
+            loss.momentum_update()
 
-    return step, None
+    return step, (loss.momentum_update if momentum else None)
 
 
 def dual_momentum_step(folder: str, batch_size: int, device: torch.device, max_length: int, shared: bool,
@@ -185,91 +227,98 @@ def dual_momentum_step(folder: str, batch_size: int, device: torch.device, max_l
     from hf_xlsr.trainers import BitextCollator
 
     model = DualMomentumModel.from_encoders(folder, shared_encoder=shared, queue_size=queue_size,
-                                            queue_dtype="float16", languages=["en", "fr"]).to(device)  # fmt: skip
+                                            languages=["en", "fr"]).to(device)  # fmt: skip
+    bf16_forward(model)
     tokenizers = AutoTokenizer.from_pretrained(folder)
     collate = BitextCollator(tokenizers, languages=["en", "fr"], max_length=max_length)
     inputs = []
     for english, french in batches(batch_size, 3):
         rows = [{"en": e, "fr": f} for e, f in zip(english, french, strict=True)]
         inputs.append({k: v.to(device) for k, v in collate(rows).items()})
-    dim = model.sentence_embedding_dimension
-    for queue in model.momentum_contrast.queues():  # a full queue: every step scores every queued key
-        queue.enqueue(torch.nn.functional.normalize(torch.randn(queue_size, dim, device=device), dim=-1))
-        queue.commit()
+    full_queues(model.momentum_contrast, device)
     model.train()
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=2e-5)
     counter = iter(range(10**9))
 
     def step():
-        with torch.autocast(device.type, dtype=torch.bfloat16):
-            value = model(**inputs[next(counter) % len(inputs)]).loss
+        value = model(**inputs[next(counter) % len(inputs)]).loss
         value.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         model.momentum_update()
 
-    def ema():
-        model.momentum_update()
+    return step, model.momentum_update
 
-    return step, ema
+
+def step_arms(queues: list[int]) -> list[tuple[str, int | None]]:
+    """The arms of a training-step group: the peers, both queue losses at the first K, DualMomentumModel at every K
+    with one encoder and at the first K with one per language."""
+    first = queues[0]
+    return ([("mnrl", None), ("cached_mnrl", None), ("mql", first), ("cached_mql", first)]
+            + [("dual_momentum_shared", k) for k in queues] + [("dual_momentum_per_language", first)])  # fmt: skip
 
 
 def training_step(args, device: torch.device, seconds: float) -> dict:
+    """Each (encoder, batch) group builds every arm, then times them interleaved, ``rounds`` times ``steps`` steps
+    each after a warm-up step; an arm's peak memory is what the device holds beyond the memory before the arm was
+    built, at its warm-up step: its model, momentum copy, queues, optimizer state and activations."""
     import tempfile
 
     deadline = time.perf_counter() + seconds
     encoders = ["tiny"] if args.dry_run else ["minilm", "bert-base"]
     sizes = [4, 8] if args.dry_run else [256, 1024]
     queues = [64] if args.dry_run else [65_536, 409_600]
-    steps = 2 if args.dry_run else 5
+    steps, rounds = (1, 2) if args.dry_run else (3, 3)
     max_length = 16 if args.dry_run else 64
+    mini_batch = 4 if args.dry_run else 64
     rows, skipped = [], []
-    step = ema = None  # dropped after every arm, also one that ran out of memory before its step existed
     with tempfile.TemporaryDirectory() as scratch:
         for kind in encoders:
             folder = encoder_folder(kind, Path(scratch))
             for batch_size in sizes:
-                peer = None
-                arms = [("mnrl", None, None)] + [(f"dual_momentum_{'shared' if shared else 'per_language'}", shared, k)
-                                                 for k in queues for shared in (True, False)]  # fmt: skip
-                for arm, shared, queue_size in arms:
+                group = {}  # name -> (row, step, ema)
+                for arm, queue_size in step_arms(queues):
                     name = f"{kind} batch {batch_size} {arm}" + (f" K={queue_size}" if queue_size else "")
                     if time.perf_counter() > deadline:
                         skipped.append(name)
                         continue
                     row = {"encoder": kind, "batch": batch_size, "arm": arm, "queue_size": queue_size}
+                    before = torch.cuda.memory_allocated(device) if device.type == "cuda" else 0
                     try:
                         reset_peak(device)
-                        if arm == "mnrl":
-                            times = None
-                            try:
-                                step, ema = mnrl_step(folder, batch_size, device, max_length, cached=False)
-                                times = timed(step, device, steps)
-                            except torch.OutOfMemoryError:
-                                pass  # fall back below, where no traceback holds the failed step's tensors
-                            if times is None:
-                                step = ema = None
-                                reset_peak(device)
-                                row["arm"] = "cached_mnrl"
-                                step, ema = mnrl_step(folder, batch_size, device, max_length, cached=True)
-                                times = timed(step, device, steps)
-                        else:
+                        if arm.startswith("dual_momentum"):
+                            shared = arm == "dual_momentum_shared"
                             step, ema = dual_momentum_step(folder, batch_size, device, max_length, shared, queue_size)
-                            times = timed(step, device, steps)
-                        row["seconds_per_step"] = statistics.median(times)
-                        row["peak_mb"] = peak_mb(device)
-                        if ema is not None:
-                            row["ema_share"] = statistics.median(timed(ema, device, steps)) / row["seconds_per_step"]
-                        if arm == "mnrl":
-                            peer = row["seconds_per_step"]
-                        elif peer:
-                            row["ratio_to_mnrl"] = row["seconds_per_step"] / peer
+                        else:
+                            step, ema = sentence_transformer_step(folder, batch_size, device, max_length, arm,
+                                                                  queue_size, mini_batch)  # fmt: skip
+                        step()  # warm-up
+                        synchronize(device)
+                        peak = peak_mb(device)
+                        row["peak_mb"] = None if peak is None else peak - before / 2**20
+                        group[name] = (row, step, ema)
                     except torch.OutOfMemoryError as error:
                         row["error"] = f"out of memory: {str(error).splitlines()[0]}"
-                    step = ema = None
+                        rows.append(row)
+                        step = ema = None
+                        reset_peak(device)
+                times = {name: [] for name in group}
+                for _ in range(rounds):  # interleaved: the machine's drift hits every arm alike
+                    for name, (_, step, _) in group.items():
+                        times[name] += timed(step, device, steps, warm=False)
+                peer = next((statistics.median(times[n]) for n, (r, _, _) in group.items() if r["arm"] == "mnrl"),
+                            None)  # fmt: skip
+                for name, (row, _, ema) in group.items():
+                    row["seconds_per_step"] = statistics.median(times[name])
+                    if ema is not None:
+                        row["ema_share"] = statistics.median(timed(ema, device, steps)) / row["seconds_per_step"]
+                    if peer:
+                        row["ratio_to_mnrl"] = row["seconds_per_step"] / peer
                     rows.append(row)
                     print(json.dumps(row), flush=True)
-    return {"rows": rows, "skipped": skipped}
+                group = times = None
+                reset_peak(device)
+    return {"rows": rows, "skipped": skipped, "rounds": rounds, "steps_per_round": steps}
 
 
 # -- part 3 -------------------------------------------------------------------------------------------------------
@@ -337,7 +386,10 @@ def datasets_repeat(dataset, n: int):
 
 
 def queue_floor(args, device: torch.device, seconds: float) -> dict:
-    from hf_xlsr.modeling.losses import info_nce
+    """The time the queue adds to a step, both directions (each query side against the other side's queue, forward
+    and backward), against its floor: the matrix products of the same shapes that scoring a bfloat16 queue needs
+    (the logits, and the queries' gradient through them), bfloat16 inputs accumulating in float32."""
+    from hf_xlsr.modeling.losses import float32_product, info_nce
 
     batch, dim = (8, 32) if args.dry_run else (256, 384)
     sizes = [256] if args.dry_run else [65_536, 409_600]
@@ -345,24 +397,27 @@ def queue_floor(args, device: torch.device, seconds: float) -> dict:
     rows = []
     for size in sizes:
         generator = torch.Generator().manual_seed(0)
-        queue = torch.nn.functional.normalize(torch.randn(size, dim, generator=generator), dim=-1).to(device)
-        queue = queue.to(torch.float16)
-        keys = torch.nn.functional.normalize(torch.randn(batch, dim, generator=generator), dim=-1).to(device)
-        base = torch.randn(batch, dim, generator=generator).to(device)
+        unit = lambda n: torch.nn.functional.normalize(torch.randn(n, dim, generator=generator), dim=-1)  # noqa: E731
+        queues = [unit(size).to(device, torch.bfloat16) for _ in range(2)]
+        keys = [unit(batch).to(device) for _ in range(2)]
+        bases = [torch.randn(batch, dim, generator=generator).to(device) for _ in range(2)]
 
-        def loss_step(with_queue: bool, base=base, keys=keys, queue=queue):
-            q = torch.nn.functional.normalize(base.clone().requires_grad_(), dim=-1)
-            info_nce(q, keys, 0.04, [(queue, None)] if with_queue else []).loss.backward()
+        def loss_step(with_queue: bool):
+            for base, key, queue in zip(bases, keys, queues, strict=True):
+                q = torch.nn.functional.normalize(base.clone().requires_grad_(), dim=-1)
+                info_nce(q, key, 0.04, [(queue, None)] if with_queue else []).loss.backward()
 
-        def floor_step(base=base, queue=queue):  # the queue's logits and the queries' gradient through them
-            logits = torch.matmul(base.half(), queue.T)  # float16 in, float32 sums
-            torch.matmul(logits, queue)
+        def floor_step():
+            for base, queue in zip(bases, queues, strict=True):
+                logits = float32_product(base, queue.T)
+                float32_product(logits, queue)
 
         with_queue = statistics.median(timed(lambda: loss_step(True), device, repeats))
         without = statistics.median(timed(lambda: loss_step(False), device, repeats))
         floor = statistics.median(timed(floor_step, device, repeats))
-        rows.append({"queue_size": size, "batch": batch, "dim": dim, "added_seconds": with_queue - without,
-                     "floor_seconds": floor, "times_floor": (with_queue - without) / floor})  # fmt: skip
+        rows.append({"queue_size": size, "batch": batch, "dim": dim, "directions": 2, "queue_dtype": "bfloat16",
+                     "added_seconds": with_queue - without, "floor_seconds": floor,
+                     "times_floor": (with_queue - without) / floor})  # fmt: skip
         print(json.dumps(rows[-1]), flush=True)
     return {"rows": rows}
 
@@ -516,7 +571,7 @@ def markdown(report: dict) -> str:
             lines.append("| " + " | ".join(map(str, head + shown)) + " |")
     for row in report["parts"].get("queue_floor", {}).get("rows", []):
         lines.append(f"\nqueue K = {row['queue_size']:,}: {row['added_seconds']:.4f} s added, "
-                     f"{row['times_floor']:.2f} × its float16 floor")  # fmt: skip
+                     f"{row['times_floor']:.2f} × its bfloat16 floor, both directions")  # fmt: skip
     encoding = report["parts"].get("encoding", {})
     if "sentences_per_second" in encoding:
         rates = encoding["sentences_per_second"]

@@ -18,6 +18,7 @@ import torch
 from accelerate.utils import extract_model_from_parallel
 from safetensors.torch import load_model, save_model
 from sentence_transformers import SentenceTransformer
+from sentence_transformers.base.losses.gradcache import CachedLossMixin, _create_minibatch
 from torch import Tensor, nn
 from transformers import TrainerControl, TrainerState, TrainingArguments
 
@@ -52,7 +53,7 @@ class MomentumQueueLoss(MomentumMixin, nn.Module):
         temperature: float = 0.05,
         symmetric: bool = True,
         in_batch_negatives: bool = True,
-        queue_dtype: str = "float32",
+        queue_dtype: str = "auto",
     ) -> None:
         """
         Given (anchor, positive) pairs, or (anchor, positive, negative_1, ..., negative_n) tuples, this loss is
@@ -94,8 +95,9 @@ class MomentumQueueLoss(MomentumMixin, nn.Module):
                 directions. Without it the anchors need no keys: their momentum forward and their queue are skipped.
             in_batch_negatives: the other rows' keys are negatives too; False is MoCo-BERT's Eq. 2, where the queue
                 (and a row's own hard negatives) holds the negatives.
-            queue_dtype: storage of the queued keys, ``"float32"`` or ``"float16"`` / ``"bfloat16"`` (half the
-                memory; scores are still computed in float32).
+            queue_dtype: storage of the queued keys: ``"auto"`` (bfloat16 on a GPU, float32 on the CPU),
+                ``"float32"``, ``"float16"`` or ``"bfloat16"`` (half the memory; on a GPU scored by products in that
+                dtype that accumulate in float32, so the scores are still float32).
 
         References:
             - Wang, Zhao and Liu, Aligning Cross-lingual Sentence Representations with Dual Momentum Contrast, EMNLP
@@ -164,8 +166,8 @@ class MomentumQueueLoss(MomentumMixin, nn.Module):
         dimension = model.get_embedding_dimension()
         sides = ("x", "y") if symmetric else ("y",)  # x: the anchors' keys, y: the positives'
         # "encoder", not "model": SentenceTransformerTrainer replaces every child named "model" by the live model.
-        self.momentum_contrast = MomentumContrast(self._key_modules(), queue_size, dimension,
-                                                  getattr(torch, queue_dtype), strict=True, sides=sides)  # fmt: skip
+        self.momentum_contrast = MomentumContrast(self._key_modules(), queue_size, dimension, queue_dtype,
+                                                  strict=True, sides=sides)  # fmt: skip
         self.callback = MomentumQueueCallback(self)
 
     @property
@@ -181,29 +183,58 @@ class MomentumQueueLoss(MomentumMixin, nn.Module):
         return modules["encoder"](dict(features))["sentence_embedding"]
 
     def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
-        features = list(sentence_features)
-        if len(features) < 2:
-            raise ValueError(f"MomentumQueueLoss needs (anchor, positive, ...) columns, got {len(features)} column(s)")
-        n, columns = len(features[0]["input_ids"]), len(features) - 1
+        features = self._columns(sentence_features)
+        n = len(features[0]["input_ids"])
         ids = meaning_ids(labels, n)
         live = {"encoder": self.model}  # as the trainer wrapped it: DDP synchronises the gradients of its forward
-        anchors = l2_normalize(self._key_vector(live, features[0]))
-        candidates = torch.cat([self.momentum_keys(f) for f in features[1:]])  # the positives', then the negatives'
+        queries = [l2_normalize(self._key_vector(live, f)) for f in features[: 2 if self.symmetric else 1]]
+        candidates, anchor_keys = self._batch_keys(features, self.momentum_keys)
+        loss = self._loss_of_rows(queries, candidates, anchor_keys, ids, n)
+        self.momentum_contrast.enqueue(anchor_keys, candidates[:n], ids, loss)
+        return loss
+
+    def _columns(self, sentence_features: Iterable[dict[str, Tensor]]) -> list[dict[str, Tensor]]:
+        features = list(sentence_features)
+        if len(features) < 2:
+            raise ValueError(
+                f"{type(self).__name__} needs (anchor, positive, ...) columns, got {len(features)} column(s)"
+            )
+        return features
+
+    def _batch_keys(self, features: list[dict[str, Tensor]], keys_of) -> tuple[Tensor, Tensor | None]:
+        """The momentum keys of the positives then of each hard-negative column (the anchors' candidates), and of
+        the anchors when the loss is symmetric (else None); ``keys_of(features)`` embeds one column."""
+        candidates = torch.cat([keys_of(f) for f in features[1:]])
+        return candidates, keys_of(features[0]) if self.symmetric else None
+
+    def _loss_of_rows(
+        self,
+        queries: list[Tensor],
+        candidates: Tensor,
+        anchor_keys: Tensor | None,
+        ids: Tensor | None,
+        n: int,
+        start: int = 0,
+    ) -> Tensor:
+        """The loss of the rows ``start, start + 1, ...`` of a batch of ``n`` rows, whose live, L2-normalised
+        embeddings are ``queries`` (the anchors', and the positives' when symmetric), against the whole batch's
+        momentum keys and the queues: the mean over those rows of each direction, the two directions averaged."""
+        rows, columns = len(queries[0]), len(candidates) // n
         exclude = None
         if not self.in_batch_negatives:  # a row's own keys only: its positive and its hard negatives
-            exclude = ~torch.eye(n, dtype=torch.bool, device=anchors.device).repeat(1, columns)
+            own = torch.arange(start, start + rows, device=candidates.device)[:, None] == torch.arange(
+                n, device=candidates.device)[None, :]  # fmt: skip
+            exclude = ~own.repeat(1, columns)
         contrast = self.momentum_contrast
-        options = {"query_ids": ids, "key_ids": None if ids is None else candidate_ids(ids, columns)}
-        loss = info_nce(anchors, candidates, self.temperature, [contrast.queue_y.negatives()], exclude=exclude,
-                        **options).loss  # fmt: skip
-        anchor_keys = None
+        row_ids = None if ids is None else ids[start : start + rows]
+        options = {"query_ids": row_ids, "key_ids": None if ids is None else candidate_ids(ids, columns)}
+        loss = info_nce(queries[0], candidates, self.temperature, [contrast.queue_y.negatives()], exclude=exclude,
+                        offset=start, **options).loss  # fmt: skip
         if self.symmetric:  # positives -> the anchors' keys and their queue; the mean of both directions, as MNRL's
-            anchor_keys = self.momentum_keys(features[0])
-            positives = l2_normalize(self._key_vector(live, features[1]))
-            options = {"exclude": None if exclude is None else exclude[:, :n], "query_ids": ids, "key_ids": ids}
-            backward = info_nce(positives, anchor_keys, self.temperature, [contrast.queue_x.negatives()], **options)
+            options = {"exclude": None if exclude is None else exclude[:, :n], "query_ids": row_ids, "key_ids": ids}
+            backward = info_nce(queries[1], anchor_keys, self.temperature, [contrast.queue_x.negatives()],
+                                offset=start, **options)  # fmt: skip
             loss = (loss + backward.loss) / 2
-        contrast.enqueue(anchor_keys, candidates[:n], ids, loss)
         return loss
 
     def get_config_dict(self) -> dict[str, Any]:
@@ -221,10 +252,127 @@ class MomentumQueueLoss(MomentumMixin, nn.Module):
         return MOCO_BERT_CITATION
 
 
+class CachedMomentumQueueLoss(CachedLossMixin, MomentumQueueLoss):
+    def __init__(
+        self,
+        model: SentenceTransformer,
+        queue_size: int = 16384,
+        momentum: float = 0.999,
+        temperature: float = 0.05,
+        symmetric: bool = True,
+        in_batch_negatives: bool = True,
+        queue_dtype: str = "auto",
+        mini_batch_size: int = 32,
+        show_progress_bar: bool = False,
+    ) -> None:
+        """
+        `MomentumQueueLoss` computed with GradCache (Gao et al., 2021), as `CachedMultipleNegativesRankingLoss`
+        computes MultipleNegativesRankingLoss: a large batch *and* a queue of past keys, in the memory of a
+        ``mini_batch_size`` batch. The loss, every parameter's gradient and the queues after a step are those of
+        `MomentumQueueLoss` on the same batch and queue.
+
+        A step runs, all in mini-batches of ``mini_batch_size`` rows:
+
+        1. the momentum keys of every column, without gradient;
+        2. the live embeddings of the anchors (and of the positives when ``symmetric``), without gradient, the
+           random state of each mini-batch saved;
+        3. the loss of each mini-batch of query rows against all the batch's keys and the queues, back-propagated
+           to the embeddings (whose gradients are kept); no batch x batch or batch x queue-block matrix is held;
+        4. the batch's keys enter the queues, once;
+        5. in the backward pass, each mini-batch embedded again with gradient (the same dropout masks) and its kept
+           gradient carried into the model. Under DDP and gradient accumulation this is sentence-transformers' own
+           backward hook (``no_sync`` until the last mini-batch).
+
+        Args:
+            model: SentenceTransformer model
+            queue_size: K, the number of past keys kept per queue (see `MomentumQueueLoss`).
+            momentum: m of the EMA.
+            temperature: tau; scores are cosine / tau.
+            symmetric: also score each positive against the anchors' keys and their queue.
+            in_batch_negatives: the other rows' keys are negatives too.
+            queue_dtype: storage of the queued keys (``"auto"``: bfloat16 on a GPU, float32 on the CPU).
+            mini_batch_size: rows embedded, and rows of the loss scored, at once: what bounds the memory.
+            show_progress_bar: a progress bar over the mini-batches of each pass.
+
+        References:
+            - Wang, Zhao and Liu, Aligning Cross-lingual Sentence Representations with Dual Momentum Contrast, EMNLP
+              2021: https://aclanthology.org/2021.emnlp-main.309
+            - Gao, Zhang, Han and Callan, Scaling Deep Contrastive Learning Batch Size under Memory Limited Setup,
+              RepL4NLP 2021: https://arxiv.org/abs/2101.06983
+
+        Requirements:
+            1. (anchor, positive) pairs, or (anchor, positive, negative_1, ..., negative_n) n-tuples
+            2. ``callbacks=[loss.callback]`` in the trainer
+
+        Inputs:
+            +-------------------------------------------------+--------------------------------+
+            | Inputs                                          | Labels                         |
+            +=================================================+================================+
+            | (anchor, positive) pairs                        | none, or a meaning id per row  |
+            +-------------------------------------------------+--------------------------------+
+            | (anchor, positive, negative_1, ..., negative_n) | none, or a meaning id per row  |
+            +-------------------------------------------------+--------------------------------+
+
+        Relations:
+            - `MomentumQueueLoss` is the same loss in one pass (faster, memory growing with the batch).
+            - `CachedMultipleNegativesRankingLoss` is this loss with an empty queue and live keys.
+
+        Example:
+            ::
+
+                loss = CachedMomentumQueueLoss(model, queue_size=65536, mini_batch_size=64)
+                trainer = SentenceTransformerTrainer(
+                    model=model, train_dataset=train_dataset, loss=loss, callbacks=[loss.callback]
+                )
+        """
+        super().__init__(model, queue_size, momentum, temperature, symmetric, in_batch_negatives, queue_dtype)
+        if mini_batch_size < 1:
+            raise ValueError(f"mini_batch_size must be at least 1, got {mini_batch_size}")
+        self.mini_batch_size, self.show_progress_bar = mini_batch_size, show_progress_bar
+        self._step = None  # the batch's keys and ids, between forward and calculate_loss
+
+    def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
+        features = self._columns(sentence_features)
+        n = len(features[0]["input_ids"])
+        ids = meaning_ids(labels, n)
+
+        def keys_of(feature: dict[str, Tensor]) -> Tensor:
+            ranges = [(b, min(b + self.mini_batch_size, n)) for b in range(0, n, self.mini_batch_size)]
+            return torch.cat([self.momentum_keys(_create_minibatch(feature, b, e)) for b, e in ranges])
+
+        candidates, anchor_keys = self._batch_keys(features, keys_of)
+        self._step = (candidates, anchor_keys, ids, n)
+        try:
+            loss = self.forward_cached(features[: 2 if self.symmetric else 1])
+        finally:
+            self._step = None
+        self.momentum_contrast.enqueue(anchor_keys, candidates[:n], ids, loss)
+        return loss
+
+    def calculate_loss(self, reps: list[list[Tensor]], labels: Tensor | None = None, *, with_backward: bool = False):
+        """The loss of the batch from the mini-batches of live embeddings ``reps`` (one list per query column),
+        one mini-batch of rows at a time; with ``with_backward`` each part is back-propagated to its embeddings
+        at once and the detached total returned."""
+        candidates, anchor_keys, ids, n = self._step
+        total, start = 0.0, 0
+        for chunks in zip(*reps, strict=True):
+            queries = [l2_normalize(chunk) for chunk in chunks]
+            part = self._loss_of_rows(queries, candidates, anchor_keys, ids, n, start) * (len(chunks[0]) / n)
+            if with_backward:
+                part.backward()
+                part = part.detach()
+            total, start = total + part, start + len(chunks[0])
+        return total
+
+    def get_config_dict(self) -> dict[str, Any]:
+        return {**super().get_config_dict(), "mini_batch_size": self.mini_batch_size}
+
+
 class MomentumQueueCallback(MomentumCallback):
     """``MomentumQueueLoss.callback``: the EMA once per optimizer step, and the loss's state in checkpoints.
 
-    ``on_save`` writes the momentum copy, the queues and their counters into the checkpoint just saved;
+    ``on_train_begin`` sets the precision of the momentum forward to the trainer's (``bf16`` / ``fp16``), which
+    autocasts only the live model's forward; ``on_save`` writes the momentum copy, the queues and their counters into the checkpoint just saved;
     ``on_train_begin`` of a resumed run reads them back from ``output_dir/checkpoint-<step>``.
     """
 
@@ -233,6 +381,8 @@ class MomentumQueueCallback(MomentumCallback):
 
     def on_train_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs):
         super().on_train_begin(args, state, control, **kwargs)
+        # the trainer autocasts the live model's forward, not the loss's momentum copy: the keys follow its precision
+        self.target.key_autocast = torch.bfloat16 if args.bf16 else torch.float16 if args.fp16 else None
         if state.global_step == 0:
             return
         path = os.path.join(args.output_dir, f"checkpoint-{state.global_step}", CHECKPOINT_FILE)
@@ -270,4 +420,4 @@ def meaning_ids(labels: Tensor | None, rows: int) -> Tensor | None:
     return labels.long()
 
 
-__all__ = ["MomentumQueueLoss"]
+__all__ = ["CachedMomentumQueueLoss", "MomentumQueueLoss"]

@@ -57,6 +57,10 @@ QUEUE_PROPERTY = (
     "tests/test_properties.py::test_the_queue_is_the_reference_after_any_enqueue_commit_rollback_and_wrap_around"
 )
 QUEUE_VS_BATCH = "tests/test_queue_vs_batch.py::"
+CACHED_EXACT = (
+    "tests/test_cached_queue_loss.py::"
+    "test_the_cached_loss_gives_the_plain_losss_value_gradients_and_queues[symmetric pairs with meaning ids]"
+)
 FIRST_LOG = "tests/test_first_hour.py::test_the_first_log_line_of_a_queue_holds_no_statistic_of_an_empty_queue"
 MUTATIONS = [
     # MoCo-BERT and every queue
@@ -171,6 +175,18 @@ MUTATIONS = [
     Mutation("scores_under_autocast", M + "losses.py", "with torch.autocast(device_type=device, enabled=False):",
              "with torch.autocast(device_type=device, enabled=torch.is_autocast_enabled(device)):",
              PRECISION + "[info_nce_with_queue]"),
+    Mutation("momentum_keys_switch_the_callers_autocast_off", M + "momentum.py",
+             "context = contextlib.nullcontext()", "context = torch.autocast(device, enabled=False)",
+             "tests/test_precision.py::test_under_a_callers_bf16_autocast_the_momentum_keys_are_bf16_too[cmlm]"),
+    Mutation("momentum_loss_keys_ignore_the_trainers_precision", "hf_xlsr/sentence_transformers.py",
+             "self.target.key_autocast = torch.bfloat16 if args.bf16 else torch.float16 if args.fp16 else None",
+             "self.target.key_autocast = None",
+             "tests/test_st_loss.py::test_under_bf16_training_the_momentum_forward_runs_in_bf16_as_the_live_one"),
+    Mutation("cached_rows_scored_against_the_first_rows_keys", "hf_xlsr/sentence_transformers.py",
+             "offset=start, **options).loss  # fmt: skip", "**options).loss  # fmt: skip", CACHED_EXACT),
+    Mutation("cached_parts_not_weighted_by_their_rows", "hf_xlsr/sentence_transformers.py",
+             "part = self._loss_of_rows(queries, candidates, anchor_keys, ids, n, start) * (len(chunks[0]) / n)",
+             "part = self._loss_of_rows(queries, candidates, anchor_keys, ids, n, start)", CACHED_EXACT),
     Mutation("blocked_gradient_saved_in_queue_dtype", M + "losses.py",
              "ctx.save_for_backward((weighted * inverse[:, None]).to(queries.dtype))",
              "ctx.save_for_backward((weighted * inverse[:, None]).to(keys.dtype))",

@@ -35,8 +35,10 @@ def test_the_gpu_suites_quicker_parts_run_in_a_dry_run(tmp_path):
     report, out = dry_run(tmp_path, "training_step", "queue_floor", "encoding")
     steps = report["parts"]["training_step"]["rows"]
     arms = {(row["batch"], row["arm"]) for row in steps}
-    assert arms == {(b, a) for b in (4, 8) for a in ("mnrl", "dual_momentum_shared", "dual_momentum_per_language")}
-    assert all(row["ratio_to_mnrl"] > 0 and 0 < row["ema_share"] < 1 for row in steps if row["arm"] != "mnrl")
+    assert arms == {(b, a) for b in (4, 8) for a in ("mnrl", "cached_mnrl", "mql", "cached_mql",
+                                                     "dual_momentum_shared", "dual_momentum_per_language")}
+    assert all(row["ratio_to_mnrl"] > 0 for row in steps)
+    assert all(0 < row["ema_share"] < 1 for row in steps if "mql" in row["arm"] or "dual" in row["arm"])
     encoding = report["parts"]["encoding"]
     assert set(encoding["sentences_per_second"]) == {
         "sentence-transformers_bf16", "sentence-transformers_float32", "hf_xlsr_bf16"}  # fmt: skip
@@ -47,7 +49,7 @@ def test_the_gpu_suites_quicker_parts_run_in_a_dry_run(tmp_path):
 @pytest.mark.slow
 def test_the_gpu_suite_runs_every_part_in_a_dry_run(tmp_path):
     report, _ = dry_run(tmp_path)
-    assert report["parts"]["cuda_tests"]["passed"] == 5 and "failed" not in report["parts"]["cuda_tests"]
+    assert report["parts"]["cuda_tests"]["passed"] == 7 and "failed" not in report["parts"]["cuda_tests"]
     arms = report["parts"]["queue_vs_batch"]["rows"]
     assert [(row["arm"], row["batch"], row["queue"], row["steps"]) for row in arms] == [
         ("mql_K256B", 4, 1024, 32),
@@ -58,33 +60,34 @@ def test_the_gpu_suite_runs_every_part_in_a_dry_run(tmp_path):
     assert report["parts"]["demo"]["returncode"] == 0 and len(report["parts"]["demo"]["held_out"]) == 2
 
 
-def test_an_arm_out_of_memory_is_a_row_and_mnrl_falls_back_to_its_cached_form(monkeypatch):
-    """Where MNRL does not fit, CachedMNRL is timed in its place; an arm that does not fit at all is a row with its
-    error, and the arms after it still run (the part is not lost)."""
+def test_an_arm_out_of_memory_is_a_row_and_the_others_are_timed_interleaved(monkeypatch):
+    """An arm that does not fit is a row with its error and the arms after it still run (the part is not lost);
+    the others are timed in rounds, one arm after the other within each round."""
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     import gpu_suite
 
-    def mnrl_step(folder, batch_size, device, max_length, cached):
-        if not cached:
-            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
-        return (lambda: None), None
+    calls = []
+
+    def sentence_transformer_step(folder, batch_size, device, max_length, arm, queue_size, mini_batch):
+        return (lambda: calls.append(arm)), None
 
     def dual_momentum_step(folder, batch_size, device, max_length, shared, queue_size):
         if shared:
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 4.00 GiB")
-        return (lambda: None), (lambda: None)
+        return (lambda: calls.append("dual_momentum_per_language")), (lambda: None)
 
     monkeypatch.setattr(gpu_suite, "encoder_folder", lambda kind, scratch: str(scratch))
-    monkeypatch.setattr(gpu_suite, "mnrl_step", mnrl_step)
+    monkeypatch.setattr(gpu_suite, "sentence_transformer_step", sentence_transformer_step)
     monkeypatch.setattr(gpu_suite, "dual_momentum_step", dual_momentum_step)
     result = gpu_suite.training_step(argparse.Namespace(dry_run=True), torch.device("cpu"), seconds=60)
     rows = result["rows"]
-    assert [row["arm"] for row in rows] == ["cached_mnrl", "dual_momentum_shared", "dual_momentum_per_language"] * 2
-    assert all(
-        "seconds_per_step" in row and "error" not in row for row in rows if row["arm"] != "dual_momentum_shared"
-    )
+    timed = ["mnrl", "cached_mnrl", "mql", "cached_mql", "dual_momentum_per_language"]
+    assert [row["arm"] for row in rows] == (["dual_momentum_shared"] + timed) * 2
     assert all(row["error"].startswith("out of memory: CUDA out of memory") for row in rows
                if row["arm"] == "dual_momentum_shared")  # fmt: skip
+    assert all("seconds_per_step" in row and row["ratio_to_mnrl"] > 0 for row in rows if row["arm"] in timed)
+    assert calls[:10] == timed + timed  # warm-up steps, then rounds: interleaved
+    assert calls[10:20] == timed + timed
     assert result["skipped"] == []
 
 

@@ -124,3 +124,46 @@ def test_sharded_parameters_are_refused_for_momentum_models(tmp_path, tokenizer,
     trainer.is_fsdp_enabled = True  # what Trainer sets when accelerate shards parameters with FSDP (GPUs only)
     with pytest.raises(ValueError, match="needs whole parameters on every process, but FSDP shards them"):
         trainer.refuse_sharded_parameters()
+
+
+def linear_output_dtypes(modules) -> tuple[set, list]:
+    """The dtypes of every Linear layer's outputs in ``modules``, recorded by forward hooks (and the hooks)."""
+    seen, hooks = set(), []
+    for module in modules:
+        for layer in module.modules():
+            if isinstance(layer, torch.nn.Linear):
+                hooks.append(layer.register_forward_hook(lambda _, __, output: seen.add(output.dtype)))
+    return seen, hooks
+
+
+def queued_model_and_batch(kind, tokenizer, bible_pairs):
+    if kind == "dual_momentum":
+        return tiny_dual_momentum(queue_size=8), batch_of(tokenizer, bible_pairs)
+    model, collator, rows, _ = build(kind, tokenizer)
+    return model, collator([rows[i] for i in range(4)])
+
+
+@pytest.mark.parametrize("kind", ["dual_momentum", "lightweight", "cmlm", "hictl"])
+def test_under_a_callers_bf16_autocast_the_momentum_keys_are_bf16_too(kind, tokenizer, bible_pairs):
+    """The Trainer's ``bf16=True`` autocasts the model's forward: the momentum encoder's forward inside it runs in
+    that autocast (bfloat16 products), as the live encoder's does, not in float32 with the autocast switched off."""
+    model, batch = queued_model_and_batch(kind, tokenizer, bible_pairs)
+    model.train()
+    live, hooks = linear_output_dtypes(model._key_modules().values())
+    momentum, more = linear_output_dtypes(model.momentum_contrast.momentum.values())
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        output = model(**batch)
+    for hook in hooks + more:
+        hook.remove()
+    assert live == {torch.bfloat16} and momentum == {torch.bfloat16}
+    assert output.loss.dtype == torch.float32 and torch.isfinite(output.loss)
+    assert len(model.momentum_contrast.queues()[0]) > 0  # the bf16 keys entered the queue
+
+
+def test_without_autocast_the_momentum_keys_stay_float32(tokenizer, bible_pairs):
+    model, batch = queued_model_and_batch("dual_momentum", tokenizer, bible_pairs)
+    momentum, hooks = linear_output_dtypes(model.momentum_contrast.momentum.values())
+    model.train()(**batch)
+    for hook in hooks:
+        hook.remove()
+    assert momentum == {torch.float32}

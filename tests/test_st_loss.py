@@ -149,7 +149,7 @@ def test_the_model_card_names_the_loss_and_cites_the_paper(encoder_dir, pairs, t
     model = sentence_model(encoder_dir)
     loss = MomentumQueueLoss(model, queue_size=10)
     assert loss.get_config_dict() == {"queue_size": 10, "momentum": 0.999, "temperature": 0.05, "symmetric": True,
-                                      "in_batch_negatives": True, "queue_dtype": "float32"}  # fmt: skip
+                                      "in_batch_negatives": True, "queue_dtype": "auto"}  # fmt: skip
     trainer_for(model, loss, pairs, tmp_path, max_steps=1).train()
     model.save(str(tmp_path / "saved"))
     card = (tmp_path / "saved" / "README.md").read_text()
@@ -289,3 +289,21 @@ def test_labels_keep_every_hard_negative(encoder_dir, pairs, in_batch_negatives)
         expected -= float(torch.log_softmax(torch.stack([a[i] @ k for k in keys]) / 0.1, dim=0)[0]) / 4
     assert with_labels == pytest.approx(expected, rel=1e-6)
     assert without == pytest.approx(expected, rel=1e-6)
+
+
+def test_under_bf16_training_the_momentum_forward_runs_in_bf16_as_the_live_one(encoder_dir, pairs, tmp_path):
+    """SentenceTransformerTrainer(bf16=True) autocasts the live model's forward; the loss's momentum copy is outside
+    it, and the loss's callback gives it the same precision."""
+    model = sentence_model(encoder_dir)
+    loss = MomentumQueueLoss(model, queue_size=16)
+    seen = {"live": set(), "momentum": set()}
+    hooks = []
+    for name, module in (("live", model), ("momentum", loss.momentum_contrast.momentum["encoder"])):
+        for layer in module.modules():
+            if isinstance(layer, torch.nn.Linear):
+                hooks.append(layer.register_forward_hook(lambda _, __, out, name=name: seen[name].add(out.dtype)))
+    trainer_for(model, loss, pairs, tmp_path, max_steps=2, bf16=True).train()
+    for hook in hooks:
+        hook.remove()
+    assert seen == {"live": {torch.bfloat16}, "momentum": {torch.bfloat16}}
+    assert int(loss.momentum_contrast.momentum_updates) == 2

@@ -15,7 +15,26 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-QUEUE_BLOCK_SIZE = 8192  # queued keys scored at once: memory is O(batch x block), never O(batch x queue)
+QUEUE_BLOCK_SIZE = 8192  # queued keys scored at once on the CPU: memory is O(batch x block), never O(batch x queue)
+GPU_BLOCK_ELEMENTS = 2**26  # on a GPU, a block's float32 logits take at most 256 MiB: few kernels per queue
+
+
+def queue_block_size(queries: int, device: torch.device) -> int:
+    """Queued keys scored at once: `QUEUE_BLOCK_SIZE` on the CPU (a block's logits stay in cache); on a GPU as many
+    as keep a block's float32 logits within `GPU_BLOCK_ELEMENTS`, so that a queue of 65,536 keys against a batch of
+    1,024 is one block and its scoring a dozen kernels, not a dozen per 8,192 keys."""
+    if device.type == "cpu":
+        return QUEUE_BLOCK_SIZE
+    return max(QUEUE_BLOCK_SIZE, GPU_BLOCK_ELEMENTS // max(queries, 1))
+
+
+def float32_product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``a @ b`` in float32 (float64 when ``a`` is). When ``b`` is stored in float16 / bfloat16 on a GPU, ``a`` is
+    rounded to ``b``'s dtype and the products accumulate in float32 (``torch.mm(..., out_dtype=torch.float32)``):
+    tensor-core speed, and scores still in float32. Elsewhere ``b`` is converted to ``a``'s dtype."""
+    if b.dtype in (torch.float16, torch.bfloat16) and a.dtype == torch.float32 and a.device.type == "cuda":
+        return torch.mm(a.to(b.dtype), b, out_dtype=torch.float32)
+    return a @ b.to(a.dtype)
 
 
 def at_least_float32(tensor: torch.Tensor) -> torch.Tensor:
@@ -59,9 +78,10 @@ class _QueueLogSumExp(torch.autograd.Function):
         weighted = q.new_zeros(q.shape) if ctx.needs_input_grad[0] else None  # sum_j e^(logit_ij - max_i) k_j
         best, logit_sum, count = q.new_full((n,), -math.inf), q.new_zeros(()), q.new_zeros(())
         masking = query_ids is not None and key_ids is not None
+        block_size = block_size or queue_block_size(n, q.device)
         for start in range(0, keys.shape[0], block_size):
-            block = keys[start : start + block_size].to(q.dtype)  # one block in float32, never the whole queue
-            logits = q @ block.T
+            block = keys[start : start + block_size]  # in its storage dtype: the whole queue is never converted
+            logits = float32_product(q, block.T)
             if masking:  # a query's own example is not its negative
                 same = (query_ids[:, None] == key_ids[None, start : start + block_size]) & (query_ids[:, None] >= 0)
                 logits.masked_fill_(same, -math.inf)
@@ -78,7 +98,7 @@ class _QueueLogSumExp(torch.autograd.Function):
             weights = logits.sub_(shift[:, None]).exp_()  # in place: the block's logits are not needed any more
             total = total * rescale + weights.sum(dim=1)
             if weighted is not None:
-                weighted = torch.addmm(weighted * rescale[:, None], weights, block)
+                weighted = weighted * rescale[:, None] + float32_product(weights, block)
             running_max = new_max
         lse = torch.where(torch.isfinite(running_max), running_max, 0.0) + torch.log(total)  # -inf: all masked
         if weighted is not None:  # d lse_i / d q_i = scale * sum_j softmax_ij k_j
@@ -99,14 +119,15 @@ def queue_logsumexp(
     scale: float,
     query_ids: torch.Tensor | None = None,
     key_ids: torch.Tensor | None = None,
-    block_size: int = QUEUE_BLOCK_SIZE,
+    block_size: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Score ``queries`` ``(n, d)`` against queued ``keys`` ``(K, d)`` (any storage dtype) in blocks.
 
     Returns ``(lse, best, logit_sum, count)``: ``lse[i] = log sum_j exp(scale * q_i . k_j)`` (differentiable in
     ``queries``), and without gradient the best logit of each query, the sum of all logits and their number.
-    Keys whose id equals the query's id (ids >= 0) are left out. Each block is converted to float32 on its own;
-    the full queue never is.
+    Keys whose id equals the query's id (ids >= 0) are left out. ``block_size`` keys are scored at once
+    (`queue_block_size` when None). A float16 / bfloat16 queue on a GPU is scored with products in its dtype that
+    accumulate in float32; elsewhere each block is converted to float32 on its own. The full queue never is.
     """
     return _QueueLogSumExp.apply(queries, keys, scale, query_ids, key_ids, block_size)
 
@@ -123,10 +144,12 @@ def info_nce(
     exclude: torch.Tensor | None = None,
     query_ids: torch.Tensor | None = None,
     key_ids: torch.Tensor | None = None,
+    offset: int = 0,
 ) -> ContrastiveTerms:
     """InfoNCE of L2-normalised queries against keys and queues of keys, scored by cosine / temperature.
 
-    Query i's positive is ``keys[i]``; the other rows of ``keys`` are its in-batch negatives (unless
+    Query i's positive is ``keys[offset + i]`` (``offset``: the first query's row in its batch, when a batch's
+    queries are scored in chunks against all its keys); the other rows of ``keys`` are its in-batch negatives (unless
     ``in_batch_negatives`` is False or ``exclude[i, j]`` is True), and every key of every ``(keys, ids)`` pair in
     ``queues`` is a negative. A key whose id (``key_ids`` in the batch, the queue's ids) equals the query's
     ``query_ids`` entry, ids >= 0, is never a negative: it is a translation of the query's own meaning, in any
@@ -142,8 +165,10 @@ def info_nce(
     """
     q, k = at_least_float32(queries), at_least_float32(keys)
     scale = 1.0 / temperature
-    cosines = q @ k.T  # (n, m), m >= n: the positives on the diagonal
-    positive = torch.eye(len(q), len(k), dtype=torch.bool, device=q.device)
+    cosines = q @ k.T  # (n, m): query i's positive in column offset + i
+    rows = torch.arange(len(q), device=q.device)
+    columns = rows + offset
+    positive = columns[:, None] == torch.arange(len(k), device=q.device)[None, :]
     negative = ~positive if in_batch_negatives else torch.zeros_like(positive)
     if exclude is not None:
         negative &= ~exclude
@@ -153,7 +178,7 @@ def info_nce(
     total = torch.logsumexp(logits.masked_fill(~(positive | negative), -math.inf), dim=1)
     with torch.no_grad():
         best = cosines.masked_fill(~negative, -2.0).max(dim=1).values
-        negative_sum, negative_count = cosines[negative].sum(), negative.sum()
+        negative_sum, negative_count = torch.where(negative, cosines, 0.0).sum(), negative.sum()  # no host sync
     for queue, queue_ids in queues:
         if not len(queue):
             continue
@@ -162,9 +187,9 @@ def info_nce(
         with torch.no_grad():
             best = torch.maximum(best, queue_best / scale)
             negative_sum, negative_count = negative_sum + queue_sum / scale, negative_count + queue_count
-    loss = (total - logits.diagonal()).mean()
+    loss = (total - logits[rows, columns]).mean()
     with torch.no_grad():
-        positive_cosine = cosines.diagonal()
+        positive_cosine = cosines[rows, columns]
         correct = (positive_cosine > best).float()
         if not any(len(queue) for queue, _ in queues):  # a query with no negative at all has no accuracy (NaN)
             correct = correct.masked_fill(~negative.any(dim=1), math.nan)

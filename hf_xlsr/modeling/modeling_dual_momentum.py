@@ -117,7 +117,7 @@ class DualMomentumModel(SentenceEncoderMixin, MomentumMixin, FrozenParametersMix
         self._add_lora()
         hidden_size = config.encoder_x.hidden_size
         self.momentum_contrast = MomentumContrast(
-            self._key_modules(), config.queue_size, hidden_size, getattr(torch, config.queue_dtype)
+            self._key_modules(), config.queue_size, hidden_size, config.queue_dtype
         )
         keep_momentum_state_out_of_ddp(self)
         # NLI multi-task head (Appendix B): two-layer MLP over (u, v, |u - v|), 3-way.

@@ -28,6 +28,7 @@ it queues are finite, and gathers the keys of every process in one collective (a
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import warnings
 from collections.abc import Mapping
@@ -78,7 +79,7 @@ class MomentumContrast(HostIntegers, nn.Module):
         modules: Mapping[str, nn.Module],
         queue_size: int,
         dim: int,
-        dtype: torch.dtype = torch.float32,
+        dtype: torch.dtype | str = "auto",
         strict: bool = False,
         sides: tuple[str, ...] = ("x", "y"),
     ):
@@ -218,16 +219,25 @@ class MomentumMixin:
         if self.momentum_contrast is not None:
             self.momentum_contrast.synchronize(self._key_modules())
 
+    key_autocast: torch.dtype | None = None  # the trainer's bf16 / fp16 when it autocasts the live forward only
+
     @torch.no_grad()
     def momentum_keys(self, *inputs, **options) -> torch.Tensor:
-        """L2-normalised keys of the momentum modules, without gradient, in the compute dtype of the live ones:
-        their weights are float32, and under an engine that casts the live weights to bfloat16 (DeepSpeed) the
-        momentum forward runs under autocast to that dtype."""
+        """L2-normalised keys of the momentum modules, without gradient, in the compute precision of the live ones.
+
+        The momentum weights are float32. An autocast that the caller opened (the Trainer's ``bf16=True`` around
+        the model's forward) stays as it is, so the keys are computed in its dtype; without one, the momentum
+        forward runs under autocast to the live weights' dtype when an engine cast them to bfloat16 / float16
+        (DeepSpeed), or to ``key_autocast`` when the owner's trainer autocasts only the live model's forward
+        (``MomentumQueueLoss`` under ``SentenceTransformerTrainer(bf16=True)``).
+        """
         live = next((p for m in self._key_modules().values() for p in m.parameters() if p.is_floating_point()), None)
         device = live.device.type if live is not None else "cpu"
-        low = live is not None and live.dtype in (torch.float16, torch.bfloat16)
-        enabled = low and not torch.is_autocast_enabled(device)
-        with torch.autocast(device, dtype=live.dtype if low else torch.bfloat16, enabled=enabled):
+        dtype = live.dtype if live is not None and live.dtype in (torch.float16, torch.bfloat16) else self.key_autocast
+        context = contextlib.nullcontext()
+        if dtype is not None and not torch.is_autocast_enabled(device):
+            context = torch.autocast(device, dtype=dtype)
+        with context:
             return l2_normalize(self._key_vector(self.momentum_contrast.momentum, *inputs, **options))
 
 
