@@ -385,6 +385,10 @@ def datasets_repeat(dataset, n: int):
 # -- part 4 -------------------------------------------------------------------------------------------------------
 
 
+def unit_rows(n: int, dim: int, generator: torch.Generator) -> torch.Tensor:
+    return torch.nn.functional.normalize(torch.randn(n, dim, generator=generator), dim=-1)
+
+
 def queue_floor(args, device: torch.device, seconds: float) -> dict:
     """The time the queue adds to a step, both directions (each query side against the other side's queue, forward
     and backward), against its floor: the matrix products of the same shapes that scoring a bfloat16 queue needs
@@ -397,17 +401,16 @@ def queue_floor(args, device: torch.device, seconds: float) -> dict:
     rows = []
     for size in sizes:
         generator = torch.Generator().manual_seed(0)
-        unit = lambda n: torch.nn.functional.normalize(torch.randn(n, dim, generator=generator), dim=-1)  # noqa: E731
-        queues = [unit(size).to(device, torch.bfloat16) for _ in range(2)]
-        keys = [unit(batch).to(device) for _ in range(2)]
+        queues = [unit_rows(size, dim, generator).to(device, torch.bfloat16) for _ in range(2)]
+        keys = [unit_rows(batch, dim, generator).to(device) for _ in range(2)]
         bases = [torch.randn(batch, dim, generator=generator).to(device) for _ in range(2)]
 
-        def loss_step(with_queue: bool):
+        def loss_step(with_queue: bool, bases=bases, keys=keys, queues=queues):
             for base, key, queue in zip(bases, keys, queues, strict=True):
                 q = torch.nn.functional.normalize(base.clone().requires_grad_(), dim=-1)
                 info_nce(q, key, 0.04, [(queue, None)] if with_queue else []).loss.backward()
 
-        def floor_step():
+        def floor_step(bases=bases, queues=queues):
             for base, queue in zip(bases, queues, strict=True):
                 logits = float32_product(base, queue.T)
                 float32_product(logits, queue)

@@ -372,7 +372,8 @@ class MomentumQueueCallback(MomentumCallback):
     """``MomentumQueueLoss.callback``: the EMA once per optimizer step, and the loss's state in checkpoints.
 
     ``on_train_begin`` sets the precision of the momentum forward to the trainer's (``bf16`` / ``fp16``), which
-    autocasts only the live model's forward; ``on_save`` writes the momentum copy, the queues and their counters into the checkpoint just saved;
+    autocasts only the live model's forward; ``on_save`` writes the momentum copy, the queues and their counters
+    into the checkpoint just saved;
     ``on_train_begin`` of a resumed run reads them back from ``output_dir/checkpoint-<step>``.
     """
 
