@@ -42,6 +42,7 @@ EVALUATION_TASKS = {
     "bias": "1,000 sentences per language",
     "plot": "15 sentences per language",
     "mteb": "the local MTEB tasks, about 4,000 sentences per language",
+    "tatoeba": "the Tatoeba test sets of --tatoeba-dir, up to 2,000 sentences per language",
 }
 DEFAULT_EVALUATION_TASKS = ("retrieval", "retrieval_pcr", "sts")  # a quick look
 
@@ -136,17 +137,28 @@ def _evaluate(args: argparse.Namespace, rest: list[str]) -> int:
         raise UsageError(f"--languages {args.languages[0]}: name two or more languages, the first the pivot")
     check_evaluation_languages(args.data, args.languages)
     writable(("--output", args.output), ("--output-dir", args.output_dir))
+    if "tatoeba" in tasks:
+        if args.tatoeba_dir is None:
+            raise UsageError("--tasks tatoeba reads LASER's Tatoeba test sets: give their folder, --tatoeba-dir DIR")
+        from hf_xlsr.evaluation.tatoeba import load_tatoeba
+
+        try:
+            load_tatoeba(args.tatoeba_dir)
+        except (OSError, ValueError) as error:
+            raise UsageError(f"--tatoeba-dir: {error}") from None
 
     options = SuiteOptions(
         languages=args.languages, data=args.data, split=args.split, max_pairs=args.max_pairs, sts_file=args.sts_file,
         sts_dataset=args.sts_dataset, output_dir=args.output_dir, batch_size=args.batch_size,
-        mteb_cache=args.mteb_cache, backend=args.backend, **({"seed": args.seed} if args.seed is not None else {}),
+        mteb_cache=args.mteb_cache, backend=args.backend, tatoeba_dir=args.tatoeba_dir,
+        **({"seed": args.seed} if args.seed is not None else {}),
     )  # fmt: skip
     from hf_xlsr.evaluation.encoders import model_languages
     from hf_xlsr.export import MTEB_META
 
     model, tokenizers = load_for_evaluation(args.model, args.backend)
     encoded = model_languages(model)
+    options.routes = encoded
     unknown = [language for language in args.languages if encoded and language not in encoded]
     if unknown:
         raise ModelLoadError(f"{args.model}: encodes {', '.join(encoded)} each its own way, not {unknown[0]}")
@@ -323,6 +335,11 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--data", default="bible", help="'bible', 'hsk', a .tsv/.jsonl file or a Hub dataset")
     evaluate.add_argument("--split", default="heldout")
     evaluate.add_argument("--max-pairs", type=int, default=1000)
+    evaluate.add_argument(
+        "--tatoeba-dir",
+        help="folder of LASER's Tatoeba test sets (tatoeba.XXX-eng.XXX files) for "
+        "--tasks tatoeba; MTEB's own task is mteb:Tatoeba where the Hub is reachable",
+    )
     evaluate.add_argument("--sts-file", help="STS pairs: sentence1<TAB>sentence2<TAB>score[<TAB>subset]")
     evaluate.add_argument("--sts-dataset", help="Hub STS dataset with sentence1/sentence2/score columns")
     evaluate.add_argument("--output", default="evaluation/results.json", help="JSON file of all results")

@@ -9,7 +9,10 @@ one encoder per language it also updates twice the parameters. The arithmetic fl
 Each method runs in its own process (so peak RSS is its own), twice, interleaved with the others; the median
 step time is reported.
 
-    HF_HUB_OFFLINE=1 python benchmarks/bench_dual_momentum_step.py [--batch-sizes 8 16 32 64] [--out step.json]
+    HF_HUB_OFFLINE=1 python benchmarks/bench_dual_momentum_step.py [--batch-sizes 8 16 32 64] [--bf16] [--out step.json]
+
+``--bf16`` runs every arm's forward under bf16 autocast, as the Trainer's ``bf16=True`` does (the momentum
+encoder's forward inside it).
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ import time
 METHODS = ("st_mnrl_symmetric", "dual_momentum_shared", "dual_momentum_separate")
 
 
-def child(method: str, batch_size: int, steps: int, max_length: int, threads: int) -> dict:
+def child(method: str, batch_size: int, steps: int, max_length: int, threads: int, bf16: bool = False) -> dict:
+    import contextlib
+
     import torch
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
@@ -77,7 +82,8 @@ def child(method: str, batch_size: int, steps: int, max_length: int, threads: in
     times = []
     for i in range(steps + 2):
         start = time.perf_counter()
-        value = step(i)
+        with torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext():
+            value = step(i)
         value.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
@@ -102,15 +108,17 @@ def main() -> None:
     parser.add_argument("--max-length", type=int, default=64)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--bf16", action="store_true", help="every forward under bf16 autocast")
     parser.add_argument("--child", choices=METHODS)
     parser.add_argument("--out")
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.batch_sizes[0], args.steps, args.max_length, args.threads)))
+        print(json.dumps(child(args.child, args.batch_sizes[0], args.steps, args.max_length, args.threads, args.bf16)))
         return
 
     rows = []
-    print(f"max_length {args.max_length}, {args.threads} threads, median of {args.rounds} x {args.steps} steps")
+    print(f"max_length {args.max_length}, {args.threads} threads, {'bf16' if args.bf16 else 'float32'}, "
+          f"median of {args.rounds} x {args.steps} steps")  # fmt: skip
     print(f"{'batch':>5}  {'method':<26}{'s/step':>9}{'ratio':>8}{'trainable':>12}{'peak MB':>9}{'train +MB':>11}")
     for batch_size in args.batch_sizes:
         runs: dict[str, list[dict]] = {m: [] for m in METHODS}
@@ -119,7 +127,7 @@ def main() -> None:
                 command = [
                     sys.executable, __file__, "--child", method, "--batch-sizes", str(batch_size), "--steps",
                     str(args.steps), "--max-length", str(args.max_length), "--threads", str(args.threads),
-                ]  # fmt: skip
+                ] + (["--bf16"] if args.bf16 else [])  # fmt: skip
                 output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
                 runs[method].append(json.loads(output.strip().splitlines()[-1]))
         peer = statistics.median(r["step_seconds"] for r in runs["st_mnrl_symmetric"])

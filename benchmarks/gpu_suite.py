@@ -1,8 +1,9 @@
 """Every GPU figure in two commands: run it first whenever a GPU is at hand (about 11 minutes on one H100, more
 than one 10-minute call holds, so in two calls with ``--parts``)::
 
-    HF_HUB_OFFLINE=1 python benchmarks/gpu_suite.py --parts cuda_tests training_step queue_vs_batch --out a.json
-    HF_HUB_OFFLINE=1 python benchmarks/gpu_suite.py --parts queue_floor encoding demo --out b.json
+    HF_HUB_OFFLINE=1 python benchmarks/gpu_suite.py --parts cuda_tests training_step cached_memory queue_floor \
+        --out a.json
+    HF_HUB_OFFLINE=1 python benchmarks/gpu_suite.py --parts queue_vs_batch encoding demo --out b.json
 
 Parts, in this order, each timed; a part that the time left cannot hold is skipped with a note, and a part that
 fails is recorded with its error, so one JSON and one Markdown table always come out, written after every part (a
@@ -10,15 +11,19 @@ call cut short keeps the parts it finished):
 
 1. ``cuda_tests``: the test suite's device paths (``pytest -m cuda``: bf16 autocast with float32 scores and EMA, the
    queue on the device, save / resume there, the blocked queue's gradient against float64);
-2. ``training_step``: DualMomentumModel, one shared encoder and one per language, against sentence-transformers
-   ``MultipleNegativesRankingLoss`` (both directions; ``CachedMultipleNegativesRankingLoss`` where MNRL runs out of
-   memory), at batch 256 and 1,024, from MiniLM-L6 and from a BERT-base-sized configuration, float16 queues of
-   65,536 and 409,600 keys, bf16 autocast: seconds per step, the ratio to MNRL, peak memory, the EMA's share;
+2. ``training_step``: DualMomentumModel (one shared encoder, one per language), MomentumQueueLoss and
+   CachedMomentumQueueLoss against sentence-transformers' ``MultipleNegativesRankingLoss`` and
+   ``CachedMultipleNegativesRankingLoss`` (both directions, mini-batches of 64), at batch 256 and 1,024, from MiniLM-L6
+   and a BERT-base-sized configuration, queues of 65,536 and 409,600 keys in their default storage (bfloat16 on a
+   GPU), meaning ids as labels: every arm's forward under bf16 autocast as the Trainer's ``bf16=True`` wraps it, every
+   arm in train mode, timed interleaved (rounds of steps of each arm in turn); seconds per step, the ratio to MNRL,
+   peak memory counting everything an arm holds (model, momentum copy, queues, optimizer state, activations), the
+   EMA's share; then ``cached_memory``: CachedMomentumQueueLoss against CachedMNRL at batch 64 in mini-batches of 8;
 3. ``queue_vs_batch``: the queue against large batches at GPU scale: MomentumQueueLoss at batch 256 with 65,536
    keys against CachedMNRL at 2,048 and 8,192 (mini-batch 256), the same 262,144 training pairs each, from
    MiniLM-L6: steps, seconds, peak memory, held-out accuracy;
-4. ``queue_floor``: the queue's added time (one direction, forward and backward) against its floor, the float16
-   matrix products of the same shapes (float32 accumulation) that scoring a float16 queue needs;
+4. ``queue_floor``: the queue's added time (both directions, forward and backward) against its floor, the bfloat16
+   matrix products of the same shapes (float32 accumulation) that scoring a bfloat16 queue needs;
 5. ``encoding``: sentences per second of hf_xlsr's bf16 path against ``SentenceTransformer.encode`` with the model
    in bfloat16 (and in float32, for reference); then mining up to 409,600 distinct sentences per side, as many as
    the part's time holds (two verses joined, `mining_sides`): encoded on the GPU, searched by ``mine`` with faiss on
@@ -58,7 +63,7 @@ SIZES = {  # encoders made from MiniLM-L6's configuration with random weights: B
 }
 # seconds each part took on one H100 (2026-11-26; queue_vs_batch without its third arm, the demo not yet run there);
 # a part the budget cannot hold after the later parts' estimates is skipped
-ESTIMATES = {"cuda_tests": 25, "training_step": 95, "queue_vs_batch": 340, "queue_floor": 15, "encoding": 155,
+ESTIMATES = {"cuda_tests": 25, "training_step": 265, "cached_memory": 20, "queue_vs_batch": 340, "queue_floor": 15, "encoding": 155,
              "demo": 60}  # fmt: skip
 # seconds each queue_vs_batch arm took on one H100 (2026-11-26, seed 0: training, then scoring held-out pairs); the
 # 32 B arm, not yet run there, at four times the 8 B arm's
@@ -321,6 +326,37 @@ def training_step(args, device: torch.device, seconds: float) -> dict:
     return {"rows": rows, "skipped": skipped, "rounds": rounds, "steps_per_round": steps}
 
 
+def cached_memory(args, device: torch.device, seconds: float) -> dict:
+    """Peak memory of CachedMomentumQueueLoss against CachedMNRL at batch 64 in mini-batches of 8 (MiniLM-L6,
+    bf16, K = 65,536): each arm's peak beyond the memory before it was built, beside the queue's and the momentum
+    copy's bytes."""
+    import tempfile
+
+    batch, mini_batch, queue_size = (8, 2, 64) if args.dry_run else (64, 8, 65_536)
+    rows = []
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = encoder_folder("tiny" if args.dry_run else "minilm", Path(scratch))
+        for arm in ("cached_mnrl", "cached_mql"):
+            before = torch.cuda.memory_allocated(device) if device.type == "cuda" else 0
+            reset_peak(device)
+            step, _ = sentence_transformer_step(folder, batch, device, 64, arm, queue_size, mini_batch)
+            for _ in range(3):
+                step()
+            synchronize(device)
+            peak = peak_mb(device)
+            row = {"arm": arm, "batch": batch, "mini_batch": mini_batch,
+                   "peak_mb": None if peak is None else peak - before / 2**20}  # fmt: skip
+            rows.append(row)
+            step = None
+            reset_peak(device)
+    queue_mb = 2 * queue_size * 384 * 2 / 2**20  # two bfloat16 queues of 384-d keys
+    result = {"rows": rows, "queue_mb": queue_mb}
+    if rows[0]["peak_mb"]:
+        result["ratio_beyond_queue"] = (rows[1]["peak_mb"] - queue_mb) / rows[0]["peak_mb"]
+    print(json.dumps(result), flush=True)
+    return result
+
+
 # -- part 3 -------------------------------------------------------------------------------------------------------
 
 
@@ -539,7 +575,8 @@ def demo(args, device: torch.device, seconds: float) -> dict:
             "error": result.stderr.strip().splitlines()[-1:] if result.returncode else None}  # fmt: skip
 
 
-PARTS = {"cuda_tests": cuda_tests, "training_step": training_step, "queue_vs_batch": queue_vs_batch,
+PARTS = {"cuda_tests": cuda_tests, "training_step": training_step, "cached_memory": cached_memory,
+         "queue_vs_batch": queue_vs_batch,
          "queue_floor": queue_floor, "encoding": encoding, "demo": demo}  # fmt: skip
 
 

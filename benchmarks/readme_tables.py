@@ -210,6 +210,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "encoding-full": encoding_full_table,
     "gpu-suite": gpu_suite_table,
     "gpu-suite-h200": lambda: gpu_suite_table("gpu_suite_h200.json"),
+    "gpu-suite-h200-bf16": lambda: gpu_suite_table("gpu_suite_h200_bf16.json"),
     "gpu-queue-seeds": gpu_seed_table,
 }
 

@@ -84,7 +84,9 @@ def test_the_queue_lives_on_the_device_and_holds_the_momentum_keys(device, token
         assert queue.keys.device.type == device.type
     with torch.no_grad():
         keys = model.momentum_keys(batch["target_input_ids"], batch["target_attention_mask"], side="y")
-    torch.testing.assert_close(model.queue_y.keys[:4].float(), keys, rtol=1e-5, atol=1e-5)
+    stored = model.queue_y.keys.dtype  # "auto": bfloat16 on a GPU
+    assert stored == (torch.float32 if device.type == "cpu" else torch.bfloat16)
+    torch.testing.assert_close(model.queue_y.keys[:4].float(), keys.to(stored).float(), rtol=1e-5, atol=1e-5)
     assert int(model.queue_y.filled) == 4
 
 

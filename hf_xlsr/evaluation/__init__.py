@@ -13,6 +13,7 @@ from .pcr import principal_components, removal_matrix, remove_components
 from .probe import LinearProbeEvaluator
 from .retrieval import RetrievalEvaluator, nearest_neighbours, retrieval_accuracy
 from .sts import STSEvaluator, load_lee_similarity
+from .tatoeba import TatoebaEvaluator, load_tatoeba
 
 METRICS = Path(__file__).resolve().parent.parent / "metrics"
 
@@ -35,9 +36,11 @@ __all__ = [
     "ModelEncoder",
     "RetrievalEvaluator",
     "STSEvaluator",
+    "TatoebaEvaluator",
     "as_encoder",
     "hide_pairs",
     "language_bias",
+    "load_tatoeba",
     "load_lee_similarity",
     "metric_path",
     "mine",

