@@ -9,7 +9,8 @@ one encoder per language it also updates twice the parameters. The arithmetic fl
 Each method runs in its own process (so peak RSS is its own), twice, interleaved with the others; the median
 step time is reported.
 
-    HF_HUB_OFFLINE=1 python benchmarks/bench_dual_momentum_step.py [--batch-sizes 8 16 32 64] [--bf16] [--out step.json]
+    HF_HUB_OFFLINE=1 python benchmarks/bench_dual_momentum_step.py [--batch-sizes 8 16 32 64] [--bf16] \\
+        [--out step.json]
 
 ``--bf16`` runs every arm's forward under bf16 autocast, as the Trainer's ``bf16=True`` does (the momentum
 encoder's forward inside it).

@@ -61,10 +61,11 @@ SIZES = {  # encoders made from MiniLM-L6's configuration with random weights: B
     "bert-base": {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072},
     "tiny": {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64},
 }
-# seconds each part took on one H100 (2026-11-26; queue_vs_batch without its third arm, the demo not yet run there);
-# a part the budget cannot hold after the later parts' estimates is skipped
-ESTIMATES = {"cuda_tests": 25, "training_step": 265, "cached_memory": 20, "queue_vs_batch": 340, "queue_floor": 15, "encoding": 155,
-             "demo": 60}  # fmt: skip
+# seconds each part took on one H100 (2026-11-26; queue_vs_batch without its third arm, the demo not yet run there;
+# training_step and cached_memory on one H200, 2026-11-27); a part the budget cannot hold after the later parts'
+# estimates is skipped
+ESTIMATES = {"cuda_tests": 25, "training_step": 265, "cached_memory": 20, "queue_vs_batch": 340, "queue_floor": 15,
+             "encoding": 155, "demo": 60}  # fmt: skip
 # seconds each queue_vs_batch arm took on one H100 (2026-11-26, seed 0: training, then scoring held-out pairs); the
 # 32 B arm, not yet run there, at four times the 8 B arm's
 ARM_SECONDS = {"mql_K256B": 175, "cmnrl_8B_sqrtlr": 163, "cmnrl_32B_sqrtlr": 650}

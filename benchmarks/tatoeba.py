@@ -48,7 +48,8 @@ def main() -> None:
     began = time.perf_counter()
     metrics = evaluator.evaluate(encoder)
     result = {"model": args.model, "prefix": args.prefix, "backend": args.backend, "threads": args.threads,
-              "seconds": time.perf_counter() - began, "date": time.strftime("%Y-%m-%d"), "metrics": metrics}  # fmt: skip
+              "seconds": time.perf_counter() - began, "date": time.strftime("%Y-%m-%d"),
+              "metrics": metrics}  # fmt: skip
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2))
     print(f"{args.model}: {metrics['tatoeba_f1']:.1f} over {metrics['tatoeba_languages']} languages, "
