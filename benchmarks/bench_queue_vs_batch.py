@@ -70,6 +70,8 @@ ARMS = {
     "distill": {"loss": "distill", "batch": 1},
     "mql_K32B": {"loss": "mql", "batch": 1, "queue": 32},
     "mql_K256B": {"loss": "mql", "batch": 1, "queue": 256},
+    "mql_8B_K256B": {"loss": "mql", "batch": 8, "queue": 256},
+    "cmql_8B_K256B": {"loss": "cmql", "batch": 8, "queue": 256},
     "dmm_K32B": {"loss": "dmm", "batch": 1, "queue": 32},
     "dmm_K256B": {"loss": "dmm", "batch": 1, "queue": 256},
 }
@@ -81,17 +83,24 @@ LABELS = {
     "distill": "distillation, teacher = start",
     "mql_K32B": "MomentumQueueLoss, K = 32B",
     "mql_K256B": "MomentumQueueLoss, K = 256B",
+    "mql_8B_K256B": "MomentumQueueLoss, batch 8B, K = 256B",
+    "cmql_8B_K256B": "CachedMomentumQueueLoss, batch 8B, K = 256B",
     "dmm_K32B": "DualMomentumModel, K = 32B",
     "dmm_K256B": "DualMomentumModel, K = 256B",
 }
-HF_XLSR = ("mql", "dmm")
+HF_XLSR = ("mql", "cmql", "dmm")
+LEARNING_RATE_RULES = {"": lambda k: 1.0, "_sqrtlr": math.sqrt, "_klr": float}  # an arm's suffix: its rate x f(k)
 
 
 def spec(arm: str) -> dict:
-    base = arm.removesuffix("_sqrtlr")
+    """An arm's settings: its base arm's, and ``lr_factor``, the learning rate's multiple for a batch k times B
+    (``_sqrtlr``: sqrt(k), ``_klr``: k, no suffix: 1)."""
+    suffix = next((s for s in ("_sqrtlr", "_klr") if arm.endswith(s)), "")
+    base = arm.removesuffix(suffix) if suffix else arm
     if base not in ARMS:
-        raise SystemExit(f"unknown arm {arm!r}: one of {', '.join(ARMS)}, optionally followed by _sqrtlr")
-    return {**ARMS[base], "base": base, "sqrt_lr": arm != base}
+        raise SystemExit(f"unknown arm {arm!r}: one of {', '.join(ARMS)}, optionally followed by _sqrtlr or _klr")
+    return {**ARMS[base], "base": base, "sqrt_lr": suffix == "_sqrtlr",
+            "lr_factor": LEARNING_RATE_RULES[suffix](ARMS[base]["batch"])}  # fmt: skip
 
 
 class EncoderCounter:
@@ -112,16 +121,18 @@ class EncoderCounter:
             self.extra += rows
 
 
-def evaluators(languages: list[str], size: int = 1000) -> dict:
-    """``bible``: the ``size`` held-out verses every figure of the report uses (in every language); ``tune``: the
-    next ``size`` of the same draw, on which a tuning choice is made."""
+def evaluators(languages: list[str], size: int = 1000, whole: bool = False) -> dict:
+    """``bible``: the ``size`` held-out verses every figure of the report uses (in every language), or with
+    ``whole`` every held-out verse but the tuning ones (a test that does not saturate: 4,801 en-fr pairs); ``tune``:
+    the ``size`` verses after the first ``size`` of the same draw, on which a tuning choice is made."""
     from hf_xlsr.data import load_bible
     from hf_xlsr.data.bitext import unique_pairs
     from hf_xlsr.evaluation import RetrievalEvaluator
 
     heldout = unique_pairs(load_bible(languages, split="heldout"), languages).shuffle(seed=0)
+    test = [*range(size), *range(2 * size, len(heldout))] if whole else range(size)
     return {name: RetrievalEvaluator({lang: heldout.select(rows)[lang] for lang in languages}, deduplicate=False)
-            for name, rows in (("bible", range(size)), ("tune", range(size, 2 * size)))}  # fmt: skip
+            for name, rows in (("bible", test), ("tune", range(size, 2 * size)))}  # fmt: skip
 
 
 def accuracy(metrics: dict) -> float:
@@ -165,8 +176,7 @@ def build(arm: str, path: str, train, languages: list[str], steps: int, learning
 
     s = spec(arm)
     batch = base * s["batch"]
-    if s["sqrt_lr"]:
-        learning_rate *= math.sqrt(s["batch"])
+    learning_rate *= s["lr_factor"]
     torch.manual_seed(seed)
     many = len(languages) > 2
     columns = ["source", "target"] if many else languages
@@ -192,7 +202,7 @@ def build(arm: str, path: str, train, languages: list[str], steps: int, learning
     from sentence_transformers.sentence_transformer import losses
     from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
 
-    from hf_xlsr.sentence_transformers import MomentumQueueLoss
+    from hf_xlsr.sentence_transformers import CachedMomentumQueueLoss, MomentumQueueLoss
 
     model = SentenceTransformer(path, device="cpu")
     model[0].max_seq_length = max_length
@@ -208,8 +218,10 @@ def build(arm: str, path: str, train, languages: list[str], steps: int, learning
         loss = losses.MultipleNegativesRankingLoss(model, scale=1 / TEMPERATURE, **both)
     elif s["loss"] == "cmnrl":
         loss = losses.CachedMultipleNegativesRankingLoss(model, scale=1 / TEMPERATURE, mini_batch_size=base, **both)
-    elif s["loss"] == "mql":
-        loss = MomentumQueueLoss(model, queue_size=base * s["queue"], momentum=0.99, temperature=TEMPERATURE)
+    elif s["loss"] in ("mql", "cmql"):
+        options = {"queue_size": base * s["queue"], "momentum": 0.99, "temperature": TEMPERATURE}
+        loss = (MomentumQueueLoss(model, **options) if s["loss"] == "mql"
+                else CachedMomentumQueueLoss(model, mini_batch_size=base, **options))  # fmt: skip
         callbacks = [loss.callback]
         if many:  # meaning ids: no queued translation of a query's own verse is its negative
             data = data.add_column("label", train["example_id"])
@@ -242,7 +254,7 @@ def run_one(arm: str, seed: int, args) -> dict:
 
     path = resolve_reference(ENCODERS.get(args.encoder, args.encoder))
     train = training_pairs(args.languages, seed, args.pairs)
-    scorers = evaluators(args.languages, args.heldout)
+    scorers = evaluators(args.languages, args.heldout, whole=args.whole_test)
     s = spec(arm)
     batch = BATCH * s["batch"]
     steps = args.pairs // batch
@@ -284,7 +296,7 @@ def run_one(arm: str, seed: int, args) -> dict:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {
         "arm": arm, "seed": seed, "batch": batch, "steps": steps,
-        "learning_rate": args.learning_rate * (math.sqrt(s["batch"]) if s["sqrt_lr"] else 1),
+        "learning_rate": args.learning_rate * s["lr_factor"],
         "queue": BATCH * s.get("queue", 0), "curve": curve, "bible": curve[-1]["bible"], "tune": curve[-1]["tune"],
         "train_seconds": curve[-1]["train_seconds"], "peak_rss_mb": round(peak, 1),
         "training_mb": round(max(peak, peak_before) - before, 1) if peak > peak_before else None,
@@ -362,7 +374,7 @@ def spawn(args, flag: str, value: str) -> dict:
                "--languages", *args.languages, "--pairs", str(args.pairs), "--learning-rate", str(args.learning_rate),
                "--max-length", str(args.max_length), "--timing-steps", str(args.timing_steps),
                "--heldout", str(args.heldout), "--eval-points", *map(str, args.eval_points),
-               "--out", args.out]  # fmt: skip
+               "--out", args.out] + (["--whole-test"] if args.whole_test else [])  # fmt: skip
     completed = subprocess.run(command, capture_output=True, text=True)
     lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT ")]
     if completed.returncode != 0 or not lines:
@@ -374,7 +386,7 @@ def spawn(args, flag: str, value: str) -> dict:
 def setup(args) -> dict:
     return {"script": "benchmarks/bench_queue_vs_batch.py", "encoder": args.encoder, "languages": args.languages,
             "B": BATCH, "pairs": args.pairs, "learning_rate": args.learning_rate, "temperature": TEMPERATURE,
-            "momentum": 0.99, "max_length": args.max_length, "heldout": args.heldout,
+            "momentum": 0.99, "max_length": args.max_length, "heldout": args.heldout, "whole_test": args.whole_test,
             "eval_points": args.eval_points, "machine": machine(), "date": time.strftime("%Y-%m-%d"),
             "command": "python benchmarks/" + " ".join([Path(sys.argv[0]).name, *sys.argv[1:]])}  # fmt: skip
 
@@ -480,7 +492,9 @@ def report(results: dict, timing_rows: dict | None) -> str:
         group = arms[arm]
         mean, spread, n = mean_and_spread([r["bible"] for r in group])
         first = group[0]
-        rate = "" if not spec(arm)["sqrt_lr"] else f" (lr × √{first['batch'] // b})"
+        factor = spec(arm)["lr_factor"]
+        root = f" (lr × √{first['batch'] // b})"
+        rate = "" if factor == 1 else root if spec(arm)["sqrt_lr"] else f" (lr × {factor:g})"
         accuracy = f"{100 * mean:.1f}" + (f" ± {100 * spread:.1f}" if n > 1 else "")
         negatives = negatives_per_query(arm, first["batch"], first["queue"])
         tune = 100 * statistics.fmean(r["tune"] for r in group)
@@ -587,6 +601,11 @@ def main() -> None:
         nargs="+",
         default=[0.25, 0.5, 0.75, 1.0],
         help="the fractions of the budget at which a run is scored",
+    )
+    parser.add_argument(
+        "--whole-test",
+        action="store_true",
+        help="score on every held-out pair but the tuning ones (4,801 en-fr), not --heldout",
     )
     parser.add_argument("--pairs", type=int, default=5120, help="the budget: training pairs every arm sees once")
     parser.add_argument("--learning-rate", type=float, default=2e-4)

@@ -223,6 +223,11 @@ def main() -> None:
     parser.add_argument("--arms", nargs="+", default=ORDER)
     parser.add_argument("--keep-model", help="folder for one seed's hf_xlsr model, exported with its card")
     parser.add_argument("--keep-seed", type=int, default=0, help="the seed whose model --keep-model keeps")
+    parser.add_argument(
+        "--save-models",
+        help="folder where each trained arm's --keep-seed model is saved as a "
+        "sentence-transformers folder named after the arm (for benchmarks/tatoeba.py)",
+    )
     parser.add_argument("--heldout", type=int, default=1000, help="held-out verses per language (and HSK pairs)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--report", action="store_true", help="print the tables of a results file (--out) and stop")
@@ -264,6 +269,8 @@ def main() -> None:
                     model = train_sentence_transformers(arm, args, seed, output_dir, pairs)
                 trained_seconds = round(time.time() - began)
                 model[0].max_seq_length = 128  # every model scored with the same truncation
+                if args.save_models and arm in TRAINED and seed == args.keep_seed:
+                    model.save(str(Path(args.save_models) / arm))
                 scores = score(model, bible, hsk)
                 if arm == "hf_xlsr" and args.keep_model and seed == args.keep_seed:
                     evaluation_data = (f"{len(bible.sentences['en']):,} held-out Bible verses in all 22 languages, "

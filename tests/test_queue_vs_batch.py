@@ -106,3 +106,28 @@ def test_the_memory_verdict_sets_the_weights_state_apart(bench):
         "- beyond the weights' gradients and AdamW state (400 MB against 400 MB): 300 MB against 600 MB (0.50×)."
         in lines
     )
+
+
+def test_the_cached_queue_arm_and_the_learning_rate_grid(bench, minilm, tmp_path):
+    """CachedMomentumQueueLoss at batch 8B in mini-batches of B with the queue of the arm at B, and the learning
+    rate of a batch k times B as is, times sqrt(k) or times k."""
+    from hf_xlsr.sentence_transformers import CachedMomentumQueueLoss
+
+    train = bench.training_pairs(["en", "fr"], 0, 64)
+    trainer, _ = bench.build("cmql_8B_K256B_klr", minilm, train, ["en", "fr"], 1, 1e-4, str(tmp_path / "c"), 0, 32,
+                             base=4)  # fmt: skip
+    loss = trainer.compute_loss_func or trainer.loss
+    assert isinstance(loss, CachedMomentumQueueLoss) and loss.mini_batch_size == 4 and loss.queue_size == 4 * 256
+    assert trainer.args.per_device_train_batch_size == 32 and trainer.args.learning_rate == pytest.approx(8e-4)
+    assert [bench.spec(f"cmnrl_32B{s}")["lr_factor"] for s in ("", "_sqrtlr", "_klr")] == [
+        1,
+        pytest.approx(32**0.5),
+        32,
+    ]
+
+
+def test_the_whole_test_is_every_held_out_pair_but_the_tuning_ones(bench):
+    whole = bench.evaluators(["en", "fr"], 1000, whole=True)
+    test, tune = (set(whole[name].sentences["en"]) for name in ("bible", "tune"))
+    assert not test & tune and len(whole["bible"].sentences["en"]) > 4000
+    assert set(bench.evaluators(["en", "fr"], 1000)["bible"].sentences["en"]) <= test
