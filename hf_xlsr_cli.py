@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -93,8 +94,9 @@ def _encode(args: argparse.Namespace, rest: list[str]) -> int:
     model, tokenizers = load_for_evaluation(args.model, args.backend)
     languages = model_languages(model)
     if languages and args.language not in languages:
-        raise UsageError(f"--language {args.language}: the model encodes each of {', '.join(languages)} "
-                                  "its own way; give one of them")  # fmt: skip
+        given = "no --language" if args.language is None else f"--language {args.language}"
+        raise UsageError(f"{given}: the model encodes each of {', '.join(languages)} its own way; give one of them "
+                         f"with --language")  # fmt: skip
     encode = as_encoder(model, tokenizers, batch_size=args.batch_size, max_length=args.max_length,
                         backend=args.backend)  # fmt: skip
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -411,6 +413,12 @@ def quiet_console() -> None:
         if "datasets" in sys.modules:
             sys.modules["datasets"].disable_progress_bars()
     logging.getLogger("DeepSpeed").addFilter(lambda record: "Setting accelerator to CPU" not in record.getMessage())
+    warnings.formatwarning = one_line_warning
+
+
+def one_line_warning(message, category, filename, lineno, line=None) -> str:
+    """A warning as the command line prints it: its category and message on one line, without the source line."""
+    return f"{category.__name__}: {message}\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

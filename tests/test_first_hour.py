@@ -86,6 +86,17 @@ def test_a_language_the_corpus_lacks_lists_the_corpus_languages(tmp_path, capsys
     assert not (tmp_path / "run").exists()
 
 
+def test_the_runs_default_values_are_logged_once_it_is_valid_never_before_an_error(tmp_path, capsys, caplog):
+    from hf_xlsr.trainers.arguments import parse_run_arguments
+
+    with caplog.at_level("INFO", logger="hf_xlsr.trainers.arguments"):
+        one_line_error(capsys, ["train", str(run_config(tmp_path / "bad.yaml", languages=["en", "xx"]))])
+    assert "values the run does not set" not in caplog.text
+    with caplog.at_level("INFO", logger="hf_xlsr.trainers.arguments"):
+        parse_run_arguments(run_config(tmp_path / "good.yaml"))
+    assert "values the run does not set, from the model configuration" in caplog.text
+
+
 @pytest.mark.parametrize("field", ["output_dir", "export_dir"])
 def test_train_checks_its_output_folders_can_be_written_before_training(tmp_path, capsys, field):
     target = unwritable(tmp_path)

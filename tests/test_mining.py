@@ -419,3 +419,14 @@ def test_mine_refuses_an_index_faiss_cannot_build_before_embedding(tmp_path, rou
         "hf-xlsr mine: error: --index: index 'IVF10,PQ5': faiss cannot build it for 32-dimensional"
     )
     assert not (tmp_path / "vectors").exists() and not (tmp_path / "pairs.tsv").exists()
+
+
+def test_encode_without_a_language_on_a_routed_model_names_the_routes_not_none(tmp_path, routed_export, capsys):
+    sentences = tmp_path / "s.txt"
+    sentences.write_text("le chat dort .\n")
+    with pytest.raises(SystemExit):
+        main(["encode", "--model", routed_export, "--input", str(sentences), "--output", str(tmp_path / "v.npy")])
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.endswith("no --language: the model encodes each of en, fr its own way; give one of them with "
+                          "--language")  # fmt: skip
+    assert "None" not in error and not (tmp_path / "v.npy").exists()

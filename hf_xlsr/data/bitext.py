@@ -37,9 +37,16 @@ def _raw_lines(path: Path) -> Iterator[tuple[int, bytes, str]]:
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """Yield ``(line_number, text)`` with the line ending removed."""
+    """Yield ``(line_number, text)`` of every line that holds more than white space, the line ending removed. Blank
+    lines are skipped, as pandas' and ``datasets``' readers skip them, and counted in the log."""
+    blank = 0
     for number, _, text in _raw_lines(path):
-        yield number, text.rstrip("\r\n")
+        if text.strip():
+            yield number, text.rstrip("\r\n")
+        else:
+            blank += 1
+    if blank:
+        logger.info("%s: skipped %d blank line%s", path, blank, "" if blank == 1 else "s")
 
 
 class SentenceFile:
@@ -108,8 +115,6 @@ def read_tsv(path: str | os.PathLike, columns: Sequence[str], allow_empty: bool 
     path = Path(path)
     rows: dict[str, list[str]] = {name: [] for name in columns}
     for number, line in _lines(path):
-        if not line.strip():
-            raise BitextFormatError(f"{path}:{number}: empty line")
         fields = line.split("\t")
         if len(fields) != len(columns):
             raise BitextFormatError(
@@ -134,8 +139,6 @@ def read_jsonl(path: str | os.PathLike, columns: Sequence[str], allow_missing: b
     path = Path(path)
     records = []
     for number, line in _lines(path):
-        if not line.strip():
-            raise BitextFormatError(f"{path}:{number}: empty line")
         try:
             record = json.loads(line)
         except json.JSONDecodeError as error:

@@ -369,9 +369,6 @@ def parse_run_arguments(
             reason = str(error).strip().splitlines()[-1].strip().split(": ", 1)[-1]
             raise ConfigFileError(f"{where}: model_config: {reason}") from None
     training_args.paper_values = frozenset(paper)
-    if paper:
-        logger.info("values the run does not set, from the model configuration (the paper's unless model_config sets "
-                    "them): %s", ", ".join(f"{name}={value}" for name, value in sorted(paper.items())))  # fmt: skip
     check_languages_have_data(data_args, where)
     for name in ("encoders", "tokenizers"):
         value = getattr(model_args, name)
@@ -398,6 +395,9 @@ def parse_run_arguments(
                 check_writable(value, name)
             except UnwritableError as error:
                 raise ConfigFileError(f"{where}: {error}") from None
+    if paper:  # once the run is known to be valid: an error is never preceded by it
+        logger.info("values the run does not set, from the model configuration (the paper's unless model_config sets "
+                    "them): %s", ", ".join(f"{name}={value}" for name, value in sorted(paper.items())))  # fmt: skip
     return model_args, data_args, training_args
 
 
