@@ -50,12 +50,7 @@ DEFAULT_EVALUATION_TASKS = ("retrieval", "retrieval_pcr", "sts")  # a quick look
 
 def _train(args: argparse.Namespace, rest: list[str]) -> int:
     if args.help or args.config is None:
-        from transformers import HfArgumentParser
-
-        from hf_xlsr.trainers.arguments import ARGUMENT_CLASSES
-
-        fields = HfArgumentParser(ARGUMENT_CLASSES, prog="hf-xlsr train CONFIG.yaml", description=TRAIN_HELP)
-        fields.print_help()
+        print(train_help())
         return 0 if args.help else 2
     from hf_xlsr.trainers import parse_run_arguments, run_training
 
@@ -67,6 +62,41 @@ def _train(args: argparse.Namespace, rest: list[str]) -> int:
     trainer.accelerator.end_training()
     return 0
 
+
+# the TrainingArguments fields a run sets most, listed in `train --help` beside the run's own
+COMMON_TRAINING_FIELDS = (
+    "output_dir", "max_steps", "num_train_epochs", "per_device_train_batch_size", "gradient_accumulation_steps",
+    "learning_rate", "warmup_steps", "bf16", "eval_strategy", "eval_steps", "save_strategy", "save_steps",
+    "logging_steps", "seed", "resume_from_checkpoint", "report_to",
+)  # fmt: skip
+
+
+def train_help() -> str:
+    """``hf-xlsr train --help``: the model and data fields, hf_xlsr's training fields and the most used of
+    ``TrainingArguments``; one line for the rest of them."""
+    import dataclasses
+
+    from transformers import HfArgumentParser, TrainingArguments
+
+    from hf_xlsr.trainers.arguments import DataArguments, ModelArguments, XlsrTrainingArguments
+
+    parser = HfArgumentParser((ModelArguments, DataArguments), prog="hf-xlsr train CONFIG.yaml",
+                              description=TRAIN_HELP, epilog=TRAIN_EPILOG)  # fmt: skip
+    inherited = {f.name for f in dataclasses.fields(TrainingArguments)}
+    shown = [f for f in dataclasses.fields(XlsrTrainingArguments)
+             if f.init and (f.name not in inherited or f.name in COMMON_TRAINING_FIELDS)]  # fmt: skip
+    group = parser.add_argument_group("training (hf_xlsr's fields and the most used of TrainingArguments)")
+    for item in shown:
+        default = item.default if item.default is not dataclasses.MISSING else None
+        group.add_argument(f"--{item.name}", metavar=item.name.upper(), default=default,
+                           help=item.metadata.get("help", ""))  # fmt: skip
+    return parser.format_help()
+
+
+TRAIN_EPILOG = (
+    "Every other field of transformers.TrainingArguments is accepted too, in the file or as --field value: "
+    "https://huggingface.co/docs/transformers/main_classes/trainer#transformers.TrainingArguments"
+)
 
 TRAIN_HELP = (
     "Train a model from a run configuration: a YAML or JSON file of the fields below (model, data and "

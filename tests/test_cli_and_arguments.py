@@ -272,6 +272,10 @@ def test_train_help_lists_the_run_fields(capsys):
     for field in ("--languages", "--language_pairs", "--language_sampling_alpha", "--resume_from_checkpoint",
                   "--model_config", "--train_data", "--max_steps"):  # fmt: skip
         assert field in text, field
+    # the run's own fields first, the rest of TrainingArguments named in one line at the end
+    assert text.index("--languages") < text.index("--max_steps") and "--adam_beta1" not in text
+    assert "Every other field of transformers.TrainingArguments is accepted too" in text
+    assert len(text.splitlines()) < 260
 
 
 def test_encode_streams_a_file_into_the_vectors_sentence_transformers_gives(tmp_path, capsys):

@@ -203,7 +203,7 @@ def test_a_ten_step_run_warms_up_for_a_tenth_of_itself_not_the_papers_400_steps(
         assert rate == pytest.approx(expected, rel=1e-6, abs=1e-12), (step, rate)
     assert min(rate for step, rate in logged if step > 1) > 1e-6  # not the 1e-7 to 9e-7 of 400 warm-up steps
     assert "warm-up: 1 of this run's 10 steps (10%), not the paper's 400" in caplog.text
-    assert "learning_rate=4e-05" in caplog.text and "warmup_steps=400" in caplog.text
+    assert "learning_rate=4e-05" in caplog.text and "warmup_steps=400" not in caplog.text  # one warm-up figure
 
 
 def test_the_first_log_line_of_a_queue_holds_no_statistic_of_an_empty_queue(tmp_path, tokenizer, bible_pairs):
@@ -287,7 +287,7 @@ def test_the_command_line_names_every_evaluation_task_and_its_cost():
 
 # What a short run prints at the default log level, stdout and stderr together: hf_xlsr's own lines (the values
 # it chose, the data, training progress, the final metrics), no other library's progress bars or notices.
-LINE_BUDGET = {"train": 20, "encode": 2}
+LINE_BUDGET = {"train": 22, "encode": 2}  # train: its final evaluation is announced and shows progress
 
 
 def printed_lines(command: list[str], cwd: Path) -> list[str]:

@@ -395,9 +395,10 @@ def parse_run_arguments(
                 check_writable(value, name)
             except UnwritableError as error:
                 raise ConfigFileError(f"{where}: {error}") from None
-    if paper:  # once the run is known to be valid: an error is never preceded by it
+    listed = {name: value for name, value in paper.items() if name != "warmup_steps"}  # the trainer logs the warm-up
+    if listed:  # once the run is known to be valid: an error is never preceded by it
         logger.info("values the run does not set, from the model configuration (the paper's unless model_config sets "
-                    "them): %s", ", ".join(f"{name}={value}" for name, value in sorted(paper.items())))  # fmt: skip
+                    "them): %s", ", ".join(f"{name}={value}" for name, value in sorted(listed.items())))  # fmt: skip
     return model_args, data_args, training_args
 
 

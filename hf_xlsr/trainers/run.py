@@ -312,6 +312,9 @@ def run_training(
         fit_language_components(trainer.accelerator.unwrap_model(trainer.model), tokenizers,
                                 sentences_by_language(train_dataset, training_args.seed))  # fmt: skip
     trainer.save_model()
+    if evaluators:
+        logger.info("final evaluation: held-out retrieval on %s (max_eval_pairs: 0 skips it)",
+                    "; ".join(evaluator.sample for evaluator in evaluators))  # fmt: skip
     metrics = trainer.evaluate() if evaluators else {}
     if trainer.is_world_process_zero():
         run_info = run_record(model_args, data_args, training_args, trainer, parts, eval_source, metrics)

@@ -188,6 +188,8 @@ class XlsrTrainer(Trainer):
                         "its own length; set warmup_steps to choose", fitted, num_training_steps,
                         100 * WARMUP_SHARE, warmup)  # fmt: skip
             self.args.warmup_steps = fitted
+        elif "warmup_steps" in paper:
+            logger.info("warm-up: the model configuration's %s of this run's %d steps", warmup, num_training_steps)
         return super().create_scheduler(num_training_steps, optimizer)
 
     # ------------------------------------------------------------------------------------------------------------
@@ -244,6 +246,7 @@ class XlsrTrainer(Trainer):
                 self.tokenizers,
                 batch_size=getattr(self.args, "eval_batch_size_for_encoding", 64),
                 max_length=getattr(self.args, "eval_max_length", 128),
+                show_progress=not self.args.disable_tqdm,  # an evaluation of minutes is never silent
             )
             for evaluator in self.evaluators:
                 metrics.update(evaluator(encoder))
