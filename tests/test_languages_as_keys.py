@@ -307,14 +307,14 @@ def test_adapters_saved_by_0_2_0_load_with_a_warning(tmp_path):
 
 
 def test_on_the_command_line_a_deprecation_is_one_line_without_its_source(tmp_path):
-    """``hf-xlsr train`` on a 0.2.0 run file: each FutureWarning is one line, without the Python line that raised it."""
+    """``hf-xlsr train`` on a 0.2.0 run file: each FutureWarning is one line, without the line that raised it."""
     config = tmp_path / "run.yaml"
     shutil.copy(OLD / "run.yaml", config)
     command = [sys.executable, "-c", "import sys; from hf_xlsr_cli import main; "
                "sys.exit(main(['train', sys.argv[1], '--output_dir', sys.argv[2], '--max_steps', 'ten']))",
                str(config), str(tmp_path / "run")]  # fmt: skip
-    result = subprocess.run(command, capture_output=True, text=True, timeout=300, env={**os.environ,
-                                                                                       "HF_HUB_OFFLINE": "1"})  # fmt: skip
+    environment = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300, env=environment)
     notices = [line for line in result.stderr.splitlines() if "0.2.0's name" in line]
     assert len(notices) == 2 and all(line.startswith("FutureWarning: ") for line in notices), result.stderr
     assert "read_config_file" not in result.stderr and "warnings.warn" not in result.stderr
