@@ -3,8 +3,8 @@
 hf-xlsr train CONFIG.yaml [--key value ...]      (also: accelerate launch examples/train.py CONFIG.yaml)
 hf-xlsr evaluate --model DIR [--languages en fr de ... --data bible --split heldout]
 hf-xlsr encode --model DIR --input sentences.txt --output vectors.npy [--language fr]
-hf-xlsr mine --model DIR --src en.txt --tgt fr.txt --out pairs.tsv
-hf-xlsr export --model DIR --out DIR
+hf-xlsr mine --model DIR --source en.txt --target fr.txt --output pairs.tsv
+hf-xlsr export --model DIR --output DIR
 hf-xlsr push --model DIR --repo-id me/name
 
 A module of its own, outside the ``hf_xlsr`` package: importing the package imports torch and transformers and
@@ -145,10 +145,10 @@ def _export(args: argparse.Namespace, rest: list[str]) -> int:
     from hf_xlsr.export import export_sentence_transformers, routes
     from hf_xlsr.hub import RUN_INFO, read_json
 
-    writable(("--out", args.out))
+    writable(("--output", args.output))
     model, tokenizers = load_trained_model(args.model)
     run_info = read_json(Path(args.model) / RUN_INFO)
-    folder = export_sentence_transformers(model, tokenizers, args.out, args.max_seq_length, run_info)
+    folder = export_sentence_transformers(model, tokenizers, args.output, args.max_length, run_info)
     language_routes = routes(model)
     if language_routes:
         print(f"{folder}: one encoder per language; encode with task=<language>, one of {', '.join(language_routes)}")
@@ -244,29 +244,52 @@ def _mine(args: argparse.Namespace, rest: list[str]) -> int:
         threshold = RATIO_THRESHOLD
         print(f"keeping pairs whose ratio margin is at least {threshold} (the customary cut; --threshold to change "
               "it, --all-pairs to keep every mined pair)")  # fmt: skip
-    if Path(args.src).resolve() == Path(args.tgt).resolve():
-        logger.warning("--src and --tgt are the same file: every sentence will be mined as its own translation")
-    writable(("--out", args.out), *((("--embeddings", args.embeddings),) if args.embeddings else ()))
-    source, target = SentenceFile(args.src), SentenceFile(args.tgt)
+    if Path(args.source).resolve() == Path(args.target).resolve():
+        logger.warning("--source and --target are the same file: every sentence will be mined as its own translation")
+    writable(("--output", args.output), *((("--embeddings", args.embeddings),) if args.embeddings else ()))
+    source, target = SentenceFile(args.source), SentenceFile(args.target)
     model, tokenizers = load_for_evaluation(args.model, args.backend)
-    source_language, target_language = mining_languages(model, args.src_lang, args.tgt_lang)
+    source_language, target_language = mining_languages(model, args.source_language, args.target_language)
     encode = as_encoder(model, tokenizers, batch_size=args.batch_size, backend=args.backend)
     try:
         check_index(index_spec(0, args.index), encode(["a"], source_language).shape[1])
     except ValueError as error:
         raise UsageError(f"--index: {error}") from None
     work = Path(args.embeddings) if args.embeddings else None
-    with tempfile.TemporaryDirectory(dir=Path(args.out).resolve().parent) as scratch:
+    with tempfile.TemporaryDirectory(dir=Path(args.output).resolve().parent) as scratch:
         written = mine_files(
-            encode, source, target, args.out, source_language, target_language, threshold, work or scratch,
+            encode, source, target, args.output, source_language, target_language, threshold, work or scratch,
             k=args.k, margin=args.margin, mode=args.mode, index=args.index,
         )  # fmt: skip
-    print(f"{written} pairs written to {args.out} (score, source line, target line, source, target)")
+    print(f"{written} pairs written to {args.output} (score, source line, target line, source, target)")
     return 0
 
 
 class UsageError(ValueError):
     """Command-line options that are wrong or do not go together."""
+
+
+class RenamedOption(argparse.Action):
+    """An option's earlier spelling: it still sets the option, with a one-line notice naming the new one."""
+
+    def __init__(self, option_strings, dest, new: str, **options):
+        super().__init__(option_strings, dest, **options)
+        self.new = new
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        warnings.warn(f"{option_string} is now {self.new}; the old spelling goes in a later release", FutureWarning,
+                      stacklevel=2)  # fmt: skip
+        setattr(namespace, self.dest, values)
+
+
+def renamed(parser: argparse.ArgumentParser, new: str, old: str, required: bool = False, **options) -> None:
+    """``new`` with ``old`` as a hidden earlier spelling (`RenamedOption`); a required option is checked after
+    parsing, so that either spelling gives it."""
+    action = parser.add_argument(new, **options)
+    parser.add_argument(old, dest=action.dest, action=RenamedOption, new=new, help=argparse.SUPPRESS,
+                        **{k: v for k, v in options.items() if k == "type"})  # fmt: skip
+    if required:
+        parser.set_defaults(required_options=[*(parser.get_default("required_options") or []), (new, action.dest)])
 
 
 def writable(*outputs: tuple[str, str | os.PathLike]) -> None:
@@ -292,7 +315,7 @@ def check_evaluation_languages(data: str, languages: Sequence[str]) -> None:
 
 
 def mining_languages(model, source: str | None, target: str | None) -> tuple[str | None, str | None]:
-    """``--src-lang`` / ``--tgt-lang`` checked against the languages the model tells apart (an export's routes, an
+    """``--source-language`` / ``--target-language`` checked against the languages the model tells apart (an export's routes, an
     hf_xlsr model's per-language encoders or heads); where it tells none apart, any language will do."""
     from hf_xlsr.evaluation.encoders import model_languages
 
@@ -300,9 +323,9 @@ def mining_languages(model, source: str | None, target: str | None) -> tuple[str
     if not languages:
         return source, target
     if source is None and target is None and len(languages) == 2:
-        logger.info("mining %s sentences (--src) against %s ones (--tgt)", *languages)
+        logger.info("mining %s sentences (--source) against %s ones (--target)", *languages)
         return languages[0], languages[1]
-    for flag, language in (("--src-lang", source), ("--tgt-lang", target)):
+    for flag, language in (("--source-language", source), ("--target-language", target)):
         if language is None:
             raise UsageError(f"the model encodes each language its own way: give {flag}, one of "
                                       f"{', '.join(languages)}")  # fmt: skip
@@ -347,8 +370,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     export = commands.add_parser("export", help="export a trained model to sentence-transformers folders")
     export.add_argument("--model", required=True, help="trained hf_xlsr model folder")
-    export.add_argument("--out", required=True, help="output folder")
-    export.add_argument("--max-seq-length", type=int, default=128)
+    renamed(export, "--output", "--out", help="output folder", required=True)
+    renamed(export, "--max-length", "--max-seq-length", type=int, default=128, help="tokens per sentence")
     export.set_defaults(handler=_export)
 
     evaluate = commands.add_parser("evaluate", help="run evaluation tasks; write one JSON and print a table")
@@ -387,12 +410,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     mine = commands.add_parser("mine", help="mine parallel sentences from two files (margin-based)")
     mine.add_argument("--model", required=True, help="hf_xlsr model, sentence-transformers folder or export")
-    mine.add_argument("--src", required=True, help="source sentences, one per line")
-    mine.add_argument("--tgt", required=True, help="target sentences, one per line")
-    mine.add_argument("--out", required=True, help="output TSV: score, source line, target line, source, target")
-    mine.add_argument("--src-lang", help="language of --src (picks the encoder of a dual model; inferred when the "
-                                         "model has exactly two)")  # fmt: skip
-    mine.add_argument("--tgt-lang", help="language of --tgt")
+    renamed(mine, "--source", "--src", required=True, help="source sentences, one per line")
+    renamed(mine, "--target", "--tgt", required=True, help="target sentences, one per line")
+    renamed(mine, "--output", "--out", required=True,
+            help="output TSV: score, source line, target line, source, target")  # fmt: skip
+    renamed(mine, "--source-language", "--src-lang", help="language of --source (picks the encoder of a dual model; "
+                                                          "inferred when the model has exactly two)")  # fmt: skip
+    renamed(mine, "--target-language", "--tgt-lang", help="language of --target")
     mine.add_argument("--k", type=int, default=4, help="neighbours in the margin (Eq. 4)")
     mine.add_argument("--margin", choices=("ratio", "distance"), default="ratio")
     mine.add_argument("--mode", choices=("forward", "backward", "max", "intersect"), default="max")
@@ -460,6 +484,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, rest = parser.parse_known_args(argv)
     if rest and not getattr(args, "allow_extra", False):
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    missing = [flag for flag, dest in getattr(args, "required_options", None) or () if getattr(args, dest) is None]
+    if missing:
+        parser.error(f"hf-xlsr {args.command}: the following arguments are required: {', '.join(missing)}")
     from hf_xlsr.data.bitext import BitextFormatError
     from hf_xlsr.evaluation.loading import ModelLoadError
     from hf_xlsr.hub import PushError

@@ -329,11 +329,11 @@ def test_mine_command_keeps_the_customary_ratio_cut_by_default(tmp_path, capsys)
     split = hide_pairs(verses["en"], verses["kjv"], n_gold=100, n_unpaired=150, seed=5)
     source, target = write_lines(tmp_path / "src.txt", split.source), write_lines(tmp_path / "tgt.txt", split.target)
     model = resolve_reference(MINILM)
-    common = ["mine", "--model", model, "--src", str(source), "--tgt", str(target)]
-    assert main([*common, "--out", str(tmp_path / "default.tsv"), "--embeddings", str(tmp_path / "vectors")]) == 0
+    common = ["mine", "--model", model, "--source", str(source), "--target", str(target)]
+    assert main([*common, "--output", str(tmp_path / "default.tsv"), "--embeddings", str(tmp_path / "vectors")]) == 0
     assert "keeping pairs whose ratio margin is at least 1.06" in capsys.readouterr().out
     assert np.load(tmp_path / "vectors" / "source.npy", mmap_mode="r").shape == (250, 384)
-    assert main([*common, "--out", str(tmp_path / "all.tsv"), "--all-pairs"]) == 0
+    assert main([*common, "--output", str(tmp_path / "all.tsv"), "--all-pairs"]) == 0
     gold = set(split.gold)
 
     def precision(path):
@@ -343,7 +343,7 @@ def test_mine_command_keeps_the_customary_ratio_cut_by_default(tmp_path, capsys)
     (cut, kept), (everything, mined) = precision(tmp_path / "default.tsv"), precision(tmp_path / "all.tsv")
     assert kept < mined and cut > everything + 0.2, (cut, kept, everything, mined)
     with pytest.raises(SystemExit):
-        main([*common, "--out", str(tmp_path / "d.tsv"), "--margin", "distance"])
+        main([*common, "--output", str(tmp_path / "d.tsv"), "--margin", "distance"])
     assert "the distance margin has no customary cut: give --threshold" in capsys.readouterr().err
 
 
@@ -353,8 +353,8 @@ def test_mine_command_writes_scored_pairs(tmp_path, minilm, index):
     (tmp_path / "a.txt").write_text("\n".join(verses["en"][:30]) + "\n\n", encoding="utf-8")  # a blank line too
     (tmp_path / "b.txt").write_text("\n".join(reversed(verses["kjv"][10:40])), encoding="utf-8")
     model_dir = resolve_reference(MINILM)
-    assert main(["mine", "--model", model_dir, "--src", str(tmp_path / "a.txt"), "--tgt", str(tmp_path / "b.txt"),
-                 "--out", str(tmp_path / "pairs.tsv"), "--threshold", "1.0", "--index", index]) == 0  # fmt: skip
+    assert main(["mine", "--model", model_dir, "--source", str(tmp_path / "a.txt"), "--target", str(tmp_path / "b.txt"),
+                 "--output", str(tmp_path / "pairs.tsv"), "--threshold", "1.0", "--index", index]) == 0  # fmt: skip
     rows = [line.split("\t") for line in (tmp_path / "pairs.tsv").read_text(encoding="utf-8").splitlines()]
     scores = [float(r[0]) for r in rows]
     assert scores == sorted(scores, reverse=True) and min(scores) >= 1.0
@@ -380,22 +380,22 @@ def test_mine_infers_the_two_routes_names_a_wrong_language_and_warns_about_one_f
     verses = load_bible(["en", "fr"], split="heldout").select(range(12))
     source = write_lines(tmp_path / "en.txt", verses["en"])
     target = write_lines(tmp_path / "fr.txt", verses["fr"])
-    common = ["mine", "--model", routed_export, "--src", str(source), "--all-pairs"]
-    assert main([*common, "--tgt", str(target), "--out", str(tmp_path / "pairs.tsv")]) == 0  # routes en, fr inferred
+    common = ["mine", "--model", routed_export, "--source", str(source), "--all-pairs"]
+    assert main([*common, "--target", str(target), "--output", str(tmp_path / "pairs.tsv")]) == 0  # routes en, fr inferred
     assert oct((tmp_path / "pairs.tsv").stat().st_mode & 0o777) == oct(0o666 & ~current_umask())
     with pytest.raises(SystemExit) as exit_info:
         main(
-            [*common, "--tgt", str(target), "--out", str(tmp_path / "de.tsv"), "--src-lang", "en", "--tgt-lang", "de"]
+            [*common, "--target", str(target), "--output", str(tmp_path / "de.tsv"), "--source-language", "en", "--target-language", "de"]
         )
     assert exit_info.value.code == 2 and not (tmp_path / "de.tsv").exists()
     error = capsys.readouterr().err.strip().splitlines()[-1]  # after the model's loading bar
-    assert error == "hf-xlsr mine: error: --tgt-lang de: the model encodes en, fr, not de"
+    assert error == "hf-xlsr mine: error: --target-language de: the model encodes en, fr, not de"
     with pytest.raises(SystemExit):
-        main([*common, "--tgt", str(target), "--out", str(tmp_path / "x.tsv"), "--src-lang", "en"])
-    assert "give --tgt-lang, one of en, fr" in capsys.readouterr().err
+        main([*common, "--target", str(target), "--output", str(tmp_path / "x.tsv"), "--source-language", "en"])
+    assert "give --target-language, one of en, fr" in capsys.readouterr().err
     with caplog.at_level("WARNING"):
-        assert main([*common, "--tgt", str(source), "--out", str(tmp_path / "same.tsv")]) == 0
-    assert "--src and --tgt are the same file" in caplog.text
+        assert main([*common, "--target", str(source), "--output", str(tmp_path / "same.tsv")]) == 0
+    assert "--source and --target are the same file" in caplog.text
 
 
 def test_evaluate_names_a_language_the_export_does_not_route(tmp_path, routed_export, capsys):
@@ -410,7 +410,7 @@ def test_mine_refuses_an_index_faiss_cannot_build_before_embedding(tmp_path, rou
     verses = load_bible(["en", "fr"], split="heldout").select(range(5))
     source, target = write_lines(tmp_path / "en.txt", verses["en"]), write_lines(tmp_path / "fr.txt", verses["fr"])
     with pytest.raises(SystemExit) as exit_info:
-        main(["mine", "--model", routed_export, "--src", str(source), "--tgt", str(target), "--out",
+        main(["mine", "--model", routed_export, "--source", str(source), "--target", str(target), "--output",
               str(tmp_path / "pairs.tsv"), "--index", "IVF10,PQ5", "--embeddings",
               str(tmp_path / "vectors")])  # fmt: skip
     assert exit_info.value.code == 2
@@ -430,3 +430,20 @@ def test_encode_without_a_language_on_a_routed_model_names_the_routes_not_none(t
     assert error.endswith("no --language: the model encodes each of en, fr its own way; give one of them with "
                           "--language")  # fmt: skip
     assert "None" not in error and not (tmp_path / "v.npy").exists()
+
+
+def test_the_earlier_spellings_of_mine_and_export_options_still_work_with_a_notice(tmp_path, routed_export, capsys):
+    """``--src``, ``--tgt``, ``--out``, ``--src-lang``, ``--tgt-lang`` and export's ``--max-seq-length`` are the
+    earlier names of ``--source``, ``--target``, ``--output``, ``--source-language``, ``--target-language`` and
+    ``--max-length``: they work, each with a one-line notice naming the new spelling."""
+    verses = load_bible(["en", "fr"], split="heldout").select(range(6))
+    source, target = write_lines(tmp_path / "en.txt", verses["en"]), write_lines(tmp_path / "fr.txt", verses["fr"])
+    with pytest.warns(FutureWarning) as caught:
+        assert main(["mine", "--model", routed_export, "--src", str(source), "--tgt", str(target), "--out",
+                     str(tmp_path / "pairs.tsv"), "--src-lang", "en", "--tgt-lang", "fr", "--all-pairs"]) == 0
+    notices = sorted(str(w.message).split(" is now ")[0] for w in caught if issubclass(w.category, FutureWarning))
+    assert notices == ["--out", "--src", "--src-lang", "--tgt", "--tgt-lang"]
+    assert (tmp_path / "pairs.tsv").read_text().count("\n") > 0
+    with pytest.raises(SystemExit) as exit_info:
+        main(["mine", "--model", routed_export, "--source", str(source), "--output", str(tmp_path / "p.tsv")])
+    assert exit_info.value.code == 2 and "the following arguments are required: --target" in capsys.readouterr().err
