@@ -315,8 +315,9 @@ def check_evaluation_languages(data: str, languages: Sequence[str]) -> None:
 
 
 def mining_languages(model, source: str | None, target: str | None) -> tuple[str | None, str | None]:
-    """``--source-language`` / ``--target-language`` checked against the languages the model tells apart (an export's routes, an
-    hf_xlsr model's per-language encoders or heads); where it tells none apart, any language will do."""
+    """``--source-language`` / ``--target-language`` checked against the languages the model tells apart (an
+    export's routes, an hf_xlsr model's per-language encoders or heads); where it tells none apart, any language will
+    do."""
     from hf_xlsr.evaluation.encoders import model_languages
 
     languages = model_languages(model)

@@ -113,8 +113,8 @@ def test_encode_and_mine_run_on_onnx_with_the_pytorch_results(tmp_path, verses, 
         assert main(["encode", "--model", model, "--input", str(target), "--output", str(vectors),
                      "--backend", backend]) == 0  # fmt: skip
         pairs = tmp_path / f"{backend}.tsv"
-        assert main(["mine", "--model", model, "--source", str(source), "--target", str(target), "--output", str(pairs),
-                     "--all-pairs", "--backend", backend]) == 0  # fmt: skip
+        assert main(["mine", "--model", model, "--source", str(source), "--target", str(target), "--output",
+                     str(pairs), "--all-pairs", "--backend", backend]) == 0  # fmt: skip
         outputs[backend] = np.load(vectors), [line.split("\t") for line in pairs.read_text().splitlines()]
     np.testing.assert_allclose(outputs["onnx"][0], outputs["torch"][0], atol=1e-5)
     torch_pairs, onnx_pairs = outputs["torch"][1], outputs["onnx"][1]

@@ -150,8 +150,14 @@ def test_cli_names_a_model_path_that_is_not_a_model(command, tmp_path, capsys):
     empty.mkdir()
     (tmp_path / "a.txt").write_text("one\n")
     extra = {
-        "mine": ["--source", str(tmp_path / "a.txt"), "--target", str(tmp_path / "a.txt"), "--output",
-                 str(tmp_path / "o")],
+        "mine": [
+            "--source",
+            str(tmp_path / "a.txt"),
+            "--target",
+            str(tmp_path / "a.txt"),
+            "--output",
+            str(tmp_path / "o"),
+        ],
         "evaluate": [],
         "export": ["--output", str(tmp_path / "out")],
         "push": ["--repo-id", "me/model"],

@@ -353,8 +353,9 @@ def test_mine_command_writes_scored_pairs(tmp_path, minilm, index):
     (tmp_path / "a.txt").write_text("\n".join(verses["en"][:30]) + "\n\n", encoding="utf-8")  # a blank line too
     (tmp_path / "b.txt").write_text("\n".join(reversed(verses["kjv"][10:40])), encoding="utf-8")
     model_dir = resolve_reference(MINILM)
-    assert main(["mine", "--model", model_dir, "--source", str(tmp_path / "a.txt"), "--target", str(tmp_path / "b.txt"),
-                 "--output", str(tmp_path / "pairs.tsv"), "--threshold", "1.0", "--index", index]) == 0  # fmt: skip
+    assert main(["mine", "--model", model_dir, "--source", str(tmp_path / "a.txt"), "--target",
+                 str(tmp_path / "b.txt"), "--output", str(tmp_path / "pairs.tsv"), "--threshold", "1.0", "--index",
+                 index]) == 0  # fmt: skip
     rows = [line.split("\t") for line in (tmp_path / "pairs.tsv").read_text(encoding="utf-8").splitlines()]
     scores = [float(r[0]) for r in rows]
     assert scores == sorted(scores, reverse=True) and min(scores) >= 1.0
@@ -381,12 +382,12 @@ def test_mine_infers_the_two_routes_names_a_wrong_language_and_warns_about_one_f
     source = write_lines(tmp_path / "en.txt", verses["en"])
     target = write_lines(tmp_path / "fr.txt", verses["fr"])
     common = ["mine", "--model", routed_export, "--source", str(source), "--all-pairs"]
-    assert main([*common, "--target", str(target), "--output", str(tmp_path / "pairs.tsv")]) == 0  # routes en, fr inferred
+    # the routes en, fr inferred
+    assert main([*common, "--target", str(target), "--output", str(tmp_path / "pairs.tsv")]) == 0
     assert oct((tmp_path / "pairs.tsv").stat().st_mode & 0o777) == oct(0o666 & ~current_umask())
     with pytest.raises(SystemExit) as exit_info:
-        main(
-            [*common, "--target", str(target), "--output", str(tmp_path / "de.tsv"), "--source-language", "en", "--target-language", "de"]
-        )
+        main([*common, "--target", str(target), "--output", str(tmp_path / "de.tsv"), "--source-language", "en",
+              "--target-language", "de"])  # fmt: skip
     assert exit_info.value.code == 2 and not (tmp_path / "de.tsv").exists()
     error = capsys.readouterr().err.strip().splitlines()[-1]  # after the model's loading bar
     assert error == "hf-xlsr mine: error: --target-language de: the model encodes en, fr, not de"
@@ -439,8 +440,27 @@ def test_the_earlier_spellings_of_mine_and_export_options_still_work_with_a_noti
     verses = load_bible(["en", "fr"], split="heldout").select(range(6))
     source, target = write_lines(tmp_path / "en.txt", verses["en"]), write_lines(tmp_path / "fr.txt", verses["fr"])
     with pytest.warns(FutureWarning) as caught:
-        assert main(["mine", "--model", routed_export, "--src", str(source), "--tgt", str(target), "--out",
-                     str(tmp_path / "pairs.tsv"), "--src-lang", "en", "--tgt-lang", "fr", "--all-pairs"]) == 0
+        assert (
+            main(
+                [
+                    "mine",
+                    "--model",
+                    routed_export,
+                    "--src",
+                    str(source),
+                    "--tgt",
+                    str(target),
+                    "--out",
+                    str(tmp_path / "pairs.tsv"),
+                    "--src-lang",
+                    "en",
+                    "--tgt-lang",
+                    "fr",
+                    "--all-pairs",
+                ]
+            )
+            == 0
+        )
     notices = sorted(str(w.message).split(" is now ")[0] for w in caught if issubclass(w.category, FutureWarning))
     assert notices == ["--out", "--src", "--src-lang", "--tgt", "--tgt-lang"]
     assert (tmp_path / "pairs.tsv").read_text().count("\n") > 0
