@@ -193,6 +193,61 @@ def gpu_seed_table() -> str:
     return seed_table([load(name) for name in GPU_REPORTS])
 
 
+def queue_verdict(name: str = "queue_vs_batch.json") -> str:
+    """The verdict lines of a queue-against-batch results file, without its table."""
+    sys.path.insert(0, str(HERE))
+    from bench_queue_vs_batch import timing_of, verdict
+
+    return verdict(load(name), timing_of(RESULTS / name)) + "\n"
+
+
+def multilingual_summary(name: str = "multilingual_final.json") -> str:
+    """The 22-language model against its start and its peers: each arm's mean over seeds (± spread)."""
+    sys.path.insert(0, str(HERE))
+    from common import mean_and_spread
+    from multilingual_final import ORDER
+
+    runs = load(name)["runs"]
+    lines = ["| arm | seeds | 21 languages with English | zero-shot pairs | HSK en-zh |", "| --- | ---: | ---: | ---: | ---: |"]
+
+    def cell(arm: str, key: str) -> str:
+        values = [run[key] for run in runs if run["arm"] == arm and key in run]
+        if not values:
+            return "—"
+        mean, spread, n = mean_and_spread(values)
+        return f"{100 * mean:.2f}" + (f" ± {100 * spread:.2f}" if n > 1 else "")
+
+    for arm in ORDER:
+        seeds = sum(run["arm"] == arm for run in runs)
+        if seeds and arm != "use-m3":
+            lines.append(f"| {arm} | {seeds} | {cell(arm, 'mean')} | {cell(arm, 'zero_shot')} | {cell(arm, 'hsk')} |")
+    return "\n".join(lines) + "\n"
+
+
+def gpu_step_summary(name: str = "gpu_suite_h200_bf16.json") -> str:
+    """A training step's time and peak memory against MNRL's, per arm, from a GPU suite report (bf16)."""
+    report = load(name)
+    rows = report["parts"]["training_step"]["rows"]
+    groups = sorted({(row["encoder"], row["batch"]) for row in rows}, key=lambda g: (g[0] != "minilm", g[1]))
+    arms = list(dict.fromkeys((row["arm"], row["queue_size"]) for row in rows if row["arm"] != "mnrl"))
+    peaks = {(r["encoder"], r["batch"]): r["peak_mb"] for r in rows if r["arm"] == "mnrl"}
+    head = "| arm | " + " | ".join(f"{e} {b}" for e, b in groups) + " |"
+    lines = [f"{report['device']}, {report['date'].split(',')[0]}: seconds per step × MNRL's (peak memory × MNRL's), "
+             "every arm in bf16 and train mode, timed interleaved (`benchmarks/gpu_suite.py`).", "", head,
+             "| --- |" + " ---: |" * len(groups)]  # fmt: skip
+    for arm, queue in arms:
+        cells = []
+        for encoder, batch in groups:
+            row = next((r for r in rows if (r["encoder"], r["batch"], r["arm"], r["queue_size"]) ==
+                        (encoder, batch, arm, queue)), None)  # fmt: skip
+            ratio = row and row.get("ratio_to_mnrl")
+            memory = row and row.get("peak_mb") and row["peak_mb"] / peaks[(encoder, batch)]
+            cells.append(f"{ratio:.2f} ({memory:.2f})" if ratio and memory else "—")
+        label = arm + (f", K = {queue:,}" if queue else "")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 TABLES: dict[str, Callable[[], str]] = {
     "encoding": encoding_table,
     "queue-vs-batch": queue_table,
@@ -212,6 +267,10 @@ TABLES: dict[str, Callable[[], str]] = {
     "gpu-suite-h200": lambda: gpu_suite_table("gpu_suite_h200.json"),
     "gpu-suite-h200-bf16": lambda: gpu_suite_table("gpu_suite_h200_bf16.json"),
     "gpu-queue-seeds": gpu_seed_table,
+    "queue-vs-batch-verdict": queue_verdict,
+    "queue-vs-batch-e5-22-verdict": lambda: queue_verdict("queue_vs_batch_e5_22.json"),
+    "multilingual-summary": multilingual_summary,
+    "gpu-step-summary": gpu_step_summary,
 }
 
 
