@@ -90,6 +90,22 @@ def encoding_table(data: dict | None = None) -> str:
     return "\n".join(lines) + f"\n\n`{model}`, {data['sentences']} held-out sentences, {data['machine']}.\n"
 
 
+def encoding_summary() -> str:
+    """One line: hf_xlsr's fastest backend against sentence-transformers' fastest path that loses no more."""
+    data = load("encoding_against_peers.json")
+    rows, base = data["rows"], data["rows"][PEER]["retrieval_accuracy"]
+    ours = max((b for b in MATCHING_PEER if b in rows), key=lambda b: rows[b]["sentences_per_second"])
+    best = fastest_peer(rows, 100 * (base - rows[ours]["retrieval_accuracy"]))
+    ratio = rows[ours]["sentences_per_second"] / rows[best]["sentences_per_second"]
+    difference = 100 * (rows[ours]["retrieval_accuracy"] - rows[best]["retrieval_accuracy"])
+    return (
+        f"hf_xlsr's fastest backend, `{ours}`, encodes at {ratio:.2f}× the speed of sentence-transformers' "
+        f"fastest path that loses no more held-out retrieval ({best}), {difference:+.2f} points of retrieval "
+        "against it "
+        f"(`{data['arguments']['model']}`, {data['sentences']} sentences, {data['machine']}).\n"
+    )
+
+
 def encoding_full_table() -> str:
     """Every arm of the encoding benchmark: its speed against sentence-transformers' float32 and against the
     sentence-transformers path matching it, its held-out retrieval and what it loses."""
@@ -208,7 +224,10 @@ def multilingual_summary(name: str = "multilingual_final.json") -> str:
     from multilingual_final import ORDER
 
     runs = load(name)["runs"]
-    lines = ["| arm | seeds | 21 languages with English | zero-shot pairs | HSK en-zh |", "| --- | ---: | ---: | ---: | ---: |"]
+    lines = [
+        "| arm | seeds | 21 languages with English | zero-shot pairs | HSK en-zh |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
 
     def cell(arm: str, key: str) -> str:
         values = [run[key] for run in runs if run["arm"] == arm and key in run]
@@ -248,6 +267,41 @@ def gpu_step_summary(name: str = "gpu_suite_h200_bf16.json") -> str:
     return "\n".join(lines) + "\n"
 
 
+TATOEBA_RUNS = {  # results file -> the model's label
+    "tatoeba_e5_all.json": "multilingual-e5-small, offline 4-bit copy (hf_xlsr's start)",
+    "tatoeba_e5_bible.json": "multilingual-e5-small, offline 4-bit copy, Bible languages only",
+    "tatoeba_mnrl_22.json": "MNRL, 22 languages from e5-small (seed 0)",
+    "tatoeba_hf_xlsr_22.json": "hf_xlsr's 22-language model (seed 0)",
+}
+
+
+def tatoeba_table() -> str:
+    """Tatoeba F1 (MTEB's scoring) over all 112 languages and over the 21 languages of the Bible besides English,
+    for every Tatoeba results file there is, then the published figures."""
+    sys.path.insert(0, str(HERE.parent))
+    from hf_xlsr.evaluation.tatoeba import TATOEBA_CODES
+
+    bible = sorted(TATOEBA_CODES.values())
+    lines = ["| model | languages scored | F1 over the 112 | F1 over the Bible's 21 |", "| --- | ---: | ---: | ---: |"]
+    superseded = (RESULTS / "tatoeba_e5_all.json").is_file()  # the 21 languages are among the 112
+    for name, label in TATOEBA_RUNS.items():
+        if not (RESULTS / name).is_file() or (name == "tatoeba_e5_bible.json" and superseded):
+            continue
+        metrics = load(name)["metrics"]
+        scores = {
+            key.split("_")[1]: value
+            for key, value in metrics.items()
+            if key.count("_") == 2 and len(key.split("_")[1]) == 3
+        }  # tatoeba_<xxx>_f1
+        everything = f"{sum(scores.values()) / len(scores):.1f}" if len(scores) == 112 else "—"
+        ours = [scores[code] for code in bible if code in scores]
+        covered = f"{sum(ours) / len(ours):.1f}" if len(ours) == len(bible) else "—"
+        lines.append(f"| {label} | {len(scores)} | {everything} | {covered} |")
+    for row in load("tatoeba_published.json")["models"]:
+        lines.append(f"| {row['model']} | 112 | {row['all_112']:.1f} | {row['bible_21']:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
 TABLES: dict[str, Callable[[], str]] = {
     "encoding": encoding_table,
     "queue-vs-batch": queue_table,
@@ -271,6 +325,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "queue-vs-batch-e5-22-verdict": lambda: queue_verdict("queue_vs_batch_e5_22.json"),
     "multilingual-summary": multilingual_summary,
     "gpu-step-summary": gpu_step_summary,
+    "tatoeba": tatoeba_table,
+    "encoding-summary": encoding_summary,
 }
 
 
