@@ -467,3 +467,15 @@ def test_the_earlier_spellings_of_mine_and_export_options_still_work_with_a_noti
     with pytest.raises(SystemExit) as exit_info:
         main(["mine", "--model", routed_export, "--source", str(source), "--output", str(tmp_path / "p.tsv")])
     assert exit_info.value.code == 2 and "the following arguments are required: --target" in capsys.readouterr().err
+
+
+def test_an_approximate_index_on_a_corpus_small_enough_for_exact_search_warns(caplog):
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((400, 16)).astype(np.float32), rng.standard_normal((400, 16)).astype(np.float32)
+    with caplog.at_level("WARNING", logger="hf_xlsr.evaluation.mining"):
+        mine(x, y, index="ivf")
+    assert "on 400 sentences per side: below 50000, exact search" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="hf_xlsr.evaluation.mining"):
+        mine(x, y, index="auto")
+    assert "exact search" not in caplog.text

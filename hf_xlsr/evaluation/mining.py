@@ -476,9 +476,14 @@ def mine(
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    spec = index_spec(max(len(source_embeddings), len(target_embeddings)), index)
+    n = max(len(source_embeddings), len(target_embeddings))
+    spec = index_spec(n, index)
     sides = (source_embeddings, target_embeddings)
     approximate = spec != "Flat"
+    if approximate and n < IVF_THRESHOLD:
+        logger.warning("index %s on %d sentences per side: below %d, exact search (index 'flat', what 'auto' picks) "
+                       "is as quick and finds every true nearest neighbour, which the margins need", spec, n,
+                       IVF_THRESHOLD)  # fmt: skip
     centres = tuple(side_centre(side, block_size) for side in sides) if centre and approximate else None
     trained = train_index(spec, sides, source_embeddings.shape[1], centres=centres) if approximate else None
     x2y_sim, x2y_ind = knn(source_embeddings, target_embeddings, k, spec, block_size, trained, centres)
