@@ -33,6 +33,8 @@ BACKEND_HELP = (
 )
 
 
+MAX_LENGTH_HELP = "tokens per sentence of an hf_xlsr model (a sentence-transformers folder keeps its own)"
+
 # hf_xlsr.evaluation.suite.TASKS (a test keeps them equal), with what each encodes, for --help
 EVALUATION_TASKS = {
     "retrieval": "1,000 held-out sentences per language",
@@ -182,7 +184,7 @@ def _evaluate(args: argparse.Namespace, rest: list[str]) -> int:
     options = SuiteOptions(
         languages=args.languages, data=args.data, split=args.split, max_pairs=args.max_pairs, sts_file=args.sts_file,
         sts_dataset=args.sts_dataset, output_dir=args.output_dir, batch_size=args.batch_size,
-        mteb_cache=args.mteb_cache, backend=args.backend, tatoeba_dir=args.tatoeba_dir,
+        mteb_cache=args.mteb_cache, backend=args.backend, tatoeba_dir=args.tatoeba_dir, max_length=args.max_length,
         **({"seed": args.seed} if args.seed is not None else {}),
     )  # fmt: skip
     from hf_xlsr.evaluation.encoders import model_languages
@@ -250,7 +252,7 @@ def _mine(args: argparse.Namespace, rest: list[str]) -> int:
     source, target = SentenceFile(args.source), SentenceFile(args.target)
     model, tokenizers = load_for_evaluation(args.model, args.backend)
     source_language, target_language = mining_languages(model, args.source_language, args.target_language)
-    encode = as_encoder(model, tokenizers, batch_size=args.batch_size, backend=args.backend)
+    encode = as_encoder(model, tokenizers, batch_size=args.batch_size, max_length=args.max_length, backend=args.backend)
     try:
         check_index(index_spec(0, args.index), encode(["a"], source_language).shape[1])
     except ValueError as error:
@@ -365,14 +367,15 @@ def build_parser() -> argparse.ArgumentParser:
     encode.add_argument("--language", help="language of the sentences (picks the route of a model that encodes "
                                            "languages apart)")  # fmt: skip
     encode.add_argument("--batch-size", type=int, default=64)
-    encode.add_argument("--max-length", type=int, default=128, help="tokens per sentence (hf_xlsr models)")
+    encode.add_argument("--max-length", type=int, default=128, help=MAX_LENGTH_HELP)
     encode.add_argument("--backend", default="torch", choices=BACKENDS, help=BACKEND_HELP)
     encode.set_defaults(handler=_encode)
 
     export = commands.add_parser("export", help="export a trained model to sentence-transformers folders")
     export.add_argument("--model", required=True, help="trained hf_xlsr model folder")
     renamed(export, "--output", "--out", help="output folder", required=True)
-    renamed(export, "--max-length", "--max-seq-length", type=int, default=128, help="tokens per sentence")
+    renamed(export, "--max-length", "--max-seq-length", type=int, default=128,
+            help="tokens per sentence of the exported model (its max_seq_length)")  # fmt: skip
     export.set_defaults(handler=_export)
 
     evaluate = commands.add_parser("evaluate", help="run evaluation tasks; write one JSON and print a table")
@@ -402,6 +405,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--output-dir", default="evaluation", help="folder for plots")
     evaluate.add_argument("--mteb-cache", help="MTEB result cache folder (results are keyed by weight hash)")
     evaluate.add_argument("--batch-size", type=int, default=64)
+    evaluate.add_argument("--max-length", type=int, default=128, help=MAX_LENGTH_HELP)
     evaluate.add_argument("--seed", type=int,
                           help="seed that draws the held-out samples (default: one fixed seed, so that the same "
                                "data and size give the same sample, whatever seed trained the model); recorded "
@@ -429,6 +433,7 @@ def build_parser() -> argparse.ArgumentParser:
     mine.add_argument("--all-pairs", action="store_true", help="keep every mined pair, whatever its score")
     mine.add_argument("--embeddings", help="folder for the embeddings (memory-mapped .npy; default: a temporary one)")
     mine.add_argument("--batch-size", type=int, default=64)
+    mine.add_argument("--max-length", type=int, default=128, help=MAX_LENGTH_HELP)
     mine.add_argument("--backend", default="torch", choices=BACKENDS, help=BACKEND_HELP)
     mine.set_defaults(handler=_mine)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -327,3 +328,20 @@ def test_a_run_on_per_pair_files_exports_with_its_training_datasets(tmp_path, ca
     assert meta["training_datasets"] == []
     assert SentenceTransformer(str(tmp_path / "export")).encode(["Au commencement"]).shape[0] == 1
     assert mteb_training_datasets({"en-fr": sources["en-fr"], "en-de": "mteb/tatoeba-bitext-mining"}) == ["Tatoeba"]
+
+
+@pytest.mark.parametrize("command", ["train", "encode", "evaluate", "mine", "export"])
+def test_every_command_spells_its_output_and_length_alike(command):
+    """One name per idea: each command that writes takes --output, each that tokenises --max-length (train: as run
+    fields, output_dir and max_length)."""
+    from hf_xlsr_cli import build_parser, train_help
+
+    if command == "train":
+        text = train_help()
+        assert "--output_dir" in text and "--max_length" in text
+        return
+    parser = build_parser()
+    commands = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction").choices
+    shown = [action for action in commands[command]._actions if action.help != argparse.SUPPRESS]
+    flags = {flag for action in shown for flag in action.option_strings}
+    assert {"--output", "--max-length"} <= flags, flags

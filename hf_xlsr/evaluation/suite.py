@@ -48,6 +48,7 @@ class SuiteOptions:
     sts_dataset: str | None = None
     output_dir: str = "evaluation"
     batch_size: int = 64
+    max_length: int = 128  # tokens per sentence of an hf_xlsr model (a sentence-transformers folder keeps its own)
     mteb_cache: str | None = None
     model_meta: object | None = None  # the mteb.ModelMeta of an export, labelling the mteb results
     seed: int = HELDOUT_SEED  # draws the held-out samples: the same ones for the same data and size everywhere
@@ -168,7 +169,7 @@ def run_suite(
     time is logged as it ends and kept in ``options.seconds``."""
     callables = {name: build_task(name, options) for name in tasks}  # fail on a bad name before any work
     # one encoder for every task (each route of a backend exported once), each sentence encoded once, with progress
-    encoder = CachedEncoder(as_encoder(model, tokenizers, options.batch_size, show_progress=True,
+    encoder = CachedEncoder(as_encoder(model, tokenizers, options.batch_size, options.max_length, show_progress=True,
                                        backend=options.backend))  # fmt: skip
     results = {}
     for number, (name, task) in enumerate(callables.items(), start=1):
