@@ -252,7 +252,8 @@ def _mine(args: argparse.Namespace, rest: list[str]) -> int:
     source, target = SentenceFile(args.source), SentenceFile(args.target)
     model, tokenizers = load_for_evaluation(args.model, args.backend)
     source_language, target_language = mining_languages(model, args.source_language, args.target_language)
-    encode = as_encoder(model, tokenizers, batch_size=args.batch_size, max_length=args.max_length, backend=args.backend)
+    encode = as_encoder(model, tokenizers, batch_size=args.batch_size, max_length=args.max_length,
+                        backend=args.backend)  # fmt: skip
     try:
         check_index(index_spec(0, args.index), encode(["a"], source_language).shape[1])
     except ValueError as error:
