@@ -13,8 +13,9 @@ from sentence_transformers import SentenceTransformer
 
 from hf_xlsr.data import load_bible, resolve_reference, unique_pairs
 from hf_xlsr.evaluation import MiningEvaluator, hide_pairs, mine, precision_recall_f1
-from hf_xlsr.evaluation import mining as mining_module
 from hf_xlsr.evaluation.mining import best_threshold, knn
+from hf_xlsr.evaluation.mining import margin as margin_module
+from hf_xlsr.evaluation.mining import search as mining_module
 from hf_xlsr.utils import current_umask
 from hf_xlsr_cli import main
 
@@ -231,7 +232,7 @@ def test_one_trained_index_serves_both_directions_and_factory_strings_are_indexe
         trained.append(spec)
         return original(spec, *args, **kwargs)
 
-    monkeypatch.setattr(mining_module, "train_index", counted)
+    monkeypatch.setattr(margin_module, "train_index", counted)  # where mine looks it up
     exact = mine(x, y, index="flat")
     cases = [
         ("ivf", "IVF54,Flat|nprobe=4"),  # min(sqrt(3,000), 3,000 / 39) lists, a 12th of them probed
@@ -276,7 +277,7 @@ def test_one_to_one_pairing_is_the_best_first_loop_without_its_loop():
     n = 3000  # a chain of conflicts, each candidate better than the next: settled one per round, then by the loop
     cases.append((np.arange(n) // 2, (np.arange(n) + 1) // 2, -np.arange(n, dtype=float)))
     for source, target, scores in cases:
-        pairs = mining_module.greedy_one_to_one(source, target, scores)
+        pairs = margin_module.greedy_one_to_one(source, target, scores)
         found = list(zip(pairs.source.tolist(), pairs.target.tolist(), pairs.scores.tolist(), strict=True))
         assert found == best_first(source.tolist(), target.tolist(), scores.tolist())
 

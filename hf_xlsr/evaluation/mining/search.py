@@ -1,48 +1,27 @@
-"""Margin-based bitext mining (Artetxe and Schwenk, 2019), BUCC-style evaluation.
-
-The score of a candidate pair is a margin between its cosine and the mean cosine of each side's k nearest
-neighbours in the other language (MoCo-BERT paper, Eq. 4)::
-
-    sim(x, y) = margin(cos(x, y), sum_{z in NN_k(x)} cos(x, z) / 2k + sum_{z in NN_k(y)} cos(y, z) / 2k)
-
-with ``margin(a, b) = a / b`` (ratio) or ``a - b`` (distance). Candidates come from the k nearest neighbours in
-one or both directions (``forward``, ``backward``, ``max``: the union, ``intersect``: mutual best), are sorted by
-score and paired greedily one-to-one; pairs above a threshold are kept. The threshold is chosen on a development
-split and F1 is measured on a separate test split.
-
-Nearest neighbours are found with faiss: exact inner-product search below ``IVF_THRESHOLD`` sentences, inverted
-lists above, or any faiss ``index_factory`` string (`index_spec`). One trained index serves both directions of
-a search, trained on a sample of both sides. Vectors are added and queries searched in blocks, so no ``n x n`` matrix
-is built. Inverted lists of full vectors (``IVF<lists>,Flat``, what ``ivf`` builds) are scanned by `scan_lists`
-rather than by faiss: the queries that probe a list are scored against it in one matrix product. An approximate
-index sees each side centred on its own mean (`side_centre`): an encoder that keeps languages apart puts a language's
-sentences in inverted lists of their own, where a query scans the lists of its own language and misses those of its
-translation; centred, the two languages share lists. The index's candidates are then re-scored by the cosine of the
-vectors as they came.
-`mine_files` mines two text files of any size: embeddings go to memory-mapped files, texts are read back
-from the input files by offset as the pairs are written.
+"""Nearest neighbours for mining with faiss: exact inner-product search below `IVF_THRESHOLD` sentences, inverted lists
+above, or any faiss ``index_factory`` string (`index_spec`). One trained index serves both directions of a search,
+trained on a sample of both sides. Vectors are added and queries searched in blocks, so no ``n x n`` matrix is built.
+Inverted lists of full vectors (``IVF<lists>,Flat``, what ``ivf`` builds) are scanned by `scan_lists` rather than by
+faiss: the queries that probe a list are scored against it in one matrix product. An approximate index sees each side
+centred on its own mean (`side_centre`): an encoder that keeps languages apart puts a language's sentences in
+inverted lists of their own, where a query scans the lists of its own language and misses those of its translation;
+centred, the two languages share lists. The index's candidates are then re-scored by the cosine of the vectors as
+they came.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
 
 import faiss
 import numpy as np
 import torch
 
-from .encoders import Encoder, Evaluator
-
 logger = logging.getLogger(__name__)
 
-MARGINS = ("ratio", "distance")
-MODES = ("forward", "backward", "max", "intersect")
 # Chosen by `benchmarks/bench_mining_search.py --sweep 50000 150000` and `--sweep 75000 250000` (RESULTS.md), at
 # sizes its scaling figures do not report. Probes are a share of the lists: with sqrt(n) lists a fixed number of
 # probes scans a shrinking share of the corpus as it grows. Of the shares within half a point of exact search's recall
@@ -56,9 +35,6 @@ IVF_MAX_PROBES = 64
 IVF_REFINE = 4  # candidates per neighbour asked of an approximate index, re-scored by their exact cosine
 IVF_TRAIN_POINTS = 64  # k-means sample per inverted list (faiss asks for 39 at least)
 SCAN_SCORES = 2**22  # scores one matrix product of `scan_lists` computes at most
-# The customary cut of the ratio margin for mining without gold pairs (LASER's, CCMatrix's): pairs below it are
-# mostly not translations. ``hf-xlsr mine`` keeps pairs at or above it unless told otherwise.
-RATIO_THRESHOLD = 1.06
 
 
 def _unit_float32(vectors: np.ndarray) -> np.ndarray:
@@ -394,292 +370,3 @@ def exact_knn(queries: np.ndarray, corpus: np.ndarray, k: int, block_size: int =
         heap.add_result(found, np.where(where < 0, -1, where + start))
     heap.finalize()
     return heap.D, heap.I
-
-
-def apply_margin(cosine: np.ndarray, neighbourhood: np.ndarray, margin: str) -> np.ndarray:
-    """``margin(cos(x, y), (mean_k cos(x, .) + mean_k cos(y, .)) / 2)``; ``neighbourhood`` is the second term."""
-    if margin == "ratio":
-        return cosine / neighbourhood
-    if margin == "distance":
-        return cosine - neighbourhood
-    raise ValueError(f"margin must be one of {MARGINS}, got {margin!r}")
-
-
-@dataclass
-class MinedPairs:
-    """Mined pairs, best first: ``source[i]`` is paired with ``target[i]`` at ``scores[i]``."""
-
-    source: np.ndarray
-    target: np.ndarray
-    scores: np.ndarray
-
-    def above(self, threshold: float) -> MinedPairs:
-        keep = self.scores >= threshold
-        return MinedPairs(self.source[keep], self.target[keep], self.scores[keep])
-
-    def __len__(self) -> int:
-        return len(self.scores)
-
-
-def greedy_one_to_one(source: np.ndarray, target: np.ndarray, scores: np.ndarray) -> MinedPairs:
-    """Accept candidates best-first (ties in the order given), skipping any whose source or target sentence is
-    already paired; returns the accepted pairs, best first.
-
-    Computed in rounds of array operations rather than a loop over candidates: a round accepts every candidate that
-    ranks first among the remaining candidates of both its source and its target (the best-first loop would accept
-    it: nothing ranked above it touches its sentences), and drops the candidates that share a sentence with one it
-    accepted (the loop would skip them). Most candidates are settled in the first few rounds; once a round settles
-    fewer than one in a hundred of those left (long chains of conflicts), the best-first loop finishes them.
-    """
-    n = len(scores)
-    order = np.argsort(-scores, kind="stable")
-    source, target = np.asarray(source)[order], np.asarray(target)[order]  # rank order from here on
-    accepted = np.zeros(n, dtype=bool)
-    used_source = np.zeros(int(source.max(initial=-1)) + 1, dtype=bool)
-    used_target = np.zeros(int(target.max(initial=-1)) + 1, dtype=bool)
-    left = np.arange(n)
-    while len(left):
-        # the first (best) remaining candidate of each source and of each target
-        first_of_source = np.zeros(len(left), dtype=bool)
-        first_of_source[np.unique(source[left], return_index=True)[1]] = True
-        first_of_target = np.zeros(len(left), dtype=bool)
-        first_of_target[np.unique(target[left], return_index=True)[1]] = True
-        winners = left[first_of_source & first_of_target]
-        accepted[winners] = True
-        used_source[source[winners]], used_target[target[winners]] = True, True
-        taken = used_source[source[left]] | used_target[target[left]]
-        settled = int(taken.sum())
-        left = left[~taken]
-        if settled * 100 < len(left) + settled:
-            break
-    for i in left.tolist():  # what the rounds left: best first, as the definition says
-        s, t = source[i], target[i]
-        if not used_source[s] and not used_target[t]:
-            used_source[s], used_target[t], accepted[i] = True, True, True
-    return MinedPairs(source[accepted], target[accepted], np.asarray(scores)[order[accepted]])
-
-
-def mine(
-    source_embeddings: np.ndarray,
-    target_embeddings: np.ndarray,
-    k: int = 4,
-    margin: str = "ratio",
-    mode: str = "max",
-    index: str = "auto",
-    block_size: int = 16384,
-    centre: bool = True,
-) -> MinedPairs:
-    """Score candidate pairs with the margin of Eq. 4 and pair them one-to-one (no threshold applied).
-
-    ``centre``: an approximate index searches each side centred on its own mean, its candidates re-scored by the
-    original cosine (`knn`); False searches the vectors as they came. Exact search (``flat``) is the same either way.
-    """
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    n = max(len(source_embeddings), len(target_embeddings))
-    spec = index_spec(n, index)
-    sides = (source_embeddings, target_embeddings)
-    approximate = spec != "Flat"
-    if approximate and n < IVF_THRESHOLD:
-        logger.warning("index %s on %d sentences per side: below %d, exact search (index 'flat', what 'auto' picks) "
-                       "is as quick and finds every true nearest neighbour, which the margins need", spec, n,
-                       IVF_THRESHOLD)  # fmt: skip
-    centres = tuple(side_centre(side, block_size) for side in sides) if centre and approximate else None
-    trained = train_index(spec, sides, source_embeddings.shape[1], centres=centres) if approximate else None
-    x2y_sim, x2y_ind = knn(source_embeddings, target_embeddings, k, spec, block_size, trained, centres)
-    backward_centres = centres[::-1] if centres else None
-    y2x_sim, y2x_ind = knn(target_embeddings, source_embeddings, k, spec, block_size, trained, backward_centres)
-    x_mean, y_mean = x2y_sim.mean(axis=1), y2x_sim.mean(axis=1)
-    forward = apply_margin(x2y_sim, (x_mean[:, None] + y_mean[x2y_ind]) / 2, margin)  # (n_x, k)
-    backward = apply_margin(y2x_sim, (y_mean[:, None] + x_mean[y2x_ind]) / 2, margin)  # (n_y, k)
-    xs, ys = np.arange(len(forward)), np.arange(len(backward))
-    fwd_best, bwd_best = forward.argmax(axis=1), backward.argmax(axis=1)
-    fwd = (xs, x2y_ind[xs, fwd_best], forward[xs, fwd_best])
-    bwd = (y2x_ind[ys, bwd_best], ys, backward[ys, bwd_best])
-    if mode == "forward":
-        candidates = fwd
-    elif mode == "backward":
-        candidates = bwd
-    elif mode == "max":
-        candidates = tuple(np.concatenate([a, b]) for a, b in zip(fwd, bwd, strict=True))
-    else:  # intersect: x's best target is y and y's best source is x
-        mutual = bwd[0][fwd[1]] == xs
-        candidates = (xs[mutual], fwd[1][mutual], fwd[2][mutual])
-    return greedy_one_to_one(*candidates)
-
-
-def mining_predictions(pairs: MinedPairs, n_sources: int) -> np.ndarray:
-    """The target index mined for each source sentence, -1 where none (the ``bitext_mining`` metric's input)."""
-    predictions = np.full(n_sources, -1, dtype=np.int64)
-    predictions[pairs.source] = pairs.target
-    return predictions
-
-
-def precision_recall_f1(pairs: MinedPairs, gold: set[tuple[int, int]]) -> dict[str, float]:
-    found = sum((int(s), int(t)) in gold for s, t in zip(pairs.source, pairs.target, strict=True))
-    precision = found / len(pairs) if len(pairs) else 0.0
-    recall = found / len(gold) if gold else 0.0
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return {"precision": precision, "recall": recall, "f1": f1}
-
-
-def best_threshold(pairs: MinedPairs, gold: set[tuple[int, int]]) -> tuple[float, float]:
-    """The score threshold that maximises F1 against ``gold``, and that F1 (BUCC's threshold search)."""
-    if not len(pairs) or not gold:
-        return math.inf, 0.0
-    order = np.argsort(-pairs.scores, kind="stable")
-    hits = np.array([(int(pairs.source[i]), int(pairs.target[i])) in gold for i in order], dtype=np.float64)
-    true_positives = np.cumsum(hits)
-    kept = np.arange(1, len(hits) + 1)
-    f1 = 2 * true_positives / (kept + len(gold))  # = 2PR / (P + R) with P = TP / kept, R = TP / |gold|
-    ordered = pairs.scores[order]
-    cut_point = np.append(ordered[1:] < ordered[:-1], True)  # a threshold keeps every pair of a tie
-    f1[~cut_point] = -1.0
-    best = int(np.argmax(f1))
-    return float(pairs.scores[order[best]]), float(f1[best])
-
-
-@dataclass
-class MiningSplit:
-    """Source and target sentences and the gold pairs ``(source index, target index)`` among them."""
-
-    source: Sequence[str]
-    target: Sequence[str]
-    gold: Sequence[tuple[int, int]]
-
-
-def hide_pairs(
-    source: Sequence[str], target: Sequence[str], n_gold: int, n_unpaired: int, seed: int = 0
-) -> MiningSplit:
-    """A mining problem with a known answer: ``n_gold`` parallel pairs hidden among ``n_unpaired`` sentences on
-    each side whose translation is absent from the other side. ``source[i]`` translates ``target[i]``."""
-    if len(source) != len(target) or len(source) < n_gold + 2 * n_unpaired:
-        raise ValueError(f"need {n_gold + 2 * n_unpaired} parallel pairs, got {len(source)}")
-    rng = np.random.default_rng(seed)
-    rows = rng.permutation(len(source))
-    gold, source_only, target_only = np.split(rows[: n_gold + 2 * n_unpaired], [n_gold, n_gold + n_unpaired])
-    source_rows = rng.permutation(np.concatenate([gold, source_only]))
-    target_rows = rng.permutation(np.concatenate([gold, target_only]))
-    source_position = {int(row): i for i, row in enumerate(source_rows)}
-    target_position = {int(row): i for i, row in enumerate(target_rows)}
-    return MiningSplit(
-        [source[i] for i in source_rows],
-        [target[i] for i in target_rows],
-        sorted((source_position[int(row)], target_position[int(row)]) for row in gold),
-    )
-
-
-def embed_file(
-    encoder: Encoder, sentences, language: str, path: str | os.PathLike, chunk: int = 8192, progress: bool = True
-) -> np.ndarray:
-    """Embed a `SentenceFile` into a float32 ``.npy`` file at ``path``, ``chunk`` sentences at
-    a time, and return it memory-mapped: neither the texts nor the vectors are held in memory all at once."""
-    from tqdm.auto import tqdm
-
-    vectors = None
-    where = getattr(sentences, "path", None)
-    desc = f"embedding {where.name}" if where is not None else f"embedding {language}"
-    with tqdm(total=len(sentences), desc=desc, unit="sentence", disable=not progress) as bar:
-        start = 0
-        for batch in sentences.batches(chunk):
-            embedded = encoder(batch, language)
-            if vectors is None:
-                shape = (len(sentences), embedded.shape[1])
-                vectors = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=shape)
-            vectors[start : start + len(batch)] = embedded
-            start += len(batch)
-            bar.update(len(batch))
-    vectors.flush()
-    return np.load(path, mmap_mode="r")
-
-
-def mine_files(
-    encoder: Encoder,
-    source,
-    target,
-    output: str | os.PathLike,
-    source_language: str,
-    target_language: str,
-    threshold: float | None,
-    work_dir: str | os.PathLike,
-    k: int = 4,
-    margin: str = "ratio",
-    mode: str = "max",
-    index: str = "auto",
-    progress: bool = True,
-) -> int:
-    """Mine two `SentenceFile` s: embed each into ``work_dir`` (memory-mapped), mine, and
-    write the pairs scoring at least ``threshold`` (all with None), best first, to ``output`` as
-    ``score, source line, target line, source, target`` (tab-separated), reading each text back from its file as
-    the pair is written. Returns the number of pairs written."""
-    from ..utils import atomic_file
-
-    check_index(index_spec(0, index), encoder(["a"], source_language).shape[1])  # before any work
-    Path(work_dir).mkdir(parents=True, exist_ok=True)
-    x = embed_file(encoder, source, source_language, Path(work_dir) / "source.npy", progress=progress)
-    y = embed_file(encoder, target, target_language, Path(work_dir) / "target.npy", progress=progress)
-    pairs = mine(x, y, k=k, margin=margin, mode=mode, index=index)
-    if threshold is not None:
-        pairs = pairs.above(threshold)
-    with atomic_file(output) as handle, source.reader() as source_text, target.reader() as target_text:
-        for s, t, score in zip(pairs.source.tolist(), pairs.target.tolist(), pairs.scores.tolist(), strict=True):
-            handle.write(f"{score:.4f}\t{source.line_numbers[s]}\t{target.line_numbers[t]}\t{source_text(s)}\t"
-                         f"{target_text(t)}\n")  # fmt: skip
-    return len(pairs)
-
-
-class MiningEvaluator(Evaluator):
-    """BUCC-style mining: choose the threshold on ``dev``, report precision / recall / F1 on ``test``."""
-
-    primary_metric_name = "f1"
-
-    def __init__(
-        self,
-        dev: MiningSplit,
-        test: MiningSplit,
-        source_language: str | None = None,
-        target_language: str | None = None,
-        k: int = 4,
-        margin: str = "ratio",
-        mode: str = "max",
-        index: str = "auto",
-        name: str = "mining",
-    ):
-        if margin not in MARGINS:
-            raise ValueError(f"margin must be one of {MARGINS}, got {margin!r}")
-        self.dev, self.test = dev, test
-        self.source_language, self.target_language = source_language, target_language
-        self.k, self.margin, self.mode, self.index, self.name = k, margin, mode, index, name
-
-    @classmethod
-    def from_bible(
-        cls,
-        languages: Sequence[str] = ("en", "fr"),
-        n_gold: int = 200,
-        n_unpaired: int = 800,
-        seed: int = 0,
-        translations: dict[str, str] | None = None,
-        **kwargs,
-    ) -> MiningEvaluator:
-        """Held-out Bible verses hidden among unpaired ones: dev from the held-out books of the Old Testament,
-        test from those of the New, so the threshold is never chosen on the test gold."""
-        from ..data.bitext import unique_pairs
-        from ..data.corpora import load_bible
-
-        x, y = languages
-        verses = unique_pairs(load_bible([x, y], translations, split="heldout"), [x, y])
-        splits = []
-        for testament in (lambda book: book < 40, lambda book: book >= 40):
-            part = verses.filter(lambda row, keep=testament: keep(row["book"]))
-            splits.append(hide_pairs(part[x], part[y], n_gold, n_unpaired, seed))
-        return cls(*splits, source_language=x, target_language=y, **kwargs)
-
-    def _mine(self, encoder: Encoder, split: MiningSplit) -> MinedPairs:
-        x = encoder(list(split.source), self.source_language)
-        y = encoder(list(split.target), self.target_language)
-        return mine(x, y, self.k, self.margin, self.mode, self.index)
-
-    def evaluate(self, encoder: Encoder) -> dict[str, float]:
-        threshold, dev_f1 = best_threshold(self._mine(encoder, self.dev), set(map(tuple, self.dev.gold)))
-        test = precision_recall_f1(self._mine(encoder, self.test).above(threshold), set(map(tuple, self.test.gold)))
-        return self.prefixed({**test, "threshold": threshold, "dev_f1": dev_f1})

@@ -1,0 +1,35 @@
+"""Bitext mining: nearest neighbours with faiss (`search`), margin scores and one-to-one pairs (`margin`), two files of
+any size (`files`), and BUCC-style evaluation (`evaluator`)."""
+
+from .evaluator import MiningEvaluator, MiningSplit, hide_pairs
+from .files import embed_file, mine_files
+from .margin import (
+    MARGINS,
+    MODES,
+    RATIO_THRESHOLD,
+    MinedPairs,
+    apply_margin,
+    best_threshold,
+    greedy_one_to_one,
+    mine,
+    mining_predictions,
+    precision_recall_f1,
+)
+from .search import (
+    IVF_THRESHOLD,
+    build_index,
+    check_index,
+    exact_knn,
+    index_spec,
+    knn,
+    scan_lists,
+    side_centre,
+    train_index,
+)
+
+__all__ = [
+    "IVF_THRESHOLD", "MARGINS", "MODES", "RATIO_THRESHOLD", "MinedPairs", "MiningEvaluator", "MiningSplit",
+    "apply_margin", "best_threshold", "build_index", "check_index", "embed_file", "exact_knn", "greedy_one_to_one",
+    "hide_pairs", "index_spec", "knn", "mine", "mine_files", "mining_predictions", "precision_recall_f1",
+    "scan_lists", "side_centre", "train_index",
+]  # fmt: skip
