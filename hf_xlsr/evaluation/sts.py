@@ -109,7 +109,7 @@ def load_lee_similarity() -> datasets.Dataset:
     Columns ``sentence1``, ``sentence2`` (the two documents) and ``score`` (mean human rating, 0..1). It is the
     only human-scored similarity data that ships offline (install ``hf_xlsr[corpora]``).
     """
-    from ..data.corpora import package_file
+    from ..references import package_file
 
     lee = package_file("gensim", "test/test_data/lee.cor")
     documents = lee.read_text(encoding="latin-1").splitlines()  # the file is Latin-1 (its pound signs are 0xa3)

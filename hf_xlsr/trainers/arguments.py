@@ -302,7 +302,7 @@ def _model_config(config_class, values: dict, overrides: list[str], where) -> di
 def _run_model_configuration(config_class, values: dict, model_config: dict):
     """The model configuration the run will train: the checkpoint's (``model_name_or_path``) or the class
     defaults, with the run's ``model_config`` on top. Only its training values are read here."""
-    from ..data.corpora import resolve_reference
+    from ..references import resolve_reference
 
     checkpoint = values.get("model_name_or_path")
     if checkpoint:
@@ -407,8 +407,8 @@ def check_reference(reference: str | None, name: str, where) -> None:
     machine's cache holds, when offline); else one line naming the field."""
     if not reference:
         return
-    from ..data.corpora import resolve_reference
     from ..evaluation.loading import ModelLoadError, check_model_path
+    from ..references import resolve_reference
 
     try:
         path = resolve_reference(reference)

@@ -18,7 +18,7 @@ import torch
 from transformers import AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase, set_seed
 
 from ..data.bitext import BitextFormatError, load_bitext
-from ..data.corpora import load_bible_adjacent, resolve_reference
+from ..data.corpora import load_bible_adjacent
 from ..data.multilingual import (
     describe_sources,
     load_multiway,
@@ -42,6 +42,7 @@ from ..modeling import (
     LightweightDualTransformer,
     LightweightDualTransformerConfig,
 )
+from ..references import resolve_reference
 from ..tokenization import load_tokenizers
 from ..utils import atomic_directory
 from .arguments import ConfigFileError, DataArguments, ModelArguments

