@@ -68,10 +68,29 @@ def test_readme_docs_run_configurations_and_help_name_no_side():
     assert not found, found
 
 
+# a docstring that names an argument by a side the signature does not have: ``x_*``, ``x_input_ids``
+DOCUMENTED_SIDES = re.compile(r"\b[xy]_\*|" + SIDES.pattern)
+
+
+def test_docstrings_of_the_public_api_name_the_arguments_the_signatures_take():
+    """The paper's x and y may name the two sides inside an equation; an argument is documented by its own name."""
+    found = {}
+    for where, thing in public_callables().items():
+        forward = getattr(thing, "forward", None)
+        for name, documented in ((where, thing), (f"{where}.forward", forward)):
+            text = re.sub(r"0\.2\.0's ``\w+``", "", inspect.getdoc(documented) or "")  # the earlier names, named
+            match = DOCUMENTED_SIDES.search(text) if documented else None
+            if match and not name.startswith(PAPER_NOTATION):
+                found[name] = match.group(0)
+    assert not found, found
+
+
 def public_callables():
     """Every class and function the package exports, with the public methods of its classes."""
+    import hf_xlsr.modeling.losses  # rendered in the API page
+
     modules = [hf_xlsr, hf_xlsr.data, hf_xlsr.evaluation, hf_xlsr.trainers, hf_xlsr.tokenization, hf_xlsr.export,
-               hf_xlsr.hub, hf_xlsr.sentence_transformers]  # fmt: skip
+               hf_xlsr.hub, hf_xlsr.sentence_transformers, hf_xlsr.modeling.losses]  # fmt: skip
     seen = {}
     for module in modules:
         for name in getattr(module, "__all__", [n for n in vars(module) if not n.startswith("_")]):

@@ -306,16 +306,17 @@ def additive_margin_retrieval_loss(
 
 @float32_scores
 def sentence_contrastive_loss(
-    r_x: torch.Tensor, r_y: torch.Tensor, temperature: float = 1.0, ids: torch.Tensor | None = None
+    source: torch.Tensor, target: torch.Tensor, temperature: float = 1.0, ids: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """HICTL's sentence-level contrast (Wei et al., Eq. 2-4): for each pair, the other 2n - 2 sentences of the batch
-    (both languages) are the negatives, but those of the pair's own meaning (``ids``); scores are cosine
-    similarities divided by ``temperature``.
+    """HICTL's sentence-level contrast (Wei et al., Eq. 2-4) of the sentence representations ``source`` and
+    ``target`` (the paper's r_x and r_y, row i of one translating row i of the other): for each pair, the other
+    2n - 2 sentences of the batch (both languages) are the negatives, but those of the pair's own meaning (``ids``);
+    scores are cosine similarities divided by ``temperature``.
 
     ``L_S = 1/n sum_i (L_sctl(x_i) + L_sctl(y_i))``.
     """
-    r = F.normalize(torch.cat([r_x, r_y]).float(), dim=-1)
-    n = len(r_x)
+    r = F.normalize(torch.cat([source, target]).float(), dim=-1)
+    n = len(source)
     scores = (r @ r.T) / temperature
     both = None if ids is None else torch.cat([ids, ids])
     partner = torch.eye(2 * n, dtype=torch.bool, device=r.device).roll(n, dims=1)  # x_i <-> y_i

@@ -53,14 +53,27 @@ NEW_HEAD_WARMUP_STEPS = 300  # head_warmup_steps that from_encoder sets when the
 @dataclass
 class CmlmOutput(ModelOutput):
     r"""
-    loss: ``L_CMLM + alpha * L_br`` (as the schedule's current stage switches them), ``+ L_nli``.
-    loss_cmlm: masked-LM loss on the second sentence, conditioned on the first.
-    loss_br: additive-margin bitext retrieval loss, both directions, before alpha.
-    loss_nli: cross-entropy of the NLI head.
-    mlm_accuracy: share of masked tokens predicted right.
-    accuracy_source_to_target: in-batch retrieval accuracy, source -> target.
-    queue_fill: with a queue (hf_xlsr's extension), the share of its slots written so far.
-    source_embeddings / target_embeddings: L2-normalised sentence vectors of the bitext.
+    Output of `CmlmModel.forward`.
+
+    Args:
+        loss (`torch.FloatTensor` of shape `()`, *optional*):
+            `L_CMLM + alpha * L_br` (as the schedule's current stage switches them), `+ L_nli`.
+        loss_cmlm (`torch.FloatTensor` of shape `()`, *optional*):
+            Masked-LM loss on the second sentence, conditioned on the first, detached.
+        loss_br (`torch.FloatTensor` of shape `()`, *optional*):
+            Additive-margin bitext retrieval loss, both directions, before alpha, detached.
+        loss_nli (`torch.FloatTensor` of shape `()`, *optional*):
+            Cross-entropy of the NLI head, detached.
+        mlm_accuracy (`torch.FloatTensor` of shape `()`, *optional*):
+            Share of masked tokens predicted right.
+        accuracy_source_to_target (`torch.FloatTensor` of shape `()`, *optional*):
+            In-batch retrieval accuracy, source to target.
+        queue_fill (`torch.FloatTensor` of shape `()`, *optional*):
+            With a queue (hf_xlsr's extension), the share of its slots written so far.
+        source_embeddings (`torch.FloatTensor` of shape `(batch_size, hidden_size)`, *optional*):
+            L2-normalised sentence vectors of the source sentences.
+        target_embeddings (`torch.FloatTensor` of shape `(batch_size, hidden_size)`, *optional*):
+            L2-normalised sentence vectors of the target sentences.
     """
 
     loss: torch.FloatTensor | None = None
@@ -251,8 +264,45 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixi
         example_ids: torch.Tensor | None = None,
         return_loss: bool = True,
     ) -> CmlmOutput:
-        r"""CMLM on ``first`` / ``second`` (masked, ``second_labels`` -100 where not masked), bitext retrieval on
-        ``x`` / ``y``, NLI on ``premise`` / ``hypothesis``; the schedule's stage decides which losses count."""
+        r"""CMLM on a sentence and the next one, bitext retrieval on translation pairs, NLI on premise and hypothesis;
+        the schedule's stage decides which losses count.
+        Args:
+            first_input_ids (`torch.LongTensor` of shape `(batch_size, first_length)`, *optional*):
+                The conditioning sentences, whose vectors the second sentences are predicted from.
+            first_attention_mask (`torch.LongTensor` of shape `(batch_size, first_length)`, *optional*):
+                1 for tokens, 0 for padding.
+            second_input_ids (`torch.LongTensor` of shape `(batch_size, second_length)`, *optional*):
+                The following sentences, masked.
+            second_attention_mask (`torch.LongTensor` of shape `(batch_size, second_length)`, *optional*):
+                1 for tokens, 0 for padding.
+            second_labels (`torch.LongTensor` of shape `(batch_size, second_length)`, *optional*):
+                The original ids at masked positions, -100 elsewhere.
+            source_input_ids (`torch.LongTensor` of shape `(pair_batch_size, source_length)`, *optional*):
+                Token ids of the bitext's source sentences.
+            source_attention_mask (`torch.LongTensor` of shape `(pair_batch_size, source_length)`, *optional*):
+                1 for tokens, 0 for padding.
+            target_input_ids (`torch.LongTensor` of shape `(pair_batch_size, target_length)`, *optional*):
+                Token ids of their translations.
+            target_attention_mask (`torch.LongTensor` of shape `(pair_batch_size, target_length)`, *optional*):
+                1 for tokens, 0 for padding.
+            premise_input_ids (`torch.LongTensor` of shape `(nli_batch_size, premise_length)`, *optional*):
+                The NLI premises, for a configuration with an NLI head.
+            premise_attention_mask (`torch.LongTensor` of shape `(nli_batch_size, premise_length)`, *optional*):
+                1 for tokens, 0 for padding.
+            hypothesis_input_ids (`torch.LongTensor` of shape `(nli_batch_size, hypothesis_length)`, *optional*):
+                The NLI hypotheses.
+            hypothesis_attention_mask (`torch.LongTensor` of shape `(nli_batch_size, hypothesis_length)`, *optional*):
+                1 for tokens, 0 for padding.
+            nli_labels (`torch.LongTensor` of shape `(nli_batch_size,)`, *optional*):
+                Entailment (0), neutral (1) or contradiction (2).
+            example_ids (`torch.LongTensor` of shape `(pair_batch_size,)`, *optional*):
+                The meaning id of each bitext row (-1: unknown).
+            return_loss (`bool`, *optional*, defaults to `True`):
+                Compute the loss; `False` only embeds.
+
+        Returns:
+            `CmlmOutput`: the loss, its parts and the bitext's sentence vectors.
+        """
         use_cmlm, use_br = self.config.stage_losses(int(self.stage))
         parts, loss = {}, None
         # the bitext is encoded when a loss uses it, or for its embeddings when no loss is asked for

@@ -50,15 +50,31 @@ from .queue import MemoryQueue
 @dataclass
 class DualMomentumOutput(ModelOutput):
     r"""
-    loss: ``L(x, y) + L(y, x) + alpha * L_nli`` (Eq. 3 and Eq. 5).
-    loss_source_to_target: ``L(x, y)`` of Eq. 2: x queries against the y momentum keys (positive plus queue_y).
-    loss_target_to_source: ``L(y, x)``: y queries against the x momentum keys (positive plus queue_x).
-    loss_nli: cross-entropy of the NLI head, before the weight alpha (Appendix B).
-    accuracy_source_to_target / accuracy_target_to_source: fraction of queries whose positive key beats every key
-    in the other queue.
-    positive_similarity / negative_similarity: mean cosine of a query to its positive key / to the queued keys.
-    queue_fill: fraction of the queue slots written so far.
-    source_embeddings / target_embeddings: L2-normalised sentence vectors of the query encoders.
+    Output of `DualMomentumModel.forward`.
+
+    Args:
+        loss (`torch.FloatTensor` of shape `()`, *optional*, returned with both sides and `return_loss`):
+            `L(x, y) + L(y, x) + alpha * L_nli` (Eq. 3 and Eq. 5).
+        loss_source_to_target (`torch.FloatTensor` of shape `()`, *optional*):
+            `L(x, y)` of Eq. 2: the source queries against the target momentum keys (positive and queue), detached.
+        loss_target_to_source (`torch.FloatTensor` of shape `()`, *optional*):
+            `L(y, x)`: the target queries against the source momentum keys (positive and queue), detached.
+        loss_nli (`torch.FloatTensor` of shape `()`, *optional*):
+            Cross-entropy of the NLI head before its weight alpha (Appendix B), detached.
+        accuracy_source_to_target (`torch.FloatTensor` of shape `()`, *optional*):
+            Share of the source queries whose positive key beats every queued key (NaN while the queue is empty).
+        accuracy_target_to_source (`torch.FloatTensor` of shape `()`, *optional*):
+            The same for the target queries.
+        positive_similarity (`torch.FloatTensor` of shape `()`, *optional*):
+            Mean cosine of a query and its positive key, both directions.
+        negative_similarity (`torch.FloatTensor` of shape `()`, *optional*):
+            Mean cosine of a query and its queued negatives, both directions (NaN without negatives).
+        queue_fill (`torch.FloatTensor` of shape `()`, *optional*):
+            Share of the queue's slots written so far.
+        source_embeddings (`torch.FloatTensor` of shape `(batch_size, hidden_size)`, *optional*):
+            L2-normalised sentence vectors of the source side's query encoder.
+        target_embeddings (`torch.FloatTensor` of shape `(batch_size, hidden_size)`, *optional*):
+            L2-normalised sentence vectors of the target side's query encoder.
     """
 
     loss: torch.FloatTensor | None = None
@@ -270,13 +286,44 @@ class DualMomentumModel(SentenceEncoderMixin, MomentumMixin, FrozenParametersMix
         example_ids: torch.Tensor | None = None,
         return_loss: bool = True,
     ) -> DualMomentumOutput:
-        r"""Embed the source and target sentences; with both given and ``return_loss``, compute Eq. 3 (and Eq. 5).
+        r"""Embed the source and target sentences; with both given and `return_loss`, compute Eq. 3 (and Eq. 5) and, in
+        training with gradients, queue the momentum keys.
 
-        ``source_*`` / ``target_*`` are the tokenised sentences (row i of the target translates row i of the source;
-        the paper's x and y, ``languages[0]`` and ``languages[1]`` with one encoder per language).
-        ``example_ids`` (optional, one per row) travel with the keys into the queues, so that a query never meets
-        its own example's key among its negatives.
-        ``premise_*``, ``hypothesis_*`` and ``nli_labels`` feed the NLI head when the config has one.
+        Args:
+            source_input_ids (`torch.LongTensor` of shape `(batch_size, source_length)`, *optional*):
+                Token ids of the source sentences (`languages[0]`'s encoder with one encoder per language).
+            source_attention_mask (`torch.LongTensor` of shape `(batch_size, source_length)`, *optional*):
+                1 for tokens, 0 for padding.
+            source_token_type_ids (`torch.LongTensor` of shape `(batch_size, source_length)`, *optional*):
+                Segment ids, for encoders that take them.
+            target_input_ids (`torch.LongTensor` of shape `(batch_size, target_length)`, *optional*):
+                Token ids of the target sentences; row i translates source row i.
+            target_attention_mask (`torch.LongTensor` of shape `(batch_size, target_length)`, *optional*):
+                1 for tokens, 0 for padding.
+            target_token_type_ids (`torch.LongTensor` of shape `(batch_size, target_length)`, *optional*):
+                Segment ids, for encoders that take them.
+            premise_input_ids (`torch.LongTensor` of shape `(nli_batch_size, premise_length)`, *optional*):
+                Token ids of the NLI premises, for a configuration with `nli_head`.
+            premise_attention_mask (`torch.LongTensor` of shape `(nli_batch_size, premise_length)`, *optional*):
+                1 for tokens, 0 for padding.
+            premise_token_type_ids (`torch.LongTensor` of shape `(nli_batch_size, premise_length)`, *optional*):
+                Segment ids, for encoders that take them.
+            hypothesis_input_ids (`torch.LongTensor` of shape `(nli_batch_size, hypothesis_length)`, *optional*):
+                Token ids of the NLI hypotheses.
+            hypothesis_attention_mask (`torch.LongTensor` of shape `(nli_batch_size, hypothesis_length)`, *optional*):
+                1 for tokens, 0 for padding.
+            hypothesis_token_type_ids (`torch.LongTensor` of shape `(nli_batch_size, hypothesis_length)`, *optional*):
+                Segment ids, for encoders that take them.
+            nli_labels (`torch.LongTensor` of shape `(nli_batch_size,)`, *optional*):
+                Entailment (0), neutral (1) or contradiction (2).
+            example_ids (`torch.LongTensor` of shape `(batch_size,)`, *optional*):
+                The meaning id of each row (-1: unknown); they travel with the keys into the queues, so that no
+                translation of a query's meaning, in any language, is ever its negative.
+            return_loss (`bool`, *optional*, defaults to `True`):
+                Compute the loss when both sides are given; `False` only embeds.
+
+        Returns:
+            `DualMomentumOutput`: the loss, its parts and statistics, and the embeddings.
         """
         h_x = h_y = None
         if source_input_ids is not None:

@@ -67,11 +67,25 @@ from .pooling import l2_normalize, pool
 @dataclass
 class HictlOutput(ModelOutput):
     r"""
-    loss: ``L_LM + L_S + L_W`` (Eq. 7), the parts switched on in the config.
-    loss_lm: TLM / MLM on the concatenated pair. loss_sentence: L_S (Eq. 4). loss_word: L_W (Eq. 6).
-    accuracy_source_to_target: in-batch retrieval accuracy source -> target of the sentence representations.
-    queue_fill: with a queue (hf_xlsr's extension), the share of its slots written so far.
-    source_embeddings / target_embeddings: L2-normalised sentence representations r.
+    Output of `HictlForPreTraining.forward`.
+
+    Args:
+        loss (`torch.FloatTensor` of shape `()`, *optional*):
+            `L_LM + L_S + L_W` (Eq. 7), the parts the configuration switches on.
+        loss_lm (`torch.FloatTensor` of shape `()`, *optional*):
+            TLM / MLM on the concatenated pair, detached.
+        loss_sentence (`torch.FloatTensor` of shape `()`, *optional*):
+            L_S (Eq. 4), detached.
+        loss_word (`torch.FloatTensor` of shape `()`, *optional*):
+            L_W (Eq. 6), detached.
+        accuracy_source_to_target (`torch.FloatTensor` of shape `()`, *optional*):
+            In-batch retrieval accuracy of the sentence representations, source to target.
+        queue_fill (`torch.FloatTensor` of shape `()`, *optional*):
+            With a queue (hf_xlsr's extension), the share of its slots written so far.
+        source_embeddings (`torch.FloatTensor` of shape `(batch_size, hidden_size)`, *optional*):
+            L2-normalised sentence vectors of the source sentences.
+        target_embeddings (`torch.FloatTensor` of shape `(batch_size, hidden_size)`, *optional*):
+            L2-normalised sentence vectors of the target sentences.
     """
 
     loss: torch.FloatTensor | None = None
@@ -209,9 +223,31 @@ class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, FrozenPara
         example_ids: torch.Tensor | None = None,
         return_loss: bool = True,
     ) -> HictlOutput:
-        r"""``x_*`` / ``y_*``: the two sentences, encoded separately (L_S); ``pair_*``: ``[CLS] x [SEP] y [SEP]``,
-        masked for the LM task, ``pair_labels`` holding the original ids at masked positions and -100 elsewhere
-        (TLM and L_W)."""
+        r"""The sentence-level contrast on the two sentences encoded apart (L_S) and the LM task and word-level
+        contrast on the pair encoded together (TLM and L_W); the configuration switches each on.
+        Args:
+            source_input_ids (`torch.LongTensor` of shape `(batch_size, source_length)`, *optional*):
+                Token ids of the source sentences, encoded alone (L_S).
+            source_attention_mask (`torch.LongTensor` of shape `(batch_size, source_length)`, *optional*):
+                1 for tokens, 0 for padding.
+            target_input_ids (`torch.LongTensor` of shape `(batch_size, target_length)`, *optional*):
+                Token ids of the target sentences; row i translates source row i.
+            target_attention_mask (`torch.LongTensor` of shape `(batch_size, target_length)`, *optional*):
+                1 for tokens, 0 for padding.
+            pair_input_ids (`torch.LongTensor` of shape `(batch_size, pair_length)`, *optional*):
+                `[CLS] source [SEP] target [SEP]`, masked for the LM task.
+            pair_attention_mask (`torch.LongTensor` of shape `(batch_size, pair_length)`, *optional*):
+                1 for tokens, 0 for padding.
+            pair_labels (`torch.LongTensor` of shape `(batch_size, pair_length)`, *optional*):
+                The original ids at masked positions, -100 elsewhere (TLM and L_W).
+            example_ids (`torch.LongTensor` of shape `(batch_size,)`, *optional*):
+                The meaning id of each row (-1: unknown): no translation of a query's meaning is its negative.
+            return_loss (`bool`, *optional*, defaults to `True`):
+                Compute the loss; `False` only embeds.
+
+        Returns:
+            `HictlOutput`: the loss, its parts and the sentence representations.
+        """
         config, parts, loss = self.config, {}, None
         r_x = (
             self.sentence_representation(source_input_ids, source_attention_mask)

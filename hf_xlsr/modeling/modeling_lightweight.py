@@ -62,13 +62,27 @@ from .pooling import l2_normalize, pool
 @dataclass
 class LightweightDualTransformerOutput(ModelOutput):
     r"""
-    loss: ``w_gen * L_gen + w_align * L_align + w_sim * L_sim`` (Eq. 7).
-    loss_generative: the generative loss of ``config.generative_task`` (SMLM Eq. 1, XTR Eq. 2-3, UGT Eq. 4, MLM).
-    loss_align: L_align (Eq. 5). loss_sim: L_sim (Eq. 6).
-    generative_accuracy: how often the masked token is the most probable word (SMLM / UGT).
-    accuracy_source_to_target: in-batch retrieval accuracy source -> target by inner product.
-    queue_fill: with a queue (hf_xlsr's extension), the share of its slots written so far.
-    source_embeddings / target_embeddings: L2-normalised sentence vectors.
+    Output of `LightweightDualTransformer.forward`.
+
+    Args:
+        loss (`torch.FloatTensor` of shape `()`, *optional*):
+            `w_gen * L_gen + w_align * L_align + w_sim * L_sim` (Eq. 7).
+        loss_generative (`torch.FloatTensor` of shape `()`, *optional*):
+            The generative loss of `config.generative_task` (SMLM Eq. 1, XTR Eq. 2-3, UGT Eq. 4, MLM), detached.
+        loss_align (`torch.FloatTensor` of shape `()`, *optional*):
+            L_align (Eq. 5), detached.
+        loss_sim (`torch.FloatTensor` of shape `()`, *optional*):
+            L_sim (Eq. 6), detached.
+        generative_accuracy (`torch.FloatTensor` of shape `()`, *optional*):
+            How often the masked token is the most probable word (SMLM / UGT).
+        accuracy_source_to_target (`torch.FloatTensor` of shape `()`, *optional*):
+            In-batch retrieval accuracy, source to target, by inner product.
+        queue_fill (`torch.FloatTensor` of shape `()`, *optional*):
+            With a queue (hf_xlsr's extension), the share of its slots written so far.
+        source_embeddings (`torch.FloatTensor` of shape `(batch_size, hidden_size)`, *optional*):
+            L2-normalised sentence vectors of the source sentences.
+        target_embeddings (`torch.FloatTensor` of shape `(batch_size, hidden_size)`, *optional*):
+            L2-normalised sentence vectors of the target sentences.
     """
 
     loss: torch.FloatTensor | None = None
@@ -199,11 +213,37 @@ class LightweightDualTransformer(
         example_ids: torch.Tensor | None = None,
         return_loss: bool = True,
     ) -> LightweightDualTransformerOutput:
-        r"""Encode the pairs; with ``return_loss``, compute Eq. 7.
+        r"""Encode the pairs; with `return_loss`, compute Eq. 7.
+        Args:
+            source_input_ids (`torch.LongTensor` of shape `(batch_size, source_length)`, *optional*):
+                Token ids of the source sentences.
+            source_attention_mask (`torch.LongTensor` of shape `(batch_size, source_length)`, *optional*):
+                1 for tokens, 0 for padding.
+            target_input_ids (`torch.LongTensor` of shape `(batch_size, target_length)`, *optional*):
+                Token ids of the target sentences; row i translates source row i.
+            target_attention_mask (`torch.LongTensor` of shape `(batch_size, target_length)`, *optional*):
+                1 for tokens, 0 for padding.
+            masked_side (`torch.LongTensor` of shape `(batch_size,)`, *optional*):
+                SMLM / UGT: 0 where row i's source sentence had a token replaced by [MASK], 1 where its target did.
+            masked_position (`torch.LongTensor` of shape `(batch_size,)`, *optional*):
+                SMLM / UGT: the position of that token.
+            masked_token (`torch.LongTensor` of shape `(batch_size,)`, *optional*):
+                SMLM / UGT: the original token.
+            source_mlm_labels (`torch.LongTensor` of shape `(batch_size, source_length)`, *optional*):
+                MLM: the original ids at masked positions of the source sentences, -100 elsewhere.
+            target_mlm_labels (`torch.LongTensor` of shape `(batch_size, target_length)`, *optional*):
+                MLM: the same for the target sentences.
+            source_token_type_ids (`torch.LongTensor` of shape `(batch_size, source_length)`, *optional*):
+                Segment ids, where the encoder takes them.
+            target_token_type_ids (`torch.LongTensor` of shape `(batch_size, target_length)`, *optional*):
+                Segment ids, where the encoder takes them.
+            example_ids (`torch.LongTensor` of shape `(batch_size,)`, *optional*):
+                The meaning id of each row (-1: unknown).
+            return_loss (`bool`, *optional*, defaults to `True`):
+                Compute the loss; `False` only embeds.
 
-        For SMLM / UGT, row i had token ``masked_token[i]`` (originally at ``masked_position[i]``) replaced by
-        [MASK] in its x sentence (``masked_side[i] == 0``) or its y sentence (``1``). For MLM, ``source_mlm_labels`` /
-        ``target_mlm_labels`` hold the original ids at masked positions and -100 elsewhere.
+        Returns:
+            `LightweightDualTransformerOutput`: the loss, its parts and the sentence vectors.
         """
         states_x = states_y = u = v = None
         if source_input_ids is not None:
