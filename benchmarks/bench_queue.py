@@ -1,7 +1,8 @@
 """The cost of a memory queue in the loss, against its arithmetic floor and against scoring it in one piece.
 
-For one direction of MoCo-BERT's loss (a batch of B queries, d = 384, a queue of K keys), each configuration runs
-in a fresh process and reports the seconds of forward + backward and the resident memory the step added:
+For both directions of MoCo-BERT's loss (each a batch of B queries, d = 384, against a queue of K keys), each
+configuration runs in a fresh process and reports the seconds of forward + backward and the resident memory the
+step added:
 
 * ``no queue``: the loss on the batch alone (the part every configuration shares);
 * ``blocked``: hf_xlsr's ``info_nce``, the queue scored in blocks of 8,192 keys with an online log-sum-exp whose
@@ -9,9 +10,10 @@ in a fresh process and reports the seconds of forward + backward and the residen
 * ``materialised``: the queue scored in one piece, as hf_xlsr did before: a float32 copy of the queue, the B x K
   logits concatenated to the batch's and ``cross_entropy``, autograd keeping the logits for the backward pass.
 
-The floor is the arithmetic the queue needs, 2 B K d multiply-adds (its logits, and the gradient of the queries
-through them), at the machine's own float32 matmul rate measured in the same run on matrices of the same shapes
-(the median of 200 timings). The issue's floor counts the backward twice over (4 B K d); both ratios are printed.
+The floor is the arithmetic the queue needs, 2 B K d multiply-adds per direction (its logits, and the gradient of
+the queries through them), twice, at the machine's own float32 matmul rate measured in the same run on matrices of
+the same shapes (the median of 200 timings). A stricter floor counts the backward twice over (4 B K d per
+direction); both ratios are printed.
 Times are medians of ``--repeats`` steps.
 
     python benchmarks/bench_queue.py --out benchmarks/results/queue.json
@@ -59,19 +61,21 @@ def one_configuration(implementation: str, size: int, batch: int, dtype: str, re
     from hf_xlsr.modeling.losses import info_nce
 
     torch.manual_seed(0)
-    queue = F.normalize(torch.randn(size, D), dim=-1).to(getattr(torch, dtype)) if size else None
-    keys = F.normalize(torch.randn(batch, D), dim=-1)
-    base = torch.randn(batch, D)
+    sides = []  # both directions of the loss: each side's queries against the other side's keys and queue
+    for _ in range(2):
+        queue = F.normalize(torch.randn(size, D), dim=-1).to(getattr(torch, dtype)) if size else None
+        sides.append((torch.randn(batch, D), F.normalize(torch.randn(batch, D), dim=-1), queue))
     reset_peak_rss()
     before = rss_mb()
 
     def step():
-        q = F.normalize(base.clone().requires_grad_(), dim=-1)
-        if implementation == "materialised":
-            loss = materialised(q, keys, queue, 0.04)
-        else:
-            loss = info_nce(q, keys, 0.04, [(queue, None)] if queue is not None else []).loss
-        loss.backward()
+        for base, keys, queue in sides:
+            q = F.normalize(base.clone().requires_grad_(), dim=-1)
+            if implementation == "materialised":
+                loss = materialised(q, keys, queue, 0.04)
+            else:
+                loss = info_nce(q, keys, 0.04, [(queue, None)] if queue is not None else []).loss
+            loss.backward()
 
     step()  # warm-up
     times = []
@@ -122,10 +126,10 @@ def main() -> None:
     rate = matmul_rate(args.batch)
     rows = []
     print(f"batch {args.batch}, d {D}, {args.threads} threads; no queue: {baseline['seconds'] * 1e3:.2f} ms")
-    print(f"{'K':>8} {'queue':>8} {'implementation':>13} {'ms added':>9} {'x floor':>8} {'x issue floor':>14} "
+    print(f"{'K':>8} {'queue':>8} {'implementation':>13} {'ms added':>9} {'x floor':>8} {'x 4BKd floor':>14} "
           f"{'MB added':>9}")  # fmt: skip
     for size in args.sizes:
-        floor = 2 * args.batch * size * D / rate
+        floor = 2 * 2 * args.batch * size * D / rate  # both directions
         for dtype in ("float32", "float16"):
             for implementation in ("blocked", "materialised"):
                 result = run(implementation, size, dtype)
