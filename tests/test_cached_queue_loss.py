@@ -188,6 +188,7 @@ def test_trains_with_accumulation_one_ema_per_step_and_resumes_exactly(encoder_d
         torch.testing.assert_close(q, p, rtol=1e-5, atol=1e-6, msg=name)
 
 
+@pytest.mark.slow  # two accelerate processes: about 20 seconds
 def test_two_processes_with_accumulation_hold_the_same_queue_and_weights(encoder_dir, tmp_path):  # noqa: F811
     script = ROOT / "tests" / "scripts" / "train_st_loss.py"
     result = launch_two_processes(script, encoder_dir, str(tmp_path), "cached")
