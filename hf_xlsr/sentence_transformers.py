@@ -18,7 +18,7 @@ import torch
 from accelerate.utils import extract_model_from_parallel
 from safetensors.torch import load_model, save_model
 from sentence_transformers import SentenceTransformer
-from sentence_transformers.base.losses.gradcache import CachedLossMixin, _create_minibatch
+from sentence_transformers.base.losses.gradcache import CachedLossMixin, _create_minibatch, _minibatch_ranges
 from torch import Tensor, nn
 from transformers import TrainerControl, TrainerState, TrainingArguments
 
@@ -337,7 +337,7 @@ class CachedMomentumQueueLoss(CachedLossMixin, MomentumQueueLoss):
         ids = meaning_ids(labels, n)
 
         def keys_of(feature: dict[str, Tensor]) -> Tensor:
-            ranges = [(b, min(b + self.mini_batch_size, n)) for b in range(0, n, self.mini_batch_size)]
+            ranges = _minibatch_ranges(feature, self.mini_batch_size)
             return torch.cat([self.momentum_keys(_create_minibatch(feature, b, e)) for b, e in ranges])
 
         candidates, anchor_keys = self._batch_keys(features, keys_of)
