@@ -160,18 +160,23 @@ def rss_mb() -> float:
         return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def training_arguments(steps: int, batch: int, learning_rate: float, output_dir: str, seed: int) -> dict:
+def training_arguments(
+    steps: int, batch: int, learning_rate: float, output_dir: str, seed: int, bf16: bool = False
+) -> dict:
     return dict(
         output_dir=output_dir, max_steps=steps, per_device_train_batch_size=batch, learning_rate=learning_rate,
-        warmup_steps=max(1, steps // 10), lr_scheduler_type="cosine", weight_decay=1e-4, max_grad_norm=10.0,
+        bf16=bf16, warmup_steps=max(1, steps // 10), lr_scheduler_type="cosine", weight_decay=1e-4, max_grad_norm=10.0,
         seed=seed, save_strategy="no", report_to="none", disable_tqdm=True, logging_steps=max(1, steps // 8),
         use_cpu=not torch.cuda.is_available(), dataloader_pin_memory=False,
     )  # fmt: skip
 
 
 def build(arm: str, path: str, train, languages: list[str], steps: int, learning_rate: float, output_dir: str,
-          seed: int, max_length: int, base: int = BATCH):  # fmt: skip
-    """``(trainer, score)``: the arm's trainer and a function scoring its model on an evaluator; ``base`` is B."""
+          seed: int, max_length: int, base: int = BATCH, bf16: bool = False):  # fmt: skip
+    """``(trainer, score)``: the arm's trainer and a function scoring its model on an evaluator; ``base`` is B;
+    ``bf16`` trains in mixed precision. Rows with an ``example_id`` (the meaning: a verse) give the queue's arms their
+    ``label`` and sentence-transformers' arms its ``NO_DUPLICATES`` batches, so that no copy of a pair's own
+    translation is its negative when the pairs repeat or span several languages."""
     from transformers import TrainerCallback  # noqa: F401  (imported before sentence-transformers' trainer)
 
     s = spec(arm)
@@ -179,6 +184,7 @@ def build(arm: str, path: str, train, languages: list[str], steps: int, learning
     learning_rate *= s["lr_factor"]
     torch.manual_seed(seed)
     many = len(languages) > 2
+    ids = "example_id" in train.column_names
     columns = ["source", "target"] if many else languages
     if s["loss"] == "dmm":
         from transformers import AutoTokenizer
@@ -191,7 +197,7 @@ def build(arm: str, path: str, train, languages: list[str], steps: int, learning
                                                 temperature=TEMPERATURE)  # fmt: skip
         tokenizers = AutoTokenizer.from_pretrained(path)
         collator = BitextCollator(tokenizers, languages=None if many else languages, max_length=max_length)
-        args = XlsrTrainingArguments(**training_arguments(steps, batch, learning_rate, output_dir, seed))
+        args = XlsrTrainingArguments(**training_arguments(steps, batch, learning_rate, output_dir, seed, bf16))
         # with many languages the rows keep their languages and meaning ids: no translation of a verse is a negative
         kept = [*columns, "source_language", "target_language", "example_id"] if many else columns
         trainer = XlsrTrainer(model=model, args=args, train_dataset=train.select_columns(kept),
@@ -210,7 +216,7 @@ def build(arm: str, path: str, train, languages: list[str], steps: int, learning
     data = train.select_columns(columns)
     callbacks = []
     extra = {}
-    if many:  # a verse in several pairs: sentence-transformers' sampler for in-batch negatives keeps it once a batch
+    if ids:  # a verse in several pairs: sentence-transformers' sampler for in-batch negatives keeps it once a batch
         from sentence_transformers.base.sampler import BatchSamplers
 
         extra["batch_sampler"] = BatchSamplers.NO_DUPLICATES
@@ -223,7 +229,7 @@ def build(arm: str, path: str, train, languages: list[str], steps: int, learning
         loss = (MomentumQueueLoss(model, **options) if s["loss"] == "mql"
                 else CachedMomentumQueueLoss(model, mini_batch_size=base, **options))  # fmt: skip
         callbacks = [loss.callback]
-        if many:  # meaning ids: no queued translation of a query's own verse is its negative
+        if ids:  # meaning ids: no queued translation of a query's own verse is its negative
             data = data.add_column("label", train["example_id"])
     else:  # make_multilingual: student(pivot) and student(other) regress on teacher(pivot); teacher = the start
         teacher = SentenceTransformer(path, device="cpu")
@@ -232,8 +238,9 @@ def build(arm: str, path: str, train, languages: list[str], steps: int, learning
         del teacher
         data = data.add_column("label", [row.tolist() for row in labels])
         loss = losses.MSELoss(model)
-    args = SentenceTransformerTrainingArguments(**training_arguments(steps, batch, learning_rate, output_dir, seed),
-                                                **extra)  # fmt: skip
+    args = SentenceTransformerTrainingArguments(
+        **training_arguments(steps, batch, learning_rate, output_dir, seed, bf16), **extra
+    )
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=data, loss=loss, callbacks=callbacks)
 
     def score(evaluator):

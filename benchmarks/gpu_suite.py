@@ -19,9 +19,10 @@ call cut short keeps the parts it finished):
    arm in train mode, timed interleaved (rounds of steps of each arm in turn); seconds per step, the ratio to MNRL,
    peak memory counting everything an arm holds (model, momentum copy, queues, optimizer state, activations), the
    EMA's share; then ``cached_memory``: CachedMomentumQueueLoss against CachedMNRL at batch 64 in mini-batches of 8;
-3. ``queue_vs_batch``: the queue against large batches at GPU scale: MomentumQueueLoss at batch 256 with 65,536
-   keys against CachedMNRL at 2,048 and 8,192 (mini-batch 256), the same 262,144 training pairs each, from
-   MiniLM-L6: steps, seconds, peak memory, held-out accuracy;
+3. ``queue_vs_batch``: the queue against large batches at GPU scale, in bf16: MNRL at batch 256, MomentumQueueLoss
+   at batch 256 with 65,536 keys, CachedMNRL at 2,048 and 8,192 (mini-batch 256), the same 131,072 training pairs
+   each with each verse's meaning id, from MiniLM-L6: steps, seconds, peak memory, held-out accuracy on 4,801 en-fr
+   pairs both ways and on 1,000 tuning pairs;
 4. ``queue_floor``: the queue's added time (both directions, forward and backward) against its floor, the bfloat16
    matrix products of the same shapes (float32 accumulation) that scoring a bfloat16 queue needs;
 5. ``encoding``: sentences per second of hf_xlsr's bf16 path against ``SentenceTransformer.encode`` with the model
@@ -66,9 +67,11 @@ SIZES = {  # encoders made from MiniLM-L6's configuration with random weights: B
 # estimates is skipped
 ESTIMATES = {"cuda_tests": 25, "training_step": 265, "cached_memory": 20, "queue_vs_batch": 340, "queue_floor": 15,
              "encoding": 155, "demo": 60}  # fmt: skip
-# seconds each queue_vs_batch arm took on one H100 (2026-11-26, seed 0: training, then scoring held-out pairs); the
-# 32 B arm, not yet run there, at four times the 8 B arm's
-ARM_SECONDS = {"mql_K256B": 175, "cmnrl_8B_sqrtlr": 163, "cmnrl_32B_sqrtlr": 650}
+# queue_vs_batch: training pairs per arm, and the seconds an arm is expected to take on one H100 or H200 (training in
+# bf16, then scoring): float32 runs of 2^18 pairs took 175 s (queue) and 163 s (CachedMNRL at 8 B) on one H100, halved
+# for half the pairs, and halved again as a guess for bf16; the 32 B arm at four times the 8 B arm's
+PAIRS = 2**17
+ARM_SECONDS = {"mnrl_B": 35, "mql_K256B": 45, "cmnrl_8B_sqrtlr": 45, "cmnrl_32B_sqrtlr": 180}
 
 
 class Clock:
@@ -362,12 +365,15 @@ def cached_memory(args, device: torch.device, seconds: float) -> dict:
 
 
 def queue_vs_batch(args, device: torch.device, seconds: float) -> dict:
-    """The queue against large batches at GPU scale (``bench_queue_vs_batch.py``'s arms, B = 256): MomentumQueueLoss
-    at batch B with K = 256 B = 65,536 keys against CachedMNRL at 8 B = 2,048 and 32 B = 8,192 (mini-batch B, the
-    learning rate times sqrt(batch / B)), from MiniLM-L6 on en-fr Bible verses, the same number of training pairs
-    each, for each of ``--seeds`` (the order of the pairs and the trainer's seed); steps, seconds, peak memory and
-    held-out accuracy (1,000 pairs) after the budget. An arm starts only if the time it took on one H100
-    (``ARM_SECONDS``, or its own time at an earlier seed of this call) fits in what is left."""
+    """The queue against large batches at GPU scale (``bench_queue_vs_batch.py``'s arms, B = 256), every arm in bf16
+    and train mode: MNRL at B, MomentumQueueLoss at batch B with K = 256 B = 65,536 keys and CachedMNRL at 8 B = 2,048
+    and 32 B = 8,192 (mini-batch B), from MiniLM-L6 on en-fr Bible verses, the same ``PAIRS`` training pairs each
+    (about five epochs), for each of ``--seeds`` (the order of the pairs and the trainer's seed). Each verse is one
+    meaning id: the queue gets it as ``label`` and sentence-transformers' arms draw ``NO_DUPLICATES`` batches, so no
+    copy of a pair's own translation is its negative. Steps, seconds, peak memory (everything the arm holds: weights,
+    optimizer, momentum copy and queues) and retrieval accuracy both ways on every held-out pair but the tuning ones
+    (``bible``, 4,801 pairs) and on the 1,000 tuning pairs (``tune``). An arm starts only if the time it is expected
+    to take (``ARM_SECONDS``, or its own time at an earlier seed of this call) fits in what is left."""
     import tempfile
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -375,9 +381,10 @@ def queue_vs_batch(args, device: torch.device, seconds: float) -> dict:
 
     from hf_xlsr.data import load_bible
 
-    base, pairs = (4, 128) if args.dry_run else (256, 2**18)
+    base, pairs = (4, 128) if args.dry_run else (256, PAIRS)
     verses = load_bible(["en", "fr"], split="train").select_columns(["en", "fr"])
-    bible = evaluators(["en", "fr"])["bible"]
+    verses = verses.add_column("example_id", list(range(len(verses))))
+    scorers = evaluators(["en", "fr"], whole=not args.dry_run)
     deadline, rows, skipped = time.perf_counter() + seconds, [], []
     expected = {arm: 0 if args.dry_run else ARM_SECONDS[arm] for arm in args.arms}
     with tempfile.TemporaryDirectory() as scratch:
@@ -390,18 +397,19 @@ def queue_vs_batch(args, device: torch.device, seconds: float) -> dict:
                     continue
                 batch = base * spec(arm)["batch"]
                 row = {"arm": arm, "seed": seed, "batch": batch, "queue": base * spec(arm).get("queue", 0),
-                       "pairs": pairs, "steps": pairs // batch}  # fmt: skip
+                       "pairs": pairs, "steps": pairs // batch, "bf16": not args.dry_run}  # fmt: skip
                 began = time.perf_counter()
                 try:
                     reset_peak(device)
                     trainer, score = build(arm, path, train, ["en", "fr"], pairs // batch, 2e-4,
                                            f"{scratch}/{arm}-{seed}", seed, 16 if args.dry_run else 64,
-                                           base=base)  # fmt: skip
+                                           base=base, bf16=not args.dry_run)  # fmt: skip
                     trained = time.perf_counter()
                     trainer.train()
                     row["train_seconds"] = time.perf_counter() - trained
                     row["peak_mb"] = peak_mb(device)
-                    row["bible"] = score(bible)["retrieval_accuracy"]
+                    for name, evaluator in scorers.items():
+                        row[name] = score(evaluator)["retrieval_accuracy"]
                 except torch.OutOfMemoryError as error:
                     row["error"] = f"out of memory: {str(error).splitlines()[0]}"
                 expected[arm] = time.perf_counter() - began
@@ -603,10 +611,10 @@ def markdown(report: dict) -> str:
                          + " | ".join(shown) + " |")  # fmt: skip
     arms = report["parts"].get("queue_vs_batch", {}).get("rows", [])
     if arms:
-        lines += ["", "| arm | seed | batch | K | steps | train s | peak MB | held-out accuracy |",
-                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+        lines += ["", "| arm | seed | batch | K | steps | train s | peak MB | held-out accuracy | tuning pairs |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
         for row in arms:
-            cells = [row.get("train_seconds"), row.get("peak_mb"), row.get("bible")]
+            cells = [row.get("train_seconds"), row.get("peak_mb"), row.get("bible"), row.get("tune")]
             shown = [f"{value:.4g}" if isinstance(value, float) else (row.get("error") or "—") for value in cells]
             head = [row["arm"], row.get("seed", 0), row["batch"], row["queue"] or "—", row["steps"]]
             lines.append("| " + " | ".join(map(str, head + shown)) + " |")
@@ -654,7 +662,7 @@ def join(reports: list[dict]) -> dict:
                 rows = earlier["rows"] + part["rows"]
                 ran = {arm_label(row) for row in rows}
                 part |= {"rows": rows, "seconds": earlier["seconds"] + part["seconds"],
-                         "skipped": [s for s in earlier["skipped"] + part["skipped"] if s not in ran],
+                         "skipped": [s for s in dict.fromkeys(earlier["skipped"] + part["skipped"]) if s not in ran],
                          "command": f"{earlier['command']}; {part['command']}",
                          "date": f"{earlier['date']}, {part['date']}"}  # fmt: skip
             if not part["status"].startswith("skipped") or name not in joined["parts"]:
@@ -686,6 +694,51 @@ def seed_table(reports: list[dict]) -> str:
         each = ", ".join(f"{score:.2f} (seed {seed})" for (seed, _, _), score in zip(seeds, scores, strict=True))
         devices = ", ".join(dict.fromkeys(device for _, _, device in seeds))
         lines.append(f"| {arm} | {n} | {each} | {mean:.2f} ± {spread:.2f} | {devices} |")
+    return "\n".join(lines) + "\n"
+
+
+QUEUE_ARMS = ("mql_K256B",)  # hf_xlsr's arms in queue_vs_batch; the others are sentence-transformers'
+
+
+def queue_vs_batch_summary(report: dict) -> str:
+    """``queue_vs_batch`` of one report as a table of each arm's mean over its seeds (± sample standard deviation):
+    held-out and tuning accuracy, training seconds and peak memory; then the verdict. The best peer is the
+    sentence-transformers arm with the highest tuning accuracy; the queue's lead "holds" where it exceeds the larger
+    of the two arms' spreads over at least two seeds each, and its memory is given as a multiple of that peer's."""
+    from common import mean_and_spread
+
+    rows = [row for row in report["parts"]["queue_vs_batch"]["rows"] if "bible" in row]
+    arms = list(dict.fromkeys(row["arm"] for row in rows))
+    stats = {}
+    for arm in arms:
+        runs = [row for row in rows if row["arm"] == arm]
+        stats[arm] = {key: mean_and_spread([row[key] for row in runs])
+                      for key in ("bible", "tune", "train_seconds", "peak_mb")}  # fmt: skip
+    lines = [f"{report['device']}, bf16, `benchmarks/gpu_suite.py --parts queue_vs_batch` "
+             f"({report['date']}): mean over seeds ± spread.", "",
+             "| arm | batch | K | seeds | held-out accuracy (4,801 pairs) | tuning pairs | train s | peak MB |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    for arm in arms:
+        first = next(row for row in rows if row["arm"] == arm)
+        (bible, spread, n), tune, seconds, memory = (stats[arm][k] for k in ("bible", "tune", "train_seconds",
+                                                                            "peak_mb"))  # fmt: skip
+        shown = f"{100 * bible:.2f}" + (f" ± {100 * spread:.2f}" if n > 1 else "")
+        lines.append(f"| {arm} | {first['batch']} | {first['queue'] or '—'} | {n} | {shown} | {100 * tune[0]:.2f} | "
+                     f"{seconds[0]:.0f} | {memory[0]:,.0f} |")  # fmt: skip
+    peers = [arm for arm in arms if arm not in QUEUE_ARMS]
+    for queue in (arm for arm in arms if arm in QUEUE_ARMS):
+        if not peers:
+            break
+        best = max(peers, key=lambda arm: stats[arm]["tune"][0])
+        (q, q_spread, q_n), (p, p_spread, p_n) = stats[queue]["bible"], stats[best]["bible"]
+        lead, noise = 100 * (q - p), 100 * max(q_spread, p_spread)
+        enough = min(q_n, p_n) >= 2
+        word = ("holds" if lead > noise else "does not hold") if enough else "cannot show with one seed"
+        time_ratio = stats[queue]["train_seconds"][0] / stats[best]["train_seconds"][0]
+        memory_ratio = stats[queue]["peak_mb"][0] / stats[best]["peak_mb"][0]
+        lines.append(f"\nThe queue ({queue}) against the best peer on the tuning pairs ({best}): {lead:+.2f} points "
+                     f"held-out, seed spread {noise:.2f}: {word}; in {time_ratio:.2f} x its training time and "
+                     f"{memory_ratio:.2f} x its peak memory.")  # fmt: skip
     return "\n".join(lines) + "\n"
 
 

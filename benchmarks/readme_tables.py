@@ -209,6 +209,14 @@ def gpu_seed_table() -> str:
     return seed_table([load(name) for name in GPU_REPORTS])
 
 
+def gpu_queue_summary(name: str = "gpu_queue_vs_batch_h200_bf16.json") -> str:
+    """The GPU queue-against-batch comparison in bf16: each arm over its seeds, and the verdict."""
+    sys.path.insert(0, str(HERE))
+    from gpu_suite import queue_vs_batch_summary
+
+    return queue_vs_batch_summary(load(name))
+
+
 def queue_verdict(name: str = "queue_vs_batch.json") -> str:
     """The verdict lines of a queue-against-batch results file, without its table."""
     sys.path.insert(0, str(HERE))
@@ -321,6 +329,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "gpu-suite-h200": lambda: gpu_suite_table("gpu_suite_h200.json"),
     "gpu-suite-h200-bf16": lambda: gpu_suite_table("gpu_suite_h200_bf16.json"),
     "gpu-queue-seeds": gpu_seed_table,
+    "gpu-queue-vs-batch-bf16": gpu_queue_summary,
     "queue-vs-batch-verdict": queue_verdict,
     "queue-vs-batch-e5-22-verdict": lambda: queue_verdict("queue_vs_batch_e5_22.json"),
     "multilingual-summary": multilingual_summary,

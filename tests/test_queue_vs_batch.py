@@ -45,6 +45,25 @@ def test_every_arm_of_a_many_language_run_keeps_the_meaning_of_each_row(bench, m
     assert dmm.model.config.languages == LANGUAGES
 
 
+def test_repeated_two_language_pairs_with_meaning_ids_train_as_the_gpu_comparison_trains(bench, minilm, tmp_path):
+    """Two languages whose pairs repeat (the GPU comparison's five epochs): with an ``example_id`` per verse the
+    queue gets it as ``label`` and sentence-transformers' arms their ``NO_DUPLICATES`` batches; ``bf16`` reaches the
+    trainer; without ids neither."""
+    from sentence_transformers.base.sampler import BatchSamplers
+
+    train = bench.training_pairs(["en", "fr"], 0, 16)
+    twice = train.add_column("example_id", list(range(16)))
+    twice = twice.select([*range(16), *range(16)])
+    queue, _ = bench.build("mql_K32B", minilm, twice, ["en", "fr"], 4, 1e-4, str(tmp_path / "q"), 0, 32, bf16=True)
+    assert queue.train_dataset["label"] == [*range(16), *range(16)]
+    assert queue.args.bf16 and queue.args.batch_sampler == BatchSamplers.NO_DUPLICATES
+    peer, _ = bench.build("cmnrl_8B", minilm, twice, ["en", "fr"], 4, 1e-4, str(tmp_path / "c"), 0, 32)
+    assert peer.args.batch_sampler == BatchSamplers.NO_DUPLICATES and not peer.args.bf16
+    plain, _ = bench.build("mql_K32B", minilm, train, ["en", "fr"], 4, 1e-4, str(tmp_path / "p"), 0, 32)
+    assert "label" not in plain.train_dataset.column_names
+    assert plain.args.batch_sampler != BatchSamplers.NO_DUPLICATES
+
+
 def test_the_many_language_figure_is_the_mean_over_each_language_with_the_first(bench, minilm):
     from sentence_transformers import SentenceTransformer
 
