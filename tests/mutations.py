@@ -36,6 +36,7 @@ OLD_CHECKPOINT = KEYS + "test_a_checkpoint_written_by_0_2_0_loads_with_one_warni
 EVALUATE_MANY = (
     "tests/test_multilingual.py::test_evaluate_scores_every_pair_of_many_languages_with_a_table_and_a_heat_map"
 )
+GRADCACHE = "tests/test_dual_momentum_gradcache.py::"
 POSITIONS = "tests/test_export.py::test_inputs_are_cut_to_what_the_position_table_takes"
 THIRD_LANGUAGE = "tests/test_multilingual.py::test_a_querys_translation_in_a_third_language_is_never_its_negative"
 PRECISION = "tests/test_precision.py::test_bf16_autocast_keeps_contrastive_scores_and_gradients_in_float32"
@@ -65,7 +66,7 @@ FIRST_LOG = "tests/test_first_hour.py::test_the_first_log_line_of_a_queue_holds_
 MUTATIONS = [
     # MoCo-BERT and every queue
     Mutation("moco_positive_from_query_encoder", M + "modeling_dual_momentum.py",
-             'k_y = self.momentum_keys(target_input_ids, target_attention_mask, target_token_type_ids, side="y")',
+             'k_y = self.momentum_keys(*sides["y"], side="y")',
              "k_y = h_y.detach()",
              "tests/test_dual_momentum_model.py::test_positive_keys_come_from_the_momentum_encoder"),
     Mutation("queue_pointer_not_saved", M + "queue.py",
@@ -468,6 +469,26 @@ MUTATIONS = [
              'kept = [*columns, "source_language", "target_language", "example_id"] if many else columns',
              "kept = columns",
              QUEUE_VS_BATCH + "test_every_arm_of_a_many_language_run_keeps_the_meaning_of_each_row"),
+    # GradCache inside DualMomentumModel
+    Mutation("gradcache_replay_draws_new_dropout", "hf_xlsr/modeling/gradcache.py",
+             "                with state, precision:", "                with precision:",
+             GRADCACHE + "test_dropout_of_each_mini_batch_is_replayed_in_the_backward_pass"),
+    Mutation("gradcache_replay_ignores_the_outer_gradient", "hf_xlsr/modeling/gradcache.py",
+             "grad[begin:end].flatten().float()) * grad_output", "grad[begin:end].flatten().float())",
+             GRADCACHE + "test_the_cached_forward_gives_the_loss_gradients_and_queues_of_eq_3"),
+    Mutation("gradcache_replay_in_float32_under_bf16", "hf_xlsr/modeling/gradcache.py",
+             "enabled=torch.is_autocast_enabled(device)", "enabled=False",
+             GRADCACHE + "test_the_replay_runs_in_the_forwards_bf16_autocast"),
+    Mutation("gradcache_ddp_drops_the_first_mini_batches", "hf_xlsr/modeling/gradcache.py",
+             "surrogate = surrogate + sum(", "surrogate = surrogate + 0 * sum(",
+             GRADCACHE + "test_two_ddp_processes_train_the_cached_model_as_the_uncached_one"),
+    Mutation("gradcache_grads_of_the_first_side_only", "hf_xlsr/modeling/modeling_dual_momentum.py",
+             "cache_gradients(xy.loss + yx.loss, columns,", "cache_gradients(xy.loss + yx.loss, columns[:1],",
+             GRADCACHE + "test_the_cached_forward_gives_the_loss_gradients_and_queues_of_eq_3"),
+    Mutation("gradcache_replay_binds_the_last_side", "hf_xlsr/modeling/modeling_dual_momentum.py",
+             "def embed(begin: int, end: int, side: str = side) -> torch.Tensor:",
+             "def embed(begin: int, end: int) -> torch.Tensor:",
+             GRADCACHE + "test_the_cached_forward_gives_the_loss_gradients_and_queues_of_eq_3"),
     Mutation("repeated_pairs_meaning_ids_ignored", "benchmarks/bench_queue_vs_batch.py",
              'ids = "example_id" in train.column_names', "ids = many",
              QUEUE_VS_BATCH + "test_repeated_two_language_pairs_with_meaning_ids_train_as_the_gpu_comparison_trains"),

@@ -81,6 +81,9 @@ class DualMomentumConfig(PreTrainedConfig):
     momentum: float = 0.999  # m in Eq. 1
     # storage of queued keys; "auto": bfloat16 on a GPU (half the memory, tensor-core scoring), float32 on the CPU
     queue_dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
+    # GradCache: embed the batch in mini-batches of this many rows in training, at one mini-batch's activation memory
+    # with the whole batch's loss and gradients (hf_xlsr's extension); None embeds the batch at once
+    mini_batch_size: int | None = None
 
     # LoRA (hf_xlsr's extension): adapters on the encoders, the only encoder weights that train
     lora: dict | None = None  # peft.LoraConfig fields (r, lora_alpha, target_modules, ...); None: full fine-tuning
@@ -152,6 +155,10 @@ class DualMomentumConfig(PreTrainedConfig):
             raise ValueError(f"queue_size must be at least 1, got {self.queue_size}")
         if not self.temperature > 0:
             raise ValueError(f"temperature must be positive, got {self.temperature}")
+        if self.mini_batch_size is not None and self.mini_batch_size < 1:
+            raise ValueError(f"mini_batch_size must be at least 1 (or None), got {self.mini_batch_size}")
+        if self.mini_batch_size is not None and self.nli_head:
+            raise ValueError("mini_batch_size does not combine with nli_head: the NLI loss is not cached")
         if not 0.0 <= self.momentum <= 1.0:
             raise ValueError(f"momentum must lie in [0, 1], got {self.momentum}")
         if self.dropout is not None and not 0.0 <= self.dropout < 1.0:

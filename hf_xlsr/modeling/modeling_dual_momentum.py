@@ -41,6 +41,7 @@ from .adapters import FrozenParametersMixin
 from .common import SentenceEncoderMixin
 from .configuration_dual_momentum import DROPOUT_FIELDS, DualMomentumConfig
 from .distributed import keep_momentum_state_out_of_ddp
+from .gradcache import cache_gradients, embed_without_gradient, row_ranges
 from .losses import info_nce
 from .momentum import MomentumContrast, MomentumMixin, init_momentum_state
 from .pooling import l2_normalize, pool
@@ -325,22 +326,24 @@ class DualMomentumModel(SentenceEncoderMixin, MomentumMixin, FrozenParametersMix
         Returns:
             `DualMomentumOutput`: the loss, its parts and statistics, and the embeddings.
         """
+        sides = {"x": (source_input_ids, source_attention_mask, source_token_type_ids),
+                 "y": (target_input_ids, target_attention_mask, target_token_type_ids)}  # fmt: skip
+        cached = (return_loss and self.config.mini_batch_size and self.training and torch.is_grad_enabled()
+                  and source_input_ids is not None and target_input_ids is not None)  # fmt: skip
+        if cached:
+            return self._cached_forward(sides, example_ids)
         h_x = h_y = None
         if source_input_ids is not None:
-            h_x = self._embed("x", source_input_ids, source_attention_mask, source_token_type_ids)
+            h_x = self._embed("x", *sides["x"])
         if target_input_ids is not None:
-            h_y = self._embed("y", target_input_ids, target_attention_mask, target_token_type_ids)
+            h_y = self._embed("y", *sides["y"])
         if not return_loss or h_x is None or h_y is None:
             return DualMomentumOutput(source_embeddings=h_x, target_embeddings=h_y)
 
         # keys: momentum encoders, stop-gradient (Figure 1)
-        k_x = self.momentum_keys(source_input_ids, source_attention_mask, source_token_type_ids, side="x")
-        k_y = self.momentum_keys(target_input_ids, target_attention_mask, target_token_type_ids, side="y")
-        # Eq. 2: the positive key and the queue of the other language, no in-batch negatives. A queued key of the
-        # same example (the translation itself, seen an epoch ago) is left out when example ids are given.
-        tau, only_queue = self.config.temperature, {"in_batch_negatives": False, "query_ids": example_ids}
-        xy = info_nce(h_x, k_y, tau, [self.queue_y.negatives()], **only_queue)  # L(x, y)
-        yx = info_nce(h_y, k_x, tau, [self.queue_x.negatives()], **only_queue)  # L(y, x)
+        k_x = self.momentum_keys(*sides["x"], side="x")
+        k_y = self.momentum_keys(*sides["y"], side="y")
+        xy, yx = self._contrast(h_x, h_y, k_x, k_y, example_ids)
         loss = xy.loss + yx.loss  # Eq. 3
 
         loss_nli = None
@@ -354,6 +357,45 @@ class DualMomentumModel(SentenceEncoderMixin, MomentumMixin, FrozenParametersMix
             loss = loss + self.config.nli_weight * loss_nli  # Eq. 5
 
         self.momentum_contrast.enqueue(k_x, k_y, example_ids, loss)  # in training with gradients, finite only
+        return self._output(loss, xy, yx, h_x, h_y, loss_nli)
+
+    def _contrast(self, h_x, h_y, k_x, k_y, example_ids):
+        """Eq. 2 both ways: each side's queries against the other side's positive key and queue, no in-batch
+        negatives. A queued key of the same example (the translation itself, seen an epoch ago) is left out when
+        example ids are given."""
+        tau, only_queue = self.config.temperature, {"in_batch_negatives": False, "query_ids": example_ids}
+        xy = info_nce(h_x, k_y, tau, [self.queue_y.negatives()], **only_queue)  # L(x, y)
+        yx = info_nce(h_y, k_x, tau, [self.queue_x.negatives()], **only_queue)  # L(y, x)
+        return xy, yx
+
+    def _cached_forward(self, sides: dict, example_ids: torch.Tensor | None) -> DualMomentumOutput:
+        """The training forward with ``config.mini_batch_size`` (GradCache, ``gradcache.py``): keys and query
+        embeddings in mini-batches without gradient, the loss of Eq. 3 on them, one enqueue; the backward pass
+        embeds each mini-batch again with gradient. The loss, the gradients and the queues are those of the
+        uncached forward."""
+        rows = sides["x"][0].shape[0]
+        ranges = row_ranges(rows, self.config.mini_batch_size)
+
+        def rows_of(side: str, begin: int, end: int) -> list:
+            return [None if t is None else t[begin:end] for t in sides[side]]
+
+        keys = {side: torch.cat([self.momentum_keys(*rows_of(side, b, e), side=side) for b, e in ranges])
+                for side in sides}  # fmt: skip
+        columns = []
+        for side in sides:
+
+            def embed(begin: int, end: int, side: str = side) -> torch.Tensor:
+                return self._embed(side, *rows_of(side, begin, end))
+
+            leaf, states = embed_without_gradient(embed, ranges, like=sides[side][0])
+            columns.append((embed, leaf, ranges, states))
+        h_x, h_y = columns[0][1], columns[1][1]
+        xy, yx = self._contrast(h_x, h_y, keys["x"], keys["y"], example_ids)
+        loss = cache_gradients(xy.loss + yx.loss, columns, list(self.parameters()))
+        self.momentum_contrast.enqueue(keys["x"], keys["y"], example_ids, loss)
+        return self._output(loss, xy, yx, h_x.detach(), h_y.detach(), None)
+
+    def _output(self, loss, xy, yx, h_x, h_y, loss_nli) -> DualMomentumOutput:
         return DualMomentumOutput(
             loss=loss,
             loss_source_to_target=xy.loss.detach(),

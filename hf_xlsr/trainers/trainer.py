@@ -132,6 +132,13 @@ class XlsrTrainer(Trainer):
             args.remove_unused_columns = False
         if args is not None and args.ddp_find_unused_parameters is None and getattr(model, "encoder_frozen_steps", 0):
             args.ddp_find_unused_parameters = True  # a frozen encoder has no gradients for DDP to reduce
+        if args is not None and getattr(getattr(model, "config", None), "mini_batch_size", None):
+            # GradCache's loss reaches the weights only through its backward hook, which DDP's search for unused
+            # parameters cannot see from the forward's output: every weight gets its gradient in that hook instead
+            if args.ddp_find_unused_parameters:
+                raise ValueError("mini_batch_size trains under DDP with ddp_find_unused_parameters=False (every "
+                                 "weight gets its gradient in GradCache's backward hook)")  # fmt: skip
+            args.ddp_find_unused_parameters = False
         contrast = getattr(model, "momentum_contrast", None)
         if contrast is not None and isinstance(kwargs.get("train_dataset"), datasets.Dataset):
             kwargs["train_dataset"] = number_examples(kwargs["train_dataset"], contrast.queue_size)
