@@ -1,10 +1,11 @@
-"""The tables README.md and benchmarks/RESULTS.md print, generated from the results files, never typed.
+"""The tables README.md and the benchmark report (benchmarks/RESULTS.md and its pages, benchmarks/report/) print,
+generated from the results files, never typed.
 
 Each generated block sits between ``<!-- generated: NAME -->`` and ``<!-- /generated -->``; this script rewrites
 every block from ``TABLES[NAME]`` (``--check`` only compares, and exits 1 where a block differs:
 ``tests/test_readme_tables.py`` runs it).
 
-    python benchmarks/readme_tables.py            # rewrite the blocks of README.md and benchmarks/RESULTS.md
+    python benchmarks/readme_tables.py            # rewrite the blocks of README.md and the report
     python benchmarks/readme_tables.py --check
 """
 
@@ -19,7 +20,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
-DOCUMENTS = [HERE.parent / "README.md", HERE / "RESULTS.md"]
+DOCUMENTS = [HERE.parent / "README.md", HERE / "RESULTS.md", *sorted((HERE / "report").glob("*.md"))]
 BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /generated -->)", re.DOTALL)
 
 # hf_xlsr's backends and the sentence-transformers path of the same precision and engine. Its backend="openvino" needs

@@ -14,6 +14,8 @@ EXTRA = {"benchmarks/RESULTS.md": "benchmarks/RESULTS.md", "CONTRIBUTING.md": "c
 def on_files(files, config):
     for source, destination in EXTRA.items():
         files.append(File.generated(config, destination, abs_src_path=str(ROOT / source)))
+    for page in sorted((ROOT / "benchmarks" / "report").glob("*.md")):
+        files.append(File.generated(config, f"benchmarks/report/{page.name}", abs_src_path=str(page)))
     for plot in sorted((ROOT / "benchmarks" / "plots").glob("*.png")):
         files.append(File.generated(config, f"benchmarks/plots/{plot.name}", abs_src_path=str(plot)))
     for card in sorted((ROOT / "benchmarks" / "model_cards").glob("*.md")):

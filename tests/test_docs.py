@@ -37,6 +37,7 @@ def test_the_site_builds_strictly(tmp_path):
                             cwd=ROOT, capture_output=True, text=True, timeout=600)  # fmt: skip
     assert result.returncode == 0, result.stderr[-4000:]
     assert (tmp_path / "site" / "benchmarks" / "RESULTS" / "index.html").is_file()
+    assert (tmp_path / "site" / "benchmarks" / "report" / "queue" / "index.html").is_file()
     api = (tmp_path / "site" / "api" / "index.html").read_text()
     assert "MomentumQueueLoss" in api
     roles = re.findall(r":(?:meth|class|func|mod|attr|data):", api)  # Sphinx roles render raw: docstrings are Markdown
