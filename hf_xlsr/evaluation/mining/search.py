@@ -22,10 +22,10 @@ import torch
 
 logger = logging.getLogger(__name__)
 
-# Chosen by `benchmarks/bench_mining_search.py --sweep 50000 150000` and `--sweep 75000 250000` (benchmarks/report/mining.md), at
-# sizes its scaling figures do not report. Probes are a share of the lists: with sqrt(n) lists a fixed number of
-# probes scans a shrinking share of the corpus as it grows. Of the shares within half a point of exact search's recall
-# at every size swept, the fastest; beyond a million sentences, where nothing was measured, at most
+# Chosen by `benchmarks/bench_mining_search.py --sweep 50000 150000` and `--sweep 75000 250000` (the report's mining
+# page), at sizes its scaling figures do not report. Probes are a share of the lists: with sqrt(n) lists a fixed number
+# of probes scans a shrinking share of the corpus as it grows. Of the shares within half a point of exact search's
+# recall at every size swept, the fastest; beyond a million sentences, where nothing was measured, at most
 # `IVF_MAX_PROBES`, so that the search's time grows as n^1.5 rather than n^2. Exact search below the smallest size
 # swept, 50,000.
 IVF_THRESHOLD = 50_000
