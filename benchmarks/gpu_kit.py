@@ -26,9 +26,9 @@ On the GPU machine, two calls, the second while the machine is still held (what 
     python3 benchmarks/gpu_kit.py unpack .gpukit/data /tmp/site &&
     PYTHONPATH=/tmp/site:$PWD HF_HUB_OFFLINE=1 python3 benchmarks/gpu_suite.py --out $OUT/gpu_suite.json
 
-``tests/test_gpu_kit.py`` builds the kit, installs it that way into a clean environment that holds only the image's
-packages (transformers and sentence-transformers at the image's versions), and runs ``gpu_suite.py --dry-run``
-there.
+``tests/benchmarks/test_gpu_kit.py`` builds the kit, installs it that way into a clean environment that holds only
+the image's packages (transformers and sentence-transformers at the image's versions), and runs ``gpu_suite.py
+--dry-run`` there.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ generated from the results files, never typed.
 
 Each generated block sits between ``<!-- generated: NAME -->`` and ``<!-- /generated -->``; this script rewrites
 every block from ``TABLES[NAME]`` (``--check`` only compares, and exits 1 where a block differs:
-``tests/test_readme_tables.py`` runs it).
+``tests/benchmarks/test_readme_tables.py`` runs it).
 
     python benchmarks/readme_tables.py            # rewrite the blocks of README.md and the report
     python benchmarks/readme_tables.py --check

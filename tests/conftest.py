@@ -7,8 +7,11 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+from pathlib import Path
+
 import pytest
 import torch
+import yaml
 from transformers import AutoTokenizer
 
 from hf_xlsr import DualMomentumConfig, DualMomentumModel
@@ -78,3 +81,26 @@ def batch_of(tokenizer, pairs, n: int = 4, offset: int = 0) -> dict[str, torch.T
     x = tokenizer(list(rows["en"]), padding=True, truncation=True, max_length=32, return_tensors="pt")
     y = tokenizer(list(rows["fr"]), padding=True, truncation=True, max_length=32, return_tensors="pt")
     return {**{f"source_{k}": v for k, v in x.items()}, **{f"target_{k}": v for k, v in y.items()}}
+
+
+def run_config(path: Path, **values) -> Path:
+    base = dict(model_type="dual_momentum", tokenizer=MINILM, train_data="bible", languages=["en", "fr"],
+                model_config={"encoder_x": tiny_encoder_config(), "queue_size": 16, "shared_encoder": True},
+                max_train_pairs=32, max_eval_pairs=16, max_length=16, per_device_train_batch_size=4, max_steps=1,
+                output_dir=str(path.parent / "run"), save_strategy="no", report_to="none")  # fmt: skip
+    base.update(values)
+    path.write_text(yaml.safe_dump({k: v for k, v in base.items() if v is not None}))
+    return path
+
+
+def write_config(path: Path, **values) -> Path:
+    path.write_text(yaml.safe_dump(values))
+    return path
+
+
+@pytest.fixture(scope="session")
+def sentences(tmp_path_factory) -> Path:
+    """Eight held-out English verses, one per line."""
+    path = tmp_path_factory.mktemp("sentences") / "en.txt"
+    path.write_text("\n".join(load_bible(["en"], split="heldout")["en"][:8]) + "\n", encoding="utf-8")
+    return path

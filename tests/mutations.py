@@ -47,22 +47,24 @@ DDP = (
 SAMPLE = "tests/test_cli_and_arguments.py::test_training_and_evaluate_score_one_held_out_sample"
 BACKEND = "tests/test_backends.py::test_each_backend_gives_the_float32_vectors_within_its_precision"
 SCAN = "tests/test_mining.py::test_scanned_lists_find_what_a_float64_search_of_the_same_lists_finds"
-STAGES = "tests/test_bench_mining_search.py::test_the_stages_of_a_search_are_faiss_training_adding_and_searching"
-ONE_ENCODING = "tests/test_bench_mining_search.py::test_both_arms_mine_one_encoding_timed_once"
-GPU_SEEDS = "tests/test_gpu_suite.py::test_seeds_of_two_calls_join_and_pool_over_devices"
-GPU_OOM = "tests/test_gpu_suite.py::test_an_arm_out_of_memory_is_a_row_and_the_others_are_timed_interleaved"
+STAGES = (
+    "tests/benchmarks/test_bench_mining_search.py::test_the_stages_of_a_search_are_faiss_training_adding_and_searching"
+)
+ONE_ENCODING = "tests/benchmarks/test_bench_mining_search.py::test_both_arms_mine_one_encoding_timed_once"
+GPU_SEEDS = "tests/benchmarks/test_gpu_suite.py::test_seeds_of_two_calls_join_and_pool_over_devices"
+GPU_OOM = "tests/benchmarks/test_gpu_suite.py::test_an_arm_out_of_memory_is_a_row_and_the_others_are_timed_interleaved"
 PAIRING = "tests/test_mining.py::test_one_to_one_pairing_is_the_best_first_loop_without_its_loop"
 CENTRED = "tests/test_mining.py::test_an_approximate_index_searches_each_language_centred_on_its_own_mean"
-LINE_BUDGET = "tests/test_first_hour.py::test_a_short_train_and_encode_print_within_their_line_budget"
+LINE_BUDGET = "tests/test_cli_and_arguments.py::test_a_short_train_and_encode_print_within_their_line_budget"
 QUEUE_PROPERTY = (
     "tests/test_properties.py::test_the_queue_is_the_reference_after_any_enqueue_commit_rollback_and_wrap_around"
 )
-QUEUE_VS_BATCH = "tests/test_queue_vs_batch.py::"
+QUEUE_VS_BATCH = "tests/benchmarks/test_queue_vs_batch.py::"
 CACHED_EXACT = (
     "tests/test_cached_queue_loss.py::"
     "test_the_cached_loss_gives_the_plain_losss_value_gradients_and_queues[symmetric pairs with meaning ids]"
 )
-FIRST_LOG = "tests/test_first_hour.py::test_the_first_log_line_of_a_queue_holds_no_statistic_of_an_empty_queue"
+FIRST_LOG = "tests/test_trainer.py::test_the_first_log_line_of_a_queue_holds_no_statistic_of_an_empty_queue"
 MUTATIONS = [
     # MoCo-BERT and every queue
     Mutation("moco_positive_from_query_encoder", M + "modeling_dual_momentum.py",
@@ -252,22 +254,22 @@ MUTATIONS = [
              "correct = correct.masked_fill(~negative.any(dim=1), math.nan)", "correct = correct", FIRST_LOG),
     Mutation("paper_warm_up_for_a_short_run", "hf_xlsr/trainers/trainer.py",
              'if "warmup_steps" in paper and warmup >= 1 and warmup > WARMUP_SHARE * num_training_steps:', "if False:",
-             "tests/test_first_hour.py::test_a_ten_step_run_warms_up_for_a_tenth_of_itself_not_the_papers_400_steps"),
+             "tests/test_trainer.py::test_a_ten_step_run_warms_up_for_a_tenth_of_itself_not_the_papers_400_steps"),
     Mutation("output_dir_writability_not_checked", "hf_xlsr/trainers/arguments.py",
              "                check_writable(value, name)", "                pass",
-             "tests/test_first_hour.py::test_train_checks_its_output_folders_can_be_written_before_training"),
+             "tests/test_cli_errors.py::test_train_checks_its_output_folders_can_be_written_before_training"),
     Mutation("misspelt_override_not_named", "hf_xlsr/trainers/arguments.py", "        if name not in known:",
-             "        if False:", "tests/test_first_hour.py::test_a_misspelt_override_names_the_closest_field"),
+             "        if False:", "tests/test_cli_errors.py::test_a_misspelt_override_names_the_closest_field"),
     Mutation("evaluation_encodes_a_sentence_again", "hf_xlsr/evaluation/encoders.py",
              "new = list(dict.fromkeys(s for s in sentences if (language, s) not in self.vectors))",
              "new = list(dict.fromkeys(sentences))",
-             "tests/test_first_hour.py::test_an_evaluation_encodes_each_sentence_of_each_language_once"),
+             "tests/test_evaluation.py::test_an_evaluation_encodes_each_sentence_of_each_language_once"),
     Mutation("push_works_before_asking_the_hub", "hf_xlsr/hub.py", "        HfApi(token=token).whoami()",
-             "        pass", "tests/test_first_hour.py::test_push_without_a_token_or_a_network_says_so_in_one_line"),
+             "        pass", "tests/test_cli_errors.py::test_push_without_a_token_or_a_network_says_so_in_one_line"),
     Mutation("untrained_language_not_marked", "hf_xlsr_cli.py",
              'untrained = [language for language in args.languages if trained and language not in trained]',
              "untrained = []",
-             "tests/test_first_hour.py::test_evaluate_marks_the_languages_never_trained_and_times_each_task"),
+             "tests/test_evaluation.py::test_evaluate_marks_the_languages_never_trained_and_times_each_task"),
     Mutation("queue_slots_ignore_the_pointer", M + "queue.py",
              "slots = (start + torch.arange(n - kept, n, device=self.keys.device)) % self.size",
              "slots = torch.arange(n - kept, n, device=self.keys.device) % self.size", QUEUE_PROPERTY),
@@ -289,19 +291,19 @@ MUTATIONS = [
              "            self.dataloader_pin_memory = False  #", "            pass  #", LINE_BUDGET),
     Mutation("run_languages_checked_only_when_read", "hf_xlsr/trainers/arguments.py",
              "        have = corpus_languages(source)", "        have = None",
-             "tests/test_first_hour.py::test_a_language_the_corpus_lacks_lists_the_corpus_languages"),
+             "tests/test_cli_errors.py::test_a_language_the_corpus_lacks_lists_the_corpus_languages"),
     Mutation("evaluate_languages_checked_only_when_read", "hf_xlsr_cli.py",
              "    check_evaluation_languages(args.data, args.languages)", "    pass",
-             "tests/test_first_hour.py::test_evaluate_names_a_language_the_data_lacks_and_leaves_no_folder"),
+             "tests/test_cli_errors.py::test_evaluate_names_a_language_the_data_lacks_and_leaves_no_folder"),
     Mutation("wrong_type_prints_the_usage", "hf_xlsr/trainers/arguments.py", "        raise ConfigFileError(message)",
              "        super().error(message)",
-             "tests/test_first_hour.py::test_a_wrong_type_in_the_file_names_the_file_and_field"),
+             "tests/test_cli_errors.py::test_a_wrong_type_in_the_file_names_the_file_and_field"),
     Mutation("encoder_reference_not_checked", "hf_xlsr/trainers/arguments.py",
              "        check_reference(reference, name, where)", "        pass",
-             "tests/test_first_hour.py::test_an_encoder_that_is_not_here"),
+             "tests/test_cli_errors.py::test_an_encoder_that_is_not_here"),
     Mutation("generated_tables_not_rewritten", "benchmarks/readme_tables.py",
              "return match.group(1) + tables[name] + match.group(4)", "return match.group(0)",
-             "tests/test_readme_tables.py::test_a_typed_figure_in_a_generated_block_is_caught"),
+             "tests/benchmarks/test_readme_tables.py::test_a_typed_figure_in_a_generated_block_is_caught"),
     Mutation("own_meaning_in_batch", M + "losses.py",
              "negative &= (query_ids[:, None] != key_ids[None, :]) | (query_ids[:, None] < 0)", "pass",
              "tests/test_st_loss.py::test_labels_are_meaning_ids_that_mask_translations_in_the_batch_and_the_queue"),
@@ -321,7 +323,7 @@ MUTATIONS = [
     # The command line
     Mutation("output_dir_file_not_checked", "hf_xlsr/trainers/arguments.py", "if value and Path(value).is_file():",
              "if False:",
-             "tests/test_cli_and_arguments.py::test_an_output_dir_that_is_a_file_is_refused_before_anything_loads"),
+             "tests/test_cli_errors.py::test_an_output_dir_that_is_a_file_is_refused_before_anything_loads"),
     Mutation("training_seed_draws_the_sample", "hf_xlsr/trainers/run.py", '"seed": data_args.eval_seed',
              '"seed": 42', SAMPLE),
     Mutation("files_keep_private_modes", "hf_xlsr/utils.py",
@@ -353,31 +355,31 @@ MUTATIONS = [
     Mutation("one_language_below_the_peer", "benchmarks/bench_mining_search.py",
              "(exact['recall'] - run['recall']):.1f} | {100 * run['best_f1']:.1f} |",
              "(peer['recall'] - run['recall']):.1f} | {100 * run['best_f1']:.1f} |",
-             "tests/test_bench_mining_search.py::"
+             "tests/benchmarks/test_bench_mining_search.py::"
              "test_the_one_language_table_sets_each_arm_against_the_peer_and_exact_search"),
     Mutation("kit_without_transformers", "benchmarks/gpu_kit.py",
              '"faiss-cpu", "transformers", "sentence-transformers")', '"faiss-cpu", "sentence-transformers")',
-             "tests/test_gpu_kit.py::"
+             "tests/benchmarks/test_gpu_kit.py::"
              "test_the_kit_installs_without_an_index_and_runs_the_dry_run_in_the_images_packages"),
     Mutation("framework_version_from_metadata", "hf_xlsr/trainers/run.py", '"hf_xlsr": __version__}',
              '"hf_xlsr": version("hf_xlsr")}',
-             "tests/test_gpu_kit.py::"
+             "tests/benchmarks/test_gpu_kit.py::"
              "test_the_kit_installs_without_an_index_and_runs_the_dry_run_in_the_images_packages"),
     Mutation("mining_gold_is_the_shuffle", "benchmarks/gpu_suite.py", "gold[order] = np.arange(per_side)",
              "gold[:] = order",
-             "tests/test_gpu_suite.py::test_mining_sides_are_distinct_sentences_whose_gold_pairs_are_translations"),
+             "tests/benchmarks/test_gpu_suite.py::test_mining_sides_are_distinct_sentences_whose_gold_pairs_are_translations"),
     Mutation("gpu_report_written_at_the_end_only", "benchmarks/gpu_suite.py",
              "        write(report, Path(args.out))  # after each part", "        pass  # after each part",
-             "tests/test_gpu_suite.py::test_a_call_cut_short_keeps_the_parts_it_finished"),
+             "tests/benchmarks/test_gpu_suite.py::test_a_call_cut_short_keeps_the_parts_it_finished"),
     Mutation("mining_size_one_side", "benchmarks/gpu_suite.py", "(2 * 2 / rate + SEARCH_SECONDS)",
              "(2 / rate + SEARCH_SECONDS)",
-             "tests/test_gpu_suite.py::test_the_mining_takes_as_many_sentences_as_the_parts_time_holds"),
+             "tests/benchmarks/test_gpu_suite.py::test_the_mining_takes_as_many_sentences_as_the_parts_time_holds"),
     Mutation("coverage_home_of_the_query", "benchmarks/mining_corpus.py",
              "_, home = quantizer.search(y[targets], 1)", "_, home = quantizer.search(x[queries], 1)",
-             "tests/test_bench_mining_search.py::test_a_match_is_found_only_in_the_lists_its_query_scans"),
+             "tests/benchmarks/test_bench_mining_search.py::test_a_match_is_found_only_in_the_lists_its_query_scans"),
     Mutation("timing_of_another_setup", "benchmarks/bench_queue_vs_batch.py",
              "if any(ours[key] != timed[\"setup\"][key] for key in keys):", "if False:",
-             "tests/test_queue_vs_batch.py::test_a_results_file_is_reported_with_its_own_timing_only"),
+             "tests/benchmarks/test_queue_vs_batch.py::test_a_results_file_is_reported_with_its_own_timing_only"),
     Mutation("weight_state_without_the_moments", "benchmarks/bench_queue_vs_batch.py",
              "for value in state.values() if torch.is_tensor(value))",
              "for value in state.values() if torch.is_tensor(value) and value.ndim == 0)",
@@ -393,7 +395,7 @@ MUTATIONS = [
              "statistics.stdev(values) if len", "statistics.pstdev(values) if len", GPU_SEEDS),
     Mutation("joined_report_keeps_a_later_skip", "benchmarks/gpu_suite.py",
              'if not part["status"].startswith("skipped") or name not in joined["parts"]:', "if True:",
-             "tests/test_gpu_suite.py::test_reports_of_two_calls_join_into_one"),
+             "tests/benchmarks/test_gpu_suite.py::test_reports_of_two_calls_join_into_one"),
     Mutation("bf16_loads_float32_weights", "hf_xlsr/evaluation/loading.py",
              'dtype = torch.bfloat16 if backend == "bf16" else None', "dtype = None",
              "tests/test_backends.py::test_the_encode_command_loads_bfloat16_weights_for_bf16"),
@@ -414,17 +416,17 @@ MUTATIONS = [
     Mutation("search_again_against_the_whole_job", "benchmarks/bench_mining_e2e.py",
              "searched = f\"{run['search_seconds']:.1f} | {run['search_seconds'] / peer['search_seconds']:.2f}\"",
              "searched = f\"{run['search_seconds']:.1f} | {run['search_seconds'] / peer['seconds']:.2f}\"",
-             "tests/test_bench_mining_search.py::test_an_end_to_end_size_is_searched_again_and_its_rows_name_the_index"),
+             "tests/benchmarks/test_bench_mining_search.py::test_an_end_to_end_size_is_searched_again_and_its_rows_name_the_index"),
     Mutation("lead_read_against_a_lossier_peer", "benchmarks/readme_tables.py",
              "and 100 * (base - row[\"retrieval_accuracy\"]) <= max(lost, 0) + TIE]", "and True]",
-             "tests/test_readme_tables.py::test_a_lead_is_read_against_the_fastest_peer_path_that_loses_no_more"),
+             "tests/benchmarks/test_readme_tables.py::test_a_lead_is_read_against_the_fastest_peer_path_that_loses_no_more"),
     Mutation("no_tie_in_retrieval", "benchmarks/readme_tables.py", "<= max(lost, 0) + TIE]", "<= max(lost, 0)]",
-             "tests/test_readme_tables.py::test_a_lead_is_read_against_the_fastest_peer_path_that_loses_no_more"),
+             "tests/benchmarks/test_readme_tables.py::test_a_lead_is_read_against_the_fastest_peer_path_that_loses_no_more"),
     Mutation("a_gain_demands_a_better_peer", "benchmarks/readme_tables.py", "<= max(lost, 0) + TIE]", "<= lost + TIE]",
-             "tests/test_readme_tables.py::test_a_lead_is_read_against_the_fastest_peer_path_that_loses_no_more"),
+             "tests/benchmarks/test_readme_tables.py::test_a_lead_is_read_against_the_fastest_peer_path_that_loses_no_more"),
     Mutation("peer_vectors_read_before_its_answer", "benchmarks/bench_encoding.py",
              '            self.answer("done")', "            pass",
-             "tests/test_bench_encoding.py::test_a_peer_process_answers_each_request_with_its_own_vectors"),
+             "tests/benchmarks/test_bench_encoding.py::test_a_peer_process_answers_each_request_with_its_own_vectors"),
     Mutation("int8_calibrated_on_the_shortest", "hf_xlsr/evaluation/encoders.py",
              "order[np.linspace(0, len(order) - 1, min(CALIBRATION, len(order))).astype(int)]",
              "order[: min(CALIBRATION, len(order))]",
@@ -455,7 +457,7 @@ MUTATIONS = [
              '"add": ("replacement_add",), ', "", STAGES),
     Mutation("mining_goal_time_reversed", "benchmarks/bench_mining_search.py",
              'ours["seconds"] <= GOAL_TIME * peer["seconds"]', 'ours["seconds"] >= GOAL_TIME * peer["seconds"]',
-             "tests/test_readme_tables.py::test_every_generated_table_matches_its_results_file"),
+             "tests/benchmarks/test_readme_tables.py::test_every_generated_table_matches_its_results_file"),
     Mutation("pairing_loop_ignores_the_rounds", "hf_xlsr/evaluation/mining/margin.py",
              "if not used_source[s] and not used_target[t]:", "if True:", PAIRING),
     # the queue against large batches, many languages
@@ -495,7 +497,7 @@ MUTATIONS = [
     Mutation("queue_summary_best_peer_on_the_test", "benchmarks/gpu_suite.py",
              'best = max(peers, key=lambda arm: stats[arm]["tune"][0])',
              'best = max(peers, key=lambda arm: stats[arm]["bible"][0])',
-             "tests/test_gpu_suite.py::test_the_queue_summary_names_the_best_peer_on_the_tuning_pairs_and_its_verdict"),
+             "tests/benchmarks/test_gpu_suite.py::test_the_queue_summary_names_the_best_peer_on_the_tuning_pairs_and_its_verdict"),
     Mutation("many_language_figure_counts_zero_shot_pairs", "benchmarks/bench_queue_vs_batch.py",
              'return metrics.get("retrieval_trained_accuracy", metrics["retrieval_accuracy"])',
              'return metrics["retrieval_accuracy"]',

@@ -90,3 +90,14 @@ def test_the_wheel_installs_into_a_clean_venv_with_its_package_data(tmp_path):
     result = subprocess.run([str(tmp_path / "venv" / "bin" / "hf-xlsr"), "--help"], capture_output=True, text=True,
                             timeout=120)  # fmt: skip
     assert result.returncode == 0 and "{train,encode,export,evaluate,mine,push}" in result.stdout
+
+
+def test_one_transformers_for_every_install():
+    """Only the core dependencies bound transformers: no extra can move it, so the demo's install and the tests'
+    run one version."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]
+    assert any(d.startswith("transformers") for d in project["dependencies"])
+    for extra, requirements in project["optional-dependencies"].items():
+        assert not any(r.startswith("transformers") for r in requirements), extra

@@ -284,3 +284,64 @@ def test_evaluate_command_writes_json_and_table(tmp_path, capsys):
 
 def test_bible_verses_are_real():
     assert load_bible(["en", "fr"], split="heldout")[0]["fr"].startswith("Après la mort de Moïse")
+
+
+def test_evaluate_marks_the_languages_never_trained_and_times_each_task(tmp_path, capsys, tokenizer):
+    from conftest import tiny_dual_momentum
+
+    folder = tmp_path / "model"
+    tiny_dual_momentum(shared_encoder=True).save_pretrained(folder)  # trained on en and fr
+    tokenizer.save_pretrained(folder)
+    assert main(["evaluate", "--model", str(folder), "--languages", "en", "fr", "de", "--max-pairs", "40",
+                 "--tasks", "retrieval,retrieval_pcr", "--output", str(tmp_path / "out" / "results.json"),
+                 "--output-dir", str(tmp_path / "out")]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert f"{folder} was trained on en, fr; de: zero-shot" in out
+    assert "| de (zero-shot) |" in out and "| fr |" in out
+    assert "time per task: retrieval " in out and ", retrieval_pcr " in out
+
+
+def test_an_evaluation_encodes_each_sentence_of_each_language_once():
+    """CachedEncoder gives each caller the vectors the encoder gives, in the caller's order, and encodes a sentence
+    of a language once, however many tasks ask for it."""
+    import numpy as np
+
+    from hf_xlsr.evaluation.encoders import CachedEncoder
+
+    asked: list[tuple[str, str]] = []
+
+    def encoder(sentences, language):  # a deterministic stand-in: vector = (length, language's number)
+        asked.extend((language, s) for s in sentences)
+        return np.array([[len(s), ord(language[0])] for s in sentences], dtype=np.float32).reshape(-1, 2)
+
+    cached = CachedEncoder(encoder)
+    first = cached(["a", "bb", "a"], "en")
+    second = cached(["ccc", "bb"], "en")
+    third = cached(["bb"], "fr")
+    assert first.tolist() == [[1, 101], [2, 101], [1, 101]] and second.tolist() == [[3, 101], [2, 101]]
+    assert third.tolist() == [[2, 102]] and cached([], "en").shape == (0, 2)
+    assert asked == [("en", "a"), ("en", "bb"), ("en", "ccc"), ("fr", "bb")]
+
+
+def test_the_command_line_names_every_evaluation_task_and_its_cost():
+    from hf_xlsr.evaluation.suite import TASKS
+    from hf_xlsr_cli import DEFAULT_EVALUATION_TASKS, EVALUATION_TASKS
+
+    assert set(EVALUATION_TASKS) == set(TASKS) and set(DEFAULT_EVALUATION_TASKS) <= set(TASKS)
+
+
+def test_evaluate_on_every_engine_through_the_cached_encoder_scores_alike(tmp_path, capsys):
+    """The run's one cached encoder meets the backends: evaluate on ONNX Runtime gives the retrieval figures of
+    PyTorch, PCR included (both tasks read the same vectors)."""
+    import json
+
+    results = {}
+    for backend in ("torch", "onnx"):
+        output = tmp_path / backend / "results.json"
+        assert main(["evaluate", "--model", resolve_reference(MINILM), "--languages", "en", "fr", "--max-pairs", "60",
+                     "--tasks", "retrieval,retrieval_pcr", "--backend", backend, "--output", str(output),
+                     "--output-dir", str(output.parent)]) == 0  # fmt: skip
+        results[backend] = json.loads(output.read_text())
+    for task in ("retrieval", "retrieval_pcr"):
+        assert results["onnx"][task][f"{task}_accuracy"] == pytest.approx(results["torch"][task][f"{task}_accuracy"])
+    assert "time per task: retrieval " in capsys.readouterr().out

@@ -6,12 +6,13 @@ import os
 
 import pytest
 import torch
-from conftest import tiny_dual_momentum
+from conftest import run_config, tiny_dual_momentum
 from transformers import TrainerCallback
 
 from hf_xlsr.evaluation import RetrievalEvaluator
 from hf_xlsr.tokenization import load_tokenizers
 from hf_xlsr.trainers import BitextCollator, XlsrTrainer, XlsrTrainingArguments
+from hf_xlsr_cli import main
 
 
 def make_trainer(tmp_path, tokenizer, pairs, model=None, evaluators=(), **arguments):
@@ -232,3 +233,57 @@ def test_report_to_tensorboard_writes_every_loss_part(tmp_path, tokenizer, bible
         "train/queue_fill",
     } <= tags, tags
     assert [event.step for event in events.Scalars("train/queue_fill")] == [1, 2, 3]
+
+
+def test_a_ten_step_run_warms_up_for_a_tenth_of_itself_not_the_papers_400_steps(tmp_path, capsys, caplog):
+    """max_steps 10 and no warm-up given: the paper's 400 warm-up steps would train at 1e-7 to 9e-7; the run warms
+    up for 1 step and follows the cosine decay from the paper's peak, 4e-5 (Table 9), and the log says so. The first
+    log line holds no queue statistic, for the queue holds no key yet (no NaN, no accuracy of 1)."""
+    import json
+    import logging
+    import math
+
+    config = run_config(tmp_path / "run.yaml", max_steps=10, logging_steps=1, max_train_pairs=48, max_eval_pairs=0)
+    with caplog.at_level(logging.INFO, logger="hf_xlsr"):
+        assert main(["train", str(config)]) == 0
+    history = json.loads((tmp_path / "run" / "hf_xlsr_run.json").read_text())["training_log"]
+    logged = [(entry["step"], entry["learning_rate"]) for entry in history if "learning_rate" in entry]
+    assert [step for step, _ in logged] == list(range(1, 11))
+    for step, rate in logged:  # step k trains at the rate of k - 1 steps done: 1 warm-up step, then cosine decay
+        done = step - 1
+        expected = 0.0 if done < 1 else 4e-5 * 0.5 * (1 + math.cos(math.pi * (done - 1) / 9))
+        assert rate == pytest.approx(expected, rel=1e-6, abs=1e-12), (step, rate)
+    assert min(rate for step, rate in logged if step > 1) > 1e-6  # not the 1e-7 to 9e-7 of 400 warm-up steps
+    assert "warm-up: 1 of this run's 10 steps (10%), not the paper's 400" in caplog.text
+    assert "learning_rate=4e-05" in caplog.text and "warmup_steps=400" not in caplog.text  # one warm-up figure
+
+
+def test_the_first_log_line_of_a_queue_holds_no_statistic_of_an_empty_queue(tmp_path, tokenizer, bible_pairs):
+    """MoCo-BERT's first step has no negative (the queue is empty, by design): its log line holds no accuracy and no
+    negative similarity (no NaN, no accuracy of 1); from the second step on they are there."""
+    import math
+
+    args = XlsrTrainingArguments(output_dir=str(tmp_path), max_steps=3, per_device_train_batch_size=4,
+                                 logging_steps=1, report_to="none", save_strategy="no", use_cpu=True,
+                                 disable_tqdm=True)  # fmt: skip
+    trainer = XlsrTrainer(model=tiny_dual_momentum(), args=args, train_dataset=bible_pairs.select(range(12)),
+                          data_collator=BitextCollator(tokenizer, languages=["en", "fr"], max_length=24),
+                          tokenizers=tokenizer)  # fmt: skip
+    trainer.train()
+    history = [entry for entry in trainer.state.log_history if "loss" in entry]
+    assert history[0]["step"] == 1 and history[0]["loss"] == 0.0
+    assert not {"negative_similarity", "accuracy_source_to_target", "accuracy_target_to_source"} & set(history[0]), (
+        history[0]
+    )
+    assert all(not (isinstance(v, float) and math.isnan(v)) for entry in history for v in entry.values())
+    assert "negative_similarity" in history[1] and 0 <= history[1]["accuracy_source_to_target"] <= 1
+
+
+def test_a_warm_up_the_run_sets_is_kept(tmp_path):
+    import json
+
+    config = run_config(tmp_path / "run.yaml", max_steps=4, logging_steps=1, warmup_steps=3, max_eval_pairs=0)
+    assert main(["train", str(config)]) == 0
+    history = json.loads((tmp_path / "run" / "hf_xlsr_run.json").read_text())["training_log"]
+    rates = [entry["learning_rate"] for entry in history if "learning_rate" in entry]
+    assert rates[:3] == pytest.approx([0.0, 4e-5 / 3, 8e-5 / 3], rel=1e-6)

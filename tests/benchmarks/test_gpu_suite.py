@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EVERY_PART = ["cuda_tests", "training_step", "queue_vs_batch", "queue_floor", "encoding", "demo"]  # in this order
 
 
