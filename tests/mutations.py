@@ -471,6 +471,13 @@ MUTATIONS = [
              'kept = [*columns, "source_language", "target_language", "example_id"] if many else columns',
              "kept = columns",
              QUEUE_VS_BATCH + "test_every_arm_of_a_many_language_run_keeps_the_meaning_of_each_row"),
+    Mutation("configuration_field_left_out_of_args", "hf_xlsr/modeling/configuration_dual_momentum.py",
+             "        mini_batch_size (`int`, *optional*", "        mini_batch (`int`, *optional*",
+             "tests/test_layout.py::test_every_configuration_field_is_documented_where_help_and_the_api_page_show_it"),
+    Mutation("evaluation_length_not_the_runs", "hf_xlsr/trainers/run.py",
+             "        training_args.eval_max_length = data_args.max_length",
+             "        training_args.eval_max_length = 128",
+             "tests/test_cli_and_arguments.py::test_the_run_its_export_and_evaluate_give_one_figure_for_one_model"),
     # GradCache inside DualMomentumModel
     Mutation("gradcache_replay_draws_new_dropout", "hf_xlsr/modeling/gradcache.py",
              "                with state, precision:", "                with precision:",

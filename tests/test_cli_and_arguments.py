@@ -181,6 +181,27 @@ def test_training_and_evaluate_score_one_held_out_sample(tmp_path):
     assert safetensors.stat().st_mode & 0o777 == 0o666 & ~current_umask()  # not the 0600 of a temporary file
 
 
+def test_the_run_its_export_and_evaluate_give_one_figure_for_one_model(tmp_path):
+    """The run's max_length truncates its held-out evaluation and its export, so `hf-xlsr evaluate` on the export
+    gives the figure the run gave (at 8 tokens, far from the 128 an evaluation would otherwise take)."""
+    from hf_xlsr.trainers.run import run_training
+    from hf_xlsr_cli import main
+
+    config = write_config(tmp_path / "run.yaml", model_type="dual_momentum", encoder=MINILM, train_data="bible",
+                          model_config={"queue_size": 32, "shared_encoder": True}, max_train_pairs=16,
+                          max_eval_pairs=100, max_length=8, per_device_train_batch_size=8, max_steps=1,
+                          output_dir=str(tmp_path / "run"), save_strategy="no", report_to="none", disable_tqdm=True,
+                          export_dir=str(tmp_path / "export"))  # fmt: skip
+    trainer, _ = run_training(*parse_run_arguments(config, []))
+    assert trainer.args.eval_max_length == 8
+    during = trainer.evaluate()["eval_retrieval_accuracy"]
+    out = tmp_path / "scores.json"
+    command = ["evaluate", "--model", str(tmp_path / "export"), "--tasks", "retrieval", "--max-pairs", "100"]
+    assert main([*command, "--output", str(out)]) == 0
+    scored = json.loads(out.read_text())["retrieval"]
+    assert 0.05 < during < 0.95 and scored["retrieval_accuracy"] == pytest.approx(during, abs=1e-6)
+
+
 def test_the_command_line_answers_help_and_version_without_importing_the_library():
     code = ("import sys, contextlib, io, hf_xlsr_cli\n"
             "for argv in (['--help'], ['--version']):\n"

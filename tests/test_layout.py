@@ -80,3 +80,20 @@ def test_the_cycle_finder_finds_a_cycle_through_a_function_level_import():
 def test_no_module_holds_more_than_450_lines():
     long = {module_name(path): n for path in PACKAGE.rglob("*.py") if (n := len(path.read_text().splitlines())) > 450}
     assert long == {}
+
+
+def test_every_configuration_field_is_documented_where_help_and_the_api_page_show_it():
+    """As transformers' configurations do, each field is documented in the class docstring with its type and default
+    (``Attributes:``); ``help()`` and the API page show the docstring, not comments beside the fields."""
+    import dataclasses
+    import re
+
+    import hf_xlsr
+
+    configurations = [hf_xlsr.DualMomentumConfig, hf_xlsr.HictlConfig, hf_xlsr.CmlmConfig,
+                      hf_xlsr.LightweightDualTransformerConfig, hf_xlsr.HictlTranslationConfig]  # fmt: skip
+    for configuration in configurations:
+        own = [f.name for f in dataclasses.fields(configuration) if f.name in configuration.__annotations__]
+        documented = re.findall(r"^        (\w+) \(`", configuration.__doc__, re.MULTILINE)
+        assert own and documented == own, (configuration.__name__, set(own) ^ set(documented))
+        assert "defaults to `" in configuration.__doc__

@@ -201,8 +201,9 @@ def load_bitext(
     return check_columns(dataset, columns, f"dataset {source}")
 
 
-def unique_pairs(dataset: datasets.Dataset, columns: Sequence[str]) -> datasets.Dataset:
-    """Keep the first occurrence of every sentence in each column, so that retrieval has one right answer."""
+def unique_pairs(dataset: datasets.Dataset, columns: Sequence[str], level: int = logging.INFO) -> datasets.Dataset:
+    """Keep the first occurrence of every sentence in each column, so that retrieval has one right answer; how many
+    pairs were dropped is logged at ``level`` (a second reader of the same pairs logs it at ``logging.DEBUG``)."""
     seen: list[set[str]] = [set() for _ in columns]
     keep = []
     for index, texts in enumerate(zip(*(dataset[name] for name in columns), strict=True)):
@@ -211,5 +212,5 @@ def unique_pairs(dataset: datasets.Dataset, columns: Sequence[str]) -> datasets.
         for text, seen_texts in zip(texts, seen, strict=True):
             seen_texts.add(text)
     if len(keep) < len(dataset):
-        logger.info("dropped %d pairs whose sentence repeats an earlier one", len(dataset) - len(keep))
+        logger.log(level, "dropped %d pairs whose sentence repeats an earlier one", len(dataset) - len(keep))
     return dataset.select(keep)

@@ -26,57 +26,114 @@ class CmlmConfig(PreTrainedConfig):
     Section 4.2's meaning (Table 4's caption swaps S1 and S2) and stored under the descriptive name. The second
     stage starts at optimizer step ``second_stage_step``. Defaults are the paper's (Sections 3, 4.2, 4.4 and
     Appendix C).
+
+    Attributes:
+        encoder (`PreTrainedConfig` or `dict`, *optional*, defaults to `None`):
+            a BERT-like encoder with a masked-LM head (AutoModelForMaskedLM).
+        languages (`list[str]`, *optional*, defaults to `None`):
+            language codes (exports, model cards, per-language parts); first: pivot.
+        pooling (`Literal["mean", "max", "cls"]`, *optional*, defaults to `"mean"`):
+            sentence vector v: average pooling (Section 2, footnote 1).
+        num_projections (`int`, *optional*, defaults to `15`):
+            N, projection spaces of v (Table 7).
+        identity_projection (`bool`, *optional*, defaults to `True`):
+            "one of the projections being the identity mapping".
+        projection_multiplier (`int`, *optional*, defaults to `2`):
+            P: FC(h, 2h, ReLU), FC(2h, 2h, ReLU), FC(2h, h) per space (Appendix C).
+        mlm_probability (`float`, *optional*, defaults to `0.3125`):
+            80 masked tokens of 256 (31.3%).
+        mask_replace_prob (`float`, *optional*, defaults to `0.8`):
+            BERT's masking: 80% [MASK] ...
+        random_replace_prob (`float`, *optional*, defaults to `0.1`):
+            ... 10% a random token, 10% unchanged.
+        swap_probability (`float`, *optional*, defaults to `0.5`):
+            the order of s1 and s2 is swapped half of the time.
+        max_length (`int`, *optional*, defaults to `256`):
+            length of s1 and s2, in tokens.
+        br_margin (`float`, *optional*, defaults to `0.3`):
+            additive margin m.
+        br_weight (`float`, *optional*, defaults to `0.2`):
+            alpha in L = L_CMLM + alpha L_br.
+        schedule (`str`, *optional*, defaults to `"cmlm->cmlm+br"`):
+            How CMLM and bitext retrieval combine over training (Section 4.2), as described above: `"cmlm"`, `"br"`,
+            `"cmlm+br"`, `"cmlm->br"`, `"cmlm->cmlm+br"`, or the aliases `"s1"`, `"s2"`, `"s3"`.
+        second_stage_step (`int`, *optional*, defaults to `1_500_000`):
+            first stage of S2 / S3: 1.5M steps (Section 4.4).
+        queue_size (`int`, *optional*, defaults to `0`):
+            0: the paper's in-batch L_br on raw inner products.
+        queue_momentum (`float`, *optional*, defaults to `0.999`):
+            EMA coefficient of the key encoder.
+        queue_temperature (`float`, *optional*, defaults to `0.04`):
+            tau of the queued loss (MoCo-BERT's best, its Table 4); br_margin is on cosines.
+        head_warmup_steps (`int`, *optional*, defaults to `0`):
+            optimizer steps with the encoder frozen; from_encoder sets it for a new head.
+        lora (`dict`, *optional*, defaults to `None`):
+            peft.LoraConfig fields (r, lora_alpha, target_modules, ...); None: full fine-tuning.
+        nli_head (`bool`, *optional*, defaults to `False`):
+            3-way classifier on [u, v, |u - v|, u * v].
+        nli_num_labels (`int`, *optional*, defaults to `3`):
+            Classes of the NLI head (entailment, neutral, contradiction).
+        pcr_components (`int`, *optional*, defaults to `0`):
+            components removed per language at inference (the paper removes 1); 0: off.
+        learning_rate (`float`, *optional*, defaults to `1e-3`):
+            LAMB in the paper; AdamW here (transformers has no LAMB).
+        train_batch_size (`int`, *optional*, defaults to `2048`):
+            Batch size over all devices (Section 4.1).
+        warmup_steps (`int`, *optional*, defaults to `10_000`):
+            then linear decay.
+        max_steps (`int`, *optional*, defaults to `2_500_000`):
+            S3: 1.5M + 1M steps (not a trainer default: it would override a run's epochs).
     """
 
     model_type = "xlsr_cmlm"
     sub_configs_defaults = {"encoder": SubConfigSpec(AutoConfig, model_type="bert")}
 
     # Encoder (Section 2)
-    encoder: PreTrainedConfig | dict | None = None  # a BERT-like encoder with a masked-LM head (AutoModelForMaskedLM)
-    languages: list[str] | None = None  # language codes (exports, model cards, per-language parts); first: pivot
-    pooling: Literal["mean", "max", "cls"] = "mean"  # sentence vector v: average pooling (Section 2, footnote 1)
+    encoder: PreTrainedConfig | dict | None = None
+    languages: list[str] | None = None
+    pooling: Literal["mean", "max", "cls"] = "mean"
 
     # Conditional MLM (Section 2, Section 3, Appendix C)
-    num_projections: int = 15  # N, projection spaces of v (Table 7)
-    identity_projection: bool = True  # "one of the projections being the identity mapping"
-    projection_multiplier: int = 2  # P: FC(h, 2h, ReLU), FC(2h, 2h, ReLU), FC(2h, h) per space (Appendix C)
-    mlm_probability: float = 0.3125  # 80 masked tokens of 256 (31.3%)
-    mask_replace_prob: float = 0.8  # BERT's masking: 80% [MASK] ...
-    random_replace_prob: float = 0.1  # ... 10% a random token, 10% unchanged
-    swap_probability: float = 0.5  # the order of s1 and s2 is swapped half of the time
-    max_length: int = 256  # length of s1 and s2, in tokens
+    num_projections: int = 15
+    identity_projection: bool = True
+    projection_multiplier: int = 2
+    mlm_probability: float = 0.3125
+    mask_replace_prob: float = 0.8
+    random_replace_prob: float = 0.1
+    swap_probability: float = 0.5
+    max_length: int = 256
 
     # Bitext retrieval and schedules (Section 4.2)
-    br_margin: float = 0.3  # additive margin m
-    br_weight: float = 0.2  # alpha in L = L_CMLM + alpha L_br
+    br_margin: float = 0.3
+    br_weight: float = 0.2
     schedule: Literal["cmlm", "br", "cmlm+br", "cmlm->br", "cmlm->cmlm+br", "s1", "s2", "s3"] = "cmlm->cmlm+br"
-    second_stage_step: int = 1_500_000  # first stage of S2 / S3: 1.5M steps (Section 4.4)
+    second_stage_step: int = 1_500_000
 
     # A queue of momentum keys (hf_xlsr's extension, not in the paper): L_br becomes an additive-margin InfoNCE
     # against the momentum encoder's keys (positive, in-batch and queued), L2-normalised, at queue_temperature
-    queue_size: int = 0  # 0: the paper's in-batch L_br on raw inner products
-    queue_momentum: float = 0.999  # EMA coefficient of the key encoder
-    queue_temperature: float = 0.04  # tau of the queued loss (MoCo-BERT's best, its Table 4); br_margin is on cosines
+    queue_size: int = 0
+    queue_momentum: float = 0.999
+    queue_temperature: float = 0.04
 
     # A masked-LM head that the checkpoint does not have (sentence encoders such as MiniLM) starts random; trained
     # together with the encoder it wrecks the sentence space in a few dozen steps, so it learns alone first
-    head_warmup_steps: int = 0  # optimizer steps with the encoder frozen; from_encoder sets it for a new head
+    head_warmup_steps: int = 0
 
     # LoRA (hf_xlsr's extension): adapters on the encoder, the only encoder weights that train
-    lora: dict | None = None  # peft.LoraConfig fields (r, lora_alpha, target_modules, ...); None: full fine-tuning
+    lora: dict | None = None
 
     # Cross-lingual NLI fine-tuning (Section 4.3)
-    nli_head: bool = False  # 3-way classifier on [u, v, |u - v|, u * v]
+    nli_head: bool = False
     nli_num_labels: int = 3
 
     # Principal-component removal (Section 5.2)
-    pcr_components: int = 0  # components removed per language at inference (the paper removes 1); 0: off
+    pcr_components: int = 0
 
     # Training hyperparameters (Section 3): the trainer takes them where a run does not set its own
-    learning_rate: float = 1e-3  # LAMB in the paper; AdamW here (transformers has no LAMB)
+    learning_rate: float = 1e-3
     train_batch_size: int = 2048
-    warmup_steps: int = 10_000  # then linear decay
-    max_steps: int = 2_500_000  # S3: 1.5M + 1M steps (not a trainer default: it would override a run's epochs)
+    warmup_steps: int = 10_000
+    max_steps: int = 2_500_000
 
     @property
     def shared_encoder(self) -> bool:

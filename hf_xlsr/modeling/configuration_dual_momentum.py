@@ -58,6 +58,61 @@ class DualMomentumConfig(PreTrainedConfig):
     ...                                        "num_attention_heads": 2, "intermediate_size": 256}, queue_size=1024)
     >>> model = DualMomentumModel(config)
     ```
+
+    Attributes:
+        encoder_x (`PreTrainedConfig` or `dict`, *optional*, defaults to `None`):
+            configuration of the x-language query encoder (any AutoModel).
+        encoder_y (`PreTrainedConfig` or `dict`, *optional*, defaults to `None`):
+            y-language encoder; a copy of encoder_x's when left out.
+        shared_encoder (`bool`, *optional*, defaults to `False`):
+            one query encoder and one momentum encoder for every language.
+        languages (`list[str]`, *optional*, defaults to `None`):
+            language codes (exports, model cards); the first is the pivot. One encoder per language takes exactly two:
+            encoder_x is the first's, encoder_y the second's.
+        pooling (`Literal["mean", "max", "cls"]`, *optional*, defaults to `"mean"`):
+            sentence vector: pooling of the last layer, then L2 (Table 6).
+        queue_size (`int`, *optional*, defaults to `409600`):
+            K, keys per memory queue ("409k", Table 9).
+        temperature (`float`, *optional*, defaults to `0.04`):
+            tau in Eq. 2 (Table 4).
+        momentum (`float`, *optional*, defaults to `0.999`):
+            m in Eq. 1.
+        queue_dtype (`Literal["auto", "float32", "float16", "bfloat16"]`, *optional*, defaults to `"auto"`):
+            storage of queued keys; "auto": bfloat16 on a GPU (half the memory, tensor-core scoring), float32 on the
+            CPU.
+        mini_batch_size (`int`, *optional*, defaults to `None`):
+            GradCache: embed the batch in mini-batches of this many rows in training, at one mini-batch's activation
+            memory with the whole batch's loss and gradients (hf_xlsr's extension); None embeds the batch at once.
+        lora (`dict`, *optional*, defaults to `None`):
+            peft.LoraConfig fields (r, lora_alpha, target_modules, ...); None: full fine-tuning.
+        nli_head (`bool`, *optional*, defaults to `False`):
+            add the NLI classifier and train it from premise/hypothesis/label columns.
+        nli_hidden_size (`int`, *optional*, defaults to `256`):
+            hidden units of the two-layer MLP.
+        nli_num_labels (`int`, *optional*, defaults to `3`):
+            entailment / neutral / contradiction.
+        nli_dropout (`float`, *optional*, defaults to `0.1`):
+            dropout on the MLP's hidden units.
+        nli_weight (`float`, *optional*, defaults to `0.1`):
+            alpha in Eq. 5.
+        nli_language (`str`, *optional*, defaults to `None`):
+            the language whose encoder embeds premise and hypothesis (default: the first).
+        num_train_epochs (`int`, *optional*, defaults to `15`):
+            epochs.
+        learning_rate (`float`, *optional*, defaults to `4e-5`):
+            peak learning rate of AdamW.
+        lr_scheduler_type (`str`, *optional*, defaults to `"cosine"`):
+            "cosine decay".
+        warmup_steps (`int`, *optional*, defaults to `400`):
+            warmup steps.
+        max_grad_norm (`float`, *optional*, defaults to `10.0`):
+            gradient clip.
+        train_batch_size (`int`, *optional*, defaults to `1024`):
+            batch size, over all devices.
+        weight_decay (`float`, *optional*, defaults to `1e-4`):
+            weight decay.
+        dropout (`float`, *optional*, defaults to `0.1`):
+            written into the encoders' dropout fields; None keeps the encoders' own.
     """
 
     model_type = "xlsr_dual_momentum"
@@ -67,44 +122,39 @@ class DualMomentumConfig(PreTrainedConfig):
     }
 
     # Encoders (Section 2: "language-specific BERT models")
-    encoder_x: PreTrainedConfig | dict | None = None  # configuration of the x-language query encoder (any AutoModel)
-    encoder_y: PreTrainedConfig | dict | None = None  # y-language encoder; a copy of encoder_x's when left out
-    shared_encoder: bool = False  # one query encoder and one momentum encoder for every language
-    # language codes (exports, model cards); the first is the pivot. One encoder per language takes exactly two:
-    # encoder_x is the first's, encoder_y the second's
+    encoder_x: PreTrainedConfig | dict | None = None
+    encoder_y: PreTrainedConfig | dict | None = None
+    shared_encoder: bool = False
     languages: list[str] | None = None
-    pooling: Literal["mean", "max", "cls"] = "mean"  # sentence vector: pooling of the last layer, then L2 (Table 6)
+    pooling: Literal["mean", "max", "cls"] = "mean"
 
     # Dual momentum contrast (Section 2, Table 9)
-    queue_size: int = 409600  # K, keys per memory queue ("409k", Table 9)
-    temperature: float = 0.04  # tau in Eq. 2 (Table 4)
-    momentum: float = 0.999  # m in Eq. 1
-    # storage of queued keys; "auto": bfloat16 on a GPU (half the memory, tensor-core scoring), float32 on the CPU
+    queue_size: int = 409600
+    temperature: float = 0.04
+    momentum: float = 0.999
     queue_dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
-    # GradCache: embed the batch in mini-batches of this many rows in training, at one mini-batch's activation memory
-    # with the whole batch's loss and gradients (hf_xlsr's extension); None embeds the batch at once
     mini_batch_size: int | None = None
 
     # LoRA (hf_xlsr's extension): adapters on the encoders, the only encoder weights that train
-    lora: dict | None = None  # peft.LoraConfig fields (r, lora_alpha, target_modules, ...); None: full fine-tuning
+    lora: dict | None = None
 
     # Multi-task NLI head (Appendix B)
-    nli_head: bool = False  # add the NLI classifier and train it from premise/hypothesis/label columns
-    nli_hidden_size: int = 256  # hidden units of the two-layer MLP
-    nli_num_labels: int = 3  # entailment / neutral / contradiction
-    nli_dropout: float = 0.1  # dropout on the MLP's hidden units
-    nli_weight: float = 0.1  # alpha in Eq. 5
-    nli_language: str | None = None  # the language whose encoder embeds premise and hypothesis (default: the first)
+    nli_head: bool = False
+    nli_hidden_size: int = 256
+    nli_num_labels: int = 3
+    nli_dropout: float = 0.1
+    nli_weight: float = 0.1
+    nli_language: str | None = None
 
     # Training hyperparameters (Table 9): the trainer takes them where a run does not set its own
-    num_train_epochs: int = 15  # epochs
-    learning_rate: float = 4e-5  # peak learning rate of AdamW
-    lr_scheduler_type: str = "cosine"  # "cosine decay"
-    warmup_steps: int = 400  # warmup steps
-    max_grad_norm: float = 10.0  # gradient clip
-    train_batch_size: int = 1024  # batch size, over all devices
-    weight_decay: float = 1e-4  # weight decay
-    dropout: float | None = 0.1  # written into the encoders' dropout fields; None keeps the encoders' own
+    num_train_epochs: int = 15
+    learning_rate: float = 4e-5
+    lr_scheduler_type: str = "cosine"
+    warmup_steps: int = 400
+    max_grad_norm: float = 10.0
+    train_batch_size: int = 1024
+    weight_decay: float = 1e-4
+    dropout: float | None = 0.1
 
     def __post_init__(self, **kwargs):
         take_languages(self, kwargs)

@@ -17,44 +17,87 @@ class HictlConfig(PreTrainedConfig):
 
     ``L = L_LM + L_S + L_W`` (Eq. 7): TLM on translation pairs (MLM on a sentence and its reordering when the data
     is monolingual), the sentence-level contrast of Eq. 2-4 and the word-level contrast of Eq. 5-6.
+
+    Attributes:
+        encoder (`PreTrainedConfig` or `dict`, *optional*, defaults to `None`):
+            XLM-R-style encoder with a masked-LM head (AutoModelForMaskedLM).
+        languages (`list[str]`, *optional*, defaults to `None`):
+            language codes (exports, model cards, per-language parts); first: pivot.
+        pooling (`Literal["cls", "mean"]`, *optional*, defaults to `"cls"`):
+            g: the final state of the first token (Section 3.1). From scratch, every input's first state starts out the
+            same and dropout noise between the two passes buries the difference, so L_S alone barely moves: warm up
+            with TLM first (use_sentence_level=False), or use "mean", the mean of the final states, which L_S trains at
+            once.
+        projection_size (`int`, *optional*, defaults to `None`):
+            f: linear projection of g(M(x)); None keeps the hidden size.
+        use_lm (`bool`, *optional*, defaults to `True`):
+            L_LM: TLM / MLM (Eq. 7).
+        use_sentence_level (`bool`, *optional*, defaults to `True`):
+            L_S (Eq. 4).
+        use_word_level (`bool`, *optional*, defaults to `True`):
+            L_W (Eq. 6).
+        temperature (`float`, *optional*, defaults to `1.0`):
+            s(q, k) / temperature in Eq. 2, 3, 5; the paper uses the plain cosine (1.0).
+        num_negatives (`int`, *optional*, defaults to `512`):
+            m, sampled negative words (Section 4.1).
+        negative_sampling_temperature (`float`, *optional*, defaults to `0.05`):
+            negatives are drawn with probability softmax(cos(q, e(w)) / this) over the words outside the pair: the
+            paper samples "according to the normalized similarities" without a temperature; at 1.0 cosines in [-1, 1]
+            give an almost uniform draw, so the default makes the negatives really hard (see sample_word_negatives).
+        mlm_probability (`float`, *optional*, defaults to `0.15`):
+            BERT/XLM masking of the LM task.
+        perturbation (`Literal["shuffle", "local_shuffle", "reverse"]`, *optional*, defaults to `"local_shuffle"`):
+            y for monolingual data.
+        perturbation_window (`int`, *optional*, defaults to `3`):
+            words are shuffled within windows of this size (local_shuffle).
+        special_token_ids (`list[int]`, *optional*, defaults to `None`):
+            the tokenizer's special ids: never words of a bag, never negatives.
+        queue_size (`int`, *optional*, defaults to `0`):
+            0: the paper's in-batch L_S.
+        queue_momentum (`float`, *optional*, defaults to `0.999`):
+            EMA coefficient of the key encoder.
+        queue_temperature (`float`, *optional*, defaults to `0.04`):
+            tau of the queued loss (MoCo-BERT's best, its Table 4).
+        lora (`dict`, *optional*, defaults to `None`):
+            peft.LoraConfig fields (r, lora_alpha, target_modules, ...); None: full fine-tuning.
+        learning_rate (`float`, *optional*, defaults to `2.5e-5`):
+            Adam, "invert linear decay".
+        train_batch_size (`int`, *optional*, defaults to `1024`):
+            Batch size over all devices (Section 4.1).
+        max_length (`int`, *optional*, defaults to `128`):
+            Longest input in tokens (Section 4.1).
     """
 
     model_type = "xlsr_hictl"
     sub_configs_defaults = {"encoder": SubConfigSpec(AutoConfig, model_type="xlm-roberta")}
 
-    encoder: PreTrainedConfig | dict | None = None  # XLM-R-style encoder with a masked-LM head (AutoModelForMaskedLM)
-    languages: list[str] | None = None  # language codes (exports, model cards, per-language parts); first: pivot
-    # g: the final state of the first token (Section 3.1). From scratch, every input's first state starts out the
-    # same and dropout noise between the two passes buries the difference, so L_S alone barely moves: warm up with
-    # TLM first (use_sentence_level=False), or use "mean", the mean of the final states, which L_S trains at once
+    encoder: PreTrainedConfig | dict | None = None
+    languages: list[str] | None = None
     pooling: Literal["cls", "mean"] = "cls"
-    projection_size: int | None = None  # f: linear projection of g(M(x)); None keeps the hidden size
+    projection_size: int | None = None
 
-    use_lm: bool = True  # L_LM: TLM / MLM (Eq. 7)
-    use_sentence_level: bool = True  # L_S (Eq. 4)
-    use_word_level: bool = True  # L_W (Eq. 6)
-    temperature: float = 1.0  # s(q, k) / temperature in Eq. 2, 3, 5; the paper uses the plain cosine (1.0)
-    num_negatives: int = 512  # m, sampled negative words (Section 4.1)
-    # negatives are drawn with probability softmax(cos(q, e(w)) / this) over the words outside the pair: the paper
-    # samples "according to the normalized similarities" without a temperature; at 1.0 cosines in [-1, 1] give an
-    # almost uniform draw, so the default makes the negatives really hard (see sample_word_negatives)
+    use_lm: bool = True
+    use_sentence_level: bool = True
+    use_word_level: bool = True
+    temperature: float = 1.0
+    num_negatives: int = 512
     negative_sampling_temperature: float = 0.05
-    mlm_probability: float = 0.15  # BERT/XLM masking of the LM task
-    perturbation: Literal["shuffle", "local_shuffle", "reverse"] = "local_shuffle"  # y for monolingual data
-    perturbation_window: int = 3  # words are shuffled within windows of this size (local_shuffle)
-    special_token_ids: list[int] | None = None  # the tokenizer's special ids: never words of a bag, never negatives
+    mlm_probability: float = 0.15
+    perturbation: Literal["shuffle", "local_shuffle", "reverse"] = "local_shuffle"
+    perturbation_window: int = 3
+    special_token_ids: list[int] | None = None
 
     # A queue of momentum keys (hf_xlsr's extension, not in the paper): L_S becomes MoCo-style InfoNCE against the
     # momentum encoder's keys (positive, the other 2n - 2 of the batch, both queues), at queue_temperature
-    queue_size: int = 0  # 0: the paper's in-batch L_S
-    queue_momentum: float = 0.999  # EMA coefficient of the key encoder
-    queue_temperature: float = 0.04  # tau of the queued loss (MoCo-BERT's best, its Table 4)
+    queue_size: int = 0
+    queue_momentum: float = 0.999
+    queue_temperature: float = 0.04
 
     # LoRA (hf_xlsr's extension): adapters on the encoder, the only encoder weights that train
-    lora: dict | None = None  # peft.LoraConfig fields (r, lora_alpha, target_modules, ...); None: full fine-tuning
+    lora: dict | None = None
 
     # Pre-training hyperparameters (Section 4.1): the trainer takes them where a run does not set its own
-    learning_rate: float = 2.5e-5  # Adam, "invert linear decay"
+    learning_rate: float = 2.5e-5
     train_batch_size: int = 1024
     max_length: int = 128
 
@@ -98,14 +141,25 @@ class HictlConfig(PreTrainedConfig):
 @strict
 class HictlTranslationConfig(EncoderDecoderConfig):
     r"""The HICTL encoder with a new shallow decoder (Section 3.2, Figure 2); the similarity between the encoder's
-    first-token state and every target word is added to the decoder's logits at each step."""
+    first-token state and every target word is added to the decoder's logits at each step.
+
+    Attributes:
+        fusion (`bool`, *optional*, defaults to `True`):
+            add the similarity to the logits (Section 3.2); False: the same decoder without it.
+        fusion_temperature (`float`, *optional*, defaults to `1.0`):
+            scale of the added similarity: cos(h_cls, e(w)) / fusion_temperature.
+        decoder_layers (`int`, *optional*, defaults to `4`):
+            "a shallower decoder with 4 identical layers" (Section 4.2).
+        encoder_frozen_steps (`int`, *optional*, defaults to `0`):
+            two-stage fine-tuning: decoder only for these optimizer steps, then all.
+    """
 
     model_type = "xlsr_hictl_translation"
 
-    fusion: bool = True  # add the similarity to the logits (Section 3.2); False: the same decoder without it
-    fusion_temperature: float = 1.0  # scale of the added similarity: cos(h_cls, e(w)) / fusion_temperature
-    decoder_layers: int = 4  # "a shallower decoder with 4 identical layers" (Section 4.2)
-    encoder_frozen_steps: int = 0  # two-stage fine-tuning: decoder only for these optimizer steps, then all
+    fusion: bool = True
+    fusion_temperature: float = 1.0
+    decoder_layers: int = 4
+    encoder_frozen_steps: int = 0
 
 
 __all__ = ["HictlConfig", "HictlTranslationConfig"]

@@ -20,51 +20,115 @@ class LightweightDualTransformerConfig(PreTrainedConfig):
     ``smlm``, ``xtr``, ``mlm`` (BERT-style masking), ``mlm_xtr`` or ``none``; ``use_align`` / ``use_sim`` switch the
     two sentence-level contrastive losses of Table 7. Special token ids come from the tokenizer
     (`LightweightDualTransformer.from_tokenizer` fills them in).
+
+    Attributes:
+        vocab_size (`int`, *optional*, defaults to `50000`):
+            shared SentencePiece vocabulary of the language pair.
+        hidden_size (`int`, *optional*, defaults to `512`):
+            d_h; also the dimension of the sentence vectors u, v.
+        num_hidden_layers (`int`, *optional*, defaults to `2`):
+            encoder layers (Table 5: 2 is the default).
+        num_attention_heads (`int`, *optional*, defaults to `8`):
+            attn_h.
+        intermediate_size (`int`, *optional*, defaults to `1024`):
+            d_fc, feed-forward filter size.
+        hidden_dropout_prob (`float`, *optional*, defaults to `0.1`):
+            dropout probability.
+        attention_probs_dropout_prob (`float`, *optional*, defaults to `0.1`):
+            Dropout probability of the attention weights.
+        max_position_embeddings (`int`, *optional*, defaults to `256`):
+            Longest input the position table holds, in tokens.
+        layer_norm_eps (`float`, *optional*, defaults to `1e-12`):
+            Epsilon of the layer norms.
+        initializer_range (`float`, *optional*, defaults to `0.02`):
+            Standard deviation of the normal initialisation of the weights.
+        pooling (`Literal["mean"]`, *optional*, defaults to `"mean"`):
+            sentence vector: mean of the final states (Section 3.1).
+        languages (`list[str]`, *optional*, defaults to `None`):
+            language codes (exports, model cards, per-language parts); first: pivot.
+        pad_token_id (`int`, *optional*, defaults to `0`):
+            The tokenizer's padding id.
+        bos_token_id (`int`, *optional*, defaults to `None`):
+            the tokenizer's [CLS].
+        eos_token_id (`int`, *optional*, defaults to `None`):
+            the tokenizer's [SEP].
+        mask_token_id (`int`, *optional*, defaults to `None`):
+            the tokenizer's [MASK].
+        generative_task (`Literal["ugt", "smlm", "xtr", "mlm", "mlm_xtr", "none"]`, *optional*, defaults to `"ugt"`):
+            Table 6.
+        use_align (`bool`, *optional*, defaults to `True`):
+            L_align, Eq. 5.
+        use_sim (`bool`, *optional*, defaults to `True`):
+            L_sim, Eq. 6.
+        generative_weight (`float`, *optional*, defaults to `1.0`):
+            weight of the generative loss in Eq. 7.
+        align_weight (`float`, *optional*, defaults to `2.0`):
+            weight of L_align in Eq. 7.
+        sim_weight (`float`, *optional*, defaults to `2.0`):
+            weight of L_sim in Eq. 7.
+        mlm_probability (`float`, *optional*, defaults to `0.15`):
+            masking ratio of the MLM ablation (Table 6 rows MLM, MLM+XTR).
+        queue_size (`int`, *optional*, defaults to `0`):
+            0: the paper's in-batch L_align on raw inner products.
+        queue_momentum (`float`, *optional*, defaults to `0.999`):
+            EMA coefficient of the key encoder.
+        queue_temperature (`float`, *optional*, defaults to `0.04`):
+            tau of the queued loss (MoCo-BERT's best, its Table 4).
+        lora (`dict`, *optional*, defaults to `None`):
+            peft.LoraConfig fields (r, lora_alpha, target_modules, ...); None: full fine-tuning.
+        learning_rate (`float`, *optional*, defaults to `1e-3`):
+            Adam.
+        train_batch_size (`int`, *optional*, defaults to `128`):
+            paired sentences per batch.
+        num_train_epochs (`int`, *optional*, defaults to `12`):
+            12 epochs (30 for en-it).
+        warmup_epochs (`int`, *optional*, defaults to `3`):
+            warm-up for 3 epochs (6 for en-it).
     """
 
     model_type = "xlsr_lightweight"
 
     # Architecture (Table 1, Section 4.1)
-    vocab_size: int = 50000  # shared SentencePiece vocabulary of the language pair
-    hidden_size: int = 512  # d_h; also the dimension of the sentence vectors u, v
-    num_hidden_layers: int = 2  # encoder layers (Table 5: 2 is the default)
-    num_attention_heads: int = 8  # attn_h
-    intermediate_size: int = 1024  # d_fc, feed-forward filter size
-    hidden_dropout_prob: float = 0.1  # dropout probability
+    vocab_size: int = 50000
+    hidden_size: int = 512
+    num_hidden_layers: int = 2
+    num_attention_heads: int = 8
+    intermediate_size: int = 1024
+    hidden_dropout_prob: float = 0.1
     attention_probs_dropout_prob: float = 0.1
     max_position_embeddings: int = 256
     layer_norm_eps: float = 1e-12
     initializer_range: float = 0.02
-    pooling: Literal["mean"] = "mean"  # sentence vector: mean of the final states (Section 3.1)
-    languages: list[str] | None = None  # language codes (exports, model cards, per-language parts); first: pivot
+    pooling: Literal["mean"] = "mean"
+    languages: list[str] | None = None
     pad_token_id: int | None = 0
-    bos_token_id: int | None = None  # the tokenizer's [CLS]
-    eos_token_id: int | None = None  # the tokenizer's [SEP]
-    mask_token_id: int | None = None  # the tokenizer's [MASK]
+    bos_token_id: int | None = None
+    eos_token_id: int | None = None
+    mask_token_id: int | None = None
 
     # Training tasks (Sections 3.2-3.4)
-    generative_task: Literal["ugt", "smlm", "xtr", "mlm", "mlm_xtr", "none"] = "ugt"  # Table 6
-    use_align: bool = True  # L_align, Eq. 5
-    use_sim: bool = True  # L_sim, Eq. 6
-    generative_weight: float = 1.0  # weight of the generative loss in Eq. 7
-    align_weight: float = 2.0  # weight of L_align in Eq. 7
-    sim_weight: float = 2.0  # weight of L_sim in Eq. 7
-    mlm_probability: float = 0.15  # masking ratio of the MLM ablation (Table 6 rows MLM, MLM+XTR)
+    generative_task: Literal["ugt", "smlm", "xtr", "mlm", "mlm_xtr", "none"] = "ugt"
+    use_align: bool = True
+    use_sim: bool = True
+    generative_weight: float = 1.0
+    align_weight: float = 2.0
+    sim_weight: float = 2.0
+    mlm_probability: float = 0.15
 
     # A queue of momentum keys (hf_xlsr's extension, not in the paper): L_align becomes MoCo-style InfoNCE against
     # the momentum encoder's keys (positive, in-batch and queued), L2-normalised, at queue_temperature
-    queue_size: int = 0  # 0: the paper's in-batch L_align on raw inner products
-    queue_momentum: float = 0.999  # EMA coefficient of the key encoder
-    queue_temperature: float = 0.04  # tau of the queued loss (MoCo-BERT's best, its Table 4)
+    queue_size: int = 0
+    queue_momentum: float = 0.999
+    queue_temperature: float = 0.04
 
     # LoRA (hf_xlsr's extension): adapters on the encoder, the only encoder weights that train
-    lora: dict | None = None  # peft.LoraConfig fields (r, lora_alpha, target_modules, ...); None: full fine-tuning
+    lora: dict | None = None
 
     # Training hyperparameters (Section 4.1): the trainer takes them where a run does not set its own
-    learning_rate: float = 1e-3  # Adam
-    train_batch_size: int = 128  # paired sentences per batch
-    num_train_epochs: int = 12  # 12 epochs (30 for en-it)
-    warmup_epochs: int = 3  # warm-up for 3 epochs (6 for en-it)
+    learning_rate: float = 1e-3
+    train_batch_size: int = 128
+    num_train_epochs: int = 12
+    warmup_epochs: int = 3
 
     @property
     def shared_encoder(self) -> bool:

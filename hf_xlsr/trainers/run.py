@@ -282,6 +282,8 @@ def run_training(
     parts = cut_pairs(parts, data_args.max_train_pairs, training_args.seed)
     train_dataset = stack_pairs(parts)
     evaluators, eval_source = heldout_evaluators(data_args)  # bad evaluation data fails before the model loads
+    if getattr(training_args, "eval_max_length", 0) is None:  # one length for the run, its evaluations and export
+        training_args.eval_max_length = data_args.max_length
     if not evaluators and training_args.eval_strategy != "no":
         raise ConfigFileError("eval_strategy is set but there is no eval_data to evaluate on")
     if model_args.model_name_or_path:  # a checkpoint continued: its configuration, the run's model_config on top

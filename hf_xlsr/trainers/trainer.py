@@ -77,7 +77,13 @@ class XlsrTrainingArguments(TrainingArguments):
     eval_batch_size_for_encoding: int = field(
         default=64, metadata={"help": "batch size with which evaluators encode sentences"}
     )
-    eval_max_length: int = field(default=128, metadata={"help": "truncation length for evaluators' encoding"})
+    eval_max_length: int | None = field(
+        default=None,
+        metadata={
+            "help": "truncation length for evaluators' encoding; None: the run's max_length (hf-xlsr train, "
+            "which also writes it into the export), else 128"
+        },
+    )
     push_export_to_hub: bool = field(
         default=False,
         metadata={"help": "after training, push the sentence-transformers export and its card to hub_model_id"},
@@ -252,7 +258,7 @@ class XlsrTrainer(Trainer):
                 self.accelerator.unwrap_model(self.model),
                 self.tokenizers,
                 batch_size=getattr(self.args, "eval_batch_size_for_encoding", 64),
-                max_length=getattr(self.args, "eval_max_length", 128),
+                max_length=getattr(self.args, "eval_max_length", None) or 128,
                 show_progress=not self.args.disable_tqdm,  # an evaluation of minutes is never silent
             )
             for evaluator in self.evaluators:
