@@ -634,7 +634,7 @@ def main() -> None:
         print(report(results, rows))
         print()
         print(verdict(results, rows))
-        plot(results, rows, f"benchmarks/plots/{Path(args.report).stem}.png")
+        plot(results, rows, f"docs/benchmarks/plots/{Path(args.report).stem}.png")
         return
     torch.set_num_threads(args.threads)
     if args.child:

@@ -1,6 +1,6 @@
 """Two arms of a results file, paired by seed: the per-seed differences, their mean and spread, and a paired t-test.
 
-This is how RESULTS.md's paired figures are computed from the committed JSON, e.g. LoRA against full fine-tuning at
+This is how the report's paired figures are computed from the committed JSON, e.g. LoRA against full fine-tuning at
 each one's best rate, and claim 4's CMLM stage against its control:
 
     python benchmarks/compare.py benchmarks/results/lora.json lora_lr2e-3 full_lr2e-4

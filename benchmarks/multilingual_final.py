@@ -174,7 +174,7 @@ def score(model, bible, hsk) -> dict:
 
 
 def report(path: str) -> None:
-    """The Markdown tables of RESULTS.md and README from a results file: the arms, then each language."""
+    """The Markdown tables of the report and README from a results file: the arms, then each language."""
     from common import mean_and_spread
 
     data = json.loads(Path(path).read_text())

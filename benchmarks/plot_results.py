@@ -1,6 +1,6 @@
-"""Draw the curves of benchmarks/RESULTS.md from the JSON the benchmark scripts wrote to benchmarks/results/.
+"""Draw the curves of the benchmark report (docs/benchmarks/) from the JSON in benchmarks/results/.
 
-    python benchmarks/plot_results.py      # writes benchmarks/plots/*.png (needs matplotlib: hf_xlsr[eval])
+    python benchmarks/plot_results.py      # writes docs/benchmarks/plots/*.png (needs matplotlib: hf_xlsr[eval])
 
 * ``moco_queue_size.png`` -- held-out retrieval against queue size K, mean and spread over seeds, with the in-batch
   peer, at Table 9's learning rate and at 2e-4 (``results/claim_moco_minilm_en_fr.json``,
@@ -33,7 +33,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from common import mean_and_spread  # noqa: E402
 
 HERE = Path(__file__).parent
-RESULTS, PLOTS = HERE / "results", HERE / "plots"
+RESULTS, PLOTS = HERE / "results", HERE.parent / "docs" / "benchmarks" / "plots"
 
 
 def load(name: str) -> dict:

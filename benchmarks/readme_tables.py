@@ -1,4 +1,4 @@
-"""The tables README.md and the benchmark report (benchmarks/RESULTS.md and its pages, benchmarks/report/) print,
+"""The tables README.md and the benchmark report (docs/benchmarks/) print,
 generated from the results files, never typed.
 
 Each generated block sits between ``<!-- generated: NAME -->`` and ``<!-- /generated -->``; this script rewrites
@@ -20,7 +20,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
-DOCUMENTS = [HERE.parent / "README.md", HERE / "RESULTS.md", *sorted((HERE / "report").glob("*.md"))]
+DOCUMENTS = [HERE.parent / "README.md", *sorted((HERE.parent / "docs" / "benchmarks").glob("*.md"))]
 BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /generated -->)", re.DOTALL)
 
 # hf_xlsr's backends and the sentence-transformers path of the same precision and engine. Its backend="openvino" needs

@@ -36,8 +36,8 @@ def test_the_site_builds_strictly(tmp_path):
     result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
                             cwd=ROOT, capture_output=True, text=True, timeout=600)  # fmt: skip
     assert result.returncode == 0, result.stderr[-4000:]
-    assert (tmp_path / "site" / "benchmarks" / "RESULTS" / "index.html").is_file()
-    assert (tmp_path / "site" / "benchmarks" / "report" / "queue" / "index.html").is_file()
+    assert (tmp_path / "site" / "benchmarks" / "index.html").is_file()
+    assert (tmp_path / "site" / "benchmarks" / "queue" / "index.html").is_file()
     api = (tmp_path / "site" / "api" / "index.html").read_text()
     assert "MomentumQueueLoss" in api
     roles = re.findall(r":(?:meth|class|func|mod|attr|data):", api)  # Sphinx roles render raw: docstrings are Markdown

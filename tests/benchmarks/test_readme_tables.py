@@ -15,7 +15,7 @@ def test_every_generated_table_matches_its_results_file():
 
     texts = [path.read_text() for path in readme_tables.DOCUMENTS]
     blocks = {match.group("name") for text in texts for match in readme_tables.BLOCK.finditer(text)}
-    assert blocks, "no generated block in README.md or benchmarks/RESULTS.md"
+    assert blocks, "no generated block in README.md or the report (docs/benchmarks/)"
     assert readme_tables.differences() == []
 
 
