@@ -137,6 +137,8 @@ def queue_table(name: str = "queue_vs_batch.json") -> str:
     timing = timing_of(RESULTS / name)
     setup = results["setup"]
     heldout = f", {setup['heldout']:,} held-out verses per language" if "heldout" in setup else ""
+    if setup.get("whole_test"):
+        heldout = f", every held-out verse but the {setup['heldout']:,} tuning ones"
     head = (f"{setup['encoder']}, {languages_label(setup['languages'])}, B = {setup['B']}, {setup['pairs']:,} "
             f"training pairs per arm{heldout}, {setup['machine']}.\n\n")  # fmt: skip
     return head + report(results, timing) + "\n\n" + verdict(results, timing) + "\n"
@@ -333,6 +335,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "gpu-queue-vs-batch-bf16": gpu_queue_summary,
     "queue-vs-batch-verdict": queue_verdict,
     "queue-vs-batch-e5-22-verdict": lambda: queue_verdict("queue_vs_batch_e5_22.json"),
+    "queue-vs-batch-whole-verdict": lambda: queue_verdict("queue_vs_batch_whole.json"),
+    "queue-vs-batch-whole": lambda: queue_table("queue_vs_batch_whole.json"),
     "multilingual-summary": multilingual_summary,
     "gpu-step-summary": gpu_step_summary,
     "tatoeba": tatoeba_table,
