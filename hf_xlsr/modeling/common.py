@@ -1,9 +1,36 @@
-"""What the evaluators and the export need from every hf_xlsr model, whatever its paper; and the prediction head
-of a masked LM, which CMLM and HICTL apply to the masked positions only."""
+"""What every hf_xlsr model shares, whatever its paper: the `PreTrainedModel` base (attention backends, gradient
+checkpointing, weight initialisation), what the evaluators and the export need, and the prediction head of a masked
+LM, which CMLM and HICTL apply to the masked positions only."""
 
 from __future__ import annotations
 
+import torch
 from torch import nn
+from transformers import PreTrainedModel
+from transformers import initialization as init
+
+from .momentum import init_momentum_state
+
+
+class XlsrPreTrainedModel(PreTrainedModel):
+    """The base of the four models' ``PreTrainedModel`` classes: SDPA attention and gradient checkpointing where the
+    encoders support them, and ``_init_weights`` for what a model adds to its encoders (new linear layers from a
+    normal of ``initializer_range``, empty queues, zero counters); a model's class adds its own buffers."""
+
+    supports_gradient_checkpointing = True
+    _supports_sdpa = True
+
+    def _initializer_range(self) -> float:
+        """The standard deviation of a new linear layer's weights: the encoder configuration's, else 0.02."""
+        return getattr(getattr(self.config, "encoder", None), "initializer_range", 0.02)
+
+    @torch.no_grad()
+    def _init_weights(self, module: nn.Module) -> None:
+        init_momentum_state(module)
+        if isinstance(module, nn.Linear):
+            init.normal_(module.weight, mean=0.0, std=self._initializer_range())
+            if module.bias is not None:
+                init.zeros_(module.bias)
 
 
 def masked_lm_head(masked_lm: nn.Module) -> nn.Module:

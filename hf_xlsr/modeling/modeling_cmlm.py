@@ -38,11 +38,11 @@ from transformers import initialization as init
 from transformers.utils import ModelOutput
 
 from .adapters import FrozenParametersMixin
-from .common import SentenceEncoderMixin, masked_lm_head
+from .common import SentenceEncoderMixin, XlsrPreTrainedModel, masked_lm_head
 from .configuration_cmlm import CmlmConfig
 from .distributed import keep_momentum_state_out_of_ddp
 from .losses import additive_margin_retrieval_loss, masked_token_loss
-from .momentum import MomentumContrast, QueuedNegativesMixin, init_momentum_state
+from .momentum import MomentumContrast, QueuedNegativesMixin
 from .pooling import l2_normalize, pool
 
 logger = logging.getLogger(__name__)
@@ -87,20 +87,15 @@ class CmlmOutput(ModelOutput):
     target_embeddings: torch.FloatTensor | None = None
 
 
-class CmlmPreTrainedModel(PreTrainedModel):
+class CmlmPreTrainedModel(XlsrPreTrainedModel):
     config: CmlmConfig
     config_class = CmlmConfig
     base_model_prefix = "cmlm"
-    supports_gradient_checkpointing = True
-    _supports_sdpa = True
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
-        init_momentum_state(module)
-        if isinstance(module, nn.Linear):
-            init.normal_(module.weight, mean=0.0, std=getattr(self.config.encoder, "initializer_range", 0.02))
-            init.zeros_(module.bias)
-        elif isinstance(module, CmlmModel):
+        super()._init_weights(module)
+        if isinstance(module, CmlmModel):
             init.ones_(module.stage)
             init.zeros_(module.pcr)
 

@@ -34,16 +34,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from transformers import AutoConfig, AutoModel, PreTrainedModel
-from transformers import initialization as init
 from transformers.utils import ModelOutput
 
 from .adapters import FrozenParametersMixin
-from .common import SentenceEncoderMixin
+from .common import SentenceEncoderMixin, XlsrPreTrainedModel
 from .configuration_dual_momentum import DROPOUT_FIELDS, DualMomentumConfig
 from .distributed import keep_momentum_state_out_of_ddp
 from .gradcache import cache_gradients, embed_without_gradient, row_ranges
 from .losses import info_nce
-from .momentum import MomentumContrast, MomentumMixin, init_momentum_state
+from .momentum import MomentumContrast, MomentumMixin
 from .pooling import l2_normalize, pool
 from .queue import MemoryQueue
 
@@ -91,20 +90,11 @@ class DualMomentumOutput(ModelOutput):
     target_embeddings: torch.FloatTensor | None = None
 
 
-class DualMomentumPreTrainedModel(PreTrainedModel):
+class DualMomentumPreTrainedModel(XlsrPreTrainedModel):
     config: DualMomentumConfig
     config_class = DualMomentumConfig
     base_model_prefix = "dual_momentum"
-    supports_gradient_checkpointing = True
-    _supports_sdpa = True
     _supports_flash_attn = True
-
-    @torch.no_grad()
-    def _init_weights(self, module: nn.Module) -> None:
-        init_momentum_state(module)
-        if isinstance(module, nn.Linear):
-            init.normal_(module.weight, mean=0.0, std=0.02)
-            init.zeros_(module.bias)
 
 
 class DualMomentumModel(SentenceEncoderMixin, MomentumMixin, FrozenParametersMixin, DualMomentumPreTrainedModel):

@@ -45,12 +45,11 @@ from transformers import (
     EncoderDecoderModel,
     PreTrainedModel,
 )
-from transformers import initialization as init
 from transformers.modeling_outputs import Seq2SeqLMOutput
 from transformers.utils import ModelOutput
 
 from .adapters import FrozenParametersMixin
-from .common import SentenceEncoderMixin, masked_lm_head
+from .common import SentenceEncoderMixin, XlsrPreTrainedModel, masked_lm_head
 from .configuration_hictl import HictlConfig, HictlTranslationConfig
 from .distributed import keep_momentum_state_out_of_ddp
 from .losses import (
@@ -60,7 +59,7 @@ from .losses import (
     sentence_contrastive_loss,
     word_contrastive_loss,
 )
-from .momentum import MomentumContrast, QueuedNegativesMixin, init_momentum_state
+from .momentum import MomentumContrast, QueuedNegativesMixin
 from .pooling import l2_normalize, pool
 
 
@@ -98,19 +97,10 @@ class HictlOutput(ModelOutput):
     target_embeddings: torch.FloatTensor | None = None
 
 
-class HictlPreTrainedModel(PreTrainedModel):
+class HictlPreTrainedModel(XlsrPreTrainedModel):
     config: HictlConfig
     config_class = HictlConfig
     base_model_prefix = "hictl"
-    supports_gradient_checkpointing = True
-    _supports_sdpa = True
-
-    @torch.no_grad()
-    def _init_weights(self, module: nn.Module) -> None:
-        init_momentum_state(module)
-        if isinstance(module, nn.Linear):
-            init.normal_(module.weight, mean=0.0, std=getattr(self.config.encoder, "initializer_range", 0.02))
-            init.zeros_(module.bias)
 
 
 class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixin, HictlPreTrainedModel):

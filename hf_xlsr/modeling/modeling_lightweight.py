@@ -40,12 +40,12 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import BertModel, PreTrainedModel
+from transformers import BertModel
 from transformers import initialization as init
 from transformers.utils import ModelOutput
 
 from .adapters import FrozenParametersMixin
-from .common import SentenceEncoderMixin
+from .common import SentenceEncoderMixin, XlsrPreTrainedModel
 from .configuration_lightweight import LightweightDualTransformerConfig
 from .distributed import keep_momentum_state_out_of_ddp
 from .losses import (
@@ -55,7 +55,7 @@ from .losses import (
     kl_to_target,
     unified_generative_target,
 )
-from .momentum import MomentumContrast, QueuedNegativesMixin, init_momentum_state
+from .momentum import MomentumContrast, QueuedNegativesMixin
 from .pooling import l2_normalize, pool
 
 
@@ -96,20 +96,18 @@ class LightweightDualTransformerOutput(ModelOutput):
     target_embeddings: torch.FloatTensor | None = None
 
 
-class LightweightDualTransformerPreTrainedModel(PreTrainedModel):
+class LightweightDualTransformerPreTrainedModel(XlsrPreTrainedModel):
     config: LightweightDualTransformerConfig
     config_class = LightweightDualTransformerConfig
     base_model_prefix = "lightweight"
-    supports_gradient_checkpointing = True
-    _supports_sdpa = True
+
+    def _initializer_range(self) -> float:
+        return self.config.initializer_range
 
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
-        init_momentum_state(module)
-        if isinstance(module, nn.Linear):
-            init.normal_(module.weight, mean=0.0, std=self.config.initializer_range)
-            init.zeros_(module.bias)
-        elif isinstance(module, LightweightDualTransformer):
+        super()._init_weights(module)
+        if isinstance(module, LightweightDualTransformer):
             init.zeros_(module.generative_bias)
 
 
