@@ -11,7 +11,7 @@ call cut short keeps the parts it finished):
 
 1. ``cuda_tests``: the test suite's device paths (``pytest -m cuda``: bf16 autocast with float32 scores and EMA, the
    queue on the device, save / resume there, the blocked queue's gradient against float64);
-2. ``training_step``: DualMomentumModel (one shared encoder, one per language), MomentumQueueLoss and
+2. ``training_step``: DualMomentumModel (one shared encoder, one per language, GradCache), MomentumQueueLoss and
    CachedMomentumQueueLoss against sentence-transformers' ``MultipleNegativesRankingLoss`` and
    ``CachedMultipleNegativesRankingLoss`` (both directions, mini-batches of 64), at batch 256 and 1,024, from MiniLM-L6
    and a BERT-base-sized configuration, queues of 65,536 and 409,600 keys in their default storage (bfloat16 on a
@@ -229,14 +229,15 @@ def sentence_transformer_step(folder: str, batch_size: int, device: torch.device
 
 
 def dual_momentum_step(folder: str, batch_size: int, device: torch.device, max_length: int, shared: bool,
-                       queue_size: int):  # fmt: skip
+                       queue_size: int, mini_batch_size: int | None = None):  # fmt: skip
     from transformers import AutoTokenizer
 
     from hf_xlsr import DualMomentumModel
     from hf_xlsr.trainers import BitextCollator
 
     model = DualMomentumModel.from_encoders(folder, shared_encoder=shared, queue_size=queue_size,
-                                            languages=["en", "fr"]).to(device)  # fmt: skip
+                                            languages=["en", "fr"], mini_batch_size=mini_batch_size)  # fmt: skip
+    model.to(device)
     bf16_forward(model)
     tokenizers = AutoTokenizer.from_pretrained(folder)
     collate = BitextCollator(tokenizers, languages=["en", "fr"], max_length=max_length)
@@ -261,10 +262,11 @@ def dual_momentum_step(folder: str, batch_size: int, device: torch.device, max_l
 
 def step_arms(queues: list[int]) -> list[tuple[str, int | None]]:
     """The arms of a training-step group: the peers, both queue losses at the first K, DualMomentumModel at every K
-    with one encoder and at the first K with one per language."""
+    with one encoder, at the first K with one per language and with GradCache (``mini_batch_size``)."""
     first = queues[0]
     return ([("mnrl", None), ("cached_mnrl", None), ("mql", first), ("cached_mql", first)]
-            + [("dual_momentum_shared", k) for k in queues] + [("dual_momentum_per_language", first)])  # fmt: skip
+            + [("dual_momentum_shared", k) for k in queues] + [("dual_momentum_per_language", first),
+                                                                  ("dual_momentum_cached", first)])  # fmt: skip
 
 
 def training_step(args, device: torch.device, seconds: float) -> dict:
@@ -296,8 +298,10 @@ def training_step(args, device: torch.device, seconds: float) -> dict:
                     try:
                         reset_peak(device)
                         if arm.startswith("dual_momentum"):
-                            shared = arm == "dual_momentum_shared"
-                            step, ema = dual_momentum_step(folder, batch_size, device, max_length, shared, queue_size)
+                            shared = arm != "dual_momentum_per_language"
+                            cached = mini_batch if arm == "dual_momentum_cached" else None
+                            step, ema = dual_momentum_step(folder, batch_size, device, max_length, shared, queue_size,
+                                                           cached)  # fmt: skip
                         else:
                             step, ema = sentence_transformer_step(folder, batch_size, device, max_length, arm,
                                                                   queue_size, mini_batch)  # fmt: skip

@@ -38,7 +38,15 @@ def test_the_gpu_suites_quicker_parts_run_in_a_dry_run(tmp_path):
     assert arms == {
         (b, a)
         for b in (4, 8)
-        for a in ("mnrl", "cached_mnrl", "mql", "cached_mql", "dual_momentum_shared", "dual_momentum_per_language")
+        for a in (
+            "mnrl",
+            "cached_mnrl",
+            "mql",
+            "cached_mql",
+            "dual_momentum_shared",
+            "dual_momentum_per_language",
+            "dual_momentum_cached",
+        )
     }
     assert all(row["ratio_to_mnrl"] > 0 for row in steps)
     assert all(0 < row["ema_share"] < 1 for row in steps if "mql" in row["arm"] or "dual" in row["arm"])
