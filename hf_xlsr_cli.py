@@ -109,12 +109,25 @@ TRAIN_HELP = (
 )
 
 
+def _sentence_encoder(args: argparse.Namespace):
+    """``--model`` as an encoder of ``--language``'s sentences; a one-line error when the model encodes each of its
+    languages its own way and ``--language`` names none of them."""
+    from hf_xlsr.evaluation.encoders import as_encoder, model_languages
+    from hf_xlsr.evaluation.loading import load_for_evaluation
+
+    model, tokenizers = load_for_evaluation(args.model, args.backend)
+    languages = model_languages(model)
+    if languages and args.language not in languages:
+        given = "no --language" if args.language is None else f"--language {args.language}"
+        raise UsageError(f"{given}: the model encodes each of {', '.join(languages)} its own way; give one of them "
+                         f"with --language")  # fmt: skip
+    return as_encoder(model, tokenizers, batch_size=args.batch_size, max_length=args.max_length, backend=args.backend)
+
+
 def _encode(args: argparse.Namespace, rest: list[str]) -> int:
     import tempfile
 
     from hf_xlsr.data.bitext import SentenceFile
-    from hf_xlsr.evaluation.encoders import as_encoder, model_languages
-    from hf_xlsr.evaluation.loading import load_for_evaluation
     from hf_xlsr.evaluation.mining import embed_file
     from hf_xlsr.utils import with_umask
 
@@ -123,14 +136,7 @@ def _encode(args: argparse.Namespace, rest: list[str]) -> int:
         raise UsageError(f"--output {output}: the vectors go to a .npy file")
     writable(("--output", output))
     sentences = SentenceFile(args.input)
-    model, tokenizers = load_for_evaluation(args.model, args.backend)
-    languages = model_languages(model)
-    if languages and args.language not in languages:
-        given = "no --language" if args.language is None else f"--language {args.language}"
-        raise UsageError(f"{given}: the model encodes each of {', '.join(languages)} its own way; give one of them "
-                         f"with --language")  # fmt: skip
-    encode = as_encoder(model, tokenizers, batch_size=args.batch_size, max_length=args.max_length,
-                        backend=args.backend)  # fmt: skip
+    encode = _sentence_encoder(args)
     output.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=output.resolve().parent) as scratch:  # nothing half-written at --output
         vectors = embed_file(encode, sentences, args.language, Path(scratch) / output.name)
@@ -139,6 +145,37 @@ def _encode(args: argparse.Namespace, rest: list[str]) -> int:
         with_umask(Path(scratch) / output.name)
         os.replace(Path(scratch) / output.name, output)
     print(f"{shape[0]} sentences of {args.input} -> {output} ({shape[0]} x {shape[1]} float32, L2-normalised)")
+    return 0
+
+
+def _embed(args: argparse.Namespace, rest: list[str]) -> int:
+    import torch
+    from accelerate import PartialState
+
+    from hf_xlsr.data.bitext import SentenceFile
+    from hf_xlsr.evaluation.mining.shards import VECTORS, corpus_manifest, embed_shards, join_shards, open_folder
+
+    writable(("--output", args.output))
+    if args.shard_size < 1:
+        raise UsageError(f"--shard-size {args.shard_size}: at least 1 sentence per shard")
+    sentences = SentenceFile(args.input)
+    manifest = corpus_manifest(sentences, args.language, str(args.model), args.shard_size)
+    try:
+        open_folder(args.output, manifest)  # a folder of another job is refused before the model loads
+    except ValueError as error:
+        raise UsageError(f"--output {error}") from None
+    state = PartialState(cpu=not torch.cuda.is_available())  # under accelerate launch: this process's share
+    encode = _sentence_encoder(args)
+    embedded = embed_shards(encode, sentences, args.language, args.output, manifest, state.process_index,
+                            state.num_processes, progress=state.is_local_main_process)  # fmt: skip
+    state.wait_for_everyone()
+    if state.is_main_process:
+        vectors = join_shards(args.output)
+        print(f"{len(vectors)} sentences of {args.input} -> {Path(args.output) / VECTORS} ({manifest['shards']} "
+              f"shards, {len(embedded)} embedded by this process, the others found done or by the other "
+              f"{state.num_processes - 1} processes)")  # fmt: skip
+    state.wait_for_everyone()
+    state.destroy_process_group()  # before the interpreter's teardown, which must not meet gloo's threads alive
     return 0
 
 
@@ -262,7 +299,7 @@ def _mine(args: argparse.Namespace, rest: list[str]) -> int:
     with tempfile.TemporaryDirectory(dir=Path(args.output).resolve().parent) as scratch:
         written = mine_files(
             encode, source, target, args.output, source_language, target_language, threshold, work or scratch,
-            k=args.k, margin=args.margin, mode=args.mode, index=args.index,
+            k=args.k, margin=args.margin, mode=args.mode, index=args.index, model=str(args.model),
         )  # fmt: skip
     print(f"{written} pairs written to {args.output} (score, source line, target line, source, target)")
     return 0
@@ -371,6 +408,18 @@ def build_parser() -> argparse.ArgumentParser:
     encode.add_argument("--max-length", type=int, default=128, help=MAX_LENGTH_HELP)
     encode.add_argument("--backend", default="torch", choices=BACKENDS, help=BACKEND_HELP)
     encode.set_defaults(handler=_encode)
+
+    embed = commands.add_parser("embed", help="embed a corpus in shards, resumable, spread over processes")
+    embed.add_argument("--model", required=True, help="hf_xlsr model, sentence-transformers folder or export")
+    embed.add_argument("--input", required=True, help="sentences, one per line (blank lines are skipped)")
+    embed.add_argument("--output", required=True, help="folder: shards while running, then vectors.npy (float32)")
+    embed.add_argument("--language", help="language of the sentences (picks the route of a model that encodes "
+                                          "languages apart)")  # fmt: skip
+    embed.add_argument("--shard-size", type=int, default=100_000, help="sentences per shard (default 100,000)")
+    embed.add_argument("--batch-size", type=int, default=64)
+    embed.add_argument("--max-length", type=int, default=128, help=MAX_LENGTH_HELP)
+    embed.add_argument("--backend", default="torch", choices=BACKENDS, help=BACKEND_HELP)
+    embed.set_defaults(handler=_embed)
 
     export = commands.add_parser("export", help="export a trained model to sentence-transformers folders")
     export.add_argument("--model", required=True, help="trained hf_xlsr model folder")

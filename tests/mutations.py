@@ -37,6 +37,7 @@ EVALUATE_MANY = (
     "tests/test_multilingual.py::test_evaluate_scores_every_pair_of_many_languages_with_a_table_and_a_heat_map"
 )
 GRADCACHE = "tests/test_dual_momentum_gradcache.py::"
+SHARDS = "tests/test_mining_shards.py::"
 POSITIONS = "tests/test_export.py::test_inputs_are_cut_to_what_the_position_table_takes"
 THIRD_LANGUAGE = "tests/test_multilingual.py::test_a_querys_translation_in_a_third_language_is_never_its_negative"
 PRECISION = "tests/test_precision.py::test_bf16_autocast_keeps_contrastive_scores_and_gradients_in_float32"
@@ -478,6 +479,21 @@ MUTATIONS = [
              "        training_args.eval_max_length = data_args.max_length",
              "        training_args.eval_max_length = 128",
              "tests/test_cli_and_arguments.py::test_the_run_its_export_and_evaluate_give_one_figure_for_one_model"),
+    # embeddings in shards
+    Mutation("shards_embedded_again_on_resume", "hf_xlsr/evaluation/mining/shards.py",
+             "todo = [i for i in range(process_index, count, num_processes) if not shard_path(folder, i).is_file()]",
+             "todo = list(range(process_index, count, num_processes))",
+             SHARDS + "test_a_job_killed_in_the_middle_resumes_to_the_same_vectors"),
+    Mutation("shards_not_split_over_processes", "hf_xlsr/evaluation/mining/shards.py",
+             "todo = [i for i in range(process_index, count, num_processes) if not shard_path(folder, i).is_file()]",
+             "todo = [i for i in range(count) if not shard_path(folder, i).is_file()]",
+             SHARDS + "test_two_processes_share_the_shards_and_give_the_vectors_of_one"),
+    Mutation("shards_of_another_job_mixed_in", "hf_xlsr/evaluation/mining/shards.py",
+             "        if differs is not None:", "        if False:",
+             SHARDS + "test_a_folder_of_another_job_is_refused_in_one_line_before_the_model_loads"),
+    Mutation("sentence_range_read_from_the_start", "hf_xlsr/data/bitext.py",
+             "            handle.seek(self.offsets[begin] if begin < len(self) else 0)", "            pass",
+             SHARDS + "test_a_range_of_sentences_reads_from_its_offset_and_skips_blank_lines"),
     # GradCache inside DualMomentumModel
     Mutation("gradcache_replay_draws_new_dropout", "hf_xlsr/modeling/gradcache.py",
              "                with state, precision:", "                with precision:",

@@ -275,7 +275,7 @@ def test_a_run_on_per_pair_files_exports_with_its_training_datasets(tmp_path, ca
     assert mteb_training_datasets({"en-fr": sources["en-fr"], "en-de": "mteb/tatoeba-bitext-mining"}) == ["Tatoeba"]
 
 
-@pytest.mark.parametrize("command", ["train", "encode", "evaluate", "mine", "export"])
+@pytest.mark.parametrize("command", ["train", "encode", "embed", "evaluate", "mine", "export"])
 def test_every_command_spells_its_output_and_length_alike(command):
     """One name per idea: each command that writes takes --output, each that tokenises --max-length (train: as run
     fields, output_dir and max_length)."""

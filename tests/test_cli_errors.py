@@ -97,12 +97,13 @@ def test_train_checks_its_output_folders_can_be_written_before_training(tmp_path
     assert not (tmp_path / "run").exists() and not target.exists()
 
 
-@pytest.mark.parametrize("command", ["encode", "mine", "evaluate", "export"])
+@pytest.mark.parametrize("command", ["encode", "embed", "mine", "evaluate", "export"])
 def test_every_command_checks_its_output_can_be_written_before_loading(tmp_path, capsys, sentences, command):
     target = unwritable(tmp_path)
     model = resolve_reference(MINILM)
     argv = {
         "encode": ["encode", "--model", model, "--input", str(sentences), "--output", f"{target}/v.npy"],
+        "embed": ["embed", "--model", model, "--input", str(sentences), "--output", f"{target}/shards"],
         "mine": [
             "mine",
             "--model",

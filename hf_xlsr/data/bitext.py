@@ -74,14 +74,20 @@ class SentenceFile:
     def __len__(self) -> int:
         return len(self.offsets)
 
-    def batches(self, size: int) -> Iterator[list[str]]:
-        """The sentences in file order, ``size`` at a time."""
-        batch = []
+    def batches(self, size: int, begin: int = 0, end: int | None = None) -> Iterator[list[str]]:
+        """Sentences ``begin`` to ``end`` (all by default) in file order, ``size`` at a time; reading starts at the
+        byte offset of sentence ``begin``."""
+        end = len(self) if end is None else min(end, len(self))
+        batch, left = [], end - begin
         with open(self.path, "rb") as handle:
+            handle.seek(self.offsets[begin] if begin < len(self) else 0)
             for raw in handle:
+                if left <= 0:
+                    break
                 text = raw.decode("utf-8").strip()
                 if text:
                     batch.append(text)
+                    left -= 1
                 if len(batch) == size:
                     yield batch
                     batch = []

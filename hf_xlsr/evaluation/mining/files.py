@@ -11,29 +11,31 @@ import numpy as np
 from ..encoders import Encoder
 from .margin import mine
 from .search import check_index, index_spec
+from .shards import SHARD_SIZE, VECTORS, corpus_manifest, embed_shards, join_shards, open_folder
 
 
 def embed_file(
-    encoder: Encoder, sentences, language: str, path: str | os.PathLike, chunk: int = 8192, progress: bool = True
+    encoder: Encoder,
+    sentences,
+    language: str,
+    path: str | os.PathLike,
+    chunk: int = 8192,
+    progress: bool = True,
+    model: str = "",
 ) -> np.ndarray:
-    """Embed a `SentenceFile` into a float32 ``.npy`` file at ``path``, ``chunk`` sentences at
-    a time, and return it memory-mapped: neither the texts nor the vectors are held in memory all at once."""
-    from tqdm.auto import tqdm
-
-    vectors = None
-    where = getattr(sentences, "path", None)
-    desc = f"embedding {where.name}" if where is not None else f"embedding {language}"
-    with tqdm(total=len(sentences), desc=desc, unit="sentence", disable=not progress) as bar:
-        start = 0
-        for batch in sentences.batches(chunk):
-            embedded = encoder(batch, language)
-            if vectors is None:
-                shape = (len(sentences), embedded.shape[1])
-                vectors = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=shape)
-            vectors[start : start + len(batch)] = embedded
-            start += len(batch)
-            bar.update(len(batch))
-    vectors.flush()
+    """Embed a `SentenceFile` into a float32 ``.npy`` file at ``path`` and return it memory-mapped: neither the texts
+    nor the vectors are held in memory all at once. The vectors are written in shards (``shards.py``) in the folder
+    ``<path>.shards``, which keeps the manifest afterwards: a job stopped at any point and started again with the
+    same ``path`` resumes from its finished shards, and finds a finished ``path`` of the same corpus and ``model``
+    done."""
+    path = Path(path)
+    folder = Path(f"{path}.shards")
+    manifest = corpus_manifest(sentences, language, model, SHARD_SIZE)
+    open_folder(folder, manifest)
+    if not path.is_file():
+        embed_shards(encoder, sentences, language, folder, manifest, chunk=chunk, progress=progress)
+        join_shards(folder)
+        os.replace(folder / VECTORS, path)
     return np.load(path, mmap_mode="r")
 
 
@@ -51,6 +53,7 @@ def mine_files(
     mode: str = "max",
     index: str = "auto",
     progress: bool = True,
+    model: str = "",
 ) -> int:
     """Mine two `SentenceFile` s: embed each into ``work_dir`` (memory-mapped), mine, and
     write the pairs scoring at least ``threshold`` (all with None), best first, to ``output`` as
@@ -60,8 +63,8 @@ def mine_files(
 
     check_index(index_spec(0, index), encoder(["a"], source_language).shape[1])  # before any work
     Path(work_dir).mkdir(parents=True, exist_ok=True)
-    x = embed_file(encoder, source, source_language, Path(work_dir) / "source.npy", progress=progress)
-    y = embed_file(encoder, target, target_language, Path(work_dir) / "target.npy", progress=progress)
+    x = embed_file(encoder, source, source_language, Path(work_dir) / "source.npy", progress=progress, model=model)
+    y = embed_file(encoder, target, target_language, Path(work_dir) / "target.npy", progress=progress, model=model)
     pairs = mine(x, y, k=k, margin=margin, mode=mode, index=index)
     if threshold is not None:
         pairs = pairs.above(threshold)
