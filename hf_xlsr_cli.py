@@ -300,9 +300,21 @@ def _mine(args: argparse.Namespace, rest: list[str]) -> int:
         written = mine_files(
             encode, source, target, args.output, source_language, target_language, threshold, work or scratch,
             k=args.k, margin=args.margin, mode=args.mode, index=args.index, model=str(args.model),
+            memory=args.memory,
         )  # fmt: skip
     print(f"{written} pairs written to {args.output} (score, source line, target line, source, target)")
     return 0
+
+
+def byte_size(text: str) -> int:
+    """``8GB``, ``512MB``, ``2.5GiB`` or a number of bytes, for argparse."""
+    import re
+
+    match = re.fullmatch(r"\s*([\d.]+)\s*([KMGT]?)(i?B)?\s*", text, re.IGNORECASE)
+    if not match or match.group(1).count(".") > 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size (e.g. 8GB, 512MB)")
+    base = 1024 if (match.group(3) or "").lower() == "ib" else 1000
+    return int(float(match.group(1)) * base ** ("KMGT".find(match.group(2).upper()) + 1 if match.group(2) else 0))
 
 
 class UsageError(ValueError):
@@ -482,6 +494,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="keep pairs scoring at least this (default: 1.06 for the ratio margin)")  # fmt: skip
     mine.add_argument("--all-pairs", action="store_true", help="keep every mined pair, whatever its score")
     mine.add_argument("--embeddings", help="folder for the embeddings (memory-mapped .npy; default: a temporary one)")
+    mine.add_argument("--memory", type=byte_size, metavar="SIZE",
+                      help="what the index may hold (e.g. 8GB): 'auto' picks compressed lists beyond it")  # fmt: skip
     mine.add_argument("--batch-size", type=int, default=64)
     mine.add_argument("--max-length", type=int, default=128, help=MAX_LENGTH_HELP)
     mine.add_argument("--backend", default="torch", choices=BACKENDS, help=BACKEND_HELP)

@@ -494,6 +494,12 @@ MUTATIONS = [
     Mutation("sentence_range_read_from_the_start", "hf_xlsr/data/bitext.py",
              "            handle.seek(self.offsets[begin] if begin < len(self) else 0)", "            pass",
              SHARDS + "test_a_range_of_sentences_reads_from_its_offset_and_skips_blank_lines"),
+    Mutation("auto_ignores_the_memory_it_is_given", "hf_xlsr/evaluation/mining/search.py",
+             "        if memory is not None and dim and 4 * n * dim > memory:", "        if False:",
+             "tests/test_mining.py::test_auto_keeps_the_index_within_the_memory_it_is_given"),
+    Mutation("mine_drops_the_memory", "hf_xlsr/evaluation/mining/margin.py",
+             "    spec = index_spec(n, index, source_embeddings.shape[1], memory)", "    spec = index_spec(n, index)",
+             "tests/test_mining.py::test_eight_bit_lists_find_the_pairs_full_lists_find"),
     # GradCache inside DualMomentumModel
     Mutation("gradcache_replay_draws_new_dropout", "hf_xlsr/modeling/gradcache.py",
              "                with state, precision:", "                with precision:",

@@ -145,6 +145,46 @@ def test_auto_probes_a_share_of_its_lists():
     assert index_spec(4_000_000) == "IVF2000,Flat|nprobe=64"  # at most 64 beyond a million
 
 
+def test_auto_keeps_the_index_within_the_memory_it_is_given():
+    """The list scanner holds both sides in bfloat16 (4 n d bytes); beyond ``memory`` the lists hold 8-bit codes
+    (n d bytes), beyond that product codes of d / 8 bytes."""
+    n, d = 100_000, 384  # 316 lists, 26 probed; full lists 153.6 MB, 8-bit codes 38.4 MB
+    assert mining_module.index_spec(n, "auto", d) == "IVF316,Flat|nprobe=26"
+    assert mining_module.index_spec(n, "auto", d, memory=200_000_000) == "IVF316,Flat|nprobe=26"
+    assert mining_module.index_spec(n, "auto", d, memory=100_000_000) == "IVF316,SQ8|nprobe=26"
+    assert mining_module.index_spec(n, "auto", d, memory=20_000_000) == "IVF316,PQ48|nprobe=26"
+    assert mining_module.index_spec(10_000, "auto", d, memory=1) == "Flat"  # exact search keeps nothing but blocks
+
+
+def test_eight_bit_lists_find_the_pairs_full_lists_find(monkeypatch):
+    """With candidates re-scored from the vectors themselves, 8-bit codes cost no recall beyond the inverted lists'
+    own: 50,000 noisy translations, mined with full lists and with the codes ``memory`` makes ``auto`` pick."""
+    trained, train = [], margin_module.train_index
+
+    def recording(spec, *args, **kwargs):
+        trained.append(spec)
+        return train(spec, *args, **kwargs)
+
+    monkeypatch.setattr(margin_module, "train_index", recording)
+    rng = np.random.default_rng(0)
+    n, d = 50_000, 64
+    x = rng.standard_normal((n, d)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    y = x + 0.9 * rng.standard_normal((n, d)).astype(np.float32) / np.sqrt(d)
+    y /= np.linalg.norm(y, axis=1, keepdims=True)
+    order = rng.permutation(n)
+    y = y[order]
+    gold = np.empty(n, dtype=np.int64)
+    gold[order] = np.arange(n)  # x[i] translates to y[gold[i]]
+
+    def found(pairs) -> float:
+        return float(np.sum(gold[pairs.source] == pairs.target)) / n
+
+    full, coded = mine(x, y, index="auto"), mine(x, y, index="auto", memory=4 * n * d - 1)
+    assert trained == ["IVF223,Flat|nprobe=18", "IVF223,SQ8|nprobe=18"]
+    assert found(full) > 0.9 and abs(found(coded) - found(full)) < 0.005, (found(full), found(coded))
+
+
 def test_a_query_whose_scanned_lists_hold_too_few_vectors_is_searched_exactly():
     # 50 sentences repeated 60 times: k-means puts 64 lists on 50 points, so many lists are empty, and a query that
     # scans one list often finds fewer than k vectors there (faiss answers index -1, similarity -3.4e38)

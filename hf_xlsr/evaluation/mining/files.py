@@ -54,6 +54,7 @@ def mine_files(
     index: str = "auto",
     progress: bool = True,
     model: str = "",
+    memory: int | None = None,
 ) -> int:
     """Mine two `SentenceFile` s: embed each into ``work_dir`` (memory-mapped), mine, and
     write the pairs scoring at least ``threshold`` (all with None), best first, to ``output`` as
@@ -65,7 +66,7 @@ def mine_files(
     Path(work_dir).mkdir(parents=True, exist_ok=True)
     x = embed_file(encoder, source, source_language, Path(work_dir) / "source.npy", progress=progress, model=model)
     y = embed_file(encoder, target, target_language, Path(work_dir) / "target.npy", progress=progress, model=model)
-    pairs = mine(x, y, k=k, margin=margin, mode=mode, index=index)
+    pairs = mine(x, y, k=k, margin=margin, mode=mode, index=index, memory=memory)
     if threshold is not None:
         pairs = pairs.above(threshold)
     with atomic_file(output) as handle, source.reader() as source_text, target.reader() as target_text:

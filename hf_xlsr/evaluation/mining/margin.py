@@ -99,8 +99,12 @@ def mine(
     index: str = "auto",
     block_size: int = 16384,
     centre: bool = True,
+    memory: int | None = None,
 ) -> MinedPairs:
     """Score candidate pairs with the margin of Eq. 4 and pair them one-to-one (no threshold applied).
+
+    ``memory`` (bytes): what the index may hold; ``auto`` then picks compressed lists where full ones exceed it
+    (`index_spec`).
 
     ``centre``: an approximate index searches each side centred on its own mean, its candidates re-scored by the
     original cosine (`knn`); False searches the vectors as they came. Exact search (``flat``) is the same either way.
@@ -108,7 +112,7 @@ def mine(
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     n = max(len(source_embeddings), len(target_embeddings))
-    spec = index_spec(n, index)
+    spec = index_spec(n, index, source_embeddings.shape[1], memory)
     sides = (source_embeddings, target_embeddings)
     approximate = spec != "Flat"
     if approximate and n < IVF_THRESHOLD:

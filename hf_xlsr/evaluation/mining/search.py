@@ -68,21 +68,29 @@ def _inverse_norms(vectors: np.ndarray, block_size: int) -> np.ndarray:
     return 1 / np.maximum(np.concatenate(norms), np.finfo(np.float32).tiny)
 
 
-def index_spec(n: int, index: str = "auto") -> str:
+def index_spec(n: int, index: str = "auto", dim: int = 0, memory: int | None = None) -> str:
     """The faiss index for a corpus of ``n`` vectors, as an ``index_factory`` string with its search parameters after
     ``|``: ``flat`` (exact search), ``ivf`` (`IVF_LISTS_PER_ROOT` sqrt(n) inverted lists of full vectors, one in
     `IVF_PROBE_SHARE` of them (at most `IVF_MAX_PROBES`) scanned by `scan_lists`; `knn` re-scores the best `IVF_REFINE`
     candidates per neighbour exactly, as it does for any approximate index), ``auto`` (flat below `IVF_THRESHOLD`
     vectors, IVF from there), or any factory string of one's own (``"HNSW32|efSearch=128"``,
     ``"OPQ64,IVF4096,PQ64|nprobe=32"``, as faiss and stopes name indexes). ``k_factor=F`` among the parameters sets how
-    many candidates per neighbour `knn` re-scores (faiss's name for it; `IVF_REFINE` when not given)."""
+    many candidates per neighbour `knn` re-scores (faiss's name for it; `IVF_REFINE` when not given).
+
+    With ``memory`` (bytes) and ``dim``, ``auto`` and ``ivf`` keep the index within it: the list scanner holds both
+    sides in bfloat16 (4 ``n`` ``dim`` bytes); where that exceeds ``memory`` the lists hold 8-bit codes (``SQ8``,
+    ``n`` ``dim`` bytes), and where those do too, product codes of ``dim / 8`` bytes (``PQ``, as stopes mines). faiss
+    searches the codes; `knn` re-scores the candidates from the vectors themselves (memory-mapped)."""
     if index == "auto":
         index = "flat" if n < IVF_THRESHOLD else "ivf"
     if index == "flat":
         return "Flat"
     if index == "ivf":
         lists = max(1, min(int(IVF_LISTS_PER_ROOT * math.sqrt(n)), n // 39))  # faiss wants >= 39 points per list
-        return f"IVF{lists},Flat|nprobe={max(1, min(lists // IVF_PROBE_SHARE, IVF_MAX_PROBES))}"
+        codes = "Flat"
+        if memory is not None and dim and 4 * n * dim > memory:
+            codes = "SQ8" if n * dim <= memory else f"PQ{max(1, dim // 8)}"
+        return f"IVF{lists},{codes}|nprobe={max(1, min(lists // IVF_PROBE_SHARE, IVF_MAX_PROBES))}"
     if not index or index[0].islower():
         raise ValueError(f"index must be 'auto', 'flat', 'ivf' or a faiss index_factory string, got {index!r}")
     return index
