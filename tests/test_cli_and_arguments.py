@@ -181,6 +181,7 @@ def test_training_and_evaluate_score_one_held_out_sample(tmp_path):
     assert safetensors.stat().st_mode & 0o777 == 0o666 & ~current_umask()  # not the 0600 of a temporary file
 
 
+@pytest.mark.slow  # a MiniLM run, its export and an evaluation
 def test_the_run_its_export_and_evaluate_give_one_figure_for_one_model(tmp_path):
     """The run's max_length truncates its held-out evaluation and its export, so `hf-xlsr evaluate` on the export
     gives the figure the run gave (at 8 tokens, far from the 128 an evaluation would otherwise take)."""

@@ -156,6 +156,7 @@ def test_auto_keeps_the_index_within_the_memory_it_is_given():
     assert mining_module.index_spec(10_000, "auto", d, memory=1) == "Flat"  # exact search keeps nothing but blocks
 
 
+@pytest.mark.slow  # two searches of 50,000 vectors both ways
 def test_eight_bit_lists_find_the_pairs_full_lists_find(monkeypatch):
     """With candidates re-scored from the vectors themselves, 8-bit codes cost no recall beyond the inverted lists'
     own: 50,000 noisy translations, mined with full lists and with the codes ``memory`` makes ``auto`` pick."""

@@ -57,6 +57,7 @@ def test_shards_give_the_vectors_of_one_pass(corpus, one_pass, tmp_path, capsys)
     assert sorted(p.name for p in (tmp_path / "shards").iterdir()) == ["shards.json", "vectors.npy"]
 
 
+@pytest.mark.slow  # two embedding processes of 600 sentences: about a minute
 def test_a_job_killed_in_the_middle_resumes_to_the_same_vectors(corpus, one_pass, tmp_path):
     folder = tmp_path / "shards"
     command = [sys.executable, "-m", "hf_xlsr_cli", *embed(corpus, folder, "--shard-size", "100")]
@@ -92,6 +93,7 @@ def test_a_folder_of_another_job_is_refused_in_one_line_before_the_model_loads(c
                            "(shard_size: 600, not 100)") and "\n" not in line  # fmt: skip
 
 
+@pytest.mark.slow  # two mining runs of 600 sentences a side
 def test_mine_resumes_its_embeddings_folder(corpus, tmp_path):
     """``mine --embeddings DIR`` keeps each side's shards and manifest there: a second run finds both sides done."""
     folder = tmp_path / "embeddings"
