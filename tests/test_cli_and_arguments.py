@@ -213,7 +213,7 @@ def test_the_command_line_answers_help_and_version_without_importing_the_library
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     import hf_xlsr
 
-    assert "{train,encode,export,evaluate,mine,push}" in result.stdout
+    assert "{train,encode,embed,export,evaluate,mine,push}" in result.stdout
     assert f"hf-xlsr {hf_xlsr.__version__}" in result.stdout
     assert "loaded: []" in result.stdout, result.stdout + result.stderr
 

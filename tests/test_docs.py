@@ -89,7 +89,7 @@ def test_the_wheel_installs_into_a_clean_venv_with_its_package_data(tmp_path):
     assert not (site / "tests").exists() and not (site / "benchmarks").exists()
     result = subprocess.run([str(tmp_path / "venv" / "bin" / "hf-xlsr"), "--help"], capture_output=True, text=True,
                             timeout=120)  # fmt: skip
-    assert result.returncode == 0 and "{train,encode,export,evaluate,mine,push}" in result.stdout
+    assert result.returncode == 0 and "{train,encode,embed,export,evaluate,mine,push}" in result.stdout
 
 
 def test_one_transformers_for_every_install():
