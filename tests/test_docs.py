@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+# the model cards' examples load their models from the Hub, which the tests never reach
+PAGES = [ROOT / "README.md", *sorted(p for p in (ROOT / "docs").rglob("*.md") if "model_cards" not in p.parts)]
 FENCE = re.compile(r"```(\w+)\n(.*?)```", re.DOTALL)
 MARK = "----- hf_xlsr docs example -----"
 

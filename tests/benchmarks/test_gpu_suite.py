@@ -83,8 +83,8 @@ def test_an_arm_out_of_memory_is_a_row_and_the_others_are_timed_interleaved(monk
     def sentence_transformer_step(folder, batch_size, device, max_length, arm, queue_size, mini_batch):
         return (lambda: calls.append(arm)), None
 
-    def dual_momentum_step(folder, batch_size, device, max_length, shared, queue_size):
-        if shared:
+    def dual_momentum_step(folder, batch_size, device, max_length, shared, queue_size, mini_batch_size=None):
+        if shared:  # one shared encoder, with or without GradCache
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 4.00 GiB")
         return (lambda: calls.append("dual_momentum_per_language")), (lambda: None)
 
@@ -94,9 +94,9 @@ def test_an_arm_out_of_memory_is_a_row_and_the_others_are_timed_interleaved(monk
     result = gpu_suite.training_step(argparse.Namespace(dry_run=True), torch.device("cpu"), seconds=60)
     rows = result["rows"]
     timed = ["mnrl", "cached_mnrl", "mql", "cached_mql", "dual_momentum_per_language"]
-    assert [row["arm"] for row in rows] == (["dual_momentum_shared"] + timed) * 2
+    assert [row["arm"] for row in rows] == (["dual_momentum_shared", "dual_momentum_cached"] + timed) * 2
     assert all(row["error"].startswith("out of memory: CUDA out of memory") for row in rows
-               if row["arm"] == "dual_momentum_shared")  # fmt: skip
+               if row["arm"] in ("dual_momentum_shared", "dual_momentum_cached"))  # fmt: skip
     assert all("seconds_per_step" in row and row["ratio_to_mnrl"] > 0 for row in rows if row["arm"] in timed)
     assert calls[:10] == timed + timed  # warm-up steps, then rounds: interleaved
     assert calls[10:20] == timed + timed
