@@ -397,6 +397,21 @@ def _push(args: argparse.Namespace, rest: list[str]) -> int:
     return 0
 
 
+def sentence_command(commands, name: str, description: str, output: str) -> argparse.ArgumentParser:
+    """A command that embeds a file of sentences (``encode``, ``embed``): the model, the input, ``output`` described,
+    the language and how the model runs."""
+    command = commands.add_parser(name, help=description)
+    command.add_argument("--model", required=True, help="hf_xlsr model, sentence-transformers folder or export")
+    command.add_argument("--input", required=True, help="sentences, one per line (blank lines are skipped)")
+    command.add_argument("--output", required=True, help=output)
+    command.add_argument("--language", help="language of the sentences (picks the route of a model that encodes "
+                                            "languages apart)")  # fmt: skip
+    command.add_argument("--batch-size", type=int, default=64)
+    command.add_argument("--max-length", type=int, default=128, help=MAX_LENGTH_HELP)
+    command.add_argument("--backend", default="torch", choices=BACKENDS, help=BACKEND_HELP)
+    return command
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hf-xlsr", description="Cross-lingual sentence representations: train, "
                                      "evaluate, encode, mine, export and push hf_xlsr models.")  # fmt: skip
@@ -410,27 +425,13 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("-h", "--help", action="store_true", help="list the run configuration's fields")
     train.set_defaults(handler=_train, allow_extra=True)
 
-    encode = commands.add_parser("encode", help="embed a file of sentences (one per line) into a .npy file")
-    encode.add_argument("--model", required=True, help="hf_xlsr model, sentence-transformers folder or export")
-    encode.add_argument("--input", required=True, help="sentences, one per line (blank lines are skipped)")
-    encode.add_argument("--output", required=True, help="a .npy file of float32 vectors, one row per sentence")
-    encode.add_argument("--language", help="language of the sentences (picks the route of a model that encodes "
-                                           "languages apart)")  # fmt: skip
-    encode.add_argument("--batch-size", type=int, default=64)
-    encode.add_argument("--max-length", type=int, default=128, help=MAX_LENGTH_HELP)
-    encode.add_argument("--backend", default="torch", choices=BACKENDS, help=BACKEND_HELP)
+    encode = sentence_command(commands, "encode", "embed a file of sentences (one per line) into a .npy file",
+                              "a .npy file of float32 vectors, one row per sentence")  # fmt: skip
     encode.set_defaults(handler=_encode)
 
-    embed = commands.add_parser("embed", help="embed a corpus in shards, resumable, spread over processes")
-    embed.add_argument("--model", required=True, help="hf_xlsr model, sentence-transformers folder or export")
-    embed.add_argument("--input", required=True, help="sentences, one per line (blank lines are skipped)")
-    embed.add_argument("--output", required=True, help="folder: shards while running, then vectors.npy (float32)")
-    embed.add_argument("--language", help="language of the sentences (picks the route of a model that encodes "
-                                          "languages apart)")  # fmt: skip
+    embed = sentence_command(commands, "embed", "embed a corpus in shards, resumable, spread over processes",
+                             "folder: shards while running, then vectors.npy (float32)")  # fmt: skip
     embed.add_argument("--shard-size", type=int, default=100_000, help="sentences per shard (default 100,000)")
-    embed.add_argument("--batch-size", type=int, default=64)
-    embed.add_argument("--max-length", type=int, default=128, help=MAX_LENGTH_HELP)
-    embed.add_argument("--backend", default="torch", choices=BACKENDS, help=BACKEND_HELP)
     embed.set_defaults(handler=_embed)
 
     export = commands.add_parser("export", help="export a trained model to sentence-transformers folders")
