@@ -500,6 +500,9 @@ MUTATIONS = [
     Mutation("mine_drops_the_memory", "hf_xlsr/evaluation/mining/margin.py",
              "    spec = index_spec(n, index, source_embeddings.shape[1], memory)", "    spec = index_spec(n, index)",
              "tests/test_mining.py::test_eight_bit_lists_find_the_pairs_full_lists_find"),
+    Mutation("memory_size_counts_the_wrong_unit", "hf_xlsr_cli.py",
+             'base = 1024 if (match.group(3) or "").lower() == "ib" else 1000', "base = 1024",
+             "tests/test_mining.py::test_mine_memory_takes_a_size_and_reaches_the_search"),
     # GradCache inside DualMomentumModel
     Mutation("gradcache_replay_draws_new_dropout", "hf_xlsr/modeling/gradcache.py",
              "                with state, precision:", "                with precision:",

@@ -521,3 +521,29 @@ def test_an_approximate_index_on_a_corpus_small_enough_for_exact_search_warns(ca
     with caplog.at_level("WARNING", logger="hf_xlsr.evaluation.mining"):
         mine(x, y, index="auto")
     assert "exact search" not in caplog.text
+
+
+def test_mine_memory_takes_a_size_and_reaches_the_search(tmp_path, monkeypatch, capsys):
+    """``--memory 8GB`` reaches ``mine`` as bytes (8 x 1000^3; GiB counts in 1024s); a size that is none is refused."""
+    from hf_xlsr_cli import byte_size
+
+    assert [byte_size(t) for t in ("8GB", "512MB", "2.5GiB", "1000", "3KB")] == [
+        8_000_000_000, 512_000_000, int(2.5 * 1024**3), 1000, 3000]  # fmt: skip
+    seen = []
+    real = margin_module.mine
+
+    def recording(*args, **kwargs):
+        seen.append(kwargs.get("memory"))
+        return real(*args, **kwargs)
+
+    import hf_xlsr.evaluation.mining.files as files_module
+
+    monkeypatch.setattr(files_module, "mine", recording)
+    (tmp_path / "en.txt").write_text("In the beginning.\nJesus wept.\n")
+    (tmp_path / "fr.txt").write_text("Au commencement.\nJésus pleura.\n")
+    argv = ["mine", "--model", resolve_reference(MINILM), "--source", str(tmp_path / "en.txt"), "--target",
+            str(tmp_path / "fr.txt"), "--output", str(tmp_path / "pairs.tsv"), "--all-pairs"]  # fmt: skip
+    assert main([*argv, "--memory", "2GiB"]) == 0 and seen == [2 * 1024**3]
+    with pytest.raises(SystemExit):
+        main([*argv, "--memory", "lots"])
+    assert "argument --memory: 'lots' is not a size" in capsys.readouterr().err
