@@ -41,7 +41,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from mining_corpus import CACHE, build_sides, memory_mb, peer_mine, probe_coverage, reset_peak, scored, subsample
+from common import memory_mb, reset_peak
+from mining_corpus import CACHE, build_sides, peer_mine, probe_coverage, scored, subsample
 
 
 def write_texts(rows: list[int], file: Path, out: Path) -> None:

@@ -43,15 +43,14 @@ import time
 from pathlib import Path
 
 import numpy as np
+from common import memory_mb, reset_peak
 from mining_corpus import (
     CACHE,
     build_sides,
     coverage_table,
-    memory_mb,
     one_language_sides,
     peer_mine,
     probe_coverage,
-    reset_peak,
     scored,
     subsample,
 )

@@ -29,24 +29,9 @@ import time
 
 import torch
 import torch.nn.functional as F
+from common import memory_mb, reset_peak
 
 D = 384
-
-
-def reset_peak_rss() -> None:
-    """Linux: make the peak resident set size start again from the current one (``clear_refs`` value 5)."""
-    with open("/proc/self/clear_refs", "w") as handle:
-        handle.write("5")
-
-
-def peak_rss_mb() -> float:
-    with open("/proc/self/status") as handle:
-        return next(int(line.split()[1]) for line in handle if line.startswith("VmHWM:")) / 1024
-
-
-def rss_mb() -> float:
-    with open("/proc/self/status") as handle:
-        return next(int(line.split()[1]) for line in handle if line.startswith("VmRSS:")) / 1024
 
 
 def materialised(q, k, queue, tau):
@@ -65,8 +50,8 @@ def one_configuration(implementation: str, size: int, batch: int, dtype: str, re
     for _ in range(2):
         queue = F.normalize(torch.randn(size, D), dim=-1).to(getattr(torch, dtype)) if size else None
         sides.append((torch.randn(batch, D), F.normalize(torch.randn(batch, D), dim=-1), queue))
-    reset_peak_rss()
-    before = rss_mb()
+    reset_peak()
+    before = memory_mb("VmRSS")
 
     def step():
         for base, keys, queue in sides:
@@ -83,7 +68,7 @@ def one_configuration(implementation: str, size: int, batch: int, dtype: str, re
         start = time.perf_counter()
         step()
         times.append(time.perf_counter() - start)
-    return {"seconds": sorted(times)[len(times) // 2], "added_rss_mb": peak_rss_mb() - before}
+    return {"seconds": sorted(times)[len(times) // 2], "added_rss_mb": memory_mb("VmHWM") - before}
 
 
 def matmul_rate(batch: int, repeats: int = 200) -> float:

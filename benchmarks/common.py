@@ -24,6 +24,18 @@ def machine() -> str:
            f"threads, {device}, torch {torch.__version__}"  # fmt: skip
 
 
+def reset_peak() -> None:
+    """Linux: start this process's peak resident memory (``VmHWM``) again from its current one."""
+    with open("/proc/self/clear_refs", "w") as handle:
+        handle.write("5")
+
+
+def memory_mb(field: str) -> float:
+    """A memory figure of this process from ``/proc/self/status`` (``VmRSS``, ``VmHWM``), in MiB."""
+    with open("/proc/self/status") as handle:
+        return next(int(line.split()[1]) for line in handle if line.startswith(f"{field}:")) / 1024
+
+
 def heldout_evaluators(languages: list[str], max_pairs: int = 1000) -> dict:
     """Retrieval evaluators on held-out data: the book-split Bible (1,000 pairs) and, for en-zh, the HSK topics."""
     from hf_xlsr.data import load_bible, load_hsk

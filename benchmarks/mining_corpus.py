@@ -25,16 +25,6 @@ import numpy as np
 CACHE = Path(__file__).parent / ".cache" / "mining_large"
 
 
-def reset_peak() -> None:
-    with open("/proc/self/clear_refs", "w") as handle:
-        handle.write("5")
-
-
-def memory_mb(field: str) -> float:
-    with open("/proc/self/status") as handle:
-        return next(int(line.split()[1]) for line in handle if line.startswith(f"{field}:")) / 1024
-
-
 def _construct(n_gold: int, seed: int):
     """The two sides as ``(text, gold number or -1, translation code)`` rows, shuffled, and the gold row pairs."""
     from hf_xlsr.data import BIBLE_TRANSLATIONS, load_bible
