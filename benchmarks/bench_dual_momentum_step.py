@@ -7,7 +7,9 @@ one encoder per language it also updates twice the parameters. The arithmetic fl
 (a forward pass is about a third of forward + backward).
 
 Each method runs in its own process (so peak RSS is its own), twice, interleaved with the others; the median
-step time is reported.
+step time is reported. For DualMomentumModel each step is followed by its momentum encoder's forward pass over both
+sides alone (the keys, under the step's precision, untimed in the step): MNRL's step plus that forward is the floor of
+the method on this machine, and ``floor`` its ratio to MNRL's step.
 
     HF_HUB_OFFLINE=1 python benchmarks/bench_dual_momentum_step.py [--batch-sizes 8 16 32 64] [--bf16] \\
         [--out step.json]
@@ -27,6 +29,19 @@ import sys
 import time
 
 METHODS = ("st_mnrl_symmetric", "dual_momentum_shared", "dual_momentum_separate")
+
+
+def keys_seconds(model, batch: dict, bf16: bool) -> float:
+    """Seconds of the momentum encoder's forward over both sides of ``batch``, as a step computes its keys."""
+    import contextlib
+
+    import torch
+
+    start = time.perf_counter()
+    with torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext(), torch.no_grad():
+        for side, name in (("x", "source"), ("y", "target")):
+            model.momentum_keys(batch[f"{name}_input_ids"], batch[f"{name}_attention_mask"], side=side)
+    return time.perf_counter() - start
 
 
 def child(method: str, batch_size: int, steps: int, max_length: int, threads: int, bf16: bool = False) -> dict:
@@ -80,7 +95,7 @@ def child(method: str, batch_size: int, steps: int, max_length: int, threads: in
     model.train()
     optimizer = torch.optim.AdamW(parameters, lr=4e-5)
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    times = []
+    times, key_times = [], []
     for i in range(steps + 2):
         start = time.perf_counter()
         with torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext():
@@ -92,10 +107,13 @@ def child(method: str, batch_size: int, steps: int, max_length: int, threads: in
             model.momentum_update()
         if i >= 2:  # two warm-up steps
             times.append(time.perf_counter() - start)
+            if method != "st_mnrl_symmetric":
+                key_times.append(keys_seconds(model, inputs[i], bf16))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {
         "method": method,
         "step_seconds": statistics.median(times),
+        "keys_seconds": statistics.median(key_times) if key_times else None,
         "trainable_parameters": sum(p.numel() for p in parameters),
         "peak_rss_mb": peak / 1024,
         "training_rss_increase_mb": (peak - rss_before) / 1024,
@@ -135,7 +153,9 @@ def main() -> None:
         for method in METHODS:
             seconds = statistics.median(r["step_seconds"] for r in runs[method])
             last = runs[method][-1]
-            row = {**last, "batch_size": batch_size, "step_seconds": seconds, "ratio_to_peer": seconds / peer}
+            keys = statistics.median(r["keys_seconds"] for r in runs[method]) if last["keys_seconds"] else None
+            row = {**last, "batch_size": batch_size, "step_seconds": seconds, "ratio_to_peer": seconds / peer,
+                   "keys_seconds": keys, "floor_to_peer": (peer + keys) / peer if keys else None}  # fmt: skip
             rows.append(row)
             print(f"{batch_size:>5}  {method:<26}{seconds:>9.3f}{seconds / peer:>8.2f}"
                   f"{last['trainable_parameters']:>12,}{last['peak_rss_mb']:>9.0f}"
@@ -143,6 +163,27 @@ def main() -> None:
     if args.out:
         with open(args.out, "w") as handle:
             json.dump({"arguments": vars(args), "rows": rows}, handle, indent=2)
+
+
+LABELS = {
+    "st_mnrl_symmetric": "sentence-transformers MNRL, symmetric",
+    "dual_momentum_shared": "`DualMomentumModel`, one shared encoder",
+    "dual_momentum_separate": "`DualMomentumModel`, one encoder per language",
+}
+
+
+def report(results: dict) -> str:
+    """The Markdown table of a results file: each method's step against MNRL's, and where measured the momentum
+    forward alone and the floor it sets (MNRL's step plus that forward, over MNRL's step)."""
+    lines = ["| batch | method | trainable parameters | s/step | × MNRL | keys alone (s) | floor × MNRL "
+             "| peak RSS MB |", "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    for row in results["rows"]:
+        keys = row.get("keys_seconds")
+        lines.append(f"| {row['batch_size']} | {LABELS[row['method']]} | {row['trainable_parameters'] / 1e6:.1f} M "
+                     f"| {row['step_seconds']:.3f} | {row['ratio_to_peer']:.2f} | "
+                     + (f"{keys:.3f} | {row['floor_to_peer']:.2f}" if keys else "— | —")
+                     + f" | {row['peak_rss_mb']:,.0f} |")  # fmt: skip
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -84,6 +84,18 @@ def matmul_rate(batch: int, repeats: int = 200) -> float:
     return 2 * batch * D * 8192 / sorted(times)[len(times) // 2]
 
 
+def report(results: dict) -> str:
+    """The Markdown table of a results file: each configuration's added seconds against the two floors, and its
+    added memory."""
+    lines = ["| K | queue dtype | implementation | added s | × 2BKd floor | × 4BKd floor | added RSS (MB) "
+             "| queue (MB) |", "| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    for row in results["rows"]:
+        lines.append(f"| {row['K']:,} | {row['queue_dtype']} | {row['implementation']} | {row['added_seconds']:.4f} | "
+                     f"{row['ratio_to_floor']:.2f} | {row['ratio_to_issue_floor']:.2f} | {row['added_rss_mb']:.0f} | "
+                     f"{row['queue_mb']:,.0f} |")  # fmt: skip
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[4096, 65536, 409600])

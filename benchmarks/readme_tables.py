@@ -313,6 +313,31 @@ def tatoeba_table() -> str:
     return "\n".join(lines) + "\n"
 
 
+def memory_table() -> str:
+    """Peak memory per training step of DualMomentumModel's variants against MNRL's (``bench_memory.py``)."""
+    sys.path.insert(0, str(HERE))
+    from bench_memory import report
+
+    return report(load("memory.json")) + "\n"
+
+
+def queue_cost_table(name: str) -> str:
+    """The queue's added time against its arithmetic floors (``bench_queue.py``)."""
+    sys.path.insert(0, str(HERE))
+    from bench_queue import report
+
+    return report(load(name)) + "\n"
+
+
+def step_table(name: str) -> str:
+    """A training step of DualMomentumModel against MNRL's (``bench_dual_momentum_step.py``), with the floor its
+    momentum forward sets where it was timed."""
+    sys.path.insert(0, str(HERE))
+    from bench_dual_momentum_step import report
+
+    return report(load(name)) + "\n"
+
+
 TABLES: dict[str, Callable[[], str]] = {
     "encoding": encoding_table,
     "queue-vs-batch": queue_table,
@@ -341,6 +366,11 @@ TABLES: dict[str, Callable[[], str]] = {
     "gpu-step-summary": gpu_step_summary,
     "tatoeba": tatoeba_table,
     "encoding-summary": encoding_summary,
+    "dual-momentum-step": lambda: step_table("step.json"),
+    "dual-momentum-memory": memory_table,
+    "queue-cost": lambda: queue_cost_table("queue.json"),
+    "queue-cost-both-directions": lambda: queue_cost_table("queue_both_directions.json"),
+    "dual-momentum-step-bf16": lambda: step_table("step_bf16.json"),
 }
 
 
