@@ -271,6 +271,9 @@ def trained_languages(model, path: str) -> list[str]:
 def _mine(args: argparse.Namespace, rest: list[str]) -> int:
     import tempfile
 
+    import torch
+    from accelerate import PartialState
+
     from hf_xlsr.data.bitext import SentenceFile
     from hf_xlsr.evaluation.encoders import as_encoder
     from hf_xlsr.evaluation.loading import load_for_evaluation
@@ -286,6 +289,9 @@ def _mine(args: argparse.Namespace, rest: list[str]) -> int:
     if Path(args.source).resolve() == Path(args.target).resolve():
         logger.warning("--source and --target are the same file: every sentence will be mined as its own translation")
     writable(("--output", args.output), *((("--embeddings", args.embeddings),) if args.embeddings else ()))
+    state = PartialState(cpu=not torch.cuda.is_available())  # under accelerate launch: this process's share
+    if state.num_processes > 1 and not args.embeddings:
+        raise UsageError(f"{state.num_processes} processes share their shards in one folder: give --embeddings DIR")
     source, target = SentenceFile(args.source), SentenceFile(args.target)
     model, tokenizers = load_for_evaluation(args.model, args.backend)
     source_language, target_language = mining_languages(model, args.source_language, args.target_language)
@@ -300,9 +306,13 @@ def _mine(args: argparse.Namespace, rest: list[str]) -> int:
         written = mine_files(
             encode, source, target, args.output, source_language, target_language, threshold, work or scratch,
             k=args.k, margin=args.margin, mode=args.mode, index=args.index, model=str(args.model),
-            memory=args.memory,
+            memory=args.memory, progress=state.is_local_main_process, process_index=state.process_index,
+            num_processes=state.num_processes, wait=state.wait_for_everyone,
         )  # fmt: skip
-    print(f"{written} pairs written to {args.output} (score, source line, target line, source, target)")
+    if state.is_main_process:
+        print(f"{written} pairs written to {args.output} (score, source line, target line, source, target)")
+    state.wait_for_everyone()
+    state.destroy_process_group()  # before the interpreter's teardown, which must not meet gloo's threads alive
     return 0
 
 

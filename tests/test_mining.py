@@ -530,15 +530,15 @@ def test_mine_memory_takes_a_size_and_reaches_the_search(tmp_path, monkeypatch, 
     assert [byte_size(t) for t in ("8GB", "512MB", "2.5GiB", "1000", "3KB")] == [
         8_000_000_000, 512_000_000, int(2.5 * 1024**3), 1000, 3000]  # fmt: skip
     seen = []
-    real = margin_module.mine
+    import hf_xlsr.evaluation.mining.job as job_module
 
-    def recording(*args, **kwargs):
-        seen.append(kwargs.get("memory"))
-        return real(*args, **kwargs)
+    real = job_module.index_spec
 
-    import hf_xlsr.evaluation.mining.files as files_module
+    def recording(n, index="auto", dim=0, memory=None):
+        seen.append(memory)
+        return real(n, index, dim, memory)
 
-    monkeypatch.setattr(files_module, "mine", recording)
+    monkeypatch.setattr(job_module, "index_spec", recording)
     (tmp_path / "en.txt").write_text("In the beginning.\nJesus wept.\n")
     (tmp_path / "fr.txt").write_text("Au commencement.\nJésus pleura.\n")
     argv = ["mine", "--model", resolve_reference(MINILM), "--source", str(tmp_path / "en.txt"), "--target",

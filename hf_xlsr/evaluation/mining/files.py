@@ -4,12 +4,13 @@ by offset as the pairs are written."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from ..encoders import Encoder
-from .margin import mine
+from .job import mine_in_shards
 from .search import check_index, index_spec
 from .shards import SHARD_SIZE, VECTORS, corpus_manifest, embed_shards, join_shards, open_folder
 
@@ -22,20 +23,27 @@ def embed_file(
     chunk: int = 8192,
     progress: bool = True,
     model: str = "",
+    process_index: int = 0,
+    num_processes: int = 1,
+    wait: Callable[[], None] = lambda: None,
 ) -> np.ndarray:
     """Embed a `SentenceFile` into a float32 ``.npy`` file at ``path`` and return it memory-mapped: neither the texts
     nor the vectors are held in memory all at once. The vectors are written in shards (``shards.py``) in the folder
     ``<path>.shards``, which keeps the manifest afterwards: a job stopped at any point and started again with the
     same ``path`` resumes from its finished shards, and finds a finished ``path`` of the same corpus and ``model``
-    done."""
+    done. Process ``process_index`` of ``num_processes`` embeds its share of the shards; process 0 joins them once
+    every process is done (``wait``: their barrier)."""
     path = Path(path)
     folder = Path(f"{path}.shards")
     manifest = corpus_manifest(sentences, language, model, SHARD_SIZE)
     open_folder(folder, manifest)
     if not path.is_file():
-        embed_shards(encoder, sentences, language, folder, manifest, chunk=chunk, progress=progress)
-        join_shards(folder)
-        os.replace(folder / VECTORS, path)
+        embed_shards(encoder, sentences, language, folder, manifest, process_index, num_processes, chunk, progress)
+        wait()
+        if process_index == 0:
+            join_shards(folder)
+            os.replace(folder / VECTORS, path)
+        wait()
     return np.load(path, mmap_mode="r")
 
 
@@ -55,18 +63,31 @@ def mine_files(
     progress: bool = True,
     model: str = "",
     memory: int | None = None,
-) -> int:
+    process_index: int = 0,
+    num_processes: int = 1,
+    wait: Callable[[], None] = lambda: None,
+) -> int | None:
     """Mine two `SentenceFile` s: embed each into ``work_dir`` (memory-mapped), mine, and
     write the pairs scoring at least ``threshold`` (all with None), best first, to ``output`` as
     ``score, source line, target line, source, target`` (tab-separated), reading each text back from its file as
-    the pair is written. Returns the number of pairs written."""
+    the pair is written. Returns the number of pairs written.
+
+    Each stage is kept in ``work_dir`` and resumed from there (`embed_file`, `mine_in_shards`); process
+    ``process_index`` of ``num_processes`` (``accelerate launch``) does its share of each, ``wait`` being their
+    barrier, and process 0 writes the pairs (the others return None)."""
     from ...utils import atomic_file
 
     check_index(index_spec(0, index), encoder(["a"], source_language).shape[1])  # before any work
     Path(work_dir).mkdir(parents=True, exist_ok=True)
-    x = embed_file(encoder, source, source_language, Path(work_dir) / "source.npy", progress=progress, model=model)
-    y = embed_file(encoder, target, target_language, Path(work_dir) / "target.npy", progress=progress, model=model)
-    pairs = mine(x, y, k=k, margin=margin, mode=mode, index=index, memory=memory)
+    share = {"process_index": process_index, "num_processes": num_processes, "wait": wait}
+    x = embed_file(encoder, source, source_language, Path(work_dir) / "source.npy", progress=progress, model=model,
+                   **share)  # fmt: skip
+    y = embed_file(encoder, target, target_language, Path(work_dir) / "target.npy", progress=progress, model=model,
+                   **share)  # fmt: skip
+    pairs = mine_in_shards(x, y, Path(work_dir) / "search", k=k, margin=margin, mode=mode, index=index,
+                           memory=memory, progress=progress, **share)  # fmt: skip
+    if pairs is None:
+        return None
     if threshold is not None:
         pairs = pairs.above(threshold)
     with atomic_file(output) as handle, source.reader() as source_text, target.reader() as target_text:

@@ -90,6 +90,11 @@ def greedy_one_to_one(source: np.ndarray, target: np.ndarray, scores: np.ndarray
     return MinedPairs(source[accepted], target[accepted], np.asarray(scores)[order[accepted]])
 
 
+def check_mode(mode: str) -> None:
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+
+
 def mine(
     source_embeddings: np.ndarray,
     target_embeddings: np.ndarray,
@@ -109,8 +114,7 @@ def mine(
     ``centre``: an approximate index searches each side centred on its own mean, its candidates re-scored by the
     original cosine (`knn`); False searches the vectors as they came. Exact search (``flat``) is the same either way.
     """
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    check_mode(mode)
     n = max(len(source_embeddings), len(target_embeddings))
     spec = index_spec(n, index, source_embeddings.shape[1], memory)
     sides = (source_embeddings, target_embeddings)
@@ -124,6 +128,12 @@ def mine(
     x2y_sim, x2y_ind = knn(source_embeddings, target_embeddings, k, spec, block_size, trained, centres)
     backward_centres = centres[::-1] if centres else None
     y2x_sim, y2x_ind = knn(target_embeddings, source_embeddings, k, spec, block_size, trained, backward_centres)
+    return pair_neighbours(x2y_sim, x2y_ind, y2x_sim, y2x_ind, margin, mode)
+
+
+def pair_neighbours(x2y_sim, x2y_ind, y2x_sim, y2x_ind, margin: str = "ratio", mode: str = "max") -> MinedPairs:
+    """Margin scores (Eq. 4) of each side's ``k`` nearest neighbours in the other, ``(n, k)`` cosines and indices
+    each way, and the candidates of ``mode`` paired one-to-one."""
     x_mean, y_mean = x2y_sim.mean(axis=1), y2x_sim.mean(axis=1)
     forward = apply_margin(x2y_sim, (x_mean[:, None] + y_mean[x2y_ind]) / 2, margin)  # (n_x, k)
     backward = apply_margin(y2x_sim, (y_mean[:, None] + x_mean[y2x_ind]) / 2, margin)  # (n_y, k)
