@@ -290,6 +290,8 @@ def _mine(args: argparse.Namespace, rest: list[str]) -> int:
         logger.warning("--source and --target are the same file: every sentence will be mined as its own translation")
     writable(("--output", args.output), *((("--embeddings", args.embeddings),) if args.embeddings else ()))
     state = PartialState(cpu=not torch.cuda.is_available())  # under accelerate launch: this process's share
+    if args.shard_size < 1:
+        raise UsageError(f"--shard-size {args.shard_size}: at least 1 sentence per shard")
     if state.num_processes > 1 and not args.embeddings:
         raise UsageError(f"{state.num_processes} processes share their shards in one folder: give --embeddings DIR")
     source, target = SentenceFile(args.source), SentenceFile(args.target)
@@ -307,7 +309,7 @@ def _mine(args: argparse.Namespace, rest: list[str]) -> int:
             encode, source, target, args.output, source_language, target_language, threshold, work or scratch,
             k=args.k, margin=args.margin, mode=args.mode, index=args.index, model=str(args.model),
             memory=args.memory, progress=state.is_local_main_process, process_index=state.process_index,
-            num_processes=state.num_processes, wait=state.wait_for_everyone,
+            num_processes=state.num_processes, wait=state.wait_for_everyone, shard_size=args.shard_size,
         )  # fmt: skip
     if state.is_main_process:
         print(f"{written} pairs written to {args.output} (score, source line, target line, source, target)")
@@ -504,7 +506,11 @@ def build_parser() -> argparse.ArgumentParser:
     mine.add_argument("--threshold", type=float,
                       help="keep pairs scoring at least this (default: 1.06 for the ratio margin)")  # fmt: skip
     mine.add_argument("--all-pairs", action="store_true", help="keep every mined pair, whatever its score")
-    mine.add_argument("--embeddings", help="folder for the embeddings (memory-mapped .npy; default: a temporary one)")
+    mine.add_argument("--embeddings", help="folder for the job's stages, each resumed from there: the embeddings "
+                      "(memory-mapped .npy) and the search (default: a temporary one)")  # fmt: skip
+    mine.add_argument("--shard-size", type=int, default=100_000,
+                      help="sentences per shard of the embeddings, and queries per shard of the search (default "
+                           "100,000): what a stopped job does again, and what processes share")  # fmt: skip
     mine.add_argument("--memory", type=byte_size, metavar="SIZE",
                       help="what the index may hold (e.g. 8GB): 'auto' picks compressed lists beyond it")  # fmt: skip
     mine.add_argument("--batch-size", type=int, default=64)

@@ -1,8 +1,10 @@
-"""Bitext mining: nearest neighbours with faiss (`search`), margin scores and one-to-one pairs (`margin`), two files of
-any size (`files`), and BUCC-style evaluation (`evaluator`)."""
+"""Bitext mining: nearest neighbours with faiss (`search`), margin scores and one-to-one pairs (`margin`), the search
+as a resumable job in shards split over processes (`job`), two files of any size (`files`), and BUCC-style evaluation
+(`evaluator`)."""
 
 from .evaluator import MiningEvaluator, MiningSplit, hide_pairs
 from .files import embed_file, mine_files
+from .job import mine_in_shards
 from .margin import (
     MARGINS,
     MODES,
@@ -13,6 +15,7 @@ from .margin import (
     greedy_one_to_one,
     mine,
     mining_predictions,
+    pair_neighbours,
     precision_recall_f1,
 )
 from .search import (
@@ -30,6 +33,6 @@ from .search import (
 __all__ = [
     "IVF_THRESHOLD", "MARGINS", "MODES", "RATIO_THRESHOLD", "MinedPairs", "MiningEvaluator", "MiningSplit",
     "apply_margin", "best_threshold", "build_index", "check_index", "embed_file", "exact_knn", "greedy_one_to_one",
-    "hide_pairs", "index_spec", "knn", "mine", "mine_files", "mining_predictions", "precision_recall_f1",
-    "scan_lists", "side_centre", "train_index",
+    "hide_pairs", "index_spec", "knn", "mine", "mine_files", "mine_in_shards", "mining_predictions",
+    "pair_neighbours", "precision_recall_f1", "scan_lists", "side_centre", "train_index",
 ]  # fmt: skip

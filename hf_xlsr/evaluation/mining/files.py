@@ -26,6 +26,7 @@ def embed_file(
     process_index: int = 0,
     num_processes: int = 1,
     wait: Callable[[], None] = lambda: None,
+    shard_size: int = SHARD_SIZE,
 ) -> np.ndarray:
     """Embed a `SentenceFile` into a float32 ``.npy`` file at ``path`` and return it memory-mapped: neither the texts
     nor the vectors are held in memory all at once. The vectors are written in shards (``shards.py``) in the folder
@@ -35,7 +36,7 @@ def embed_file(
     every process is done (``wait``: their barrier)."""
     path = Path(path)
     folder = Path(f"{path}.shards")
-    manifest = corpus_manifest(sentences, language, model, SHARD_SIZE)
+    manifest = corpus_manifest(sentences, language, model, shard_size)
     open_folder(folder, manifest)
     if not path.is_file():
         embed_shards(encoder, sentences, language, folder, manifest, process_index, num_processes, chunk, progress)
@@ -66,6 +67,7 @@ def mine_files(
     process_index: int = 0,
     num_processes: int = 1,
     wait: Callable[[], None] = lambda: None,
+    shard_size: int = SHARD_SIZE,
 ) -> int | None:
     """Mine two `SentenceFile` s: embed each into ``work_dir`` (memory-mapped), mine, and
     write the pairs scoring at least ``threshold`` (all with None), best first, to ``output`` as
@@ -74,12 +76,13 @@ def mine_files(
 
     Each stage is kept in ``work_dir`` and resumed from there (`embed_file`, `mine_in_shards`); process
     ``process_index`` of ``num_processes`` (``accelerate launch``) does its share of each, ``wait`` being their
-    barrier, and process 0 writes the pairs (the others return None)."""
+    barrier, and process 0 writes the pairs (the others return None); ``shard_size`` sentences make a shard of the
+    embeddings and queries one of the search."""
     from ...utils import atomic_file
 
     check_index(index_spec(0, index), encoder(["a"], source_language).shape[1])  # before any work
     Path(work_dir).mkdir(parents=True, exist_ok=True)
-    share = {"process_index": process_index, "num_processes": num_processes, "wait": wait}
+    share = {"process_index": process_index, "num_processes": num_processes, "wait": wait, "shard_size": shard_size}
     x = embed_file(encoder, source, source_language, Path(work_dir) / "source.npy", progress=progress, model=model,
                    **share)  # fmt: skip
     y = embed_file(encoder, target, target_language, Path(work_dir) / "target.npy", progress=progress, model=model,

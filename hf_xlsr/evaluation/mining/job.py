@@ -17,10 +17,9 @@ import numpy as np
 
 from ...utils import with_umask
 from .margin import MinedPairs, check_mode, pair_neighbours
-from .search import index_spec, knn, side_centre, train_index
-from .shards import open_folder
+from .search import index_spec, knn, prepare, side_centre, train_index
+from .shards import SHARD_SIZE, open_folder
 
-SEARCH_SHARD_SIZE = 200_000  # queries per shard: each shard prepares the corpus's lists once
 DIRECTIONS = ("source-to-target", "target-to-source")
 
 
@@ -46,7 +45,7 @@ def mine_in_shards(
     process_index: int = 0,
     num_processes: int = 1,
     wait: Callable[[], None] = lambda: None,
-    shard_size: int = SEARCH_SHARD_SIZE,
+    shard_size: int = SHARD_SIZE,
     block_size: int = 16384,
     progress: bool = True,
 ) -> MinedPairs | None:
@@ -83,10 +82,13 @@ def mine_in_shards(
                 if not neighbours_path(folder, direction, i).is_file()]  # fmt: skip
         rows = sum(min(len(queries), (i + 1) * shard_size) - i * shard_size for i in todo)
         described = f"searching {direction}: {len(todo)} of {count} shards"
+        # the corpus made ready once for this process's shards (its inverted lists laid out, or an index built)
+        prepared = prepare(corpus, spec, block_size, trained, oriented[1] if oriented else None) if todo else None
         with tqdm(total=rows, desc=described, unit="query", disable=not progress or not todo) as bar:
             for i in todo:
                 begin, end = i * shard_size, min(len(queries), (i + 1) * shard_size)
-                similarities, indices = knn(queries[begin:end], corpus, k, spec, block_size, trained, oriented)
+                similarities, indices = knn(queries[begin:end], corpus, k, spec, block_size, trained, oriented,
+                                            prepared)  # fmt: skip
                 temporary = folder / f".neighbours-{direction}-{i:05d}.{os.getpid()}.partial.npz"
                 np.savez(temporary, similarities=similarities, indices=indices)
                 with_umask(temporary)
@@ -103,4 +105,4 @@ def mine_in_shards(
     return pair_neighbours(*arrays, margin=margin, mode=mode)
 
 
-__all__ = ["DIRECTIONS", "SEARCH_SHARD_SIZE", "mine_in_shards"]
+__all__ = ["DIRECTIONS", "mine_in_shards"]

@@ -15,6 +15,7 @@ import logging
 import math
 import re
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import faiss
 import numpy as np
@@ -192,7 +193,25 @@ def _grouped(lists: np.ndarray, n_lists: int) -> tuple[np.ndarray, list[int]]:
     return order, [0, *np.cumsum(np.bincount(lists, minlength=n_lists)).tolist()]
 
 
-def scan_lists(queries, corpus, ivf, asked: int, centres=None, block_size: int = 16384) -> np.ndarray:
+class ListLayout(NamedTuple):
+    """A corpus laid out for `scan_lists`: its vectors normalised (centred) in the products' dtype, and their rows
+    grouped by inverted list (``members[bounds[l]:bounds[l + 1]]`` are list ``l``'s)."""
+
+    stored: torch.Tensor
+    members: np.ndarray
+    bounds: np.ndarray
+
+
+def list_layout(corpus, ivf, centre=None, block_size: int = 16384) -> ListLayout:
+    """`ListLayout` of ``corpus`` in the inverted lists of ``ivf`` (its centroids), ``centre`` taken off first."""
+    centroids = torch.from_numpy(ivf.quantizer.reconstruct_n(0, ivf.nlist)).to(_products_dtype())
+    stored, home = _unit_matrix(corpus, centre, _products_dtype(), centroids, 1, block_size)
+    return ListLayout(stored, *_grouped(home[:, 0], ivf.nlist))
+
+
+def scan_lists(
+    queries, corpus, ivf, asked: int, centres=None, block_size: int = 16384, layout: ListLayout | None = None
+) -> np.ndarray:
     """Each query's ``asked`` best candidates among the vectors of the ``nprobe`` inverted lists of ``ivf`` (a
     trained ``IndexIVFFlat``: its centroids and ``nprobe`` are used, not its contents) nearest to it, as corpus
     indices ``(n_queries, asked)``; with ``centres`` (`knn`), each side centred on its own mean.
@@ -205,14 +224,14 @@ def scan_lists(queries, corpus, ivf, asked: int, centres=None, block_size: int =
     query, each floor raised to the last of them); the scores rank candidates only, and `knn` re-scores them
     exactly. A query with no floor above 0 (none of its lists holds ``asked`` vectors, or their best all score 0 or
     below: rare but for clustered or tiny corpora) gets -1 throughout, for `knn` to search it exactly. Comparisons
-    with a positive floor are made on the scores' bits."""
+    with a positive floor are made on the scores' bits. ``layout``: the corpus's `list_layout`, made once for many
+    calls (else here)."""
     dtype = _products_dtype()
     bits = torch.int16 if dtype == torch.bfloat16 else torch.int32  # positive floats order as these integers do
     query_centre, corpus_centre = centres or (None, None)
     n_lists, probes = ivf.nlist, min(ivf.nprobe, ivf.nlist)
     centroids = torch.from_numpy(ivf.quantizer.reconstruct_n(0, n_lists)).to(dtype)
-    stored, home = _unit_matrix(corpus, corpus_centre, dtype, centroids, 1, block_size)
-    members, bounds = _grouped(home[:, 0], n_lists)
+    stored, members, bounds = layout or list_layout(corpus, ivf, corpus_centre, block_size)
     found, probed = _unit_matrix(queries, query_centre, dtype, centroids, probes, block_size)
     most = max(1, int(np.diff(bounds).max()))  # the longest list
 
@@ -310,6 +329,15 @@ def build_index(corpus: np.ndarray, index: str = "auto", block_size: int = 16384
     return built
 
 
+def prepare(corpus: np.ndarray, index: str, block_size: int = 16384, trained=None, centre=None):
+    """What `knn` reads of ``corpus``, made once for any number of blocks of queries: for inverted lists of full
+    vectors its `list_layout`, for any other index that index holding it (`build_index`)."""
+    lists = faiss.downcast_index(trained) if trained is not None else None
+    if isinstance(lists, faiss.IndexIVFFlat):
+        return list_layout(corpus, lists, centre, block_size)
+    return build_index(corpus, index, block_size, trained, centre)
+
+
 def knn(
     queries: np.ndarray,
     corpus: np.ndarray,
@@ -318,6 +346,7 @@ def knn(
     block_size: int = 16384,
     trained=None,
     centres: tuple[np.ndarray, np.ndarray] | None = None,
+    prepared=None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Cosine similarities and indices of each query's ``k`` nearest corpus vectors, ``(n_queries, k)`` each.
 
@@ -326,7 +355,8 @@ def knn(
     the corpus's, `side_centre`), that index holds the corpus centred on its own mean and is searched with the queries
     centred on theirs; the cosines are of the vectors as they came.
     A query whose scanned inverted lists hold fewer than ``k`` vectors (faiss answers index -1 for what it did not
-    find: a clustered or duplicated corpus can leave many lists near a query empty) is searched again exactly."""
+    find: a clustered or duplicated corpus can leave many lists near a query empty) is searched again exactly.
+    ``prepared``: the corpus's `prepare` for ``trained``, made once for many calls (else here)."""
     k = min(k, len(corpus))
     query_centre, corpus_centre = centres or (None, None)
     spec = index_spec(len(corpus), index)
@@ -334,12 +364,13 @@ def knn(
     asked = min(_parts(spec)[2] * k, len(corpus)) if approximate else k
     if approximate and trained is None:
         trained = train_index(spec, [corpus], corpus.shape[1], centres=[corpus_centre])
-    lists = faiss.downcast_index(trained) if approximate else None
+    if prepared is None:
+        prepared = prepare(corpus, index, block_size, trained, corpus_centre)
     candidates = None
-    if isinstance(lists, faiss.IndexIVFFlat):  # inverted lists of full vectors: scanned by scan_lists
-        candidates = scan_lists(queries, corpus, lists, asked, centres, block_size)
+    if isinstance(prepared, ListLayout):  # inverted lists of full vectors: scanned by scan_lists
+        candidates = scan_lists(queries, corpus, faiss.downcast_index(trained), asked, centres, block_size, prepared)
     else:
-        built = build_index(corpus, index, block_size, trained, corpus_centre)
+        built = prepared
     if approximate:  # exact cosines of candidates: inner products with the corpus as it is, times 1 / |v|
         stored = np.asarray(corpus, dtype=np.float32, order="C")  # the corpus itself when it is float32 already
         inverse_norm = _inverse_norms(stored, block_size)
