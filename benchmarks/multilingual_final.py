@@ -173,8 +173,9 @@ def score(model, bible, hsk) -> dict:
             "hsk": metrics["hsk_accuracy"], **per_language, "directions": metrics}  # fmt: skip
 
 
-def report(path: str) -> None:
-    """The Markdown tables of the report and README from a results file: the arms, then each language."""
+def report(path: str) -> list[str]:
+    """The Markdown tables of the report from a results file: the arms, each language with English, and the
+    zero-shot pairs."""
     from common import mean_and_spread
 
     data = json.loads(Path(path).read_text())
@@ -189,23 +190,24 @@ def report(path: str) -> None:
         mean, spread, n = mean_and_spread(values)
         return f"{100 * mean:.2f}" + (f" ± {100 * spread:.2f}" if n > 1 else "")
 
-    print("| arm | seeds | 21 languages with English | zero-shot pairs | USE-m3's 12 | HSK en-zh | "
-          "languages below the start |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |")  # fmt: skip
+    arms_table = ["| arm | seeds | 21 languages with English | zero-shot pairs | USE-m3's 12 | HSK en-zh | "
+                  "languages below the start |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
     for arm in arms:
         below = {language for run in runs[arm] for language in LANGUAGES[1:]
                  if language in run and run[language] < start[language]}  # fmt: skip
-        print(f"| {arm} | {len(runs[arm])} | {cell(arm, 'mean')} | {cell(arm, 'zero_shot')} | "
-              f"{cell(arm, 'use_languages_mean')} | {cell(arm, 'hsk')} | {len(below)} |")  # fmt: skip
-    print("\n| language | " + " | ".join(arms) + " |\n| --- |" + " ---: |" * len(arms))
+        arms_table.append(f"| {arm} | {len(runs[arm])} | {cell(arm, 'mean')} | {cell(arm, 'zero_shot')} | "
+                          f"{cell(arm, 'use_languages_mean')} | {cell(arm, 'hsk')} | {len(below)} |")  # fmt: skip
+    languages = ["| language | " + " | ".join(arms) + " |", "| --- |" + " ---: |" * len(arms)]
     for language in LANGUAGES[1:]:
-        print(f"| {language} | " + " | ".join(cell(arm, language) for arm in arms) + " |")
-    print("\n| zero-shot pair | " + " | ".join(arms) + " |\n| --- |" + " ---: |" * len(arms))
+        languages.append(f"| {language} | " + " | ".join(cell(arm, language) for arm in arms) + " |")
+    pairs = ["| zero-shot pair | " + " | ".join(arms) + " |", "| --- |" + " ---: |" * len(arms)]
     for a, b in ZERO_SHOT_SHOWN:
         for run in data["runs"]:
             forward, backward = (run["directions"].get(f"retrieval_{p}2{q}_accuracy") for p, q in ((a, b), (b, a)))
             if forward is not None and backward is not None:
                 run[f"{a}-{b}"] = (forward + backward) / 2
-        print(f"| {a}-{b} | " + " | ".join(cell(arm, f"{a}-{b}") for arm in arms) + " |")
+        pairs.append(f"| {a}-{b} | " + " | ".join(cell(arm, f"{a}-{b}") for arm in arms) + " |")
+    return ["\n".join(table) for table in (arms_table, languages, pairs)]
 
 
 def main() -> None:
@@ -234,7 +236,7 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     if args.report:
-        report(args.out)
+        print("\n\n".join(report(args.out)))
         return
     torch.set_num_threads(args.threads)
 

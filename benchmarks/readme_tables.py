@@ -254,6 +254,31 @@ def multilingual_summary(name: str = "multilingual_final.json") -> str:
     return "\n".join(lines) + "\n"
 
 
+def multilingual_table(which: int) -> str:
+    """One of the 22-language tables of ``multilingual_final.py``'s report: 0 the arms, 1 each language with English,
+    2 the zero-shot pairs."""
+    sys.path.insert(0, str(HERE))
+    from multilingual_final import report
+
+    return report(str(RESULTS / "multilingual_final.json"))[which] + "\n"
+
+
+def sampling_table() -> str:
+    """The language-sampling arms (``multilingual_sampling.py``)."""
+    sys.path.insert(0, str(HERE))
+    from multilingual_sampling import report
+
+    return report(load("multilingual_sampling.json")) + "\n"
+
+
+def multilingual_step_table() -> str:
+    """A step on 22 languages against a bilingual one (``bench_multilingual_step.py``)."""
+    sys.path.insert(0, str(HERE))
+    from bench_multilingual_step import report
+
+    return report(load("multilingual_step.json")) + "\n"
+
+
 def gpu_step_summary(name: str = "gpu_suite_h200_bf16.json") -> str:
     """A training step's time and peak memory against MNRL's, per arm, from a GPU suite report (bf16)."""
     report = load(name)
@@ -365,6 +390,11 @@ TABLES: dict[str, Callable[[], str]] = {
     "multilingual-summary": multilingual_summary,
     "gpu-step-summary": gpu_step_summary,
     "tatoeba": tatoeba_table,
+    "multilingual-arms": lambda: multilingual_table(0),
+    "multilingual-languages": lambda: multilingual_table(1),
+    "multilingual-zero-shot": lambda: multilingual_table(2),
+    "multilingual-sampling": sampling_table,
+    "multilingual-step": multilingual_step_table,
     "encoding-summary": encoding_summary,
     "dual-momentum-step": lambda: step_table("step.json"),
     "dual-momentum-memory": memory_table,
