@@ -8,6 +8,7 @@ how many processes ran or how often the job stopped."""
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +22,7 @@ from .search import index_spec, knn, prepare, side_centre, train_index
 from .shards import SHARD_SIZE, open_folder
 
 DIRECTIONS = ("source-to-target", "target-to-source")
+logger = logging.getLogger(__name__)
 
 
 def fingerprint(vectors: np.ndarray) -> str:
@@ -67,6 +69,7 @@ def mine_in_shards(
     if approximate:
         path = folder / "index.faiss"
         if process_index == 0 and not path.is_file():
+            logger.info("training the index %s on a sample of both sides (faiss's k-means, no progress shown)", spec)
             temporary = folder / f".index.faiss.{os.getpid()}.partial"
             faiss.write_index(train_index(spec, sides, sides[0].shape[1], centres=centres), str(temporary))
             with_umask(temporary)
