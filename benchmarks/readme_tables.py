@@ -279,6 +279,58 @@ def multilingual_step_table() -> str:
     return report(load("multilingual_step.json")) + "\n"
 
 
+CLAIM_COLUMNS = {  # a claim table's column: the runs' key and how its cell is written
+    "seeds": ("seed", "count"),
+    "en→fr": ("bible_en2fr", "mean"),
+    "fr→en": ("bible_fr2en", "mean"),
+    "mean": ("bible", "mean"),
+    "per seed": ("bible", "each"),
+    "probe en→en": ("probe_en2en", "mean"),
+    "probe en→fr": ("probe_en2fr", "mean"),
+    "train s": ("train_seconds", "seconds"),
+}
+
+
+def claim_table(name: str, header: str, rows: list[tuple], columns: list[str], seeds: int | None = None) -> str:
+    """A claim's table from its results file: one row per ``(arm, label, *text cells)`` of ``rows``, the runs of the
+    arm (its first ``seeds`` seeds when given) summarised by ``columns`` (`CLAIM_COLUMNS`: mean ± spread over the seeds
+    in percent, each seed's figure, their count, seconds); ``header`` is the Markdown header row."""
+    sys.path.insert(0, str(HERE))
+    from common import mean_and_spread
+
+    runs = load(name)["runs"]
+    kinds = [CLAIM_COLUMNS[c][1] for c in columns]
+    align = ["---"] + ["---" for _ in rows[0][2:]] + ["--- " if k in ("each", "seconds") else "---:" for k in kinds]
+    lines = [header, "| " + " | ".join(a.strip() for a in align) + " |"]
+    for arm, label, *text in rows:
+        group = sorted((r for r in runs if r["arm"] == arm), key=lambda r: r["seed"])[:seeds]
+        cells = []
+        for column in columns:
+            key, kind = CLAIM_COLUMNS[column]
+            values = [r[key] for r in group]
+            if kind == "count":
+                cells.append(str(len(values)))
+            elif kind == "each":
+                cells.append(", ".join(f"{round(100 * v, 2):g}" for v in values))
+            elif kind == "seconds":
+                cells.append(", ".join(f"{v:,.0f}" for v in values))
+            else:
+                mean, spread, n = mean_and_spread(values)
+                cells.append(f"{100 * mean:.1f}" + (f" ± {100 * spread:.1f}" if n > 1 else ""))
+        lines.append("| " + " | ".join([label, *text, *cells]) + " |")
+    return "\n".join(lines) + "\n"
+
+
+LIGHTWEIGHT = ["seeds", "en→fr", "fr→en", "mean", "per seed", "probe en→en", "probe en→fr"]
+LSIM_ARMS = [("ugt+align", "`ugt+align`", "0"),
+             ("ugt+align+sim@sim_weight={w}", "`ugt+align+sim@sim_weight={w}`", "2/{b}"),
+             ("ugt+align+sim", "`ugt+align+sim` (the paper's weight)", "2")]  # fmt: skip
+
+
+def lsim_rows(weight: str, batch: int) -> list[tuple]:
+    return [(arm.format(w=weight), label.format(w=weight), text.format(b=batch)) for arm, label, text in LSIM_ARMS]
+
+
 def gpu_step_summary(name: str = "gpu_suite_h200_bf16.json") -> str:
     """A training step's time and peak memory against MNRL's, per arm, from a GPU suite report (bf16)."""
     report = load(name)
@@ -395,6 +447,71 @@ TABLES: dict[str, Callable[[], str]] = {
     "multilingual-zero-shot": lambda: multilingual_table(2),
     "multilingual-sampling": sampling_table,
     "multilingual-step": multilingual_step_table,
+    "lightweight-lsim-h100": lambda: claim_table(
+        "claim_lightweight_fullsize_h100.json",
+        "| arm (H100; width 512, batch 128, 394 steps) | L_sim weight | seeds | en→fr | fr→en "
+        "| retrieval mean ± spread | probe en→en | probe en→fr |",
+        lsim_rows("0.015625", 128),
+        ["seeds", "en→fr", "fr→en", "mean", "probe en→en", "probe en→fr"],
+    ),
+    "lightweight-table6-h100": lambda: claim_table(
+        "claim_lightweight_table6_h100.json",
+        "| arm (H100; width 512, batch 128, 1,182 steps) | seeds | en→fr | fr→en | retrieval mean ± spread | per seed "
+        "| probe en→en | probe en→fr |",
+        [
+            ("mlm", "`mlm`"),
+            ("smlm", "`smlm`"),
+            ("xtr", "`xtr`"),
+            ("mlm_xtr", "`mlm_xtr` (MLM ⊕ XTR)"),
+            ("ugt", "`ugt` (SMLM ⊕ XTR)"),
+        ],
+        LIGHTWEIGHT,
+    ),
+    "lightweight-tasks": lambda: claim_table(
+        "claim_lightweight.json",
+        "| arm | losses | seeds | en→fr | fr→en | retrieval mean ± spread | per seed | probe en→en | probe en→fr |",
+        [
+            ("mlm", "`mlm`", "MLM alone (indicative)"),
+            ("smlm", "`smlm`", "SMLM alone (indicative)"),
+            ("xtr", "`xtr`", "XTR alone (indicative)"),
+            ("mlm_xtr", "`mlm_xtr`", "MLM ⊕ XTR (indicative)"),
+            ("ugt", "`ugt`", "UGT (SMLM ⊕ XTR) alone (indicative)"),
+            ("ugt+align", "`ugt+align`", "UGT + L_align"),
+            ("ugt+align+sim", "`ugt+align+sim`", "UGT + L_align + L_sim (the full model)"),
+        ],
+        LIGHTWEIGHT,
+        seeds=3,
+    ),
+    "lightweight-fullsize": lambda: claim_table(
+        "claim_lightweight_fullsize.json",
+        "| arm (width 512, batch 128, 394 steps) | seeds | en→fr | fr→en | retrieval mean ± spread | per seed "
+        "| probe en→en | probe en→fr | train s per seed |",
+        [("ugt+align+sim", "`ugt+align+sim` (the full model)"), ("ugt+align", "`ugt+align`")],
+        [*LIGHTWEIGHT, "train s"],
+        seeds=3,
+    ),
+    "lightweight-lsim-cpu-small": lambda: claim_table(
+        "claim_lightweight.json",
+        "| arm (width 256, batch 32, 800 steps) | L_sim weight | seeds | en→fr | fr→en | retrieval mean ± spread "
+        "| per seed | probe en→en | probe en→fr |",
+        lsim_rows("0.0625", 32),
+        LIGHTWEIGHT,
+        seeds=3,
+    ),
+    "lightweight-lsim-cpu-small-8": lambda: claim_table(
+        "claim_lightweight.json",
+        "| arm (width 256, batch 32, 800 steps) | seeds | en→fr | fr→en | retrieval mean ± spread | per seed (0-7) "
+        "| probe en→en | probe en→fr |",
+        [("ugt+align", "`ugt+align`"), ("ugt+align+sim@sim_weight=0.0625", "`ugt+align+sim@sim_weight=0.0625`")],
+        LIGHTWEIGHT,
+    ),
+    "lightweight-lsim-cpu-fullsize": lambda: claim_table(
+        "claim_lightweight_fullsize.json",
+        "| arm (width 512, batch 128, 394 steps) | L_sim weight | seeds | en→fr | fr→en | retrieval mean ± spread "
+        "| per seed | probe en→en | probe en→fr |",
+        lsim_rows("0.015625", 128),
+        LIGHTWEIGHT,
+    ),
     "encoding-summary": encoding_summary,
     "dual-momentum-step": lambda: step_table("step.json"),
     "dual-momentum-memory": memory_table,

@@ -57,3 +57,22 @@ def test_a_lead_is_read_against_the_fastest_peer_path_that_loses_no_more():
     rows["sentence-transformers openvino int8"]["retrieval_accuracy"] = 0.899  # 0.1 points lost: a tie
     table = readme_tables.encoding_table({"rows": rows, "arguments": {"model": "m"}, "sentences": 10, "machine": "x"})
     assert "| `openvino` | " in table and "| sentence-transformers openvino int8 | 0.72 | behind |" in table
+
+
+def test_a_claim_table_summarises_each_arms_first_seeds(monkeypatch):
+    sys.path.insert(0, str(BENCHMARKS))
+    import readme_tables
+
+    def run(arm, seed, bible, seconds):
+        return {"arm": arm, "seed": seed, "bible": bible, "bible_en2fr": bible + 0.01, "bible_fr2en": bible - 0.01,
+                "probe_en2en": 0.5, "probe_en2fr": 0.25, "train_seconds": seconds}  # fmt: skip
+
+    runs = [run("a", 2, 0.70, 1500), run("a", 0, 0.60, 1000), run("a", 1, 0.65, 1200), run("b", 0, 0.123, 90)]
+    monkeypatch.setattr(readme_tables, "load", lambda name: {"runs": runs})
+    table = readme_tables.claim_table("x.json", "| arm | what | seeds | mean | per seed | train s |",
+                                      [("a", "`a`", "first"), ("b", "`b`", "second")],
+                                      ["seeds", "mean", "per seed", "train s"], seeds=2).splitlines()  # fmt: skip
+    # seeds 0 and 1 of a (not 2): mean 62.5, sample standard deviation 3.5355 -> 3.5; b: one seed, no spread
+    assert table[1:] == ["| --- | --- | ---: | ---: | --- | --- |",
+                         "| `a` | first | 2 | 62.5 ± 3.5 | 60, 65 | 1,000, 1,200 |",
+                         "| `b` | second | 1 | 12.3 | 12.3 | 90 |"]  # fmt: skip
