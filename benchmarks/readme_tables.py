@@ -291,17 +291,20 @@ CLAIM_COLUMNS = {  # a claim table's column: the runs' key and how its cell is w
 }
 
 
-def claim_table(name: str, header: str, rows: list[tuple], columns: list[str], seeds: int | None = None) -> str:
+def claim_table(name: str, header: str, rows: list[tuple], columns: list[str], seeds: int | None = None,
+                decimals: int = 1, trailing: int = 0) -> str:  # fmt: skip
     """A claim's table from its results file: one row per ``(arm, label, *text cells)`` of ``rows``, the runs of the
     arm (its first ``seeds`` seeds when given) summarised by ``columns`` (`CLAIM_COLUMNS`: mean ± spread over the seeds
-    in percent, each seed's figure, their count, seconds); ``header`` is the Markdown header row."""
+    in percent to ``decimals`` places, each seed's figure, their count, seconds); the last ``trailing`` text cells of
+    a row come after the columns. ``header`` is the Markdown header row."""
     sys.path.insert(0, str(HERE))
     from common import mean_and_spread
 
     runs = load(name)["runs"]
     kinds = [CLAIM_COLUMNS[c][1] for c in columns]
-    align = ["---"] + ["---" for _ in rows[0][2:]] + ["--- " if k in ("each", "seconds") else "---:" for k in kinds]
-    lines = [header, "| " + " | ".join(a.strip() for a in align) + " |"]
+    leading = len(rows[0]) - 2 - trailing
+    numbers = ["---" if k in ("each", "seconds") else "---:" for k in kinds]
+    lines = [header, "| " + " | ".join(["---"] * (1 + leading) + numbers + ["---:"] * trailing) + " |"]
     for arm, label, *text in rows:
         group = sorted((r for r in runs if r["arm"] == arm), key=lambda r: r["seed"])[:seeds]
         cells = []
@@ -316,8 +319,9 @@ def claim_table(name: str, header: str, rows: list[tuple], columns: list[str], s
                 cells.append(", ".join(f"{v:,.0f}" for v in values))
             else:
                 mean, spread, n = mean_and_spread(values)
-                cells.append(f"{100 * mean:.1f}" + (f" ± {100 * spread:.1f}" if n > 1 else ""))
-        lines.append("| " + " | ".join([label, *text, *cells]) + " |")
+                cells.append(f"{100 * mean:.{decimals}f}" + (f" ± {100 * spread:.{decimals}f}" if n > 1 else ""))
+        after = text[len(text) - trailing :] if trailing else []
+        lines.append("| " + " | ".join([label, *text[: len(text) - trailing], *cells, *after]) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -505,6 +509,37 @@ TABLES: dict[str, Callable[[], str]] = {
         [("ugt+align", "`ugt+align`"), ("ugt+align+sim@sim_weight=0.0625", "`ugt+align+sim@sim_weight=0.0625`")],
         LIGHTWEIGHT,
     ),
+    "moco-claim": lambda: claim_table(
+        "claim_moco_minilm_en_fr.json",
+        "| arm | what differs | seeds | en→fr | fr→en | mean ± spread | per seed | queue full |",
+        [("untrained", "`untrained`", "MiniLM-L6, untrained", "—"),
+         ("mnrl", "`mnrl`", "sentence-transformers MNRL, in-batch negatives (7)", "—"),
+         ("K1B", "`K1B`", "DualMomentumModel, K = B = 8", "100%"),
+         ("K16B", "`K16B`", "DualMomentumModel, K = 16 B = 128", "97%"),
+         ("K128B", "`K128B`", "DualMomentumModel, K = 128 B = 1,024", "80%"),
+         ("K128B_m0.999", "`K128B_m0.999`", "K = 1,024, m = 0.999 (horizon 1,000 > run: breaks the budget rule)", "80%"),
+         ("K128B_tau0.01", "`K128B_tau0.01`", "K = 1,024, tau = 0.01", "80%"),
+         ("K128B_tau0.1", "`K128B_tau0.1`", "K = 1,024, tau = 0.1", "80%"),
+         ("K128B_m0", "`K128B_m0`", "K = 1,024, m = 0 (keys from the query encoder)", "80%")],
+        ["seeds", "en→fr", "fr→en", "mean", "per seed"], trailing=1),  # fmt: skip
+    "hictl-small": lambda: claim_table(
+        "claim_hictl.json",
+        "| arm | losses | seeds | en→fr | fr→en | retrieval mean ± spread | per seed | probe en→en | probe en→fr |",
+        [("warm start (TLM)", "warm start", "TLM, 500 steps"), ("tlm", "`tlm`", "TLM, 250 more steps"),
+         ("tlm+ls", "`tlm+ls`", "+ L_S (sentence-level contrast)"),
+         ("tlm+ls+lw", "`tlm+ls+lw`", "+ L_S + L_W (word-level contrast)"),
+         ("tlm+ls_tau0.05", "`tlm+ls_tau0.05`", "+ L_S, temperature 0.05 (one change from `tlm+ls`)"),
+         ("tlm+ls+lw_tau0.05", "`tlm+ls+lw_tau0.05`", "+ L_S + L_W, temperature 0.05 (one change from `tlm+ls+lw`)")],
+        LIGHTWEIGHT, decimals=2),  # fmt: skip
+    "hictl-minilm": lambda: claim_table(
+        "claim_hictl_minilm.json",
+        "| arm | losses | seeds | en→fr | fr→en | retrieval mean ± spread | per seed | probe en→en | probe en→fr "
+        "| train s per run |",
+        [("warm start (TLM)", "warm start", "TLM, 100 steps"), ("tlm", "`tlm`", "TLM, 250 more steps"),
+         ("tlm+ls", "`tlm+ls`", "+ L_S"), ("tlm+ls+lw", "`tlm+ls+lw`", "+ L_S + L_W"),
+         ("tlm+ls_tau0.05", "`tlm+ls_tau0.05`", "+ L_S, temperature 0.05 (one change from `tlm+ls`)"),
+         ("tlm+ls+lw_tau0.05", "`tlm+ls+lw_tau0.05`", "+ L_S + L_W, temperature 0.05 (one change from `tlm+ls+lw`)")],
+        [*LIGHTWEIGHT, "train s"], decimals=2),  # fmt: skip
     "lightweight-lsim-cpu-fullsize": lambda: claim_table(
         "claim_lightweight_fullsize.json",
         "| arm (width 512, batch 128, 394 steps) | L_sim weight | seeds | en→fr | fr→en | retrieval mean ± spread "
