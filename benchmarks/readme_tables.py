@@ -512,34 +512,62 @@ TABLES: dict[str, Callable[[], str]] = {
     "moco-claim": lambda: claim_table(
         "claim_moco_minilm_en_fr.json",
         "| arm | what differs | seeds | en→fr | fr→en | mean ± spread | per seed | queue full |",
-        [("untrained", "`untrained`", "MiniLM-L6, untrained", "—"),
-         ("mnrl", "`mnrl`", "sentence-transformers MNRL, in-batch negatives (7)", "—"),
-         ("K1B", "`K1B`", "DualMomentumModel, K = B = 8", "100%"),
-         ("K16B", "`K16B`", "DualMomentumModel, K = 16 B = 128", "97%"),
-         ("K128B", "`K128B`", "DualMomentumModel, K = 128 B = 1,024", "80%"),
-         ("K128B_m0.999", "`K128B_m0.999`", "K = 1,024, m = 0.999 (horizon 1,000 > run: breaks the budget rule)", "80%"),
-         ("K128B_tau0.01", "`K128B_tau0.01`", "K = 1,024, tau = 0.01", "80%"),
-         ("K128B_tau0.1", "`K128B_tau0.1`", "K = 1,024, tau = 0.1", "80%"),
-         ("K128B_m0", "`K128B_m0`", "K = 1,024, m = 0 (keys from the query encoder)", "80%")],
-        ["seeds", "en→fr", "fr→en", "mean", "per seed"], trailing=1),  # fmt: skip
+        [
+            ("untrained", "`untrained`", "MiniLM-L6, untrained", "—"),
+            ("mnrl", "`mnrl`", "sentence-transformers MNRL, in-batch negatives (7)", "—"),
+            ("K1B", "`K1B`", "DualMomentumModel, K = B = 8", "100%"),
+            ("K16B", "`K16B`", "DualMomentumModel, K = 16 B = 128", "97%"),
+            ("K128B", "`K128B`", "DualMomentumModel, K = 128 B = 1,024", "80%"),
+            (
+                "K128B_m0.999",
+                "`K128B_m0.999`",
+                "K = 1,024, m = 0.999 (horizon 1,000 > run: breaks the budget rule)",
+                "80%",
+            ),
+            ("K128B_tau0.01", "`K128B_tau0.01`", "K = 1,024, tau = 0.01", "80%"),
+            ("K128B_tau0.1", "`K128B_tau0.1`", "K = 1,024, tau = 0.1", "80%"),
+            ("K128B_m0", "`K128B_m0`", "K = 1,024, m = 0 (keys from the query encoder)", "80%"),
+        ],
+        ["seeds", "en→fr", "fr→en", "mean", "per seed"],
+        trailing=1,
+    ),  # fmt: skip
     "hictl-small": lambda: claim_table(
         "claim_hictl.json",
         "| arm | losses | seeds | en→fr | fr→en | retrieval mean ± spread | per seed | probe en→en | probe en→fr |",
-        [("warm start (TLM)", "warm start", "TLM, 500 steps"), ("tlm", "`tlm`", "TLM, 250 more steps"),
-         ("tlm+ls", "`tlm+ls`", "+ L_S (sentence-level contrast)"),
-         ("tlm+ls+lw", "`tlm+ls+lw`", "+ L_S + L_W (word-level contrast)"),
-         ("tlm+ls_tau0.05", "`tlm+ls_tau0.05`", "+ L_S, temperature 0.05 (one change from `tlm+ls`)"),
-         ("tlm+ls+lw_tau0.05", "`tlm+ls+lw_tau0.05`", "+ L_S + L_W, temperature 0.05 (one change from `tlm+ls+lw`)")],
-        LIGHTWEIGHT, decimals=2),  # fmt: skip
+        [
+            ("warm start (TLM)", "warm start", "TLM, 500 steps"),
+            ("tlm", "`tlm`", "TLM, 250 more steps"),
+            ("tlm+ls", "`tlm+ls`", "+ L_S (sentence-level contrast)"),
+            ("tlm+ls+lw", "`tlm+ls+lw`", "+ L_S + L_W (word-level contrast)"),
+            ("tlm+ls_tau0.05", "`tlm+ls_tau0.05`", "+ L_S, temperature 0.05 (one change from `tlm+ls`)"),
+            (
+                "tlm+ls+lw_tau0.05",
+                "`tlm+ls+lw_tau0.05`",
+                "+ L_S + L_W, temperature 0.05 (one change from `tlm+ls+lw`)",
+            ),
+        ],
+        LIGHTWEIGHT,
+        decimals=2,
+    ),  # fmt: skip
     "hictl-minilm": lambda: claim_table(
         "claim_hictl_minilm.json",
         "| arm | losses | seeds | en→fr | fr→en | retrieval mean ± spread | per seed | probe en→en | probe en→fr "
         "| train s per run |",
-        [("warm start (TLM)", "warm start", "TLM, 100 steps"), ("tlm", "`tlm`", "TLM, 250 more steps"),
-         ("tlm+ls", "`tlm+ls`", "+ L_S"), ("tlm+ls+lw", "`tlm+ls+lw`", "+ L_S + L_W"),
-         ("tlm+ls_tau0.05", "`tlm+ls_tau0.05`", "+ L_S, temperature 0.05 (one change from `tlm+ls`)"),
-         ("tlm+ls+lw_tau0.05", "`tlm+ls+lw_tau0.05`", "+ L_S + L_W, temperature 0.05 (one change from `tlm+ls+lw`)")],
-        [*LIGHTWEIGHT, "train s"], decimals=2),  # fmt: skip
+        [
+            ("warm start (TLM)", "warm start", "TLM, 100 steps"),
+            ("tlm", "`tlm`", "TLM, 250 more steps"),
+            ("tlm+ls", "`tlm+ls`", "+ L_S"),
+            ("tlm+ls+lw", "`tlm+ls+lw`", "+ L_S + L_W"),
+            ("tlm+ls_tau0.05", "`tlm+ls_tau0.05`", "+ L_S, temperature 0.05 (one change from `tlm+ls`)"),
+            (
+                "tlm+ls+lw_tau0.05",
+                "`tlm+ls+lw_tau0.05`",
+                "+ L_S + L_W, temperature 0.05 (one change from `tlm+ls+lw`)",
+            ),
+        ],
+        [*LIGHTWEIGHT, "train s"],
+        decimals=2,
+    ),  # fmt: skip
     "lightweight-lsim-cpu-fullsize": lambda: claim_table(
         "claim_lightweight_fullsize.json",
         "| arm (width 512, batch 128, 394 steps) | L_sim weight | seeds | en→fr | fr→en | retrieval mean ± spread "
