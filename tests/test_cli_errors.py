@@ -234,3 +234,18 @@ def test_an_output_dir_that_is_a_file_is_refused_before_anything_loads(tmp_path,
         == f"hf-xlsr train: error: {config}: output_dir {taken} is a file, not a folder"
     )
     assert taken.read_text() == "not a folder\n"
+
+
+@pytest.mark.parametrize("command", ["embed", "mine"])
+def test_a_shard_of_no_sentences_is_refused_before_the_model_loads(tmp_path, capsys, sentences, command, monkeypatch):
+    import hf_xlsr.evaluation.loading as loading
+
+    monkeypatch.setattr(loading, "load_for_evaluation", lambda *a, **k: pytest.fail("the model was loaded"))
+    files = {
+        "embed": ["--input", str(sentences), "--output", str(tmp_path / "shards")],
+        "mine": ["--source", str(sentences), "--target", str(sentences), "--output", str(tmp_path / "p.tsv")],
+    }
+    line = one_line_error(
+        capsys, [command, "--model", resolve_reference(MINILM), *files[command], "--shard-size", "0"]
+    )
+    assert line.endswith("--shard-size 0: at least 1 sentence per shard"), line
