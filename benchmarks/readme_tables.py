@@ -288,19 +288,23 @@ CLAIM_COLUMNS = {  # a claim table's column: the runs' key and how its cell is w
     "probe en→en": ("probe_en2en", "mean"),
     "probe en→fr": ("probe_en2fr", "mean"),
     "train s": ("train_seconds", "seconds"),
+    "queue full": ("queue_full_share", "share"),
+    "at 4e-5": ("bible", "other"),  # the same arm's mean ± spread in the file ``other`` names
 }
 
 
 def claim_table(name: str, header: str, rows: list[tuple], columns: list[str], seeds: int | None = None,
-                decimals: int = 1, trailing: int = 0) -> str:  # fmt: skip
+                decimals: int | dict = 1, trailing: int = 0, other: str | None = None) -> str:  # fmt: skip
     """A claim's table from its results file: one row per ``(arm, label, *text cells)`` of ``rows``, the runs of the
     arm (its first ``seeds`` seeds when given) summarised by ``columns`` (`CLAIM_COLUMNS`: mean ± spread over the seeds
-    in percent to ``decimals`` places, each seed's figure, their count, seconds); the last ``trailing`` text cells of
-    a row come after the columns. ``header`` is the Markdown header row."""
+    in percent to ``decimals`` places, or an arm's entry of it, 1 by default; each seed's figure, their count,
+    seconds); the last ``trailing`` text cells of a row come after the columns; ``other``: the results file an
+    ``at 4e-5`` column reads the same arm from. ``header`` is the Markdown header row."""
     sys.path.insert(0, str(HERE))
     from common import mean_and_spread
 
     runs = load(name)["runs"]
+    elsewhere = load(other)["runs"] if other else []
     kinds = [CLAIM_COLUMNS[c][1] for c in columns]
     leading = len(rows[0]) - 2 - trailing
     numbers = ["---" if k in ("each", "seconds") else "---:" for k in kinds]
@@ -310,8 +314,14 @@ def claim_table(name: str, header: str, rows: list[tuple], columns: list[str], s
         cells = []
         for column in columns:
             key, kind = CLAIM_COLUMNS[column]
-            values = [r[key] for r in group]
-            if kind == "count":
+            values = [r[key] for r in group if r.get(key) is not None]
+            if kind == "other":
+                values = [r[key] for r in elsewhere if r["arm"] == arm]
+            if not values:
+                cells.append("—")
+            elif kind == "share":
+                cells.append(f"{100 * sum(values) / len(values):.0f}%")
+            elif kind == "count":
                 cells.append(str(len(values)))
             elif kind == "each":
                 cells.append(", ".join(f"{round(100 * v, 2):g}" for v in values))
@@ -319,7 +329,8 @@ def claim_table(name: str, header: str, rows: list[tuple], columns: list[str], s
                 cells.append(", ".join(f"{v:,.0f}" for v in values))
             else:
                 mean, spread, n = mean_and_spread(values)
-                cells.append(f"{100 * mean:.{decimals}f}" + (f" ± {100 * spread:.{decimals}f}" if n > 1 else ""))
+                places = decimals.get(arm, 1) if isinstance(decimals, dict) else decimals
+                cells.append(f"{100 * mean:.{places}f}" + (f" ± {100 * spread:.{places}f}" if n > 1 else ""))
         after = text[len(text) - trailing :] if trailing else []
         lines.append("| " + " | ".join([label, *text[: len(text) - trailing], *cells, *after]) + " |")
     return "\n".join(lines) + "\n"
@@ -329,6 +340,30 @@ LIGHTWEIGHT = ["seeds", "en→fr", "fr→en", "mean", "per seed", "probe en→en
 LSIM_ARMS = [("ugt+align", "`ugt+align`", "0"),
              ("ugt+align+sim@sim_weight={w}", "`ugt+align+sim@sim_weight={w}`", "2/{b}"),
              ("ugt+align+sim", "`ugt+align+sim` (the paper's weight)", "2")]  # fmt: skip
+
+
+MOCO_ARMS_2E4 = [
+    ("untrained", "`untrained`", "MiniLM-L6, untrained"),
+    ("mnrl", "`mnrl`", "sentence-transformers MNRL, in-batch negatives (7)"),
+    ("K1B", "`K1B`", "DualMomentumModel, K = B = 8"),
+    ("K16B", "`K16B`", "DualMomentumModel, K = 16 B = 128"),
+    ("K128B", "`K128B`", "DualMomentumModel, K = 128 B = 1,024"),
+    ("K128B_tau0.01", "`K128B_tau0.01`", "K = 1,024, tau = 0.01"),
+    ("K128B_tau0.1", "`K128B_tau0.1`", "K = 1,024, tau = 0.1"),
+    ("K128B_m0", "`K128B_m0`", "K = 1,024, m = 0 (keys from the query encoder)"),
+]
+QUEUE_EXTENSION_ARMS = [
+    ("lightweight K=0", "lightweight, from scratch", "K = 0 (the paper's in-batch L_align)"),
+    ("lightweight K=32", "lightweight, from scratch", "K = B = 32 (queued form, one batch of keys)"),
+    ("lightweight K=1024", "lightweight, from scratch", "K = 1,024"),
+    ("cmlm K=0", "CMLM `br`, from MiniLM-L6", "K = 0 (the paper's in-batch L_br)"),
+    ("cmlm K=16", "CMLM `br`, from MiniLM-L6", "K = B = 16 (queued form, one batch of keys)"),
+    ("cmlm K=512", "CMLM `br`, from MiniLM-L6", "K = 512"),
+    ("hictl K=0", "HICTL L_S, from MiniLM-L6", "K = 0 (the paper's in-batch L_S)"),
+    ("hictl K=16", "HICTL L_S, from MiniLM-L6", "K = B = 16 (queued form, one batch of keys)"),
+    ("hictl K=512", "HICTL L_S, from MiniLM-L6", "K = 512"),
+    ("hictl K=512 queue_tau0.04", "HICTL L_S, from MiniLM-L6", "K = 512, queued form at tau 0.04 (indicative)"),
+]
 
 
 def lsim_rows(weight: str, batch: int) -> list[tuple]:
@@ -531,6 +566,27 @@ TABLES: dict[str, Callable[[], str]] = {
         ["seeds", "en→fr", "fr→en", "mean", "per seed"],
         trailing=1,
     ),  # fmt: skip
+    "moco-claim-2e-4": lambda: claim_table(
+        "claim_moco_minilm_en_fr_lr2e-4.json",
+        "| arm | what differs | seeds | en→fr | fr→en | mean ± spread | per seed | same arm at 4e-5 |",
+        MOCO_ARMS_2E4,
+        ["seeds", "en→fr", "fr→en", "mean", "per seed", "at 4e-5"],
+        other="claim_moco_minilm_en_fr.json",
+        decimals={"K128B_m0": 2},
+    ),
+    "queue-extension": lambda: claim_table(
+        "claim_queue_extension.json",
+        "| model | arm | seeds | en→fr | fr→en | mean ± spread | per seed | queue full |",
+        QUEUE_EXTENSION_ARMS,
+        ["seeds", "en→fr", "fr→en", "mean", "per seed", "queue full"],
+    ),
+    "queue-extension-2e-4": lambda: claim_table(
+        "claim_queue_extension_lr2e-4.json",
+        "| model | arm | seeds | en→fr | fr→en | mean ± spread | per seed | same arm at 4e-5 |",
+        [row for row in QUEUE_EXTENSION_ARMS if not row[0].startswith("lightweight") and "tau" not in row[0]],
+        ["seeds", "en→fr", "fr→en", "mean", "per seed", "at 4e-5"],
+        other="claim_queue_extension.json",
+    ),
     "hictl-small": lambda: claim_table(
         "claim_hictl.json",
         "| arm | losses | seeds | en→fr | fr→en | retrieval mean ± spread | per seed | probe en→en | probe en→fr |",
