@@ -61,6 +61,7 @@ import torch
 from common import ENCODERS, machine, mean_and_spread, memory_mb, reset_peak
 
 BATCH = 8  # B
+DIMENSION = 384  # the sentence vectors of MiniLM-L6 and of e5-small
 TEMPERATURE = 0.04
 ARMS = {
     "mnrl_B": {"loss": "mnrl", "batch": 1},
@@ -547,6 +548,18 @@ def equal_time(runs: list[dict], ours: dict, peer: dict, m_peer: float, spread: 
     return head + f", {100 * mean:.1f}%, against the peer's {100 * m_peer:.1f}%: {reading}."
 
 
+def cached_queue_memory(queue: dict, peer: dict, keys: int) -> str:
+    """The cached queue's memory against CachedMNRL's at the same batch and mini-batch, and against CachedMNRL's
+    plus the queue's own state: the momentum encoder's copy of the weights (float32, a third of AdamW's gradient and
+    two moments, ``state_mb``) and the two queues of ``keys`` float32 keys."""
+    own = peer["state_mb"] / 3 + 2 * keys * DIMENSION * 4 / 2**20
+    ratio = queue["held_mb"] / (peer["held_mb"] + own)
+    return (f"- the cached queue at 8B (mini-batches of B): {queue['held_mb']:.0f} MB against CachedMNRL's "
+            f"{peer['held_mb']:.0f} MB ({queue['held_mb'] / peer['held_mb']:.2f}×); against CachedMNRL's plus the "
+            f"queue's own state ({own:.0f} MB: the momentum copy and two queues of {keys:,} keys) {ratio:.2f}× "
+            "(goal at most 1.1×): " + ("holds" if ratio <= 1.1 else "does not hold") + ".")  # fmt: skip
+
+
 def verdict(results: dict, timing_rows: dict | None) -> str:
     """The goal, tested: the best hf_xlsr arm against the best peer, each chosen by its seed-0 accuracy on the tuning
     pairs, compared by mean held-out accuracy over their seeds."""
@@ -598,6 +611,9 @@ def verdict(results: dict, timing_rows: dict | None) -> str:
     if large:
         lines.append(f"- against the large batch itself (MNRL at 8B, timed): {memory[ours]:.0f} MB against "
                      f"{memory_of(large):.0f} MB ({memory[ours] / memory_of(large):.2f}×).")  # fmt: skip
+    cached = [timed.get(arm) for arm in ("cmql_8B_K256B", "cmnrl_8B")]
+    if None not in cached and all("held_mb" in row for row in cached):
+        lines.append(cached_queue_memory(*cached, results["setup"]["B"] * ARMS["cmql_8B_K256B"]["queue"]))
     if all("bible_zero_shot" in r["curve"][-1] for a in (ours, peer) for r in arms[a]):
         zero = {a: mean_and_spread([r["curve"][-1]["bible_zero_shot"] for r in arms[a]]) for a in (ours, peer)}
         shown = {a: f"{100 * m:.1f}" + (f" ± {100 * sd:.1f}" if n > 1 else "") + "%" for a, (m, sd, n) in zero.items()}

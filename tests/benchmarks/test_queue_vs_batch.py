@@ -210,3 +210,14 @@ def test_the_equal_time_verdict_reads_each_run_where_it_has_spent_the_peers_time
     assert "the hf_xlsr run at 100% of its pairs, 90.1%, against the peer's 75.1%: holds." in lines(0.05, 0.1)[3]
     # 5x slower: a fifth of its pairs lies before its first point
     assert lines(0.5, 0.1)[3].endswith("at 20% of its pairs, before its first measured point: not measured.")
+
+
+def test_the_cached_queue_is_held_against_cachedmnrl_plus_the_queues_own_state(bench):
+    # the momentum copy: a third of AdamW's float32 state (gradient and two moments), 300 / 3 = 100 MB; two queues of
+    # 2,048 keys of 384 float32: 6 MB; CachedMNRL's 700 MB plus 106 MB against the cached queue's 850 MB
+    line = bench.cached_queue_memory({"held_mb": 850.0}, {"held_mb": 700.0, "state_mb": 300.0}, 2048)
+    assert line == ("- the cached queue at 8B (mini-batches of B): 850 MB against CachedMNRL's 700 MB (1.21×); "
+                    "against CachedMNRL's plus the queue's own state (106 MB: the momentum copy and two queues of "
+                    "2,048 keys) 1.05× (goal at most 1.1×): holds.")  # fmt: skip
+    assert bench.cached_queue_memory({"held_mb": 900.0}, {"held_mb": 700.0, "state_mb": 300.0}, 2048).endswith(
+        "1.12× (goal at most 1.1×): does not hold.")  # fmt: skip
