@@ -221,12 +221,17 @@ def gpu_queue_summary(name: str = "gpu_queue_vs_batch_h200_bf16.json") -> str:
     return queue_vs_batch_summary(load(name))
 
 
-def queue_verdict(name: str = "queue_vs_batch.json") -> str:
-    """The verdict lines of a queue-against-batch results file, without its table."""
+HEADLINE = ("- best", "- equal compute", "- equal time", "- memory held", "- training memory")
+
+
+def queue_verdict(name: str = "queue_vs_batch.json", headline: bool = False) -> str:
+    """The verdict lines of a queue-against-batch results file, without its table; ``headline``: only the arms,
+    and the verdicts at equal compute, at equal time and on memory."""
     sys.path.insert(0, str(HERE))
     from bench_queue_vs_batch import timing_of, verdict
 
-    return verdict(load(name), timing_of(RESULTS / name)) + "\n"
+    lines = verdict(load(name), timing_of(RESULTS / name)).splitlines()
+    return "\n".join(line for line in lines if not headline or line.startswith(HEADLINE)) + "\n"
 
 
 def multilingual_summary(name: str = "multilingual_final.json") -> str:
@@ -564,6 +569,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "queue-vs-batch-verdict": queue_verdict,
     "queue-vs-batch-e5-22-verdict": lambda: queue_verdict("queue_vs_batch_e5_22.json"),
     "queue-vs-batch-whole-verdict": lambda: queue_verdict("queue_vs_batch_whole.json"),
+    "queue-vs-batch-whole-headline": lambda: queue_verdict("queue_vs_batch_whole.json", headline=True),
     "queue-vs-batch-whole": lambda: queue_table("queue_vs_batch_whole.json"),
     "multilingual-summary": multilingual_summary,
     "gpu-step-summary": gpu_step_summary,
