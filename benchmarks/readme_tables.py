@@ -295,6 +295,12 @@ CLAIM_COLUMNS = {  # a claim table's column: the runs' key and how its cell is w
     "probe en→fr": ("probe_en2fr", "mean"),
     "train s": ("train_seconds", "seconds"),
     "queue full": ("queue_full_share", "share"),
+    "en→zh": ("bible_en2zh", "mean"),
+    "zh→en": ("bible_zh2en", "mean"),
+    "HSK en→zh": ("hsk_en2zh", "mean"),
+    "HSK zh→en": ("hsk_zh2en", "mean"),
+    "HSK mean": ("hsk", "mean"),
+    "HSK per seed": ("hsk", "each"),
     "at 4e-5": ("bible", "other"),  # the same arm's mean ± spread in the file ``other`` names
 }
 
@@ -369,6 +375,17 @@ QUEUE_EXTENSION_ARMS = [
     ("hictl K=16", "HICTL L_S, from MiniLM-L6", "K = B = 16 (queued form, one batch of keys)"),
     ("hictl K=512", "HICTL L_S, from MiniLM-L6", "K = 512"),
     ("hictl K=512 queue_tau0.04", "HICTL L_S, from MiniLM-L6", "K = 512, queued form at tau 0.04 (indicative)"),
+]
+
+
+E5_ARMS = [
+    ("untrained", "multilingual-e5-small, untrained"),
+    ("mnrl", "MNRL (in-batch, sentence-transformers)"),
+    ("K64B_m0.98", "`DualMomentumModel`, K = 64 B = 512, m = 0.98"),
+    ("K1B_m0.98", "`DualMomentumModel`, K = B = 8, m = 0.98"),
+    ("K64B_m0.98_tau0.01", "`DualMomentumModel`, K = 512, m = 0.98, tau = 0.01"),
+    ("K64B_m0.98_tau0.1", "`DualMomentumModel`, K = 512, m = 0.98, tau = 0.1"),
+    ("K64B_m0", "`DualMomentumModel`, K = 512, m = 0"),
 ]
 
 
@@ -680,6 +697,29 @@ TABLES: dict[str, Callable[[], str]] = {
         [row for row in QUEUE_EXTENSION_ARMS if not row[0].startswith("lightweight") and "tau" not in row[0]],
         ["seeds", "en→fr", "fr→en", "mean", "per seed", "at 4e-5"],
         other="claim_queue_extension.json",
+    ),
+    "moco-e5-en-fr": lambda: claim_table(
+        "claim_moco_e5_en_fr.json",
+        "| arm | seeds | Bible en→fr | fr→en | Bible mean ± spread | per seed |",
+        E5_ARMS,
+        ["seeds", "en→fr", "fr→en", "mean", "per seed"],
+        decimals=2,
+    ),
+    "moco-e5-en-zh": lambda: claim_table(
+        "claim_moco_e5_en_zh.json",
+        "| arm | seeds | Bible en→zh | zh→en | Bible mean ± spread | per seed | HSK en→zh | zh→en | HSK mean ± spread "
+        "| per seed |",
+        E5_ARMS,
+        ["seeds", "en→zh", "zh→en", "mean", "per seed", "HSK en→zh", "HSK zh→en", "HSK mean", "HSK per seed"],
+        seeds=3,
+        decimals=2,
+    ),
+    "moco-e5-en-zh-five-seeds": lambda: claim_table(
+        "claim_moco_e5_en_zh.json",
+        "| arm, five seeds | Bible mean ± spread | per seed (0-4) | HSK mean ± spread | per seed (0-4) |",
+        [("K64B_m0.98", "K = 512, m = 0.98"), ("K64B_m0", "K = 512, m = 0")],
+        ["mean", "per seed", "HSK mean", "HSK per seed"],
+        decimals=2,
     ),
     "hictl-small": lambda: claim_table(
         "claim_hictl.json",
