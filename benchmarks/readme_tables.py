@@ -301,7 +301,7 @@ CLAIM_COLUMNS = {  # a claim table's column: the runs' key and how its cell is w
     "HSK zh→en": ("hsk_zh2en", "mean"),
     "HSK mean": ("hsk", "mean"),
     "HSK per seed": ("hsk", "each"),
-    "at 4e-5": ("bible", "other"),  # the same arm's mean ± spread in the file ``other`` names
+    "other": ("bible", "other"),  # the same arm's mean ± spread in the file ``other`` names
 }
 
 
@@ -311,7 +311,7 @@ def claim_table(name: str, header: str, rows: list[tuple], columns: list[str], s
     arm (its first ``seeds`` seeds when given) summarised by ``columns`` (`CLAIM_COLUMNS`: mean ± spread over the seeds
     in percent to ``decimals`` places, or an arm's entry of it, 1 by default; each seed's figure, their count,
     seconds); the last ``trailing`` text cells of a row come after the columns; ``other``: the results file an
-    ``at 4e-5`` column reads the same arm from. ``header`` is the Markdown header row."""
+    ``other`` column reads the same arm from. ``header`` is the Markdown header row."""
     sys.path.insert(0, str(HERE))
     from common import mean_and_spread
 
@@ -681,7 +681,7 @@ TABLES: dict[str, Callable[[], str]] = {
         "claim_moco_minilm_en_fr_lr2e-4.json",
         "| arm | what differs | seeds | en→fr | fr→en | mean ± spread | per seed | same arm at 4e-5 |",
         MOCO_ARMS_2E4,
-        ["seeds", "en→fr", "fr→en", "mean", "per seed", "at 4e-5"],
+        ["seeds", "en→fr", "fr→en", "mean", "per seed", "other"],
         other="claim_moco_minilm_en_fr.json",
         decimals={"K128B_m0": 2},
     ),
@@ -695,7 +695,7 @@ TABLES: dict[str, Callable[[], str]] = {
         "claim_queue_extension_lr2e-4.json",
         "| model | arm | seeds | en→fr | fr→en | mean ± spread | per seed | same arm at 4e-5 |",
         [row for row in QUEUE_EXTENSION_ARMS if not row[0].startswith("lightweight") and "tau" not in row[0]],
-        ["seeds", "en→fr", "fr→en", "mean", "per seed", "at 4e-5"],
+        ["seeds", "en→fr", "fr→en", "mean", "per seed", "other"],
         other="claim_queue_extension.json",
     ),
     "moco-e5-en-fr": lambda: claim_table(
@@ -720,6 +720,20 @@ TABLES: dict[str, Callable[[], str]] = {
         [("K64B_m0.98", "K = 512, m = 0.98"), ("K64B_m0", "K = 512, m = 0")],
         ["mean", "per seed", "HSK mean", "HSK per seed"],
         decimals=2,
+    ),
+    "lightweight-long": lambda: claim_table(
+        "claim_lightweight_long.json",
+        "| arm (width 256, batch 32, 3,200 steps) | seeds | en→fr | fr→en | retrieval mean ± spread | per seed "
+        "| at 800 steps (seed 0) | probe en→en | probe en→fr | train s per seed |",
+        [
+            ("mlm", "`mlm`"),
+            ("smlm", "`smlm`"),
+            ("xtr", "`xtr`"),
+            ("mlm_xtr", "`mlm_xtr` (MLM ⊕ XTR)"),
+            ("ugt", "`ugt` (SMLM ⊕ XTR)"),
+        ],
+        ["seeds", "en→fr", "fr→en", "mean", "per seed", "other", "probe en→en", "probe en→fr", "train s"],
+        other="claim_lightweight.json",
     ),
     "hictl-small": lambda: claim_table(
         "claim_hictl.json",
