@@ -109,13 +109,19 @@ def test_the_weights_training_state_is_a_gradient_and_two_moments_per_weight(ben
     assert bench.weight_state_mb(trainer) == pytest.approx(3 * 4 * weights / 2**20, rel=1e-4)
 
 
-def test_the_memory_verdict_sets_the_weights_state_apart(bench):
+def queue_and_peer_runs() -> list[dict]:
+    """Three seeds of the queue (90%) and of CachedMNRL at 8B (80%), each curve two points, no memory of their own."""
+
     def run(arm, seed, bible, tune):
         curve = [{"pairs": 40, "bible": bible - 0.01}, {"pairs": 80, "bible": bible}]
         return {"arm": arm, "seed": seed, "bible": bible, "tune": tune, "curve": curve, "training_mb": None}
 
-    runs = [run(arm, seed, bible + seed / 1000, tune) for seed in range(3)
+    return [run(arm, seed, bible + seed / 1000, tune) for seed in range(3)
             for arm, bible, tune in (("mql_K256B", 0.9, 0.9), ("cmnrl_8B_sqrtlr", 0.8, 0.8))]  # fmt: skip
+
+
+def test_the_memory_verdict_sets_the_weights_state_apart(bench):
+    runs = queue_and_peer_runs()
     timing = {"mql_K256B": {"training_mb": 700.0, "state_mb": 400.0, "seconds_per_pair": 0.1},
               "cmnrl_8B": {"training_mb": 1000.0, "state_mb": 400.0, "seconds_per_pair": 0.1}}  # fmt: skip
     lines = bench.verdict({"runs": runs, "setup": {"B": 8}}, timing).splitlines()
@@ -171,12 +177,7 @@ def test_the_memory_a_queue_arm_holds_counts_its_momentum_copy(tmp_path):
 
 
 def test_the_memory_verdict_prefers_what_an_arm_holds(bench):
-    def run(arm, seed, bible, tune):
-        curve = [{"pairs": 40, "bible": bible - 0.01}, {"pairs": 80, "bible": bible}]
-        return {"arm": arm, "seed": seed, "bible": bible, "tune": tune, "curve": curve, "training_mb": None}
-
-    runs = [run(arm, seed, bible + seed / 1000, tune) for seed in range(3)
-            for arm, bible, tune in (("mql_K256B", 0.9, 0.9), ("cmnrl_8B_sqrtlr", 0.8, 0.8))]  # fmt: skip
+    runs = queue_and_peer_runs()
     timed = {"state_mb": 400.0, "seconds_per_pair": 0.1}
     timing = {"mql_K256B": {"training_mb": 700.0, "held_mb": 900.0, **timed},
               "cmnrl_8B": {"training_mb": 1000.0, "held_mb": 1100.0, **timed}}  # fmt: skip
