@@ -100,6 +100,36 @@ def timing(train, steps: int, rounds: int) -> dict:
     }
 
 
+LABELS = {"mnrl": "`MultipleNegativesRankingLoss`", "queue": "`MomentumQueueLoss`, K = 128, m = 0.99",
+          "cached_mnrl": "`CachedMultipleNegativesRankingLoss`"}  # fmt: skip
+NEGATIVES = {"mnrl": "7", "queue": "7 + 128", "cached_mnrl": "127"}  # per query, one direction
+
+
+def report(results: dict, timing_rows: dict, moco: dict) -> str:
+    """The three losses: held-out accuracy at seed 0 (MNRL's from ``claim_moco.py``'s ``mnrl`` arm, the same run,
+    with its mean over seeds), seconds per step and per training pair against MNRL's (``--timing``)."""
+    accuracy = {run["arm"]: run["bible"] for run in results["runs"] if run["seed"] == 0}
+    mnrl = [run["bible"] for run in moco["runs"] if run["arm"] == "mnrl"]
+    accuracy["mnrl"] = next(run["bible"] for run in moco["runs"] if run["arm"] == "mnrl" and run["seed"] == 0)
+    lines = ["| loss | batch | steps | negatives per query (one direction) | held-out mean, seed 0 | s / step | "
+             "× MNRL | s / training pair | × MNRL |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    per_pair = {arm: row["seconds_per_step"] / ARMS[arm] for arm, row in timing_rows.items()}
+    steps = moco["setup"]["steps"]
+    for arm, label in LABELS.items():
+        held = f"{100 * accuracy[arm]:.1f}%"
+        if arm == "mnrl" and len(mnrl) > 1:
+            mean, spread = 100 * statistics.fmean(mnrl), 100 * statistics.stdev(mnrl)
+            held += f" (seeds 0-{len(mnrl) - 1}: {mean:.1f} ± {spread:.1f})"
+        row = timing_rows[arm]
+        lines.append(
+            f"| {label} | {ARMS[arm]} | {steps * ARMS['mnrl'] // ARMS[arm]} | {NEGATIVES[arm]} | {held} | "
+            f"{row['seconds_per_step']:.3f} | {row['ratio_to_mnrl']:.2f} | {per_pair[arm]:.3f} | "
+            f"{per_pair[arm] / per_pair['mnrl']:.2f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=640)

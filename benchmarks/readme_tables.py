@@ -145,6 +145,37 @@ def queue_table(name: str = "queue_vs_batch.json") -> str:
     return head + report(results, timing) + "\n\n" + verdict(results, timing) + "\n"
 
 
+def st_loss_table() -> str:
+    """`MomentumQueueLoss` under `SentenceTransformerTrainer` against sentence-transformers' losses
+    (``bench_st_loss.py``)."""
+    sys.path.insert(0, str(HERE))
+    from bench_st_loss import report
+
+    return report(load("st_loss.json"), load("st_loss_timing.json")["rows"], load("claim_moco_minilm_en_fr.json"))
+
+
+def translation_table() -> str:
+    """HICTL's translation claim (``claim_hictl.py``, Section 3.2): the fused decoder against the plain one, chrF and
+    BLEU per seed."""
+    runs = load("claim_hictl_minilm.json")["runs"]
+    lines = ["| arm | seeds | chrF mean ± spread | per seed | BLEU mean ± spread | per seed | train s per run |",
+             "| --- | ---: | ---: | --- | ---: | --- | ---: |"]  # fmt: skip
+    for arm, label in (("translation without fusion", "decoder without fusion"),
+                       ("translation with fusion", "decoder with fusion")):  # fmt: skip
+        rows = sorted((run for run in runs if run["arm"] == arm), key=lambda run: run["seed"])
+        scale = {run["fusion_temperature"] for run in rows} - {None}
+        label += f" (t = {scale.pop():g})" if scale else ""
+        cells = [label, str(len(rows))]
+        for metric in ("chrf", "bleu"):
+            values = [run[metric] for run in rows]
+            cells += [f"{statistics.fmean(values):.2f} ± {statistics.stdev(values):.2f}",
+                      ", ".join(f"{value:.2f}" for value in values)]  # fmt: skip
+        seconds = [run["train_seconds"] for run in rows]
+        cells.append(f"{min(seconds):,}-{max(seconds):,}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def mining_table(name: str) -> str:
     """A table of the mining benchmarks (``bench_mining_search.py``, ``bench_mining_e2e.py``) from its results."""
     sys.path.insert(0, str(HERE))
@@ -159,6 +190,14 @@ def mining_table(name: str) -> str:
             "e2e": (bench_mining_e2e.e2e_table, "mining_e2e.json")}  # fmt: skip
     table, results = make[name]
     return table(load(results))
+
+
+def mining_scale_table() -> str:
+    """The search from 100,000 to 2,000,000 sentences a side against the example (``bench_mining_scale.py``)."""
+    sys.path.insert(0, str(HERE))
+    from bench_mining_scale import scale_table
+
+    return scale_table(load("mining_scale.json"))
 
 
 def coverage_table() -> str:
@@ -568,6 +607,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "queue-vs-batch": queue_table,
     "queue-vs-batch-e5": lambda: queue_table("queue_vs_batch_e5.json"),
     "queue-vs-batch-e5-22": lambda: queue_table("queue_vs_batch_e5_22.json"),
+    "st-loss": st_loss_table,
+    "hictl-translation": translation_table,
     "mining-sweep": lambda: mining_table("sweep"),
     "mining-scaling": lambda: mining_table("scaling"),
     "mining-scaling-earlier-rule": lambda: mining_table("scaling-earlier-rule"),
@@ -575,6 +616,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "mining-stages": lambda: mining_table("stages"),
     "mining-e2e": lambda: mining_table("e2e"),
     "mining-probes": coverage_table,
+    "mining-scale": mining_scale_table,
     "mining-one-language": one_language_table,
     "mining-one-language-probes": one_language_coverage_table,
     "encoding-full": encoding_full_table,

@@ -348,6 +348,13 @@ MUTATIONS = [
     Mutation("candidate_cosine_unnormalised", "hf_xlsr/evaluation/mining/search.py",
              "found *= inverse_norm[np.maximum(where, 0)]", "pass",
              "tests/test_mining.py::test_a_query_whose_scanned_lists_hold_too_few_vectors_is_searched_exactly"),
+    Mutation("mapped_vectors_not_centred", "hf_xlsr/evaluation/mining/search.py",
+             "block = torch.from_numpy(_mapped(block, transform) if transform else block).to(dtype)",
+             "block = torch.from_numpy(_mapped(_unit_float32(vectors[start : start + block_size]), transform) if "
+             "transform else block).to(dtype)", SCAN),
+    Mutation("kept_ties_broken_by_chance", "hf_xlsr/evaluation/mining/search.py",
+             'order = np.argsort(key, kind="stable")', "order = np.argsort(key)",
+             "tests/test_mining_job.py::test_shards_of_queries_give_the_pairs_of_one_search"),
     Mutation("corpus_added_uncentred", "hf_xlsr/evaluation/mining/search.py",
              "built.add(_centred(_unit_float32(corpus[start : start + block_size]), centre))",
              "built.add(_unit_float32(corpus[start : start + block_size]))", CENTRED),

@@ -99,12 +99,15 @@ def test_blocks_and_ivf_agree_with_exact_search(monkeypatch):
     assert agree[8] > 0.9 and agree[1] < 0.6, agree
 
 
-@pytest.mark.parametrize("products", ["native", "float32"])
-def test_scanned_lists_find_what_a_float64_search_of_the_same_lists_finds(monkeypatch, products):
+@pytest.mark.parametrize(("products", "spec"), [("native", "IVF30,Flat|nprobe=5"), ("float32", "IVF30,Flat|nprobe=5"),
+                                               ("float32", "PCA12,IVF30,Flat|nprobe=5")])  # fmt: skip
+def test_scanned_lists_find_what_a_float64_search_of_the_same_lists_finds(monkeypatch, products, spec):
     """scan_lists against the search written out in float64: each query's 5 nearest of 30 lists (each corpus vector
     in the list of its nearest centroid), the 16 best centred scores among their vectors, re-scored by the cosine.
-    Clusters of very different sizes make lists of very different sizes; at most 5,000 scores per matrix product
-    split the queries of a list into many products."""
+    Behind a PCA map (``PCA12``), lists and scores are of the centred vectors as faiss's map takes them to 12
+    dimensions (``A v + b``), the cosines of the 24-dimensional vectors as they came. Clusters of very different sizes
+    make lists of very different sizes; at most 5,000 scores per matrix product split the queries of a list into many
+    products."""
     rng = np.random.default_rng(5)
     topics = rng.normal(size=(12, 24))
     weights = np.arange(1, 13) ** 2 / np.sum(np.arange(1, 13) ** 2)
@@ -113,12 +116,21 @@ def test_scanned_lists_find_what_a_float64_search_of_the_same_lists_finds(monkey
     if products == "float32":  # the path of a CPU without native bfloat16 products
         monkeypatch.setattr(mining_module, "_products_dtype", lambda: torch.float32)
     monkeypatch.setattr(mining_module, "SCAN_SCORES", 5000)
-    spec = "IVF30,Flat|nprobe=5"
     centres = mining_module.side_centre(queries), mining_module.side_centre(corpus)
     trained = mining_module.train_index(spec, [queries, corpus], 24, centres=centres)
     sims, ids = knn(queries, corpus, 4, spec, trained=trained, centres=centres)
-    centroids = faiss.downcast_index(trained).quantizer.reconstruct_n(0, 30).astype(np.float64)
-    centred_queries, centred_corpus = unit(unit(queries) - centres[0]), unit(unit(corpus) - centres[1])
+    transform, ivf = mining_module.inverted_lists(trained)
+    assert ivf.nlist == 30 and (transform is None) == spec.startswith("IVF")
+
+    def mapped(vectors: np.ndarray) -> np.ndarray:
+        if transform is None:
+            return vectors
+        matrix = faiss.vector_to_array(transform.A).reshape(12, 24).astype(np.float64)
+        return vectors @ matrix.T + faiss.vector_to_array(transform.b)
+
+    centroids = ivf.quantizer.reconstruct_n(0, 30).astype(np.float64)
+    centred_queries = mapped(unit(unit(queries) - centres[0]))
+    centred_corpus = mapped(unit(unit(corpus) - centres[1]))
     home = np.argmax(centred_corpus @ centroids.T, axis=1)
     probed = np.argsort(-(centred_queries @ centroids.T), axis=1)[:, :5]
     cosines, centred = unit(queries) @ unit(corpus).T, centred_queries @ centred_corpus.T
@@ -143,6 +155,10 @@ def test_auto_probes_a_share_of_its_lists():
     assert index_spec(50_000) == "IVF223,Flat|nprobe=18"  # sqrt(n) lists, a 12th of them probed
     assert index_spec(409_226) == "IVF639,Flat|nprobe=53"
     assert index_spec(4_000_000) == "IVF2000,Flat|nprobe=64"  # at most 64 beyond a million
+    # from 500,000 vectors of more than 128 dimensions the lists are scanned mapped to 128 by PCA, 8 x k re-scored
+    assert index_spec(499_999, "auto", 512) == "IVF707,Flat|nprobe=58"
+    assert index_spec(2_000_000, "auto", 512) == "PCA128,IVF1414,Flat|nprobe=64,k_factor=8"
+    assert index_spec(2_000_000, "auto", 128) == "IVF1414,Flat|nprobe=64"
 
 
 def test_auto_keeps_the_index_within_the_memory_it_is_given():
@@ -154,6 +170,9 @@ def test_auto_keeps_the_index_within_the_memory_it_is_given():
     assert mining_module.index_spec(n, "auto", d, memory=100_000_000) == "IVF316,SQ8|nprobe=26"
     assert mining_module.index_spec(n, "auto", d, memory=20_000_000) == "IVF316,PQ48|nprobe=26"
     assert mining_module.index_spec(10_000, "auto", d, memory=1) == "Flat"  # exact search keeps nothing but blocks
+    # a million of 512-d: the PCA-mapped lists hold 4 n 128 bytes (512 MB); 8-bit codes would hold 512 MB too
+    assert mining_module.index_spec(10**6, "auto", 512, memory=600_000_000).startswith("PCA128,IVF1000,Flat|")
+    assert mining_module.index_spec(10**6, "auto", 512, memory=500_000_000) == "IVF1000,PQ64|nprobe=64"
 
 
 @pytest.mark.slow  # two searches of 50,000 vectors both ways

@@ -15,7 +15,8 @@ from hf_xlsr.evaluation.mining import mine
 from hf_xlsr.evaluation.mining.job import mine_in_shards
 from hf_xlsr_cli import main
 
-INDEXES = ["flat", "IVF24,Flat|nprobe=6", "IVF24,SQ8|nprobe=6"]  # exact, lists scanned by scan_lists, faiss's codes
+INDEXES = ["flat", "IVF24,Flat|nprobe=6", "PCA16,IVF24,Flat|nprobe=6,k_factor=8", "IVF24,SQ8|nprobe=6"]  # exact, lists
+# scanned by scan_lists (of the vectors, and of their PCA map), faiss's codes
 
 
 @pytest.fixture(scope="module")

@@ -34,6 +34,14 @@ IVF_LISTS_PER_ROOT = 1  # inverted lists per square root of the corpus size
 IVF_PROBE_SHARE = 12  # a query scans one in this many lists
 IVF_MAX_PROBES = 64
 IVF_REFINE = 4  # candidates per neighbour asked of an approximate index, re-scored by their exact cosine
+# From REDUCED_FROM sentences a side, where the lists' products are most of the time, `scan_lists` scores vectors
+# mapped to REDUCED_DIMENSIONS by PCA (``PCA<d>,IVF<n>,Flat``: a quarter of the products of 512-d vectors) and `knn`
+# re-scores REDUCED_K_FACTOR candidates per neighbour by their cosine. Chosen by `benchmarks/bench_mining_scale.py`'s
+# rule check on data its report does not use (150,000 real sentences a side, and 700,000 with distractors of
+# another seed).
+REDUCED_FROM = 500_000
+REDUCED_DIMENSIONS = 128
+REDUCED_K_FACTOR = 8
 IVF_TRAIN_POINTS = 64  # k-means sample per inverted list (faiss asks for 39 at least)
 SCAN_SCORES = 2**22  # scores one matrix product of `scan_lists` computes at most
 
@@ -76,10 +84,13 @@ def index_spec(n: int, index: str = "auto", dim: int = 0, memory: int | None = N
     candidates per neighbour exactly, as it does for any approximate index), ``auto`` (flat below `IVF_THRESHOLD`
     vectors, IVF from there), or any factory string of one's own (``"HNSW32|efSearch=128"``,
     ``"OPQ64,IVF4096,PQ64|nprobe=32"``, as faiss and stopes name indexes). ``k_factor=F`` among the parameters sets how
-    many candidates per neighbour `knn` re-scores (faiss's name for it; `IVF_REFINE` when not given).
+    many candidates per neighbour `knn` re-scores (faiss's name for it; `IVF_REFINE` when not given). From
+    `REDUCED_FROM` vectors of more than `REDUCED_DIMENSIONS` dimensions (``dim``), ``ivf`` scans them mapped by PCA
+    to `REDUCED_DIMENSIONS` and re-scores `REDUCED_K_FACTOR` candidates per neighbour.
 
     With ``memory`` (bytes) and ``dim``, ``auto`` and ``ivf`` keep the index within it: the list scanner holds both
-    sides in bfloat16 (4 ``n`` ``dim`` bytes); where that exceeds ``memory`` the lists hold 8-bit codes (``SQ8``,
+    sides in bfloat16 (4 ``n`` ``dim`` bytes, ``dim`` the mapped one); where that exceeds ``memory`` the lists hold
+    8-bit codes (``SQ8``,
     ``n`` ``dim`` bytes), and where those do too, product codes of ``dim / 8`` bytes (``PQ``, as stopes mines). faiss
     searches the codes; `knn` re-scores the candidates from the vectors themselves (memory-mapped)."""
     if index == "auto":
@@ -88,10 +99,13 @@ def index_spec(n: int, index: str = "auto", dim: int = 0, memory: int | None = N
         return "Flat"
     if index == "ivf":
         lists = max(1, min(int(IVF_LISTS_PER_ROOT * math.sqrt(n)), n // 39))  # faiss wants >= 39 points per list
-        codes = "Flat"
-        if memory is not None and dim and 4 * n * dim > memory:
-            codes = "SQ8" if n * dim <= memory else f"PQ{max(1, dim // 8)}"
-        return f"IVF{lists},{codes}|nprobe={max(1, min(lists // IVF_PROBE_SHARE, IVF_MAX_PROBES))}"
+        probes = f"nprobe={max(1, min(lists // IVF_PROBE_SHARE, IVF_MAX_PROBES))}"
+        reduced = n >= REDUCED_FROM and dim > REDUCED_DIMENSIONS
+        if memory is not None and dim and 4 * n * (REDUCED_DIMENSIONS if reduced else dim) > memory:
+            return f"IVF{lists},{'SQ8' if n * dim <= memory else f'PQ{max(1, dim // 8)}'}|{probes}"
+        if reduced:
+            return f"PCA{REDUCED_DIMENSIONS},IVF{lists},Flat|{probes},k_factor={REDUCED_K_FACTOR}"
+        return f"IVF{lists},Flat|{probes}"
     if not index or index[0].islower():
         raise ValueError(f"index must be 'auto', 'flat', 'ivf' or a faiss index_factory string, got {index!r}")
     return index
@@ -163,15 +177,35 @@ def _rows(table: torch.Tensor, rows: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(np.take(table.view(bits).numpy(), rows, axis=0)).view(table.dtype)
 
 
+def inverted_lists(index) -> tuple:
+    """The linear map (a faiss ``VectorTransform``, None without one) and the ``IndexIVFFlat`` of ``index`` when it is
+    inverted lists of full vectors (``IVF<n>,Flat``), alone or behind one map (``PCA<d>,IVF<n>,Flat``), what
+    `scan_lists` scans; ``(None, None)`` for any other index."""
+    index = faiss.downcast_index(index)
+    transform = None
+    if isinstance(index, faiss.IndexPreTransform) and index.chain.size() == 1:
+        transform, index = faiss.downcast_VectorTransform(index.chain.at(0)), faiss.downcast_index(index.index)
+    return (transform, index) if isinstance(index, faiss.IndexIVFFlat) else (None, None)
+
+
+def _mapped(vectors: np.ndarray, transform) -> np.ndarray:
+    """faiss's linear map (``A v + b``) of ``vectors``, computed in float64: the same bits for a vector whatever block
+    it comes in (a float32 product's rounding depends on the block's shape)."""
+    matrix = faiss.vector_to_array(transform.A).reshape(transform.d_out, transform.d_in)
+    return (vectors @ matrix.T.astype(np.float64) + faiss.vector_to_array(transform.b)).astype(np.float32)
+
+
 def _unit_matrix(
-    vectors: np.ndarray, centre, dtype: torch.dtype, centroids: torch.Tensor, lists: int, block_size: int
-):
-    """``vectors`` L2-normalised and centred on ``centre`` (`_centred`) in ``dtype``, and each one's ``lists`` nearest
-    centroids, read in blocks."""
-    unit = torch.empty(vectors.shape, dtype=dtype)
+    vectors: np.ndarray, centre, dtype: torch.dtype, centroids: torch.Tensor, lists: int, block_size: int,
+    transform=None,
+):  # fmt: skip
+    """``vectors`` L2-normalised and centred on ``centre`` (`_centred`), mapped by ``transform`` when given, in
+    ``dtype``, and each one's ``lists`` nearest centroids, read in blocks."""
+    unit = torch.empty((len(vectors), transform.d_out if transform else vectors.shape[1]), dtype=dtype)
     nearest = np.empty((len(vectors), lists), dtype=np.int32)
     for start in range(0, len(vectors), block_size):
-        block = torch.from_numpy(_centred(_unit_float32(vectors[start : start + block_size]), centre)).to(dtype)
+        block = _centred(_unit_float32(vectors[start : start + block_size]), centre)
+        block = torch.from_numpy(_mapped(block, transform) if transform else block).to(dtype)
         unit[start : start + len(block)] = block
         nearest[start : start + len(block)] = (block @ centroids.T).topk(lists, dim=1).indices.numpy()
     return unit, nearest
@@ -202,19 +236,22 @@ class ListLayout(NamedTuple):
     bounds: np.ndarray
 
 
-def list_layout(corpus, ivf, centre=None, block_size: int = 16384) -> ListLayout:
-    """`ListLayout` of ``corpus`` in the inverted lists of ``ivf`` (its centroids), ``centre`` taken off first."""
+def list_layout(corpus, index, centre=None, block_size: int = 16384) -> ListLayout:
+    """`ListLayout` of ``corpus`` in the inverted lists of ``index`` (its centroids; `inverted_lists`), ``centre``
+    taken off first."""
+    transform, ivf = inverted_lists(index)
     centroids = torch.from_numpy(ivf.quantizer.reconstruct_n(0, ivf.nlist)).to(_products_dtype())
-    stored, home = _unit_matrix(corpus, centre, _products_dtype(), centroids, 1, block_size)
+    stored, home = _unit_matrix(corpus, centre, _products_dtype(), centroids, 1, block_size, transform)
     return ListLayout(stored, *_grouped(home[:, 0], ivf.nlist))
 
 
 def scan_lists(
-    queries, corpus, ivf, asked: int, centres=None, block_size: int = 16384, layout: ListLayout | None = None
+    queries, corpus, index, asked: int, centres=None, block_size: int = 16384, layout: ListLayout | None = None
 ) -> np.ndarray:
-    """Each query's ``asked`` best candidates among the vectors of the ``nprobe`` inverted lists of ``ivf`` (a
-    trained ``IndexIVFFlat``: its centroids and ``nprobe`` are used, not its contents) nearest to it, as corpus
-    indices ``(n_queries, asked)``; with ``centres`` (`knn`), each side centred on its own mean.
+    """Each query's ``asked`` best candidates among the vectors of the ``nprobe`` inverted lists of ``index`` (a
+    trained ``IndexIVFFlat``, or one behind a linear map such as ``PCA128``: `inverted_lists`; its map, centroids
+    and ``nprobe`` are used, not its contents) nearest to it, as corpus indices ``(n_queries, asked)``; with
+    ``centres`` (`knn`), each side centred on its own mean. Behind a map, both sides are scored as it maps them.
 
     faiss scans a list once for every query that probes it; here the queries that probe a list are scored against
     all of its vectors in one matrix product (`_products_dtype`). First each query's nearest list of at least
@@ -229,10 +266,11 @@ def scan_lists(
     dtype = _products_dtype()
     bits = torch.int16 if dtype == torch.bfloat16 else torch.int32  # positive floats order as these integers do
     query_centre, corpus_centre = centres or (None, None)
+    transform, ivf = inverted_lists(index)
     n_lists, probes = ivf.nlist, min(ivf.nprobe, ivf.nlist)
     centroids = torch.from_numpy(ivf.quantizer.reconstruct_n(0, n_lists)).to(dtype)
-    stored, members, bounds = layout or list_layout(corpus, ivf, corpus_centre, block_size)
-    found, probed = _unit_matrix(queries, query_centre, dtype, centroids, probes, block_size)
+    stored, members, bounds = layout or list_layout(corpus, index, corpus_centre, block_size)
+    found, probed = _unit_matrix(queries, query_centre, dtype, centroids, probes, block_size, transform)
     most = max(1, int(np.diff(bounds).max()))  # the longest list
 
     def products(list_id: int, rows: np.ndarray):  # the scores of ``rows`` against one list, a block at a time
@@ -267,7 +305,7 @@ def scan_lists(
         key += (1 << (8 * floor.itemsize - 1)) - 1
         key -= kept_score[:size]
         key[floor[query] <= 0] = -1  # a query with no floor above 0: sorted first, then dropped
-        order = np.argsort(key)
+        order = np.argsort(key, kind="stable")  # ties: the first kept, however often the kept were compacted
         order = order[np.searchsorted(key, 0, sorter=order) :]
         starts = np.zeros(len(queries) + 1, dtype=np.int64)
         np.cumsum(np.bincount(query[order], minlength=len(queries)), out=starts[1:])
@@ -331,10 +369,9 @@ def build_index(corpus: np.ndarray, index: str = "auto", block_size: int = 16384
 
 def prepare(corpus: np.ndarray, index: str, block_size: int = 16384, trained=None, centre=None):
     """What `knn` reads of ``corpus``, made once for any number of blocks of queries: for inverted lists of full
-    vectors its `list_layout`, for any other index that index holding it (`build_index`)."""
-    lists = faiss.downcast_index(trained) if trained is not None else None
-    if isinstance(lists, faiss.IndexIVFFlat):
-        return list_layout(corpus, lists, centre, block_size)
+    vectors (`inverted_lists`) its `list_layout`, for any other index that index holding it (`build_index`)."""
+    if trained is not None and inverted_lists(trained)[1] is not None:
+        return list_layout(corpus, trained, centre, block_size)
     return build_index(corpus, index, block_size, trained, centre)
 
 
@@ -368,7 +405,7 @@ def knn(
         prepared = prepare(corpus, index, block_size, trained, corpus_centre)
     candidates = None
     if isinstance(prepared, ListLayout):  # inverted lists of full vectors: scanned by scan_lists
-        candidates = scan_lists(queries, corpus, faiss.downcast_index(trained), asked, centres, block_size, prepared)
+        candidates = scan_lists(queries, corpus, trained, asked, centres, block_size, prepared)
     else:
         built = prepared
     if approximate:  # exact cosines of candidates: inner products with the corpus as it is, times 1 / |v|

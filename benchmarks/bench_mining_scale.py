@@ -1,0 +1,282 @@
+"""Bitext mining's search at the sizes people mine: hf_xlsr's ``mine(index="auto")`` against the sentence-transformers
+mining example (``mining_corpus.peer_mine``) from 100,000 to 2,000,000 sentences a side, on this CPU, one thread each.
+
+Data: USE-m3 embeddings of the Bible corpus of ``mining_corpus.py`` (``bench_mining_search.py``'s cache: embed it
+first with ``bench_mining_search.py --model use-m3 --threads 1 --embed-only --sizes 409226``). Up to 409,226
+sentences a side the sides are real (``mining_corpus.subsample``). The Bible holds no more, so a larger side is the
+409,226 real sentences (5,000 gold pairs among them) and added distractors: each the normalised sum of two different
+real sentences of its side that are not gold, drawn at random (seeded by the side: a larger size holds the
+distractors of a smaller one). A distractor lies among the side's sentences, near both it was made of, and is the
+translation of nothing: it makes each query's neighbourhood denser, as a larger corpus of the same kind does. The
+sides are written once to memory-mapped files (``benchmarks/.cache/mining_large/scale``), and every arm reads them
+memory-mapped.
+
+Each arm runs in a process of its own, the two alternating which runs first at each size:
+
+* ``peer``: the example's approach (faiss IVF with ``n / 1000`` lists and 3 probes, margins in a Python loop,
+  greedy pairing); ``hf_xlsr``: ``mine(x, y, k=4, index="auto")``. Timed: the whole mining; memory: the peak of the
+  process's anonymous resident memory over its start (``common.AnonymousPeak``: what the method allocates, not the
+  memory-mapped inputs both read). Recall of the 5,000 gold pairs among the mined pairs.
+* against exact search, without mining exactly (which takes hours from 409,226 up): every gold pair's source and
+  2,000 random sources (and the same of the targets, backwards) are searched exactly (``exact_knn``, untimed, once
+  per size) and by ``auto``'s search (the index ``mine`` trains, untimed): the share of gold pairs whose translation
+  is among the k = 4 neighbours each search returns (what margin mining can pair), and the share of the random
+  queries' exact neighbours that ``auto`` finds.
+
+    HF_HUB_OFFLINE=1 python benchmarks/bench_mining_scale.py --threads 1 --out benchmarks/results/mining_scale.json
+    python benchmarks/bench_mining_scale.py --report --out benchmarks/results/mining_scale.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from bench_mining_search import USE_M3, embeddings
+from common import AnonymousPeak, Results, machine
+from mining_corpus import CACHE, peer_mine, scored, subsample
+
+REAL = 409_226  # sentences a side the corpus holds
+K = 4
+SAMPLE = 2000  # random queries per direction for the neighbours' recall
+GOAL_TIME, GOAL_MEMORY, GOAL_RECALL = 0.5, 0.5, 1.0  # × the peer's time and memory; points below exact search
+SCALE = CACHE / "scale"
+
+
+def sides(size: int, seed: int = 0) -> tuple[Path, Path, set[tuple[int, int]]]:
+    """The two sides at ``size`` sentences each as ``.npy`` files (written once), and the gold pairs; ``seed`` draws
+    the distractors (the report's are seed 0's; ``auto``'s rule beyond the corpus was chosen on seed 1's)."""
+    source_rows, target_rows, gold = subsample(min(size, REAL))
+    name = f"{size}" if seed == 0 else f"{size}_seed{seed}"
+    paths = (SCALE / f"source_{name}.npy", SCALE / f"target_{name}.npy")
+    if all(path.is_file() for path in paths):
+        return *paths, gold
+    SCALE.mkdir(parents=True, exist_ok=True)
+    full = embeddings(USE_M3, "numpy", 1, (source_rows, target_rows))
+    gold_rows = ({s for s, _ in gold}, {t for _, t in gold})
+    for side, (rows, path) in enumerate(zip((source_rows, target_rows), paths, strict=True)):
+        real = np.asarray(full[side][rows], dtype=np.float32)
+        grown = np.lib.format.open_memmap(path.with_suffix(".partial.npy"), mode="w+", dtype=np.float32,
+                                          shape=(size, real.shape[1]))  # fmt: skip
+        grown[: len(real)] = real
+        others = np.setdiff1d(np.arange(len(real)), np.fromiter(gold_rows[side], dtype=np.int64))
+        unit = real[others] / np.linalg.norm(real[others], axis=1, keepdims=True)
+        drawn = np.random.default_rng([seed, side]).integers(0, len(others), size=(size - len(real), 2))
+        drawn[:, 1] = (drawn[:, 0] + 1 + drawn[:, 1] % (len(others) - 1)) % len(others)  # two different sentences
+        for start in range(0, len(drawn), 65536):
+            blend = unit[drawn[start : start + 65536, 0]] + unit[drawn[start : start + 65536, 1]]
+            grown[len(real) + start : len(real) + start + len(blend)] = blend / np.linalg.norm(
+                blend, axis=1, keepdims=True
+            )
+        grown.flush()
+        del grown
+        os.replace(path.with_suffix(".partial.npy"), path)
+    return *paths, gold
+
+
+def queries(gold: set[tuple[int, int]], size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows searched against exact search, each way: the gold pairs' rows, then ``SAMPLE`` random rows."""
+    pairs = np.array(sorted(gold))
+    rng = np.random.default_rng(0)
+    return tuple(np.concatenate([pairs[:, side], rng.choice(size, SAMPLE, replace=False)]) for side in (0, 1))
+
+
+def neighbours(x: np.ndarray, y: np.ndarray, rows: tuple[np.ndarray, np.ndarray], index: str) -> tuple:
+    """The ``K`` neighbours of ``rows`` both ways (source rows in the targets, target rows in the sources), found as
+    ``mine(x, y, index=index)`` finds them: the same trained index, the sides centred."""
+    from hf_xlsr.evaluation.mining import exact_knn, index_spec, knn, side_centre, train_index
+
+    if index == "flat":
+        return exact_knn(x[rows[0]], y, K)[1], exact_knn(y[rows[1]], x, K)[1]
+    spec = index_spec(max(len(x), len(y)), index, x.shape[1])
+    centres = (side_centre(x), side_centre(y))
+    trained = train_index(spec, (x, y), x.shape[1], centres=centres)
+    return (knn(x[rows[0]], y, K, spec, trained=trained, centres=centres)[1],
+            knn(y[rows[1]], x, K, spec, trained=trained, centres=centres[::-1])[1])  # fmt: skip
+
+
+def child(args) -> dict:
+    """One arm at one size, in this process."""
+    import faiss
+    import torch
+
+    faiss.omp_set_num_threads(args.threads)
+    torch.set_num_threads(args.threads)
+    from hf_xlsr.evaluation.mining import index_spec, mine
+
+    source, target, gold = sides(args.size)
+    x, y = np.load(source, mmap_mode="r"), np.load(target, mmap_mode="r")
+    rows = queries(gold, args.size)
+    if args.arm == "exact":
+        found = neighbours(x, y, rows, "flat")
+        with open(f"{args.neighbours}.partial", "wb") as handle:  # whole or absent: two processes may wait on it
+            np.savez(handle, forward=found[0], backward=found[1])
+        os.replace(f"{args.neighbours}.partial", args.neighbours)
+        return {"index": "Flat"}
+    for side in (x, y):  # the inputs read once before the clock starts, as the example holds them in memory
+        np.add.reduce(side, axis=0)
+    began = time.perf_counter()
+    with AnonymousPeak() as peak:
+        if args.arm == "peer":
+            pairs = peer_mine(x, y, k=K)
+        else:
+            mined = mine(x, y, k=K, index="auto")
+            pairs = list(zip(mined.source.tolist(), mined.target.tolist(), mined.scores.tolist(), strict=True))
+    run = {
+        "seconds": time.perf_counter() - began,
+        "peak_added_mb": peak.mb,
+        **scored(pairs, gold),
+        "index": "n / 1000 lists, 3 probes" if args.arm == "peer" else index_spec(args.size, "auto", x.shape[1]),
+    }
+    if args.arm == "hf_xlsr":
+        exact = np.load(args.neighbours)
+        run.update(recall_against_exact(neighbours(x, y, rows, "auto"), (exact["forward"], exact["backward"]),
+                                        rows, len(gold)))  # fmt: skip
+    return run
+
+
+def recall_against_exact(found: tuple, exact: tuple, rows: tuple, n_gold: int) -> dict:
+    """Gold pairs whose translation is among the ``K`` neighbours, by each search (both ways pooled), and the share of
+    the random queries' exact neighbours found."""
+    within = {"found": 0, "exact": 0}
+    kept, total = 0, 0
+    for direction in (0, 1):
+        translation = rows[1 - direction][:n_gold, None]
+        within["found"] += int((found[direction][:n_gold] == translation).any(axis=1).sum())
+        within["exact"] += int((exact[direction][:n_gold] == translation).any(axis=1).sum())
+        for ours, truth in zip(found[direction][n_gold:], exact[direction][n_gold:], strict=True):
+            kept += len(set(ours.tolist()) & set(truth.tolist()))
+            total += len(truth)
+    return {"gold_within_k": within["found"] / (2 * n_gold), "exact_gold_within_k": within["exact"] / (2 * n_gold),
+            "neighbour_recall": kept / total}  # fmt: skip
+
+
+def run_child(args, arm: str, size: int) -> dict:
+    command = [sys.executable, __file__, "--child", "--arm", arm, "--size", str(size), "--threads", str(args.threads),
+               "--neighbours", str(SCALE / f"exact_{size}.npz"), "--out", "-"]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    if result.returncode:
+        raise SystemExit(f"{arm} at {size} failed:\n{result.stderr[-3000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def growth(runs: list[dict], arm: str) -> float:
+    """The exponent b of a least-squares fit of seconds = a n^b over the sizes of ``arm``'s runs."""
+    points = [(run["size"], run["seconds"]) for run in runs if run["arm"].startswith(f"{arm} ")]
+    sizes, seconds = np.log([point[0] for point in points]), np.log([point[1] for point in points])
+    return float(np.polyfit(sizes, seconds, 1)[0]) if len(points) > 1 else float("nan")
+
+
+def scale_table(data: dict) -> str:
+    """The peer and ``auto`` at each size, the goal's verdict, and the growth of each one's time."""
+    runs = {run["arm"]: run for run in data["runs"]}
+    lines = ["| sentences per side | search | index | seconds | × peer | memory added MB | × peer | "
+             "mined gold recall | gold within k: exact | hf_xlsr | neighbours found | goal |",
+             "| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]  # fmt: skip
+    for size in sorted({run["size"] for run in runs.values()}):
+        peer, ours = runs.get(f"peer {size}"), runs.get(f"hf_xlsr {size}")
+        for label, run in (("sentence-transformers example", peer), ("hf_xlsr `auto`", ours)):
+            if run is None:
+                continue
+            index = run["index"].replace("|", "\\|")
+            cells = [f"{size:,}", label, f"`{index}`", f"{run['seconds']:.1f}",
+                     f"{run['seconds'] / peer['seconds']:.2f}" if peer else "—", f"{run['peak_added_mb']:.0f}",
+                     f"{run['peak_added_mb'] / peer['peak_added_mb']:.2f}" if peer else "—",
+                     f"{100 * run['recall']:.1f}"]  # fmt: skip
+            if run is ours:
+                cells += [f"{100 * run['exact_gold_within_k']:.1f}", f"{100 * run['gold_within_k']:.1f}",
+                          f"{100 * run['neighbour_recall']:.1f}", verdict(ours, peer)]  # fmt: skip
+            else:
+                cells += ["", "", "", ""]
+            lines.append("| " + " | ".join(cells) + " |")
+    setup = data["setup"]
+    fits = ", ".join(f"{label} n^{growth(data['runs'], arm):.2f}" for arm, label in
+                     (("peer", "the example"), ("hf_xlsr", "hf_xlsr")))  # fmt: skip
+    head = (
+        f"USE-m3 embeddings (512-d), {setup['threads']} thread per search; the launching process: "
+        f"{setup['machine']}; {setup.get('date', '')}. Real sides up to {REAL:,}, distractors added beyond.\n\n"
+    )
+    goal = (f"\n\nTime grows as: {fits} (least squares over the sizes measured). Goal: at most {GOAL_TIME}× the "
+            f"example's time and {GOAL_MEMORY}× its memory, gold pairs within k at most {GOAL_RECALL:g} point below "
+            "exact search's.")  # fmt: skip
+    return head + "\n".join(lines) + goal + "\n"
+
+
+def verdict(ours: dict, peer: dict | None) -> str:
+    if peer is None:
+        return "—"
+    met = (
+        ours["seconds"] <= GOAL_TIME * peer["seconds"]
+        and ours["peak_added_mb"] <= GOAL_MEMORY * peer["peak_added_mb"]
+        and 100 * (ours["exact_gold_within_k"] - ours["gold_within_k"]) <= GOAL_RECALL + 1e-9
+    )
+    return "met" if met else "not met"
+
+
+def figure(data: dict, path: Path) -> None:
+    """Seconds against sentences per side, both axes logarithmic, one line per search."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(6, 4))
+    for arm, label in (("peer", "sentence-transformers example"), ("hf_xlsr", "hf_xlsr auto")):
+        points = sorted((run["size"], run["seconds"]) for run in data["runs"] if run["arm"].startswith(f"{arm} "))
+        axes.plot(*zip(*points, strict=True), marker="o", label=f"{label} (n^{growth(data['runs'], arm):.2f})")
+    axes.set(xscale="log", yscale="log", xlabel="sentences per side", ylabel="seconds (one thread)",
+             title="Mining search time")  # fmt: skip
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 200_000, REAL, 1_000_000, 2_000_000])
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--arms", nargs="+", choices=("peer", "hf_xlsr"), default=["peer", "hf_xlsr"])
+    parser.add_argument("--report", action="store_true", help="print the table of a results file (--out) and stop")
+    parser.add_argument("--figure", help="with --report: also draw the growth figure to this PNG")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--arm", help=argparse.SUPPRESS)
+    parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--neighbours", help=argparse.SUPPRESS)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    if args.report:
+        data = json.loads(Path(args.out).read_text())
+        print(scale_table(data))
+        if args.figure:
+            figure(data, Path(args.figure))
+        return
+    if args.child:
+        print(json.dumps(child(args)))
+        return
+    import torch
+
+    torch.set_num_threads(args.threads)
+    setup = {"script": "benchmarks/bench_mining_scale.py", "model": USE_M3, "threads": args.threads,
+             "machine": machine(), "date": time.strftime("%Y-%m-%d")}  # fmt: skip
+    results = Results(args.out, setup)
+    for position, size in enumerate(args.sizes):
+        sides(size)  # written before anything is timed
+        if not (SCALE / f"exact_{size}.npz").is_file() and not (SCALE / f"exact_{size}.npz.partial").is_file():
+            run_child(args, "exact", size)
+        while not (SCALE / f"exact_{size}.npz").is_file():  # another process is computing it
+            time.sleep(10)
+        for arm in ("peer", "hf_xlsr")[:: 1 if position % 2 == 0 else -1]:
+            if arm in args.arms and not results.done(f"{arm} {size}", 0):
+                run = run_child(args, arm, size)
+                results.add({"arm": f"{arm} {size}", "seed": 0, "size": size, **run})
+                print(json.dumps({"arm": arm, "size": size, **run}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,66 @@
+"""``benchmarks/bench_mining_scale.py``: recall against exact search read from the neighbours, the memory an arm
+allocates, the growth of the time fitted, and the goal's verdict, against hand-worked numbers."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def bench(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import bench_mining_scale
+
+    return bench_mining_scale
+
+
+def test_recall_against_exact_search_counts_gold_within_k_and_the_neighbours_found(bench, monkeypatch):
+    monkeypatch.setattr(bench, "K", 2)
+    # two gold pairs (source rows 0, 1 <-> target rows 5, 6), then one random query each way
+    rows = (np.array([0, 1, 9]), np.array([5, 6, 3]))
+    exact = (np.array([[5, 2], [6, 1], [7, 8]]), np.array([[0, 4], [3, 2], [2, 9]]))
+    found = (np.array([[5, 2], [1, 7], [8, 4]]), np.array([[4, 3], [1, 0], [2, 9]]))
+    recall = bench.recall_against_exact(found, exact, rows, n_gold=2)
+    # gold within k: exact finds 5 for 0, 6 for 1, 0 for 5, not 1 for 6: 3 of 4; found 5, not 6, not 0, 1: 2 of 4
+    assert recall["exact_gold_within_k"] == 0.75 and recall["gold_within_k"] == 0.5
+    # the random queries' exact neighbours found: {7, 8} & {8, 4} = 1, {2, 9} & {2, 9} = 2: 3 of 4
+    assert recall["neighbour_recall"] == 0.75
+
+
+def test_the_memory_an_arm_allocates_is_counted_and_the_files_it_maps_are_not(bench, tmp_path):
+    from common import AnonymousPeak
+
+    path = tmp_path / "vectors.npy"
+    np.save(path, np.ones((64, 2**18), dtype=np.float32))  # 64 MiB
+    with AnonymousPeak() as mapped:
+        vectors = np.load(path, mmap_mode="r")
+        assert float(np.add.reduce(vectors, axis=0).sum()) == 64 * 2**18
+    with AnonymousPeak() as allocated:
+        copy = np.array(vectors)
+        double = copy * 2  # two 64 MiB arrays alive at once, for longer than the sampling interval
+        time.sleep(0.1)
+        del copy, double
+    assert mapped.mb < 8 and 120 < allocated.mb < 150
+
+
+def test_the_growth_of_the_time_is_the_slope_of_a_log_log_fit(bench):
+    runs = [{"arm": f"peer {n}", "size": n, "seconds": 3e-4 * n} for n in (10**5, 10**6)]
+    runs += [{"arm": f"hf_xlsr {n}", "size": n, "seconds": 2e-9 * n**1.5} for n in (10**5, 4 * 10**5, 10**6)]
+    assert bench.growth(runs, "peer") == pytest.approx(1.0)
+    assert bench.growth(runs, "hf_xlsr") == pytest.approx(1.5)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "memory", "within", "reading"),
+    [(50, 100, 0.990, "met"), (51, 100, 0.990, "not met"), (50, 101, 0.990, "not met"), (50, 100, 0.989, "not met")],
+)
+def test_the_goal_is_half_the_examples_time_and_memory_within_a_point_of_exact(bench, seconds, memory, within, reading):
+    peer = {"seconds": 100, "peak_added_mb": 200}
+    ours = {"seconds": seconds, "peak_added_mb": memory, "exact_gold_within_k": 1.0, "gold_within_k": within}
+    assert bench.verdict(ours, peer) == reading
