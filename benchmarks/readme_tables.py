@@ -516,6 +516,65 @@ def step_table(name: str) -> str:
     return report(load(name)) + "\n"
 
 
+def questions_summary() -> str:
+    """What hf_xlsr adds beyond the papers, one row per question: the figures from the results files of the 22-language
+    model, the language sampling and the step on 22 languages; the rows whose figures are a whole table name its
+    section."""
+    sys.path.insert(0, str(HERE))
+    from common import mean_and_spread
+    from multilingual_final import LANGUAGES
+
+    def stat(runs: list[dict], arm: str, key: str, places: int) -> str:
+        mean, spread, n = mean_and_spread([run[key] for run in runs if run["arm"] == arm and key in run])
+        return f"{100 * mean:.{places}f}" + (f" ± {100 * spread:.{places}f}" if n > 1 else "")
+
+    final = load("multilingual_final.json")["runs"]
+    start = next(run for run in final if run["arm"] == "e5-small")
+    below = {language for run in final if run["arm"] == "hf_xlsr" for language in LANGUAGES[1:]
+             if run[language] < start[language]}  # fmt: skip
+    seeds = sum(run["arm"] == "hf_xlsr" for run in final)
+    sampling = load("multilingual_sampling.json")["runs"]
+    mixed = {run["seed"]: run["trained"] for run in sampling if run["arm"] == "alpha0.5"}
+    one_pair = {run["seed"]: run["trained"] for run in sampling if run["arm"] == "alpha0.5_one_pair"}
+    differences = [100 * (mixed[seed] - one_pair[seed]) for seed in mixed if seed in one_pair]
+    gain, gain_spread, paired = mean_and_spread(differences)
+    ahead = "ahead on each" if all(d > 0 for d in differences) else f"ahead on {sum(d > 0 for d in differences)}"
+
+    def mean_of(arm: str, key: str) -> float:
+        return 100 * statistics.fmean(run[key] for run in sampling if run["arm"] == arm)
+
+    largest = 100 * (mean_of("alpha0", "fr") - mean_of("alpha0.5", "fr")) / 100
+    step = load("multilingual_step.json")["rows"]["22 languages"]["ratio_to_bilingual"]
+
+    def zero_shot(arm: str) -> str:  # the mean alone
+        return f"{100 * statistics.fmean(run['zero_shot'] for run in final if run['arm'] == arm):.1f}"
+
+    languages = "languages.md#22-languages-moco-bert-from-multilingual-e5-small-against-its-peers"
+    drawing = "languages.md#drawing-the-language-pairs-temperature-and-mixed-batches"
+    rows = [
+        ("One model for 22 languages above every peer trained the same way",
+         f"{stat(final, 'hf_xlsr', 'mean', 2)}% over 21 languages with English ({seeds} seeds) against MNRL "
+         f"{stat(final, 'mnrl', 'mean', 2)}%, USE-m3 {stat(final, 'use-m3', 'use_languages_mean', 1)}% (its 12), "
+         f"distillation (the start as teacher) {stat(final, 'distill', 'mean', 1)}%, the start "
+         f"{stat(final, 'e5-small', 'mean', 1)}%; zero-shot pairs {zero_shot('hf_xlsr')} against "
+         f"{zero_shot('mnrl')}%; "
+         + ("no language below its start" if not below else f"{len(below)} languages below its start"),
+         "holds" if not below else "does not hold", f"[22 languages]({languages})"),
+        ("Mixed batches train many languages better than batches of one pair",
+         f"{gain:+.2f} ± {gain_spread:.2f} points paired ({paired} seeds, {ahead})", "holds: the default",
+         f"[sampling]({drawing})"),
+        ("The sampling temperature α = 0.5",
+         f"{stat(sampling, 'alpha0.5', 'trained', 1)}% against {stat(sampling, 'alpha1', 'trained', 1)}% proportional "
+         f"(α = 1) and {stat(sampling, 'alpha0', 'trained', 1)}% uniform (α = 0, which costs the largest pair "
+         f"{-largest:.1f} points)", "the default", f"[sampling]({drawing})"),
+        ("A step on 22 languages costs what a bilingual step costs", f"{step:.2f}× (goal ≤ 1.05×)",
+         "holds" if step <= 1.05 else "does not hold",
+         "[step](languages.md#a-step-on-22-languages-against-a-bilingual-step)"),
+    ]  # fmt: skip
+    lines = ["| question | hf_xlsr measured | verdict | section |", "| --- | --- | --- | --- |"]
+    return "\n".join(lines + [f"| {' | '.join(row)} |" for row in rows]) + "\n"
+
+
 def claims_summary() -> str:
     """The papers' claims, one row each: what the paper reports, what hf_xlsr measured (from the claims' results
     files), and the verdict its report page reaches."""
@@ -608,6 +667,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "queue-vs-batch-e5": lambda: queue_table("queue_vs_batch_e5.json"),
     "queue-vs-batch-e5-22": lambda: queue_table("queue_vs_batch_e5_22.json"),
     "st-loss": st_loss_table,
+    "questions-summary": questions_summary,
     "hictl-translation": translation_table,
     "mining-sweep": lambda: mining_table("sweep"),
     "mining-scaling": lambda: mining_table("scaling"),
