@@ -23,8 +23,16 @@ Each arm runs in a process of its own, the two alternating which runs first at e
   is among the k = 4 neighbours each search returns (what margin mining can pair), and the share of the random
   queries' exact neighbours that ``auto`` finds.
 
+``--rule``: the settings ``auto``'s rule beyond ``REDUCED_FROM`` was chosen among (``RULE``), on sides the report
+does not use (150,000 real sentences, and 700,000 with distractors of seed 1): one direction's search each, its
+seconds and its recall against exact search.
+
     HF_HUB_OFFLINE=1 python benchmarks/bench_mining_scale.py --threads 1 --out benchmarks/results/mining_scale.json
     python benchmarks/bench_mining_scale.py --report --out benchmarks/results/mining_scale.json
+    HF_HUB_OFFLINE=1 python benchmarks/bench_mining_scale.py --threads 1 --rule --sizes 150000 \
+        --out benchmarks/results/mining_scale_rule.json
+    HF_HUB_OFFLINE=1 python benchmarks/bench_mining_scale.py --threads 1 --rule --sizes 700000 --seed 1 \
+        --out benchmarks/results/mining_scale_rule.json
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -101,6 +110,50 @@ def neighbours(x: np.ndarray, y: np.ndarray, rows: tuple[np.ndarray, np.ndarray]
             knn(y[rows[1]], x, K, spec, trained=trained, centres=centres[::-1])[1])  # fmt: skip
 
 
+ARMS = {"peer": "sentence-transformers example", "hf_xlsr": "hf_xlsr `auto`",
+        "hf_xlsr_wide": "hf_xlsr `auto`'s index, twice the probes"}  # fmt: skip
+
+
+def arm_index(arm: str, size: int, dim: int) -> str:
+    """The index an hf_xlsr arm mines with: ``auto``'s (`index_spec`), or for ``hf_xlsr_wide`` the same with twice its
+    probes (more recall for more time)."""
+    from hf_xlsr.evaluation.mining import index_spec
+
+    spec = index_spec(size, "auto", dim)
+    return re.sub(r"nprobe=(\d+)", lambda m: f"nprobe={2 * int(m.group(1))}", spec) if arm == "hf_xlsr_wide" else spec
+
+
+# --rule: the settings auto's rule beyond REDUCED_FROM was chosen among, as faiss strings ({r}: int(sqrt(n)) lists,
+# {p}: auto's probes, a twelfth of them, at most 64; {2p}: twice that)
+RULE = ["IVF{r},Flat|nprobe={p}", "PCA128,IVF{r},Flat|nprobe={p}", "PCA128,IVF{r},Flat|nprobe={p},k_factor=8",
+        "PCA64,IVF{r},Flat|nprobe={p},k_factor=8", "PCA128,IVF{r},Flat|nprobe={2p},k_factor=8"]  # fmt: skip
+
+
+def rule_check(size: int, seed: int) -> list[dict]:
+    """Each setting of `RULE` at ``size`` sentences a side (distractors of ``seed``): the seconds of one direction's
+    search (training included), and recall against exact search as in the scaling (`recall_against_exact`)."""
+    from hf_xlsr.evaluation.mining import exact_knn, knn, side_centre, train_index
+
+    source, target, gold = sides(size, seed)
+    x, y = np.load(source, mmap_mode="r"), np.load(target, mmap_mode="r")
+    rows = queries(gold, size)
+    exact = exact_knn(x[rows[0]], y, K)[1]
+    centres = (side_centre(x), side_centre(y))
+    root = int(np.sqrt(size))
+    probes = min(root // 12, 64)
+    runs = []
+    for setting in RULE:
+        spec = setting.replace("{r}", str(root)).replace("{2p}", str(2 * probes)).replace("{p}", str(probes))
+        began = time.perf_counter()
+        trained = train_index(spec, (x, y), x.shape[1], centres=centres)
+        found = knn(x, y, K, spec, trained=trained, centres=centres)[1][rows[0]]
+        seconds = time.perf_counter() - began
+        recall = recall_against_exact((found,), (exact,), (rows[1][: len(gold)],), len(gold))
+        runs.append({"arm": f"rule {setting} {size} seed {seed}", "seed": seed, "size": size, "index": spec,
+                     "seconds": seconds, **recall})  # fmt: skip
+    return runs
+
+
 def child(args) -> dict:
     """One arm at one size, in this process."""
     import faiss
@@ -108,7 +161,7 @@ def child(args) -> dict:
 
     faiss.omp_set_num_threads(args.threads)
     torch.set_num_threads(args.threads)
-    from hf_xlsr.evaluation.mining import index_spec, mine
+    from hf_xlsr.evaluation.mining import mine
 
     source, target, gold = sides(args.size)
     x, y = np.load(source, mmap_mode="r"), np.load(target, mmap_mode="r")
@@ -126,34 +179,36 @@ def child(args) -> dict:
         if args.arm == "peer":
             pairs = peer_mine(x, y, k=K)
         else:
-            mined = mine(x, y, k=K, index="auto")
+            mined = mine(x, y, k=K, index=arm_index(args.arm, args.size, x.shape[1]))
             pairs = list(zip(mined.source.tolist(), mined.target.tolist(), mined.scores.tolist(), strict=True))
     run = {
         "seconds": time.perf_counter() - began,
         "peak_added_mb": peak.mb,
         **scored(pairs, gold),
-        "index": "n / 1000 lists, 3 probes" if args.arm == "peer" else index_spec(args.size, "auto", x.shape[1]),
+        "index": "n / 1000 lists, 3 probes" if args.arm == "peer" else arm_index(args.arm, args.size, x.shape[1]),
     }
-    if args.arm == "hf_xlsr":
+    if args.arm != "peer":
         exact = np.load(args.neighbours)
-        run.update(recall_against_exact(neighbours(x, y, rows, "auto"), (exact["forward"], exact["backward"]),
-                                        rows, len(gold)))  # fmt: skip
+        found = neighbours(x, y, rows, arm_index(args.arm, args.size, x.shape[1]))
+        translations = (rows[1][: len(gold)], rows[0][: len(gold)])
+        run.update(recall_against_exact(found, (exact["forward"], exact["backward"]), translations, len(gold)))
     return run
 
 
-def recall_against_exact(found: tuple, exact: tuple, rows: tuple, n_gold: int) -> dict:
-    """Gold pairs whose translation is among the ``K`` neighbours, by each search (both ways pooled), and the share of
-    the random queries' exact neighbours found."""
+def recall_against_exact(found: tuple, exact: tuple, translations: tuple, n_gold: int) -> dict:
+    """Gold pairs whose translation is among the ``K`` neighbours, by each search (every direction given pooled: the
+    neighbours of each direction's queries, the first ``n_gold`` of them gold, and those gold queries' translations),
+    and the share of the other, random queries' exact neighbours found."""
     within = {"found": 0, "exact": 0}
     kept, total = 0, 0
-    for direction in (0, 1):
-        translation = rows[1 - direction][:n_gold, None]
-        within["found"] += int((found[direction][:n_gold] == translation).any(axis=1).sum())
-        within["exact"] += int((exact[direction][:n_gold] == translation).any(axis=1).sum())
-        for ours, truth in zip(found[direction][n_gold:], exact[direction][n_gold:], strict=True):
-            kept += len(set(ours.tolist()) & set(truth.tolist()))
-            total += len(truth)
-    return {"gold_within_k": within["found"] / (2 * n_gold), "exact_gold_within_k": within["exact"] / (2 * n_gold),
+    for ours, truth, translation in zip(found, exact, translations, strict=True):
+        within["found"] += int((ours[:n_gold] == translation[:, None]).any(axis=1).sum())
+        within["exact"] += int((truth[:n_gold] == translation[:, None]).any(axis=1).sum())
+        for mine, true in zip(ours[n_gold:], truth[n_gold:], strict=True):
+            kept += len(set(mine.tolist()) & set(true.tolist()))
+            total += len(true)
+    gold = n_gold * len(found)
+    return {"gold_within_k": within["found"] / gold, "exact_gold_within_k": within["exact"] / gold,
             "neighbour_recall": kept / total}  # fmt: skip
 
 
@@ -180,8 +235,9 @@ def scale_table(data: dict) -> str:
              "mined gold recall | gold within k: exact | hf_xlsr | neighbours found | goal |",
              "| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]  # fmt: skip
     for size in sorted({run["size"] for run in runs.values()}):
-        peer, ours = runs.get(f"peer {size}"), runs.get(f"hf_xlsr {size}")
-        for label, run in (("sentence-transformers example", peer), ("hf_xlsr `auto`", ours)):
+        peer = runs.get(f"peer {size}")
+        for arm, label in ARMS.items():
+            run = runs.get(f"{arm} {size}")
             if run is None:
                 continue
             index = run["index"].replace("|", "\\|")
@@ -189,15 +245,15 @@ def scale_table(data: dict) -> str:
                      f"{run['seconds'] / peer['seconds']:.2f}" if peer else "—", f"{run['peak_added_mb']:.0f}",
                      f"{run['peak_added_mb'] / peer['peak_added_mb']:.2f}" if peer else "—",
                      f"{100 * run['recall']:.1f}"]  # fmt: skip
-            if run is ours:
+            if arm != "peer":
                 cells += [f"{100 * run['exact_gold_within_k']:.1f}", f"{100 * run['gold_within_k']:.1f}",
-                          f"{100 * run['neighbour_recall']:.1f}", verdict(ours, peer)]  # fmt: skip
+                          f"{100 * run['neighbour_recall']:.1f}", verdict(run, peer)]  # fmt: skip
             else:
                 cells += ["", "", "", ""]
             lines.append("| " + " | ".join(cells) + " |")
     setup = data["setup"]
-    fits = ", ".join(f"{label} n^{growth(data['runs'], arm):.2f}" for arm, label in
-                     (("peer", "the example"), ("hf_xlsr", "hf_xlsr")))  # fmt: skip
+    measured = [arm for arm in ARMS if any(run["arm"].startswith(f"{arm} ") for run in data["runs"])]
+    fits = ", ".join(f"{ARMS[arm]} n^{growth(data['runs'], arm):.2f}" for arm in measured)
     head = (
         f"USE-m3 embeddings (512-d), {setup['threads']} thread per search; the launching process: "
         f"{setup['machine']}; {setup.get('date', '')}. Real sides up to {REAL:,}, distractors added beyond.\n\n"
@@ -206,6 +262,25 @@ def scale_table(data: dict) -> str:
             f"example's time and {GOAL_MEMORY}× its memory, gold pairs within k at most {GOAL_RECALL:g} point below "
             "exact search's.")  # fmt: skip
     return head + "\n".join(lines) + goal + "\n"
+
+
+def rule_table(data: dict) -> str:
+    """The settings of ``--rule`` at each size: one direction's seconds against auto's full lists, and recall."""
+    lines = ["| sentences per side (distractor seed) | index | seconds, one direction | × full lists | "
+             "gold within k: exact | found | neighbours found |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    runs = data["runs"]
+    for size, seed in sorted({(run["size"], run["seed"]) for run in runs}):
+        at = [run for run in runs if (run["size"], run["seed"]) == (size, seed)]
+        base = at[0]["seconds"]  # RULE's first setting: auto's lists of full vectors
+        for run in at:
+            index = run["index"].replace("|", "\\|")
+            lines.append(f"| {size:,} ({seed}) | `{index}` | {run['seconds']:.1f} | {run['seconds'] / base:.2f} | "
+                         f"{100 * run['exact_gold_within_k']:.1f} | {100 * run['gold_within_k']:.1f} | "
+                         f"{100 * run['neighbour_recall']:.1f} |")  # fmt: skip
+    setup = data["setup"]
+    head = f"{setup['threads']} thread; {setup['machine']}; {setup.get('date', '')}.\n\n"
+    return head + "\n".join(lines) + "\n"
 
 
 def verdict(ours: dict, peer: dict | None) -> str:
@@ -227,8 +302,11 @@ def figure(data: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     figure, axes = plt.subplots(figsize=(6, 4))
-    for arm, label in (("peer", "sentence-transformers example"), ("hf_xlsr", "hf_xlsr auto")):
+    for arm, label in ARMS.items():
         points = sorted((run["size"], run["seconds"]) for run in data["runs"] if run["arm"].startswith(f"{arm} "))
+        if not points:
+            continue
+        label = label.replace("`", "")
         axes.plot(*zip(*points, strict=True), marker="o", label=f"{label} (n^{growth(data['runs'], arm):.2f})")
     axes.set(xscale="log", yscale="log", xlabel="sentences per side", ylabel="seconds (one thread)",
              title="Mining search time")  # fmt: skip
@@ -241,7 +319,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 200_000, REAL, 1_000_000, 2_000_000])
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--arms", nargs="+", choices=("peer", "hf_xlsr"), default=["peer", "hf_xlsr"])
+    parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=["peer", "hf_xlsr"])
+    parser.add_argument("--rule", action="store_true", help="the settings of RULE at --sizes instead")
+    parser.add_argument("--seed", type=int, default=0, help="with --rule: the distractors' seed")
     parser.add_argument("--report", action="store_true", help="print the table of a results file (--out) and stop")
     parser.add_argument("--figure", help="with --report: also draw the growth figure to this PNG")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -252,7 +332,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.report:
         data = json.loads(Path(args.out).read_text())
-        print(scale_table(data))
+        print(rule_table(data) if data["setup"].get("rule") else scale_table(data))
         if args.figure:
             figure(data, Path(args.figure))
         return
@@ -264,14 +344,23 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     setup = {"script": "benchmarks/bench_mining_scale.py", "model": USE_M3, "threads": args.threads,
              "machine": machine(), "date": time.strftime("%Y-%m-%d")}  # fmt: skip
-    results = Results(args.out, setup)
+    results = Results(args.out, {**setup, "rule": True} if args.rule else setup)
+    if args.rule:
+        import faiss
+
+        faiss.omp_set_num_threads(args.threads)
+        for size in args.sizes:
+            for run in rule_check(size, args.seed):
+                results.add(run)
+                print(json.dumps(run), flush=True)
+        return
     for position, size in enumerate(args.sizes):
         sides(size)  # written before anything is timed
         if not (SCALE / f"exact_{size}.npz").is_file() and not (SCALE / f"exact_{size}.npz.partial").is_file():
             run_child(args, "exact", size)
         while not (SCALE / f"exact_{size}.npz").is_file():  # another process is computing it
             time.sleep(10)
-        for arm in ("peer", "hf_xlsr")[:: 1 if position % 2 == 0 else -1]:
+        for arm in list(ARMS)[:: 1 if position % 2 == 0 else -1]:
             if arm in args.arms and not results.done(f"{arm} {size}", 0):
                 run = run_child(args, arm, size)
                 results.add({"arm": f"{arm} {size}", "seed": 0, "size": size, **run})

@@ -200,6 +200,15 @@ def mining_scale_table() -> str:
     return scale_table(load("mining_scale.json"))
 
 
+def mining_scale_rule_table() -> str:
+    """The settings `auto`'s rule beyond 500,000 sentences a side was chosen among
+    (``bench_mining_scale.py --rule``)."""
+    sys.path.insert(0, str(HERE))
+    from bench_mining_scale import rule_table
+
+    return rule_table(load("mining_scale_rule.json"))
+
+
 def coverage_table() -> str:
     """Where the gold pairs lie among the inverted lists: e5-small's embeddings (``bench_mining_e2e.py``), then
     USE-m3's (``bench_mining_search.py --probes``)."""
@@ -677,6 +686,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "mining-e2e": lambda: mining_table("e2e"),
     "mining-probes": coverage_table,
     "mining-scale": mining_scale_table,
+    "mining-scale-rule": mining_scale_rule_table,
     "mining-one-language": one_language_table,
     "mining-one-language-probes": one_language_coverage_table,
     "encoding-full": encoding_full_table,

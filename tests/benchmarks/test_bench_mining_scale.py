@@ -26,7 +26,7 @@ def test_recall_against_exact_search_counts_gold_within_k_and_the_neighbours_fou
     rows = (np.array([0, 1, 9]), np.array([5, 6, 3]))
     exact = (np.array([[5, 2], [6, 1], [7, 8]]), np.array([[0, 4], [3, 2], [2, 9]]))
     found = (np.array([[5, 2], [1, 7], [8, 4]]), np.array([[4, 3], [1, 0], [2, 9]]))
-    recall = bench.recall_against_exact(found, exact, rows, n_gold=2)
+    recall = bench.recall_against_exact(found, exact, (rows[1][:2], rows[0][:2]), n_gold=2)
     # gold within k: exact finds 5 for 0, 6 for 1, 0 for 5, not 1 for 6: 3 of 4; found 5, not 6, not 0, 1: 2 of 4
     assert recall["exact_gold_within_k"] == 0.75 and recall["gold_within_k"] == 0.5
     # the random queries' exact neighbours found: {7, 8} & {8, 4} = 1, {2, 9} & {2, 9} = 2: 3 of 4

@@ -36,9 +36,9 @@ IVF_MAX_PROBES = 64
 IVF_REFINE = 4  # candidates per neighbour asked of an approximate index, re-scored by their exact cosine
 # From REDUCED_FROM sentences a side, where the lists' products are most of the time, `scan_lists` scores vectors
 # mapped to REDUCED_DIMENSIONS by PCA (``PCA<d>,IVF<n>,Flat``: a quarter of the products of 512-d vectors) and `knn`
-# re-scores REDUCED_K_FACTOR candidates per neighbour by their cosine. Chosen by `benchmarks/bench_mining_scale.py`'s
-# rule check on data its report does not use (150,000 real sentences a side, and 700,000 with distractors of
-# another seed).
+# re-scores REDUCED_K_FACTOR candidates per neighbour by their cosine. Chosen by `benchmarks/bench_mining_scale.py
+# --rule` on sides its report does not use (150,000 real sentences a side, and 700,000 with distractors of another
+# seed): about half the time of full lists at their recall.
 REDUCED_FROM = 500_000
 REDUCED_DIMENSIONS = 128
 REDUCED_K_FACTOR = 8
