@@ -350,7 +350,17 @@ CLAIM_COLUMNS = {  # a claim table's column: the runs' key and how its cell is w
     "HSK mean": ("hsk", "mean"),
     "HSK per seed": ("hsk", "each"),
     "other": ("bible", "other"),  # the same arm's mean ± spread in the file ``other`` names
+    "adjacent-verse retrieval": ("adjacent_retrieval", "mean"),
+    "loss, true first verse": ("cmlm_loss_true_first", "nats"),
+    "loss, another row's": ("cmlm_loss_shuffled_first", "nats"),
+    "training loss at the end": ("loss", "curve end"),
+    "with PCR": ("bible_with_pcr", "mean"),
+    "own-language top-1 before PCR": ("own_language_top1_before_pcr", "mean"),
+    "after PCR": ("own_language_top1_after_pcr", "mean"),
+    "BR loss at the end": ("loss_br", "curve end"),
+    "CMLM loss at the stage's end": ("loss_cmlm", "stage end"),  # at the step the arm's name gives ("lr 600+900")
 }
+NATS = ("nats", "curve end", "stage end")  # losses: mean ± spread as they are, 2 places
 
 
 def claim_table(name: str, header: str, rows: list[tuple], columns: list[str], seeds: int | None = None,
@@ -377,6 +387,13 @@ def claim_table(name: str, header: str, rows: list[tuple], columns: list[str], s
             values = [r[key] for r in group if r.get(key) is not None]
             if kind == "other":
                 values = [r[key] for r in elsewhere if r["arm"] == arm]
+            elif kind == "curve end":  # the last logged value of the training loss curve
+                values = [[e[key] for e in r["loss_curve"] if key in e][-1] for r in group
+                          if any(key in e for e in r.get("loss_curve", []))]  # fmt: skip
+            elif kind == "stage end":
+                stage = re.search(r"lr (\d+)\+", arm)
+                values = [e[key] for r in group for e in r["loss_curve"]
+                          if stage and e["step"] == int(stage.group(1)) and key in e]  # fmt: skip
             if not values:
                 cells.append("—")
             elif kind == "share":
@@ -387,6 +404,9 @@ def claim_table(name: str, header: str, rows: list[tuple], columns: list[str], s
                 cells.append(", ".join(f"{round(100 * v, 2):g}" for v in values))
             elif kind == "seconds":
                 cells.append(", ".join(f"{v:,.0f}" for v in values))
+            elif kind in NATS:
+                mean, spread, n = mean_and_spread(values)
+                cells.append(f"{mean:.2f}" + (f" ± {spread:.2f}" if n > 1 else ""))
             else:
                 mean, spread, n = mean_and_spread(values)
                 places = decimals.get(arm, 1) if isinstance(decimals, dict) else decimals
@@ -435,6 +455,32 @@ E5_ARMS = [
     ("K64B_m0.98_tau0.1", "`DualMomentumModel`, K = 512, m = 0.98, tau = 0.1"),
     ("K64B_m0", "`DualMomentumModel`, K = 512, m = 0"),
 ]
+
+
+CMLM_PART_A = [("mlm", "`mlm`"), ("cmlm", "`cmlm` (N = 15)")]
+CMLM_ONE_DECAY = [
+    ("schedule cmlm+br", "`cmlm+br`", "CMLM + BR for 900 steps (BR at weight 0.2)"),
+    ("schedule cmlm->br", "`cmlm->br`", "CMLM 600 steps, then BR alone 300"),
+    ("schedule cmlm->cmlm+br", "`cmlm->cmlm+br`", "CMLM 600 steps, then CMLM + BR 300"),
+]
+CMLM_PER_STAGE = [
+    ("schedule br 300", "`br`", "BR alone 300 steps from the random start"),
+    ("schedule cmlm->br per-stage lr 600+300", "`cmlm->br`", "CMLM 600, then BR alone 300"),
+    ("schedule cmlm->cmlm+br per-stage lr 600+300", "`cmlm->cmlm+br`", "CMLM 600, then CMLM + BR 300"),
+    ("schedule br 900", "`br`", "BR alone 900 steps from the random start"),
+    ("schedule cmlm->br per-stage lr 600+900", "`cmlm->br`", "CMLM 600, then BR alone 900"),
+    ("schedule cmlm->cmlm+br per-stage lr 600+900", "`cmlm->cmlm+br`", "CMLM 600, then CMLM + BR 900"),
+    ("schedule cmlm->br per-stage lr 2000+900", "`cmlm->br`", "CMLM 2,000, then BR alone 900"),
+    ("schedule cmlm->cmlm+br per-stage lr 2000+900", "`cmlm->cmlm+br`", "CMLM 2,000, then CMLM + BR 900"),
+]
+CMLM_LONG_STAGE = [
+    ("schedule br 900", "`br`", "BR alone 900 steps from the random start"),
+    ("schedule cmlm->br per-stage lr 4000+900", "`cmlm->br`", "CMLM 4,000, then BR alone 900"),
+]
+CMLM_RETRIEVAL = ["seeds", "en→fr", "fr→en", "mean", "per seed", "with PCR", "own-language top-1 before PCR",
+                  "after PCR"]  # fmt: skip
+CMLM_RETRIEVAL_HEADER = ("| arm | what it does | seeds | en→fr | fr→en | retrieval mean ± spread | per seed | "
+                         "with PCR | own-language top-1 before PCR | after PCR |")  # fmt: skip
 
 
 def lsim_rows(weight: str, batch: int) -> list[tuple]:
@@ -676,6 +722,20 @@ TABLES: dict[str, Callable[[], str]] = {
     "queue-vs-batch-e5": lambda: queue_table("queue_vs_batch_e5.json"),
     "queue-vs-batch-e5-22": lambda: queue_table("queue_vs_batch_e5_22.json"),
     "st-loss": st_loss_table,
+    "cmlm-prefix": lambda: claim_table(
+        "claim_cmlm.json", "| arm | seeds | probe en→en | probe en→fr | adjacent-verse retrieval | loss, true first "
+        "verse | loss, another row's | training loss at step 1,000 |", CMLM_PART_A,
+        ["seeds", "probe en→en", "probe en→fr", "adjacent-verse retrieval", "loss, true first verse",
+         "loss, another row's", "training loss at the end"]),
+    "cmlm-one-decay": lambda: claim_table(
+        "claim_cmlm.json", CMLM_RETRIEVAL_HEADER + " BR loss at step 900 |", CMLM_ONE_DECAY,
+        [*CMLM_RETRIEVAL, "BR loss at the end"]),
+    "cmlm-per-stage": lambda: claim_table(
+        "claim_cmlm.json", CMLM_RETRIEVAL_HEADER + " CMLM loss at the stage's end | BR loss at the end |",
+        CMLM_PER_STAGE, [*CMLM_RETRIEVAL, "CMLM loss at the stage's end", "BR loss at the end"], seeds=3),
+    "cmlm-long-stage": lambda: claim_table(
+        "claim_cmlm.json", CMLM_RETRIEVAL_HEADER + " CMLM loss at the stage's end | BR loss at the end |",
+        CMLM_LONG_STAGE, [*CMLM_RETRIEVAL, "CMLM loss at the stage's end", "BR loss at the end"]),
     "questions-summary": questions_summary,
     "hictl-translation": translation_table,
     "mining-sweep": lambda: mining_table("sweep"),
@@ -686,7 +746,6 @@ TABLES: dict[str, Callable[[], str]] = {
     "mining-e2e": lambda: mining_table("e2e"),
     "mining-probes": coverage_table,
     "mining-scale": mining_scale_table,
-    "mining-scale-rule": mining_scale_rule_table,
     "mining-one-language": one_language_table,
     "mining-one-language-probes": one_language_coverage_table,
     "encoding-full": encoding_full_table,
