@@ -264,6 +264,26 @@ def scale_table(data: dict) -> str:
     return head + "\n".join(lines) + goal + "\n"
 
 
+def scale_summary(data: dict) -> str:
+    """``auto`` against the example at each size, in one line each: time and memory as shares of the example's,
+    gold pairs within k below exact search, mined gold recall of both, the goal's verdict."""
+    runs = {run["arm"]: run for run in data["runs"]}
+    lines = ["| sentences per side | hf_xlsr's time | its memory | gold within k below exact (points) | "
+             "mined gold recall: hf_xlsr | the example | goal |",
+             "| ---: | ---: | ---: | ---: | ---: | ---: | --- |"]  # fmt: skip
+    for size in sorted({run["size"] for run in runs.values()}):
+        ours, peer = runs.get(f"hf_xlsr {size}"), runs.get(f"peer {size}")
+        if ours and peer:
+            below = 100 * (ours["exact_gold_within_k"] - ours["gold_within_k"])
+            lines.append(f"| {size:,} | {ours['seconds'] / peer['seconds']:.2f}× the example's | "
+                         f"{ours['peak_added_mb'] / peer['peak_added_mb']:.2f}× | {below:.1f} | "
+                         f"{100 * ours['recall']:.1f} | {100 * peer['recall']:.1f} | "
+                         f"{verdict(ours, peer)} |")  # fmt: skip
+    goal = (f"Goal: at most {GOAL_TIME}× the example's time and {GOAL_MEMORY}× its memory, gold pairs within k at "
+            f"most {GOAL_RECALL:g} point below exact search's.")  # fmt: skip
+    return "\n".join(lines) + f"\n\n{goal}\n"
+
+
 def rule_table(data: dict) -> str:
     """The settings of ``--rule`` at each size: one direction's seconds against auto's full lists, and recall."""
     lines = ["| sentences per side (distractor seed) | index | seconds, one direction | × full lists | "

@@ -209,6 +209,14 @@ def mining_scale_rule_table() -> str:
     return rule_table(load("mining_scale_rule.json"))
 
 
+def mining_scale_summary() -> str:
+    """README's line per size of the search at scale (``bench_mining_scale.py``)."""
+    sys.path.insert(0, str(HERE))
+    from bench_mining_scale import scale_summary
+
+    return scale_summary(load("mining_scale.json"))
+
+
 def coverage_table() -> str:
     """Where the gold pairs lie among the inverted lists: e5-small's embeddings (``bench_mining_e2e.py``), then
     USE-m3's (``bench_mining_search.py --probes``)."""
@@ -746,6 +754,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "mining-e2e": lambda: mining_table("e2e"),
     "mining-probes": coverage_table,
     "mining-scale": mining_scale_table,
+    "mining-scale-summary": mining_scale_summary,
     "mining-one-language": one_language_table,
     "mining-one-language-probes": one_language_coverage_table,
     "encoding-full": encoding_full_table,
