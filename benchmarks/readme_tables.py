@@ -176,6 +176,57 @@ def translation_table() -> str:
     return "\n".join(lines) + "\n"
 
 
+def lora_table() -> str:
+    """LoRA against full fine-tuning over the learning-rate grid of each (``bench_lora.py``): parameters, the momentum
+    encoder's own weights, peak RSS against full fine-tuning at its first rate, retrieval."""
+    sys.path.insert(0, str(HERE))
+    from common import mean_and_spread
+
+    data = load("lora.json")
+    runs, arms = data["runs"], data["setup"]["arms"]
+
+    def stat(values: list[float], scale: float = 100, places: int = 1, thousands: bool = False) -> str:
+        mean, spread, n = mean_and_spread([scale * v for v in values])
+        number = f"{mean:,.0f}" if thousands else f"{mean:.{places}f}"
+        return number + (f" ± {spread:,.0f}" if thousands else f" ± {spread:.{places}f}") * (n > 1)
+
+    def of(arm: str, key: str) -> list[float]:
+        return [run[key] for run in sorted(runs, key=lambda run: run["seed"]) if run["arm"] == arm]
+
+    order = sorted(arms, key=lambda arm: ("lora" in arms[arm], arms[arm]["learning_rate"]))
+    base = statistics.fmean(of(order[0], "peak_rss_mb"))
+    lines = ["| arm | learning rate | trainable parameters | momentum encoder's own weights | peak RSS MB | × full | "
+             "en→fr | fr→en | retrieval mean ± spread | per seed |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]  # fmt: skip
+    for arm in order:
+        lora = arms[arm].get("lora")
+        label = f"LoRA r = {lora['r']}, every linear layer" if lora else "full fine-tuning"
+        rate = f"{arms[arm]['learning_rate']:.0e}".replace("e-0", "e-")
+        lines.append(
+            f"| {label} | {rate} | {of(arm, 'trainable_parameters')[0] / 1e6:.2f} M | "
+            f"{of(arm, 'momentum_encoder_own_mb')[0]:.1f} MB | {stat(of(arm, 'peak_rss_mb'), 1, thousands=True)} | "
+            f"{statistics.fmean(of(arm, 'peak_rss_mb')) / base:.2f} | {stat(of(arm, 'bible_en2fr'))} | "
+            f"{stat(of(arm, 'bible_fr2en'))} | {stat(of(arm, 'bible'))} | "
+            + ", ".join(f"{round(100 * v, 2):g}" for v in of(arm, "bible"))
+            + " |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def final_model_table() -> str:
+    """The fine-tuned e5-small against its start and USE-m3 (``final_model.py``): held-out retrieval per pair."""
+    results = load("final_model.json")["results"]
+    lines = ["| model | Bible en→fr | Bible fr→en | Bible en-fr | Bible en-zh (en→zh / zh→en) | "
+             "HSK en-zh (en→zh / zh→en) |", "| --- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    for model, row in results.items():
+        cells = [f"{100 * row[key]:.1f}" for key in ("bible_en2fr", "bible_fr2en", "bible")]
+        for pair in ("bible_en_zh", "hsk_en_zh"):
+            both = f"{100 * row[pair + '_en2zh']:.1f} / {100 * row[pair + '_zh2en']:.1f}"
+            cells.append(f"{100 * row[pair]:.1f} ({both})")
+        lines.append(f"| {model} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def mining_table(name: str) -> str:
     """A table of the mining benchmarks (``bench_mining_search.py``, ``bench_mining_e2e.py``) from its results."""
     sys.path.insert(0, str(HERE))
@@ -730,20 +781,42 @@ TABLES: dict[str, Callable[[], str]] = {
     "queue-vs-batch-e5": lambda: queue_table("queue_vs_batch_e5.json"),
     "queue-vs-batch-e5-22": lambda: queue_table("queue_vs_batch_e5_22.json"),
     "st-loss": st_loss_table,
+    "lora": lora_table,
+    "final-model": final_model_table,
     "cmlm-prefix": lambda: claim_table(
-        "claim_cmlm.json", "| arm | seeds | probe en→en | probe en→fr | adjacent-verse retrieval | loss, true first "
-        "verse | loss, another row's | training loss at step 1,000 |", CMLM_PART_A,
-        ["seeds", "probe en→en", "probe en→fr", "adjacent-verse retrieval", "loss, true first verse",
-         "loss, another row's", "training loss at the end"]),
+        "claim_cmlm.json",
+        "| arm | seeds | probe en→en | probe en→fr | adjacent-verse retrieval | loss, true first "
+        "verse | loss, another row's | training loss at step 1,000 |",
+        CMLM_PART_A,
+        [
+            "seeds",
+            "probe en→en",
+            "probe en→fr",
+            "adjacent-verse retrieval",
+            "loss, true first verse",
+            "loss, another row's",
+            "training loss at the end",
+        ],
+    ),
     "cmlm-one-decay": lambda: claim_table(
-        "claim_cmlm.json", CMLM_RETRIEVAL_HEADER + " BR loss at step 900 |", CMLM_ONE_DECAY,
-        [*CMLM_RETRIEVAL, "BR loss at the end"]),
+        "claim_cmlm.json",
+        CMLM_RETRIEVAL_HEADER + " BR loss at step 900 |",
+        CMLM_ONE_DECAY,
+        [*CMLM_RETRIEVAL, "BR loss at the end"],
+    ),
     "cmlm-per-stage": lambda: claim_table(
-        "claim_cmlm.json", CMLM_RETRIEVAL_HEADER + " CMLM loss at the stage's end | BR loss at the end |",
-        CMLM_PER_STAGE, [*CMLM_RETRIEVAL, "CMLM loss at the stage's end", "BR loss at the end"], seeds=3),
+        "claim_cmlm.json",
+        CMLM_RETRIEVAL_HEADER + " CMLM loss at the stage's end | BR loss at the end |",
+        CMLM_PER_STAGE,
+        [*CMLM_RETRIEVAL, "CMLM loss at the stage's end", "BR loss at the end"],
+        seeds=3,
+    ),
     "cmlm-long-stage": lambda: claim_table(
-        "claim_cmlm.json", CMLM_RETRIEVAL_HEADER + " CMLM loss at the stage's end | BR loss at the end |",
-        CMLM_LONG_STAGE, [*CMLM_RETRIEVAL, "CMLM loss at the stage's end", "BR loss at the end"]),
+        "claim_cmlm.json",
+        CMLM_RETRIEVAL_HEADER + " CMLM loss at the stage's end | BR loss at the end |",
+        CMLM_LONG_STAGE,
+        [*CMLM_RETRIEVAL, "CMLM loss at the stage's end", "BR loss at the end"],
+    ),
     "questions-summary": questions_summary,
     "hictl-translation": translation_table,
     "mining-sweep": lambda: mining_table("sweep"),
