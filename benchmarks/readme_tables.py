@@ -828,6 +828,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "mining-probes": coverage_table,
     "mining-scale": mining_scale_table,
     "mining-scale-summary": mining_scale_summary,
+    "mining-scale-rule": mining_scale_rule_table,
     "mining-one-language": one_language_table,
     "mining-one-language-probes": one_language_coverage_table,
     "encoding-full": encoding_full_table,
