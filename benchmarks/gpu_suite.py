@@ -20,7 +20,8 @@ call cut short keeps the parts it finished):
    peak memory counting everything an arm holds (model, momentum copy, queues, optimizer state, activations), the
    EMA's share; then ``cached_memory``: CachedMomentumQueueLoss against CachedMNRL at batch 64 in mini-batches of 8;
 3. ``queue_vs_batch``: the queue against large batches at GPU scale, in bf16: MNRL at batch 256, MomentumQueueLoss
-   at batch 256 with 65,536 keys, CachedMNRL at 2,048 and 8,192 (mini-batch 256), the same 131,072 training pairs
+   at batch 256 with 65,536 keys, CachedMNRL at 2,048 and 8,192 and CachedMomentumQueueLoss at 2,048 with the same
+   keys (mini-batch 256), the same 131,072 training pairs
    each with each verse's meaning id, from MiniLM-L6: steps, seconds, peak memory, held-out accuracy on 4,801 en-fr
    pairs both ways and on 1,000 tuning pairs;
 4. ``queue_floor``: the queue's added time (both directions, forward and backward) against its floor, the bfloat16
@@ -67,11 +68,13 @@ SIZES = {  # encoders made from MiniLM-L6's configuration with random weights: B
 # estimates is skipped
 ESTIMATES = {"cuda_tests": 25, "training_step": 265, "cached_memory": 20, "queue_vs_batch": 340, "queue_floor": 15,
              "encoding": 155, "demo": 60}  # fmt: skip
-# queue_vs_batch: training pairs per arm, and the seconds an arm is expected to take on one H100 or H200 (training in
-# bf16, then scoring): float32 runs of 2^18 pairs took 175 s (queue) and 163 s (CachedMNRL at 8 B) on one H100, halved
-# for half the pairs, and halved again as a guess for bf16; the 32 B arm at four times the 8 B arm's
+# queue_vs_batch: training pairs per arm, and the seconds an arm is expected to take on one H200, training in bf16 and
+# scoring included: the first three as measured there on 2026-11-27 (about 80 s of training and 40 s of loading and
+# scoring each), the cached queue at CachedMNRL's time x 1.4 (its step against CachedMNRL's in training_step), the
+# 32 B arm at four times the 8 B arm's training
 PAIRS = 2**17
-ARM_SECONDS = {"mnrl_B": 35, "mql_K256B": 45, "cmnrl_8B_sqrtlr": 45, "cmnrl_32B_sqrtlr": 180}
+ARM_SECONDS = {"mnrl_B": 120, "mql_K256B": 120, "cmnrl_8B_sqrtlr": 120, "cmql_8B_K256B_sqrtlr": 155,
+               "cmnrl_32B_sqrtlr": 360}  # fmt: skip
 
 
 class Clock:
@@ -370,14 +373,15 @@ def cached_memory(args, device: torch.device, seconds: float) -> dict:
 
 def queue_vs_batch(args, device: torch.device, seconds: float) -> dict:
     """The queue against large batches at GPU scale (``bench_queue_vs_batch.py``'s arms, B = 256), every arm in bf16
-    and train mode: MNRL at B, MomentumQueueLoss at batch B with K = 256 B = 65,536 keys and CachedMNRL at 8 B = 2,048
-    and 32 B = 8,192 (mini-batch B), from MiniLM-L6 on en-fr Bible verses, the same ``PAIRS`` training pairs each
-    (about five epochs), for each of ``--seeds`` (the order of the pairs and the trainer's seed). Each verse is one
-    meaning id: the queue gets it as ``label`` and sentence-transformers' arms draw ``NO_DUPLICATES`` batches, so no
-    copy of a pair's own translation is its negative. Steps, seconds, peak memory (everything the arm holds: weights,
-    optimizer, momentum copy and queues) and retrieval accuracy both ways on every held-out pair but the tuning ones
-    (``bible``, 4,801 pairs) and on the 1,000 tuning pairs (``tune``). An arm starts only if the time it is expected
-    to take (``ARM_SECONDS``, or its own time at an earlier seed of this call) fits in what is left."""
+    and train mode: MNRL at B, MomentumQueueLoss at batch B with K = 256 B = 65,536 keys, CachedMNRL at 8 B = 2,048
+    and 32 B = 8,192 and CachedMomentumQueueLoss at 8 B with the same K (mini-batch B), from MiniLM-L6 on en-fr
+    Bible verses, the same ``PAIRS`` training pairs each (about five epochs), for each of ``--seeds`` (the order of
+    the pairs and the trainer's seed). Each verse is one meaning id: the queue gets it as ``label`` and
+    sentence-transformers' arms draw ``NO_DUPLICATES`` batches, so no copy of a pair's own translation is its
+    negative. Steps, seconds, peak memory (everything the arm holds: weights, optimizer, momentum copy and queues) and
+    retrieval accuracy both ways on every held-out pair but the tuning ones (``bible``, 4,801 pairs) and on the 1,000
+    tuning pairs (``tune``). An arm starts only if the time it is expected to take (``ARM_SECONDS``, or its own time
+    at an earlier seed of this call) fits in what is left."""
     import tempfile
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -651,7 +655,7 @@ def join(reports: list[dict]) -> dict:
     """One report of several calls' reports on one device: each part as the last call that ran it (done or failed)
     left it, else as skipped; each part keeps the command and date of the call it comes from. A part done with rows
     in several calls (``queue_vs_batch`` at other seeds) keeps every call's rows, in order, and the skips that no
-    call's row made up for."""
+    call's row made up for. A joined report joins again: its parts keep their own commands and dates."""
     devices = {report["device"] for report in reports}
     if len(devices) > 1:
         raise SystemExit(f"the reports come from different devices: {', '.join(sorted(devices))}")
@@ -660,7 +664,8 @@ def join(reports: list[dict]) -> dict:
     joined["parts"] = {}
     for report in reports:
         for name, part in report["parts"].items():
-            part = {**part, "command": report["command"], "date": report["date"]}
+            # a call's report names its command once; a joined report names each part's
+            part = {"command": report.get("command"), "date": report["date"], **part}
             earlier = joined["parts"].get(name, {})
             if "rows" in part and "rows" in earlier and part["status"] == earlier["status"] == "done":
                 rows = earlier["rows"] + part["rows"]
@@ -701,7 +706,8 @@ def seed_table(reports: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-QUEUE_ARMS = ("mql_K256B",)  # hf_xlsr's arms in queue_vs_batch; the others are sentence-transformers'
+# hf_xlsr's arms in queue_vs_batch; the others are sentence-transformers'
+QUEUE_ARMS = ("mql_K256B", "cmql_8B_K256B_sqrtlr")
 
 
 def queue_vs_batch_summary(report: dict) -> str:
@@ -740,8 +746,9 @@ def queue_vs_batch_summary(report: dict) -> str:
         word = ("holds" if lead > noise else "does not hold") if enough else "cannot show with one seed"
         time_ratio = stats[queue]["train_seconds"][0] / stats[best]["train_seconds"][0]
         memory_ratio = stats[queue]["peak_mb"][0] / stats[best]["peak_mb"][0]
+        spread = f", seed spread {noise:.2f}" if enough else ""
         lines.append(f"\nThe queue ({queue}) against the best peer on the tuning pairs ({best}): {lead:+.2f} points "
-                     f"held-out, seed spread {noise:.2f}: {word}; in {time_ratio:.2f} x its training time and "
+                     f"held-out{spread}: {word}; in {time_ratio:.2f} x its training time and "
                      f"{memory_ratio:.2f} x its peak memory.")  # fmt: skip
     return "\n".join(lines) + "\n"
 

@@ -328,6 +328,13 @@ def gpu_queue_summary(name: str = "gpu_queue_vs_batch_h200_bf16.json") -> str:
     return queue_vs_batch_summary(load(name))
 
 
+def gpu_queue_headline(name: str = "gpu_queue_vs_batch_h200_bf16.json") -> str:
+    """The GPU queue-against-batch comparison's verdicts alone, one line per hf_xlsr arm, after its device and date."""
+    lines = gpu_queue_summary(name).splitlines()
+    where = lines[0].removesuffix(": mean over seeds ± spread.") + ", mean over seeds:"
+    return "\n".join([where, ""] + [f"- {line}" for line in lines if line.startswith("The queue (")]) + "\n"
+
+
 HEADLINE = ("- best", "- equal compute", "- equal time", "- memory held", "- training memory")
 
 
@@ -844,6 +851,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "queue-vs-batch-whole": lambda: queue_table("queue_vs_batch_whole.json"),
     "multilingual-summary": multilingual_summary,
     "gpu-step-summary": gpu_step_summary,
+    "gpu-queue-headline": gpu_queue_headline,
     "tatoeba": tatoeba_table,
     "multilingual-arms": lambda: multilingual_table(0),
     "multilingual-languages": lambda: multilingual_table(1),

@@ -159,6 +159,10 @@ def test_reports_of_two_calls_join_into_one(monkeypatch):
     assert joined["parts"]["cuda_tests"] == {"status": "done", "passed": 5, "command": "c1", "date": "d1"}
     assert joined["parts"]["encoding"] == {"status": "done", "sentences": 3, "command": "c2", "date": "d2"}
     assert joined["date"] == "d1, d2"
+    third = report("d3", "c3", {"cuda_tests": {"status": "done", "passed": 7}})
+    again = gpu_suite.join([joined, third])["parts"]  # a joined report joins again, each part's origin kept
+    assert again["cuda_tests"] == {"status": "done", "passed": 7, "command": "c3", "date": "d3"}
+    assert again["encoding"] == {"status": "done", "sentences": 3, "command": "c2", "date": "d2"}
     with pytest.raises(SystemExit, match="different devices"):
         gpu_suite.join([first, {**second, "device": "H200"}])
 
