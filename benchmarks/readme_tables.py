@@ -332,7 +332,7 @@ def gpu_queue_headline(name: str = "gpu_queue_vs_batch_h200_bf16.json") -> str:
     """The GPU queue-against-batch comparison's verdicts alone, one line per hf_xlsr arm, after its device and date."""
     lines = gpu_queue_summary(name).splitlines()
     where = lines[0].removesuffix(": mean over seeds ± spread.") + ", mean over seeds:"
-    return "\n".join([where, ""] + [f"- {line}" for line in lines if line.startswith("The queue (")]) + "\n"
+    return "\n".join([where] + [f"- {line}" for line in lines if line.startswith("The queue (")]) + "\n"
 
 
 HEADLINE = ("- best", "- equal compute", "- equal time", "- memory held", "- training memory")
