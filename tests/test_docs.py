@@ -1,5 +1,6 @@
-"""The documentation: the site builds with ``mkdocs build --strict``, and every Python example of README.md and the
-docs runs, offline, and prints what the text says it prints (the ```text block that follows it)."""
+"""The documentation: the site builds with ``mkdocs build --strict``, every Python example of README.md and the
+docs runs, offline, and prints what the text says it prints (the ```text block that follows it), and README stays a
+page a newcomer reads through."""
 
 from __future__ import annotations
 
@@ -31,6 +32,12 @@ def examples(page: Path) -> list[tuple[str, str | None]]:
             shown = following[1]
         found.append((code, shown))
     return found
+
+
+def test_readme_is_under_200_lines_and_opens_with_what_the_library_is():
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) < 200
+    assert lines[0] == "# hf_xlsr" and lines[2].startswith("Sentences of many languages in one vector space")
 
 
 def test_the_site_builds_strictly(tmp_path):
