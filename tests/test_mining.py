@@ -99,15 +99,23 @@ def test_blocks_and_ivf_agree_with_exact_search(monkeypatch):
     assert agree[8] > 0.9 and agree[1] < 0.6, agree
 
 
-@pytest.mark.parametrize(("products", "spec"), [("native", "IVF30,Flat|nprobe=5"), ("float32", "IVF30,Flat|nprobe=5"),
-                                               ("float32", "PCA12,IVF30,Flat|nprobe=5")])  # fmt: skip
-def test_scanned_lists_find_what_a_float64_search_of_the_same_lists_finds(monkeypatch, products, spec):
+SCANS = [
+    ("native", "IVF30,Flat|nprobe=5", None),
+    ("float32", "IVF30,Flat|nprobe=5", None),
+    ("float32", "PCA12,IVF30,Flat|nprobe=5", None),
+    ("native", "IVF30,Flat|nprobe=5", 96),
+]
+
+
+@pytest.mark.parametrize(("products", "spec", "scan_queries"), SCANS)
+def test_scanned_lists_find_what_a_float64_search_of_the_same_lists_finds(monkeypatch, products, spec, scan_queries):
     """scan_lists against the search written out in float64: each query's 5 nearest of 30 lists (each corpus vector
     in the list of its nearest centroid), the 16 best centred scores among their vectors, re-scored by the cosine.
     Behind a PCA map (``PCA12``), lists and scores are of the centred vectors as faiss's map takes them to 12
     dimensions (``A v + b``), the cosines of the 24-dimensional vectors as they came. Clusters of very different sizes
     make lists of very different sizes; at most 5,000 scores per matrix product split the queries of a list into many
-    products."""
+    products. With ``scan_queries``, knn scans the 800 queries 96 at a time (re-scored 32 at a time): nine scans, the
+    last of 32, and the neighbours of one scan of all."""
     rng = np.random.default_rng(5)
     topics = rng.normal(size=(12, 24))
     weights = np.arange(1, 13) ** 2 / np.sum(np.arange(1, 13) ** 2)
@@ -119,6 +127,14 @@ def test_scanned_lists_find_what_a_float64_search_of_the_same_lists_finds(monkey
     centres = mining_module.side_centre(queries), mining_module.side_centre(corpus)
     trained = mining_module.train_index(spec, [queries, corpus], 24, centres=centres)
     sims, ids = knn(queries, corpus, 4, spec, trained=trained, centres=centres)
+    if scan_queries:
+        scanned, scan = [], mining_module.scan_lists
+        monkeypatch.setattr(mining_module, "scan_lists", lambda queries, *rest: scanned.append(len(queries)) or
+                            scan(queries, *rest))  # fmt: skip
+        monkeypatch.setattr(mining_module, "SCAN_QUERIES", scan_queries)
+        in_blocks = knn(queries, corpus, 4, spec, block_size=32, trained=trained, centres=centres)
+        assert scanned == [96] * 8 + [32]
+        assert np.array_equal(in_blocks[1], ids) and np.array_equal(in_blocks[0], sims)
     transform, ivf = mining_module.inverted_lists(trained)
     assert ivf.nlist == 30 and (transform is None) == spec.startswith("IVF")
 
@@ -260,23 +276,25 @@ def test_an_approximate_index_searches_each_language_centred_on_its_own_mean(mon
     centred = mine(x, y, index=spec)  # each side centred on its own mean: the index itself finds them
     assert searched_exactly == [] and agreement(centred) > 0.97
     # knn against the algorithm written out: the same trained lists holding y centred on its mean, searched with x
-    # centred on its own, the best 16 candidates re-scored by the cosine of the vectors as they came (float64)
+    # centred on its own, the best 16 candidates re-scored by the cosine of the vectors as they came (float64); the
+    # lists scanned by scan_lists, and 8-bit codes that faiss searches itself
     centres = mining_module.side_centre(x), mining_module.side_centre(y)
-    trained = mining_module.train_index(spec, [x, y], x.shape[1], centres=centres)
-    sims, ids = knn(x, y, 4, spec, trained=trained, centres=centres)
-    reference = faiss.clone_index(trained)
-    reference.add(unit(unit(y) - centres[1]).astype(np.float32))
-    candidates = reference.search(unit(unit(x) - centres[0]).astype(np.float32), 16)[1]
     cosines = unit(x) @ unit(y).T
-    best = np.argsort(-np.take_along_axis(cosines, candidates, axis=1), axis=1)[:, :4]
-    reference = np.take_along_axis(candidates, best, axis=1)
-    # scan_lists ranks candidates by bfloat16 products where the CPU has them: near-ties at the 16th swap (97% the
-    # same), as often for better as for worse
     exact = np.argsort(-cosines, axis=1)[:, :4]
-    assert np.mean(reference == ids) > 0.95 and np.mean(ids == exact) > np.mean(reference == exact) - 0.01
-    assert (
-        np.allclose(np.take_along_axis(cosines, ids, axis=1), sims, atol=1e-5) and (np.diff(sims, axis=1) <= 0).all()
-    )
+    for searched in (spec, "IVF64,SQ8|nprobe=4"):
+        trained = mining_module.train_index(searched, [x, y], x.shape[1], centres=centres)
+        sims, ids = knn(x, y, 4, searched, trained=trained, centres=centres)
+        reference = faiss.clone_index(trained)
+        reference.add(unit(unit(y) - centres[1]).astype(np.float32))
+        candidates = reference.search(unit(unit(x) - centres[0]).astype(np.float32), 16)[1]
+        best = np.argsort(-np.take_along_axis(cosines, candidates, axis=1), axis=1)[:, :4]
+        reference = np.take_along_axis(candidates, best, axis=1)
+        if searched == spec:  # bfloat16 products (where the CPU has them) swap near-ties at the 16th, 97% the same
+            assert np.mean(reference == ids) > 0.95 and np.mean(ids == exact) > np.mean(reference == exact) - 0.01
+        else:  # faiss's own search of the same codes: the same candidates
+            assert np.mean(reference == ids) > 0.99, np.mean(reference == ids)
+        assert np.allclose(np.take_along_axis(cosines, ids, axis=1), sims, atol=1e-5)
+        assert (np.diff(sims, axis=1) <= 0).all()
     centre = unit(x).mean(axis=0)
     assert np.allclose(mining_module.side_centre(x, block_size=333), centre, atol=1e-6)
 

@@ -44,6 +44,7 @@ REDUCED_DIMENSIONS = 128
 REDUCED_K_FACTOR = 8
 IVF_TRAIN_POINTS = 64  # k-means sample per inverted list (faiss asks for 39 at least)
 SCAN_SCORES = 2**22  # scores one matrix product of `scan_lists` computes at most
+SCAN_QUERIES = 2**17  # queries per `scan_lists` call of `knn`: its probes, kept candidates, sort keys (~3 KB each)
 
 
 def _unit_float32(vectors: np.ndarray) -> np.ndarray:
@@ -393,33 +394,34 @@ def knn(
     centred on theirs; the cosines are of the vectors as they came.
     A query whose scanned inverted lists hold fewer than ``k`` vectors (faiss answers index -1 for what it did not
     find: a clustered or duplicated corpus can leave many lists near a query empty) is searched again exactly.
-    ``prepared``: the corpus's `prepare` for ``trained``, made once for many calls (else here)."""
+    ``prepared``: the corpus's `prepare` for ``trained``, made once for many calls (else here). Inverted lists are
+    scanned for `SCAN_QUERIES` queries at a time, whose candidates are re-scored before the next are scanned."""
     k = min(k, len(corpus))
     query_centre, corpus_centre = centres or (None, None)
-    spec = index_spec(len(corpus), index)
-    approximate = spec != "Flat"
+    approximate = (spec := index_spec(len(corpus), index)) != "Flat"
     asked = min(_parts(spec)[2] * k, len(corpus)) if approximate else k
     if approximate and trained is None:
         trained = train_index(spec, [corpus], corpus.shape[1], centres=[corpus_centre])
     if prepared is None:
         prepared = prepare(corpus, index, block_size, trained, corpus_centre)
-    candidates = None
-    if isinstance(prepared, ListLayout):  # inverted lists of full vectors: scanned by scan_lists
-        candidates = scan_lists(queries, corpus, trained, asked, centres, block_size, prepared)
-    else:
-        built = prepared
+    scanned = isinstance(prepared, ListLayout)  # inverted lists of full vectors: scanned by scan_lists
     if approximate:  # exact cosines of candidates: inner products with the corpus as it is, times 1 / |v|
         stored = np.asarray(corpus, dtype=np.float32, order="C")  # the corpus itself when it is float32 already
         inverse_norm = _inverse_norms(stored, block_size)
     similarities = np.empty((len(queries), k), dtype=np.float32)
     indices = np.empty((len(queries), k), dtype=np.int64)
+    scan_size = block_size * max(1, SCAN_QUERIES // block_size)  # whole blocks of queries: scanned, then re-scored
     for start in range(0, len(queries), block_size):
         block = _unit_float32(queries[start : start + block_size])
-        if candidates is not None:
-            where = np.ascontiguousarray(candidates[start : start + len(block)])
+        if scanned:
+            if start % scan_size == 0:
+                candidates = scan_lists(queries[start : start + scan_size], corpus, trained, asked, centres,
+                                        block_size, prepared)  # fmt: skip
+            offset = start % scan_size
+            where = np.ascontiguousarray(candidates[offset : offset + len(block)])
             found = np.empty(where.shape, dtype=np.float32)
         else:
-            found, where = built.search(_centred(block.copy(), query_centre) if centres else block, asked)
+            found, where = prepared.search(_centred(block.copy(), query_centre) if centres else block, asked)
         if approximate:
             faiss.fvec_inner_products_by_idx(faiss.swig_ptr(found), faiss.swig_ptr(block), faiss.swig_ptr(stored),
                                              faiss.swig_ptr(where), block.shape[1], len(block), asked)  # fmt: skip
