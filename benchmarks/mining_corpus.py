@@ -177,7 +177,8 @@ def probe_coverage(
     what the search cannot find with p probes, whatever its codes. As in ``mine``, each side is centred on its own
     mean for the lists (``centre=False``: as it came); the nearest target is by the cosine of the vectors as they
     came."""
-    from hf_xlsr.evaluation.mining.search import _centred, _unit_float32, index_spec, side_centre, train_index
+    from hf_xlsr.evaluation.mining.index import index_spec
+    from hf_xlsr.evaluation.mining.search import _centred, _unit_float32, side_centre, train_index
 
     x, y = _unit_float32(x), _unit_float32(y)
     pairs = np.array(sorted(gold))

@@ -169,3 +169,26 @@ def test_an_auto_queue_is_bfloat16_on_the_device_and_float32_back_on_the_host(de
     assert queue.keys.dtype == (torch.float32 if device.type == "cpu" else torch.bfloat16)
     queue.to("cpu")
     assert queue.keys.dtype == torch.float32
+
+
+def test_mining_searches_every_vector_on_the_device_as_a_float64_search_does(device):
+    """`device_knn` on the device (chunks of 20,000 of 50,000 corpus vectors, 2,000 queries in blocks of 512) against
+    the cosines written out in float64 on the host; on a GPU with the corpus's memory, ``auto`` picks it."""
+    import numpy as np
+
+    from hf_xlsr.evaluation.mining.device import device_knn, search_device
+    from hf_xlsr.evaluation.mining.index import index_spec
+
+    rng = np.random.default_rng(0)
+    topics = rng.normal(size=(50, 64))
+    corpus = (topics[rng.integers(0, 50, 50_000)] + 0.5 * rng.normal(size=(50_000, 64))).astype(np.float32)
+    queries = (topics[rng.integers(0, 50, 2000)] + 0.5 * rng.normal(size=(2000, 64))).astype(np.float32)
+    sims, ids = device_knn(queries, corpus, 4, device, block_size=512, chunk=20_000)
+    unit_queries, unit_corpus = (
+        v.astype(np.float64) / np.linalg.norm(v, axis=1, keepdims=True) for v in (queries, corpus)
+    )
+    cosines = unit_queries @ unit_corpus.T
+    assert np.mean(ids == np.argsort(-cosines, axis=1)[:, :4]) > 0.99
+    assert np.allclose(np.take_along_axis(cosines, ids, axis=1), sims, atol=1e-5)
+    if device.type == "cuda":
+        assert search_device(50_000, 64) is not None and index_spec(50_000, "auto", 64) == "Flat|k_factor=4"

@@ -14,6 +14,7 @@ from sentence_transformers import SentenceTransformer
 from hf_xlsr.data import load_bible, resolve_reference, unique_pairs
 from hf_xlsr.evaluation import MiningEvaluator, hide_pairs, mine, precision_recall_f1
 from hf_xlsr.evaluation.mining import best_threshold, knn
+from hf_xlsr.evaluation.mining import index as index_module
 from hf_xlsr.evaluation.mining import margin as margin_module
 from hf_xlsr.evaluation.mining import search as mining_module
 from hf_xlsr.utils import current_umask
@@ -85,7 +86,7 @@ def test_blocks_and_ivf_agree_with_exact_search(monkeypatch):
     exact_sims, exact_ids = knn(queries, corpus, 4, index="flat")
     small_sims, small_ids = knn(queries, corpus, 4, index="flat", block_size=37)
     assert np.array_equal(exact_ids, small_ids) and np.allclose(exact_sims, small_sims)
-    monkeypatch.setattr(mining_module, "IVF_THRESHOLD", 1000)  # "auto" now picks IVF for 4,000 vectors
+    monkeypatch.setattr(index_module, "IVF_THRESHOLD", 1000)  # "auto" now picks IVF for 4,000 vectors
     # min(sqrt(4,000), 4,000 / 39) = 63 lists of full vectors, 63 // 12 = 5 of them scanned (knn re-scores each
     # query's 4 x 4 best candidates exactly)
     ivf = faiss.downcast_index(mining_module.build_index(corpus, "auto"))
@@ -166,7 +167,7 @@ def test_scanned_lists_find_what_a_float64_search_of_the_same_lists_finds(monkey
 
 
 def test_auto_probes_a_share_of_its_lists():
-    index_spec = mining_module.index_spec
+    index_spec = index_module.index_spec
     assert index_spec(49_999) == "Flat"
     assert index_spec(50_000) == "IVF223,Flat|nprobe=18"  # sqrt(n) lists, a 12th of them probed
     assert index_spec(409_226) == "IVF639,Flat|nprobe=53"
@@ -181,14 +182,14 @@ def test_auto_keeps_the_index_within_the_memory_it_is_given():
     """The list scanner holds both sides in bfloat16 (4 n d bytes); beyond ``memory`` the lists hold 8-bit codes
     (n d bytes), beyond that product codes of d / 8 bytes."""
     n, d = 100_000, 384  # 316 lists, 26 probed; full lists 153.6 MB, 8-bit codes 38.4 MB
-    assert mining_module.index_spec(n, "auto", d) == "IVF316,Flat|nprobe=26"
-    assert mining_module.index_spec(n, "auto", d, memory=200_000_000) == "IVF316,Flat|nprobe=26"
-    assert mining_module.index_spec(n, "auto", d, memory=100_000_000) == "IVF316,SQ8|nprobe=26"
-    assert mining_module.index_spec(n, "auto", d, memory=20_000_000) == "IVF316,PQ48|nprobe=26"
-    assert mining_module.index_spec(10_000, "auto", d, memory=1) == "Flat"  # exact search keeps nothing but blocks
+    assert index_module.index_spec(n, "auto", d) == "IVF316,Flat|nprobe=26"
+    assert index_module.index_spec(n, "auto", d, memory=200_000_000) == "IVF316,Flat|nprobe=26"
+    assert index_module.index_spec(n, "auto", d, memory=100_000_000) == "IVF316,SQ8|nprobe=26"
+    assert index_module.index_spec(n, "auto", d, memory=20_000_000) == "IVF316,PQ48|nprobe=26"
+    assert index_module.index_spec(10_000, "auto", d, memory=1) == "Flat"  # exact search keeps nothing but blocks
     # a million of 512-d: the PCA-mapped lists hold 4 n 128 bytes (512 MB); 8-bit codes would hold 512 MB too
-    assert mining_module.index_spec(10**6, "auto", 512, memory=600_000_000).startswith("PCA128,IVF1000,Flat|")
-    assert mining_module.index_spec(10**6, "auto", 512, memory=500_000_000) == "IVF1000,PQ64|nprobe=64"
+    assert index_module.index_spec(10**6, "auto", 512, memory=600_000_000).startswith("PCA128,IVF1000,Flat|")
+    assert index_module.index_spec(10**6, "auto", 512, memory=500_000_000) == "IVF1000,PQ64|nprobe=64"
 
 
 @pytest.mark.slow  # two searches of 50,000 vectors both ways
@@ -326,12 +327,12 @@ def test_one_trained_index_serves_both_directions_and_factory_strings_are_indexe
         reference = dict(zip(exact.source.tolist(), exact.target.tolist(), strict=True))
         assert np.mean([found.get(s) == t for s, t in reference.items()]) > 0.9, index
     with pytest.raises(ValueError, match="index 'IVF10,PQ5': faiss cannot build it for 16-dimensional vectors"):
-        mining_module.check_index("IVF10,PQ5", 16)
+        index_module.check_index("IVF10,PQ5", 16)
     with pytest.raises(ValueError, match="index must be 'auto', 'flat', 'ivf' or a faiss index_factory string"):
-        mining_module.index_spec(10, "hnsw")
+        index_module.index_spec(10, "hnsw")
     with pytest.raises(ValueError, match=re.escape("index 'IVF10,Flat|nprobe=2,k_factor=0': k_factor must be")):
-        mining_module.check_index("IVF10,Flat|nprobe=2,k_factor=0", 16)
-    mining_module.check_index("IVF10,Flat|nprobe=2,k_factor=3", 16)  # k_factor is knn's, not passed to faiss
+        index_module.check_index("IVF10,Flat|nprobe=2,k_factor=0", 16)
+    index_module.check_index("IVF10,Flat|nprobe=2,k_factor=3", 16)  # k_factor is knn's, not passed to faiss
 
 
 def best_first(source, target, scores):

@@ -1,9 +1,10 @@
-"""Bitext mining: nearest neighbours with faiss (`search`), margin scores and one-to-one pairs (`margin`), the search
-as a resumable job in shards split over processes (`job`), two files of any size (`files`), and BUCC-style evaluation
-(`evaluator`)."""
+"""Bitext mining: which index searches (`index`), nearest neighbours with faiss (`search`) or on a GPU (`device`),
+margin scores and one-to-one pairs (`margin`), the search as a resumable job in shards split over processes (`job`),
+two files of any size (`files`), and BUCC-style evaluation (`evaluator`)."""
 
 from .evaluator import MiningEvaluator, MiningSplit, hide_pairs
 from .files import embed_file, mine_files
+from .index import IVF_THRESHOLD, check_index, index_spec
 from .job import mine_in_shards
 from .margin import (
     MARGINS,
@@ -19,11 +20,8 @@ from .margin import (
     precision_recall_f1,
 )
 from .search import (
-    IVF_THRESHOLD,
     build_index,
-    check_index,
     exact_knn,
-    index_spec,
     knn,
     scan_lists,
     side_centre,

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from ..encoders import Encoder
+from .index import check_index, index_spec
 from .job import mine_in_shards
-from .search import check_index, index_spec
 from .shards import SHARD_SIZE, VECTORS, corpus_manifest, embed_shards, join_shards, open_folder
 
 

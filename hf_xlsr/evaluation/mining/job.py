@@ -17,8 +17,9 @@ import faiss
 import numpy as np
 
 from ...utils import with_umask
+from .index import index_spec
 from .margin import MinedPairs, check_mode, pair_neighbours
-from .search import index_spec, knn, prepare, side_centre, train_index
+from .search import knn, prepare, side_centre, train_index
 from .shards import SHARD_SIZE, open_folder
 
 DIRECTIONS = ("source-to-target", "target-to-source")

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .search import IVF_THRESHOLD, index_spec, knn, side_centre, train_index
+from .index import IVF_THRESHOLD, index_spec
+from .search import knn, side_centre, train_index
 
 logger = logging.getLogger(__name__)
 

@@ -12,7 +12,6 @@ they came.
 from __future__ import annotations
 
 import logging
-import math
 import re
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -21,27 +20,11 @@ import faiss
 import numpy as np
 import torch
 
+from .device import device_knn, search_device
+from .index import index_spec, spec_parts
+
 logger = logging.getLogger(__name__)
 
-# Chosen by `benchmarks/bench_mining_search.py --sweep 50000 150000` and `--sweep 75000 250000` (the report's mining
-# page), at sizes its scaling figures do not report. Probes are a share of the lists: with sqrt(n) lists a fixed number
-# of probes scans a shrinking share of the corpus as it grows. Of the shares within half a point of exact search's
-# recall at every size swept, the fastest; beyond a million sentences, where nothing was measured, at most
-# `IVF_MAX_PROBES`, so that the search's time grows as n^1.5 rather than n^2. Exact search below the smallest size
-# swept, 50,000.
-IVF_THRESHOLD = 50_000
-IVF_LISTS_PER_ROOT = 1  # inverted lists per square root of the corpus size
-IVF_PROBE_SHARE = 12  # a query scans one in this many lists
-IVF_MAX_PROBES = 64
-IVF_REFINE = 4  # candidates per neighbour asked of an approximate index, re-scored by their exact cosine
-# From REDUCED_FROM sentences a side, where the lists' products are most of the time, `scan_lists` scores vectors
-# mapped to REDUCED_DIMENSIONS by PCA (``PCA<d>,IVF<n>,Flat``: a quarter of the products of 512-d vectors) and `knn`
-# re-scores REDUCED_K_FACTOR candidates per neighbour by their cosine. Chosen by `benchmarks/bench_mining_scale.py
-# --rule` on sides its report does not use (150,000 real sentences a side, and 700,000 with distractors of another
-# seed): about half the time of full lists at their recall.
-REDUCED_FROM = 500_000
-REDUCED_DIMENSIONS = 128
-REDUCED_K_FACTOR = 8
 IVF_TRAIN_POINTS = 64  # k-means sample per inverted list (faiss asks for 39 at least)
 SCAN_SCORES = 2**22  # scores one matrix product of `scan_lists` computes at most
 SCAN_QUERIES = 2**17  # queries per `scan_lists` call of `knn`: its probes, kept candidates, sort keys (~3 KB each)
@@ -78,73 +61,12 @@ def _inverse_norms(vectors: np.ndarray, block_size: int) -> np.ndarray:
     return 1 / np.maximum(np.concatenate(norms), np.finfo(np.float32).tiny)
 
 
-def index_spec(n: int, index: str = "auto", dim: int = 0, memory: int | None = None) -> str:
-    """The faiss index for a corpus of ``n`` vectors, as an ``index_factory`` string with its search parameters after
-    ``|``: ``flat`` (exact search), ``ivf`` (`IVF_LISTS_PER_ROOT` sqrt(n) inverted lists of full vectors, one in
-    `IVF_PROBE_SHARE` of them (at most `IVF_MAX_PROBES`) scanned by `scan_lists`; `knn` re-scores the best `IVF_REFINE`
-    candidates per neighbour exactly, as it does for any approximate index), ``auto`` (flat below `IVF_THRESHOLD`
-    vectors, IVF from there), or any factory string of one's own (``"HNSW32|efSearch=128"``,
-    ``"OPQ64,IVF4096,PQ64|nprobe=32"``, as faiss and stopes name indexes). ``k_factor=F`` among the parameters sets how
-    many candidates per neighbour `knn` re-scores (faiss's name for it; `IVF_REFINE` when not given). From
-    `REDUCED_FROM` vectors of more than `REDUCED_DIMENSIONS` dimensions (``dim``), ``ivf`` scans them mapped by PCA
-    to `REDUCED_DIMENSIONS` and re-scores `REDUCED_K_FACTOR` candidates per neighbour.
-
-    With ``memory`` (bytes) and ``dim``, ``auto`` and ``ivf`` keep the index within it: the list scanner holds both
-    sides in bfloat16 (4 ``n`` ``dim`` bytes, ``dim`` the mapped one); where that exceeds ``memory`` the lists hold
-    8-bit codes (``SQ8``,
-    ``n`` ``dim`` bytes), and where those do too, product codes of ``dim / 8`` bytes (``PQ``, as stopes mines). faiss
-    searches the codes; `knn` re-scores the candidates from the vectors themselves (memory-mapped)."""
-    if index == "auto":
-        index = "flat" if n < IVF_THRESHOLD else "ivf"
-    if index == "flat":
-        return "Flat"
-    if index == "ivf":
-        lists = max(1, min(int(IVF_LISTS_PER_ROOT * math.sqrt(n)), n // 39))  # faiss wants >= 39 points per list
-        probes = f"nprobe={max(1, min(lists // IVF_PROBE_SHARE, IVF_MAX_PROBES))}"
-        reduced = n >= REDUCED_FROM and dim > REDUCED_DIMENSIONS
-        if memory is not None and dim and 4 * n * (REDUCED_DIMENSIONS if reduced else dim) > memory:
-            return f"IVF{lists},{'SQ8' if n * dim <= memory else f'PQ{max(1, dim // 8)}'}|{probes}"
-        if reduced:
-            return f"PCA{REDUCED_DIMENSIONS},IVF{lists},Flat|{probes},k_factor={REDUCED_K_FACTOR}"
-        return f"IVF{lists},Flat|{probes}"
-    if not index or index[0].islower():
-        raise ValueError(f"index must be 'auto', 'flat', 'ivf' or a faiss index_factory string, got {index!r}")
-    return index
-
-
-def _parts(spec: str) -> tuple[str, str, int]:
-    """``spec``'s factory string, its faiss search parameters, and its ``k_factor`` (`IVF_REFINE` when absent)."""
-    factory, _, parameters = spec.partition("|")
-    kept, k_factor = [], IVF_REFINE
-    for parameter in filter(None, parameters.split(",")):
-        name, _, value = parameter.partition("=")
-        if name.strip() != "k_factor":
-            kept.append(parameter)
-        elif not value.strip().isdigit() or int(value) < 1:
-            raise ValueError(f"index {spec!r}: k_factor must be a whole number of at least 1, got {value!r}")
-        else:
-            k_factor = int(value)
-    return factory, ",".join(kept), k_factor
-
-
-def check_index(spec: str, dim: int) -> None:
-    """Refuse, before any sentence is embedded, an index that faiss cannot build for ``dim``-dimensional vectors."""
-    factory, parameters, _ = _parts(spec)
-    try:
-        built = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
-        if parameters:
-            faiss.ParameterSpace().set_index_parameters(built, parameters)
-    except RuntimeError as error:
-        reason = str(error).strip().splitlines()[-1]
-        raise ValueError(f"index {spec!r}: faiss cannot build it for {dim}-dimensional vectors ({reason})") from None
-
-
 def train_index(spec: str, sides: Sequence[np.ndarray], dim: int, seed: int = 0, centres=None):
     """An empty faiss inner-product index of ``spec`` (`index_spec`), trained where it needs training on a
     sample drawn from every one of ``sides`` (the languages share one space, so one training serves both
     directions of a search): `IVF_TRAIN_POINTS` points per inverted list, at least 65,536 for quantisers; each
     side's sample centred on its entry of ``centres`` (`side_centre`) when given."""
-    factory, parameters, _ = _parts(spec)
+    factory, parameters, _ = spec_parts(spec)
     built = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
     if not built.is_trained:
         lists = re.search(r"IVF(\d+)", factory)
@@ -398,8 +320,10 @@ def knn(
     scanned for `SCAN_QUERIES` queries at a time, whose candidates are re-scored before the next are scanned."""
     k = min(k, len(corpus))
     query_centre, corpus_centre = centres or (None, None)
-    approximate = (spec := index_spec(len(corpus), index)) != "Flat"
-    asked = min(_parts(spec)[2] * k, len(corpus)) if approximate else k
+    approximate = (spec := index_spec(len(corpus), index, corpus.shape[1])) != "Flat"
+    asked = min(spec_parts(spec)[2] * k, len(corpus)) if approximate else k
+    if spec_parts(spec)[0] == "Flat" and approximate and (device := search_device(*corpus.shape)):
+        return device_knn(queries, corpus, k, device, spec_parts(spec)[2])
     if approximate and trained is None:
         trained = train_index(spec, [corpus], corpus.shape[1], centres=[corpus_centre])
     if prepared is None:
