@@ -28,9 +28,9 @@ call cut short keeps the parts it finished):
    matrix products of the same shapes (float32 accumulation) that scoring a bfloat16 queue needs;
 5. ``encoding``: sentences per second of hf_xlsr's bf16 path against ``SentenceTransformer.encode`` with the model
    in bfloat16 (and in float32, for reference); then mining up to 409,600 distinct sentences per side, as many as
-   the part's time holds (two verses joined, `mining_sides`): encoded on the GPU, searched by ``mine`` with faiss on
-   the machine's CPU cores (a ``faiss-gpu`` wheel is larger than what reaches a GPU machine without a network), the
-   share of gold pairs found;
+   the part's time holds (two verses joined, `mining_sides`): encoded on the GPU, searched by ``mine``'s ``auto``
+   (every vector on the GPU where it holds them, `hf_xlsr.evaluation.mining.device`; faiss on the CPU below
+   50,000), the share of gold pairs found;
 6. ``demo``: ``examples/demo.py`` on the GPU (its time and held-out figures).
 
 ``--dry-run`` runs every part at toy size on the CPU (the test suite runs it): it proves the code, not the figures.
@@ -485,7 +485,7 @@ def encoding(args, device: torch.device, seconds: float) -> dict:
     """Sentences per second of hf_xlsr's ``bf16`` backend against sentence-transformers at its fastest on a GPU,
     the model loaded in bfloat16 (``model_kwargs={"dtype": torch.bfloat16}``), and in float32 for reference,
     interleaved; then mining `mining_sides` en and fr sentences per side, encoded on the GPU and searched by ``mine``
-    with faiss on the CPU."""
+    (``auto``: on the GPU, `search_device`, from 50,000 a side)."""
     import numpy as np
     from sentence_transformers import SentenceTransformer
 
@@ -520,7 +520,8 @@ def encoding(args, device: torch.device, seconds: float) -> dict:
     result["ratio"] = rate["hf_xlsr_bf16"] / rate["sentence-transformers_bf16"]  # against the peer at its fastest
     print(json.dumps(result), flush=True)
 
-    from hf_xlsr.evaluation.mining import mine
+    from hf_xlsr.evaluation.mining import IVF_THRESHOLD, mine
+    from hf_xlsr.evaluation.mining.device import search_device
 
     left = seconds - (time.perf_counter() - started)
     per_side = 300 if args.dry_run else mining_size(left, rate["hf_xlsr_bf16"])
@@ -536,7 +537,8 @@ def encoding(args, device: torch.device, seconds: float) -> dict:
     searched = time.perf_counter() - began
     found = int(np.sum(gold[pairs.source] == pairs.target))
     result["mining"] = {"per_side": per_side, "encode_seconds": encoded, "search_seconds": searched,
-                        "faiss": f"CPU, {os.cpu_count()} cores", "gold_found": found / per_side}  # fmt: skip
+                        "faiss": "GPU" if search_device(per_side, x.shape[1]) and per_side >= IVF_THRESHOLD
+                        else f"CPU, {os.cpu_count()} cores", "gold_found": found / per_side}  # fmt: skip
     print(json.dumps(result["mining"]), flush=True)
     return result
 
@@ -646,7 +648,7 @@ def markdown(report: dict) -> str:
                 else ", the Bible's verses repeated (no gold pairs)")  # fmt: skip
         lines.append(
             f"\nmining {mining['per_side']:,} sentences per side: {mining['encode_seconds']:.0f} s encoding "
-            f"(GPU), {mining['search_seconds']:.0f} s search (faiss on the {mining['faiss']}){gold}"
+            f"(GPU), {mining['search_seconds']:.0f} s search (on the {mining['faiss']}){gold}"
         )
     return "\n".join(lines) + "\n"
 
