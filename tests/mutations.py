@@ -358,6 +358,10 @@ MUTATIONS = [
     Mutation("device_candidates_not_rescored", "hf_xlsr/evaluation/mining/device.py",
              "block, stored[where])", "block, low[where].float())",
              DEVICE + "test_every_vector_scored_in_chunks_finds_what_a_float64_search_finds"),
+    Mutation("a_job_leaves_the_corpus_off_the_device", "hf_xlsr/evaluation/mining/search.py",
+             'if spec_parts(index)[0] == "Flat" and index != "Flat" and (device := search_device(*corpus.shape)):',
+             "if False:", DEVICE + "test_a_job_in_shards_on_the_device_moves_each_corpus_there_once_and_pairs_what_"
+             "one_search_pairs"),
     Mutation("auto_ignores_the_device", "hf_xlsr/evaluation/mining/index.py",
              'if index == "auto" and n >= IVF_THRESHOLD and search_device(n, dim):', "if False:",
              DEVICE + "test_auto_searches_every_vector_where_a_device_holds_the_corpus"),

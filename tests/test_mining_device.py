@@ -10,7 +10,7 @@ import torch
 from hf_xlsr.evaluation.mining import device as device_module
 from hf_xlsr.evaluation.mining import index as index_module
 from hf_xlsr.evaluation.mining import margin as margin_module
-from hf_xlsr.evaluation.mining import mine
+from hf_xlsr.evaluation.mining import mine, mine_in_shards
 from hf_xlsr.evaluation.mining import search as search_module
 
 
@@ -72,6 +72,27 @@ def test_auto_searches_every_vector_where_a_device_holds_the_corpus(monkeypatch)
     same = [(pair, score) for pair, score in zip(zip(found.source.tolist(), found.target.tolist(), strict=True),
                                                  found.scores, strict=True) if pair in pairs]  # fmt: skip
     assert len(same) > 0.99 * len(pairs) and all(abs(score - pairs[pair]) < 1e-5 for pair, score in same)
+
+
+def test_a_job_in_shards_on_the_device_moves_each_corpus_there_once_and_pairs_what_one_search_pairs(
+    monkeypatch, tmp_path
+):
+    """`mine_in_shards` with ``auto`` on a device: each direction's corpus is copied to the device once for its 4
+    shards of queries (`search.prepare`), and the job pairs what one `mine` on the device pairs."""
+    cpu = torch.device("cpu")
+    for module in (index_module, search_module):
+        monkeypatch.setattr(module, "search_device", lambda n, dim: cpu)
+    monkeypatch.setattr(index_module, "IVF_THRESHOLD", 1000)
+    monkeypatch.setattr(margin_module, "IVF_THRESHOLD", 1000)
+    copies, copy = [], device_module.device_corpus
+    monkeypatch.setattr(search_module, "device_corpus", lambda corpus, *rest: copies.append(len(corpus)) or
+                        copy(corpus, *rest))  # fmt: skip
+    x, y = clustered(2800, 16, 6), clustered(2800, 16, 7)
+    sharded = mine_in_shards(x, y, tmp_path / "job", shard_size=700)
+    assert copies == [2800, 2800]
+    whole = mine(x, y)
+    assert np.array_equal(sharded.source, whole.source) and np.array_equal(sharded.target, whole.target)
+    assert np.array_equal(sharded.scores, whole.scores)
 
 
 def test_a_corpus_smaller_than_the_candidates_asked_for():

@@ -8,6 +8,8 @@ and re-scored by their float32 cosine (`device_knn`).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import torch
 
@@ -33,6 +35,23 @@ def _unit(vectors: np.ndarray, device: torch.device) -> torch.Tensor:
     return torch.nn.functional.normalize(tensor, dim=1)
 
 
+class DeviceCorpus(NamedTuple):
+    """A corpus on the device: its L2-normalised vectors in float32 (``stored``) and in bfloat16 (``low``)."""
+
+    stored: torch.Tensor
+    low: torch.Tensor
+
+
+def device_corpus(corpus: np.ndarray, device: torch.device, chunk: int = DEVICE_CHUNK) -> DeviceCorpus:
+    """`DeviceCorpus` of ``corpus`` (any array, memory-mapped too), copied to ``device`` ``chunk`` rows at a time."""
+    stored = torch.empty((len(corpus), corpus.shape[1]), dtype=torch.float32, device=device)
+    low = torch.empty(stored.shape, dtype=torch.bfloat16, device=device)
+    for start in range(0, len(corpus), chunk):
+        stored[start : start + chunk] = _unit(corpus[start : start + chunk], device)
+        low[start : start + chunk] = stored[start : start + chunk]
+    return DeviceCorpus(stored, low)
+
+
 def device_knn(
     queries: np.ndarray,
     corpus: np.ndarray,
@@ -41,18 +60,16 @@ def device_knn(
     k_factor: int = DEVICE_K_FACTOR,
     block_size: int = DEVICE_QUERIES,
     chunk: int = DEVICE_CHUNK,
+    prepared: DeviceCorpus | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Cosine similarities and indices of each query's ``k`` nearest corpus vectors, ``(n_queries, k)`` numpy arrays
     each, searched on ``device``. Every query is scored against every corpus vector by bfloat16 products (float32
     accumulation), ``chunk`` vectors at a time; the best ``k_factor`` x ``k`` over all chunks are re-scored by their
-    float32 cosine, and the best ``k`` of those kept (ties in the order of the corpus)."""
+    float32 cosine, and the best ``k`` of those kept (ties in the order of the corpus). ``prepared``: the corpus's
+    `device_corpus`, made once for many calls (else here)."""
     k = min(k, len(corpus))
     asked = min(k_factor * k, len(corpus))
-    stored = torch.empty((len(corpus), corpus.shape[1]), dtype=torch.float32, device=device)
-    low = torch.empty(stored.shape, dtype=torch.bfloat16, device=device)
-    for start in range(0, len(corpus), chunk):
-        stored[start : start + chunk] = _unit(corpus[start : start + chunk], device)
-        low[start : start + chunk] = stored[start : start + chunk]
+    stored, low = prepared or device_corpus(corpus, device, chunk)
     similarities = np.empty((len(queries), k), dtype=np.float32)
     indices = np.empty((len(queries), k), dtype=np.int64)
     for start in range(0, len(queries), block_size):

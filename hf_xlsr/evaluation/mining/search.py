@@ -20,7 +20,7 @@ import faiss
 import numpy as np
 import torch
 
-from .device import device_knn, search_device
+from .device import DeviceCorpus, device_corpus, device_knn, search_device
 from .index import index_spec, spec_parts
 
 logger = logging.getLogger(__name__)
@@ -292,7 +292,10 @@ def build_index(corpus: np.ndarray, index: str = "auto", block_size: int = 16384
 
 def prepare(corpus: np.ndarray, index: str, block_size: int = 16384, trained=None, centre=None):
     """What `knn` reads of ``corpus``, made once for any number of blocks of queries: for inverted lists of full
-    vectors (`inverted_lists`) its `list_layout`, for any other index that index holding it (`build_index`)."""
+    vectors (`inverted_lists`) its `list_layout`, for ``auto``'s search on a GPU (``Flat|k_factor=…``) its
+    `device_corpus`, for any other index that index holding it (`build_index`)."""
+    if spec_parts(index)[0] == "Flat" and index != "Flat" and (device := search_device(*corpus.shape)):
+        return device_corpus(corpus, device)
     if trained is not None and inverted_lists(trained)[1] is not None:
         return list_layout(corpus, trained, centre, block_size)
     return build_index(corpus, index, block_size, trained, centre)
@@ -322,8 +325,11 @@ def knn(
     query_centre, corpus_centre = centres or (None, None)
     approximate = (spec := index_spec(len(corpus), index, corpus.shape[1])) != "Flat"
     asked = min(spec_parts(spec)[2] * k, len(corpus)) if approximate else k
-    if spec_parts(spec)[0] == "Flat" and approximate and (device := search_device(*corpus.shape)):
-        return device_knn(queries, corpus, k, device, spec_parts(spec)[2])
+    device = prepared.stored.device if isinstance(prepared, DeviceCorpus) else None
+    if prepared is None and spec_parts(spec)[0] == "Flat" and approximate:  # auto's search on a GPU
+        device = search_device(*corpus.shape)
+    if device is not None:
+        return device_knn(queries, corpus, k, device, spec_parts(spec)[2], prepared=prepared)
     if approximate and trained is None:
         trained = train_index(spec, [corpus], corpus.shape[1], centres=[corpus_centre])
     if prepared is None:
