@@ -485,7 +485,7 @@ def encoding(args, device: torch.device, seconds: float) -> dict:
     """Sentences per second of hf_xlsr's ``bf16`` backend against sentence-transformers at its fastest on a GPU,
     the model loaded in bfloat16 (``model_kwargs={"dtype": torch.bfloat16}``), and in float32 for reference,
     interleaved; then mining `mining_sides` en and fr sentences per side, encoded on the GPU and searched by ``mine``
-    (``auto``: on the GPU, `search_device`, from 50,000 a side)."""
+    (``auto``: on the GPU, `index_spec`, from 50,000 a side)."""
     import numpy as np
     from sentence_transformers import SentenceTransformer
 
@@ -520,8 +520,7 @@ def encoding(args, device: torch.device, seconds: float) -> dict:
     result["ratio"] = rate["hf_xlsr_bf16"] / rate["sentence-transformers_bf16"]  # against the peer at its fastest
     print(json.dumps(result), flush=True)
 
-    from hf_xlsr.evaluation.mining import IVF_THRESHOLD, mine
-    from hf_xlsr.evaluation.mining.device import search_device
+    from hf_xlsr.evaluation.mining import index_spec, mine
 
     left = seconds - (time.perf_counter() - started)
     per_side = 300 if args.dry_run else mining_size(left, rate["hf_xlsr_bf16"])
@@ -537,7 +536,7 @@ def encoding(args, device: torch.device, seconds: float) -> dict:
     searched = time.perf_counter() - began
     found = int(np.sum(gold[pairs.source] == pairs.target))
     result["mining"] = {"per_side": per_side, "encode_seconds": encoded, "search_seconds": searched,
-                        "faiss": "GPU" if search_device(per_side, x.shape[1]) and per_side >= IVF_THRESHOLD
+                        "faiss": "GPU" if index_spec(per_side, "auto", x.shape[1]).startswith("Flat|")
                         else f"CPU, {os.cpu_count()} cores", "gold_found": found / per_side}  # fmt: skip
     print(json.dumps(result["mining"]), flush=True)
     return result

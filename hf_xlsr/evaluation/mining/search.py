@@ -290,11 +290,16 @@ def build_index(corpus: np.ndarray, index: str = "auto", block_size: int = 16384
     return built
 
 
+def _device_of(spec: str, corpus) -> torch.device | None:
+    """The device of ``auto``'s search of every vector on a GPU (``Flat|k_factor=…``), None for any other search."""
+    return search_device(*corpus.shape) if spec != "Flat" and spec_parts(spec)[0] == "Flat" else None
+
+
 def prepare(corpus: np.ndarray, index: str, block_size: int = 16384, trained=None, centre=None):
     """What `knn` reads of ``corpus``, made once for any number of blocks of queries: for inverted lists of full
     vectors (`inverted_lists`) its `list_layout`, for ``auto``'s search on a GPU (``Flat|k_factor=…``) its
     `device_corpus`, for any other index that index holding it (`build_index`)."""
-    if spec_parts(index)[0] == "Flat" and index != "Flat" and (device := search_device(*corpus.shape)):
+    if device := _device_of(index, corpus):
         return device_corpus(corpus, device)
     if trained is not None and inverted_lists(trained)[1] is not None:
         return list_layout(corpus, trained, centre, block_size)
@@ -324,12 +329,11 @@ def knn(
     k = min(k, len(corpus))
     query_centre, corpus_centre = centres or (None, None)
     approximate = (spec := index_spec(len(corpus), index, corpus.shape[1])) != "Flat"
-    asked = min(spec_parts(spec)[2] * k, len(corpus)) if approximate else k
+    k_factor = spec_parts(spec)[2]
+    asked = min(k_factor * k, len(corpus)) if approximate else k
     device = prepared.stored.device if isinstance(prepared, DeviceCorpus) else None
-    if prepared is None and spec_parts(spec)[0] == "Flat" and approximate:  # auto's search on a GPU
-        device = search_device(*corpus.shape)
-    if device is not None:
-        return device_knn(queries, corpus, k, device, spec_parts(spec)[2], prepared=prepared)
+    if device or (prepared is None and (device := _device_of(spec, corpus))):
+        return device_knn(queries, corpus, k, device, k_factor, prepared=prepared)
     if approximate and trained is None:
         trained = train_index(spec, [corpus], corpus.shape[1], centres=[corpus_centre])
     if prepared is None:
