@@ -124,14 +124,22 @@ def arm_index(arm: str, size: int, dim: int) -> str:
 
 
 # --rule: the settings auto's rule beyond REDUCED_FROM was chosen among, as faiss strings ({r}: int(sqrt(n)) lists,
-# {p}: auto's probes, a twelfth of them, at most 64; {2p}: twice that)
+# {p}: a twelfth of them, at most 64; a number before r or p multiplies it: {2p} is twice that, {4r} 4 sqrt(n))
 RULE = ["IVF{r},Flat|nprobe={p}", "PCA128,IVF{r},Flat|nprobe={p}", "PCA128,IVF{r},Flat|nprobe={p},k_factor=8",
         "PCA64,IVF{r},Flat|nprobe={p},k_factor=8", "PCA128,IVF{r},Flat|nprobe={2p},k_factor=8"]  # fmt: skip
 
 
-def rule_check(size: int, seed: int) -> list[dict]:
-    """Each setting of `RULE` at ``size`` sentences a side (distractors of ``seed``): the seconds of one direction's
-    search (training included), and recall against exact search as in the scaling (`recall_against_exact`)."""
+def rule_spec(setting: str, size: int) -> str:
+    """A `RULE` setting at ``size`` sentences a side, its ``{r}`` and ``{p}`` (times any number before them) filled."""
+    root = int(np.sqrt(size))
+    value = {"r": root, "p": min(root // 12, 64)}
+    return re.sub(r"\{([\d.]*)([rp])\}", lambda m: str(round(float(m.group(1) or 1) * value[m.group(2)])), setting)
+
+
+def rule_check(size: int, seed: int, settings: list[str]) -> list[dict]:
+    """Each of ``settings`` (`RULE`'s form) at ``size`` sentences a side (distractors of ``seed``): the seconds of one
+    direction's search (training included), and recall against exact search as in the scaling
+    (`recall_against_exact`)."""
     from hf_xlsr.evaluation.mining import exact_knn, knn, side_centre, train_index
 
     source, target, gold = sides(size, seed)
@@ -139,11 +147,9 @@ def rule_check(size: int, seed: int) -> list[dict]:
     rows = queries(gold, size)
     exact = exact_knn(x[rows[0]], y, K)[1]
     centres = (side_centre(x), side_centre(y))
-    root = int(np.sqrt(size))
-    probes = min(root // 12, 64)
     runs = []
-    for setting in RULE:
-        spec = setting.replace("{r}", str(root)).replace("{2p}", str(2 * probes)).replace("{p}", str(probes))
+    for setting in settings:
+        spec = rule_spec(setting, size)
         began = time.perf_counter()
         trained = train_index(spec, (x, y), x.shape[1], centres=centres)
         found = knn(x, y, K, spec, trained=trained, centres=centres)[1][rows[0]]
@@ -343,6 +349,7 @@ def main() -> None:
     parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=["peer", "hf_xlsr"])
     parser.add_argument("--rule", action="store_true", help="the settings of RULE at --sizes instead")
     parser.add_argument("--seed", type=int, default=0, help="with --rule: the distractors' seed")
+    parser.add_argument("--settings", nargs="+", default=RULE, help="with --rule: these settings (RULE's form)")
     parser.add_argument("--report", action="store_true", help="print the table of a results file (--out) and stop")
     parser.add_argument("--figure", help="with --report: also draw the growth figure to this PNG")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -371,7 +378,7 @@ def main() -> None:
 
         faiss.omp_set_num_threads(args.threads)
         for size in args.sizes:
-            for run in rule_check(size, args.seed):
+            for run in rule_check(size, args.seed, args.settings):
                 results.add(run)
                 print(json.dumps(run), flush=True)
         return

@@ -58,7 +58,7 @@ import time
 from pathlib import Path
 
 import torch
-from common import ENCODERS, machine, mean_and_spread, memory_mb, reset_peak
+from common import ENCODERS, machine, mean_and_spread, mean_text, memory_mb, reset_peak
 
 BATCH = 8  # B
 DIMENSION = 384  # the sentence vectors of MiniLM-L6 and of e5-small
@@ -506,17 +506,16 @@ def report(results: dict, timing_rows: dict | None) -> str:
             continue
         arm = chosen[base]
         group = arms[arm]
-        mean, spread, n = mean_and_spread([r["bible"] for r in group])
         first = group[0]
         factor = spec(arm)["lr_factor"]
         root = f" (lr × √{first['batch'] // b})"
         rate = "" if factor == 1 else root if spec(arm)["sqrt_lr"] else f" (lr × {factor:g})"
-        accuracy = f"{100 * mean:.1f}" + (f" ± {100 * spread:.1f}" if n > 1 else "")
+        accuracy = mean_text([r["bible"] for r in group])
         negatives = negatives_per_query(arm, first["batch"], first["queue"])
         tune = 100 * statistics.fmean(r["tune"] for r in group)
         memory = memory_of(t) if t else mean_memory(group)
         lines.append(f"| {LABELS[base]}{rate} | {first['batch']} | {negatives} | {first['steps']} | {accuracy} | "
-                     f"{n} | {tune:.1f} | {memory:.0f} | {speed} |")  # fmt: skip
+                     f"{len(group)} | {tune:.1f} | {memory:.0f} | {speed} |")  # fmt: skip
     return "\n".join(lines)
 
 
@@ -615,8 +614,7 @@ def verdict(results: dict, timing_rows: dict | None) -> str:
     if None not in cached and all("held_mb" in row for row in cached):
         lines.append(cached_queue_memory(*cached, results["setup"]["B"] * ARMS["cmql_8B_K256B"]["queue"]))
     if all("bible_zero_shot" in r["curve"][-1] for a in (ours, peer) for r in arms[a]):
-        zero = {a: mean_and_spread([r["curve"][-1]["bible_zero_shot"] for r in arms[a]]) for a in (ours, peer)}
-        shown = {a: f"{100 * m:.1f}" + (f" ± {100 * sd:.1f}" if n > 1 else "") + "%" for a, (m, sd, n) in zero.items()}
+        shown = {a: mean_text([r["curve"][-1]["bible_zero_shot"] for r in arms[a]]) + "%" for a in (ours, peer)}
         lines.append(f"- the pairs of two languages besides the first (never trained together): {shown[ours]} "
                      f"against {shown[peer]}.")  # fmt: skip
     return "\n".join(lines)

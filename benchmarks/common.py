@@ -129,6 +129,14 @@ def mean_and_spread(values: list[float]) -> tuple[float, float, int]:
     return statistics.fmean(values), spread, len(values)
 
 
+def mean_text(values: list[float], scale: float = 100, places: int = 1, thousands: bool = False) -> str:
+    """``scale`` times the mean of ``values`` and, for more than one value, ± their sample standard deviation, as the
+    report's tables show them (``thousands``: whole numbers with separators)."""
+    mean, spread, n = mean_and_spread(values)
+    form = ",.0f" if thousands else f".{places}f"
+    return f"{scale * mean:{form}}" + (f" ± {scale * spread:{form}}" if n > 1 else "")
+
+
 def print_summary(results: Results, metrics: list[str]) -> None:
     summaries = {metric: results.summary(metric) for metric in metrics}
     arms = list(dict.fromkeys(run["arm"] for run in results.data["runs"]))

@@ -716,7 +716,7 @@ def queue_vs_batch_summary(report: dict) -> str:
     held-out and tuning accuracy, training seconds and peak memory; then the verdict. The best peer is the
     sentence-transformers arm with the highest tuning accuracy; the queue's lead "holds" where it exceeds the larger
     of the two arms' spreads over at least two seeds each, and its memory is given as a multiple of that peer's."""
-    from common import mean_and_spread
+    from common import mean_and_spread, mean_text
 
     rows = [row for row in report["parts"]["queue_vs_batch"]["rows"] if "bible" in row]
     arms = list(dict.fromkeys(row["arm"] for row in rows))
@@ -731,9 +731,8 @@ def queue_vs_batch_summary(report: dict) -> str:
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
     for arm in arms:
         first = next(row for row in rows if row["arm"] == arm)
-        (bible, spread, n), tune, seconds, memory = (stats[arm][k] for k in ("bible", "tune", "train_seconds",
-                                                                            "peak_mb"))  # fmt: skip
-        shown = f"{100 * bible:.2f}" + (f" ± {100 * spread:.2f}" if n > 1 else "")
+        (_, _, n), tune, seconds, memory = (stats[arm][k] for k in ("bible", "tune", "train_seconds", "peak_mb"))
+        shown = mean_text([row["bible"] for row in rows if row["arm"] == arm], places=2)
         lines.append(f"| {arm} | {first['batch']} | {first['queue'] or '—'} | {n} | {shown} | {100 * tune[0]:.2f} | "
                      f"{seconds[0]:.0f} | {memory[0]:,.0f} |")  # fmt: skip
     peers = [arm for arm in arms if arm not in QUEUE_ARMS]

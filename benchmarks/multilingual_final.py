@@ -176,7 +176,7 @@ def score(model, bible, hsk) -> dict:
 def report(path: str) -> list[str]:
     """The Markdown tables of the report from a results file: the arms, each language with English, and the
     zero-shot pairs."""
-    from common import mean_and_spread
+    from common import mean_text
 
     data = json.loads(Path(path).read_text())
     arms = [arm for arm in ORDER if any(run["arm"] == arm for run in data["runs"])]
@@ -187,8 +187,7 @@ def report(path: str) -> list[str]:
         values = [run[key] for run in runs[arm] if key in run]
         if not values:
             return "—"
-        mean, spread, n = mean_and_spread(values)
-        return f"{100 * mean:.2f}" + (f" ± {100 * spread:.2f}" if n > 1 else "")
+        return mean_text(values, places=2)
 
     arms_table = ["| arm | seeds | 21 languages with English | zero-shot pairs | USE-m3's 12 | HSK en-zh | "
                   "languages below the start |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip

@@ -157,6 +157,9 @@ def st_loss_table() -> str:
 def translation_table() -> str:
     """HICTL's translation claim (``claim_hictl.py``, Section 3.2): the fused decoder against the plain one, chrF and
     BLEU per seed."""
+    sys.path.insert(0, str(HERE))
+    from common import mean_text
+
     runs = load("claim_hictl_minilm.json")["runs"]
     lines = ["| arm | seeds | chrF mean ± spread | per seed | BLEU mean ± spread | per seed | train s per run |",
              "| --- | ---: | ---: | --- | ---: | --- | ---: |"]  # fmt: skip
@@ -168,7 +171,7 @@ def translation_table() -> str:
         cells = [label, str(len(rows))]
         for metric in ("chrf", "bleu"):
             values = [run[metric] for run in rows]
-            cells += [f"{statistics.fmean(values):.2f} ± {statistics.stdev(values):.2f}",
+            cells += [mean_text(values, 1, 2),
                       ", ".join(f"{value:.2f}" for value in values)]  # fmt: skip
         seconds = [run["train_seconds"] for run in rows]
         cells.append(f"{min(seconds):,}-{max(seconds):,}")
@@ -180,15 +183,10 @@ def lora_table() -> str:
     """LoRA against full fine-tuning over the learning-rate grid of each (``bench_lora.py``): parameters, the momentum
     encoder's own weights, peak RSS against full fine-tuning at its first rate, retrieval."""
     sys.path.insert(0, str(HERE))
-    from common import mean_and_spread
+    from common import mean_text as stat
 
     data = load("lora.json")
     runs, arms = data["runs"], data["setup"]["arms"]
-
-    def stat(values: list[float], scale: float = 100, places: int = 1, thousands: bool = False) -> str:
-        mean, spread, n = mean_and_spread([scale * v for v in values])
-        number = f"{mean:,.0f}" if thousands else f"{mean:.{places}f}"
-        return number + (f" ± {spread:,.0f}" if thousands else f" ± {spread:.{places}f}") * (n > 1)
 
     def of(arm: str, key: str) -> list[float]:
         return [run[key] for run in sorted(runs, key=lambda run: run["seed"]) if run["arm"] == arm]
@@ -300,7 +298,7 @@ def one_language_coverage_table() -> str:
     return table([run for name in ONE_LANGUAGE_PROBES for run in load(name)["runs"]])
 
 
-def gpu_suite_table(results: str = "gpu_suite.json") -> str:
+def gpu_suite_table(results: str) -> str:
     """A GPU suite's report (``gpu_suite.py``'s own Markdown), its title as a line of text."""
     sys.path.insert(0, str(HERE))
     from gpu_suite import markdown
@@ -338,14 +336,14 @@ def gpu_queue_headline(name: str = "gpu_queue_vs_batch_h200_bf16.json") -> str:
 HEADLINE = ("- best", "- equal compute", "- equal time", "- memory held", "- training memory")
 
 
-def queue_verdict(name: str = "queue_vs_batch.json", headline: bool = False) -> str:
-    """The verdict lines of a queue-against-batch results file, without its table; ``headline``: only the arms,
-    and the verdicts at equal compute, at equal time and on memory."""
+def queue_headline(name: str) -> str:
+    """The headline verdicts of a queue-against-batch results file, without its table: the arms, and the verdicts at
+    equal compute, at equal time and on memory."""
     sys.path.insert(0, str(HERE))
     from bench_queue_vs_batch import timing_of, verdict
 
     lines = verdict(load(name), timing_of(RESULTS / name)).splitlines()
-    return "\n".join(line for line in lines if not headline or line.startswith(HEADLINE)) + "\n"
+    return "\n".join(line for line in lines if line.startswith(HEADLINE)) + "\n"
 
 
 def multilingual_summary(name: str = "multilingual_final.json") -> str:
@@ -642,12 +640,11 @@ def questions_summary() -> str:
     model, the language sampling and the step on 22 languages; the rows whose figures are a whole table name its
     section."""
     sys.path.insert(0, str(HERE))
-    from common import mean_and_spread
+    from common import mean_and_spread, mean_text
     from multilingual_final import LANGUAGES
 
     def stat(runs: list[dict], arm: str, key: str, places: int) -> str:
-        mean, spread, n = mean_and_spread([run[key] for run in runs if run["arm"] == arm and key in run])
-        return f"{100 * mean:.{places}f}" + (f" ± {100 * spread:.{places}f}" if n > 1 else "")
+        return mean_text([run[key] for run in runs if run["arm"] == arm and key in run], places=places)
 
     final = load("multilingual_final.json")["runs"]
     start = next(run for run in final if run["arm"] == "e5-small")
@@ -700,15 +697,14 @@ def claims_summary() -> str:
     """The papers' claims, one row each: what the paper reports, what hf_xlsr measured (from the claims' results
     files), and the verdict its report page reaches."""
     sys.path.insert(0, str(HERE))
-    from common import mean_and_spread
+    from common import mean_and_spread, mean_text
     from scipy.stats import ttest_1samp
 
     def values(name: str, arm: str, key: str = "bible") -> dict[int, float]:
         return {r["seed"]: r[key] for r in load(name)["runs"] if r["arm"] == arm and key in r}
 
     def stat(name: str, arm: str, key: str = "bible", places: int = 1, scale: float = 100) -> str:
-        mean, spread, n = mean_and_spread(list(values(name, arm, key).values()))
-        return f"{scale * mean:.{places}f}" + (f" ± {scale * spread:.{places}f}" if n > 1 else "")
+        return mean_text(list(values(name, arm, key).values()), scale, places)
 
     def mean(name: str, arm: str, key: str = "bible", scale: float = 100) -> float:
         return scale * statistics.fmean(values(name, arm, key).values())
@@ -839,15 +835,11 @@ TABLES: dict[str, Callable[[], str]] = {
     "mining-one-language": one_language_table,
     "mining-one-language-probes": one_language_coverage_table,
     "encoding-full": encoding_full_table,
-    "gpu-suite": gpu_suite_table,
     "gpu-suite-h200": lambda: gpu_suite_table("gpu_suite_h200.json"),
     "gpu-suite-h200-bf16": lambda: gpu_suite_table("gpu_suite_h200_bf16.json"),
     "gpu-queue-seeds": gpu_seed_table,
     "gpu-queue-vs-batch-bf16": gpu_queue_summary,
-    "queue-vs-batch-verdict": queue_verdict,
-    "queue-vs-batch-e5-22-verdict": lambda: queue_verdict("queue_vs_batch_e5_22.json"),
-    "queue-vs-batch-whole-verdict": lambda: queue_verdict("queue_vs_batch_whole.json"),
-    "queue-vs-batch-whole-headline": lambda: queue_verdict("queue_vs_batch_whole.json", headline=True),
+    "queue-vs-batch-whole-headline": lambda: queue_headline("queue_vs_batch_whole.json"),
     "queue-vs-batch-whole": lambda: queue_table("queue_vs_batch_whole.json"),
     "multilingual-summary": multilingual_summary,
     "gpu-step-summary": gpu_step_summary,

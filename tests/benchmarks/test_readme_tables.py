@@ -17,6 +17,7 @@ def test_every_generated_table_matches_its_results_file():
     blocks = {match.group("name") for text in texts for match in readme_tables.BLOCK.finditer(text)}
     assert blocks, "no generated block in README.md or the report (docs/benchmarks/)"
     assert readme_tables.differences() == []
+    assert set(readme_tables.TABLES) - blocks == set(), "a table no document prints"
 
 
 def test_a_typed_figure_in_a_generated_block_is_caught(tmp_path, monkeypatch):
