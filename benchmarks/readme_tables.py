@@ -575,6 +575,52 @@ def gpu_step_summary(name: str = "gpu_suite_h200_bf16.json") -> str:
     return "\n".join(lines) + "\n"
 
 
+def gpu_step_findings(name: str = "gpu_suite_h200_bf16.json") -> str:
+    """What a GPU suite report's step, cached-memory and queue-floor parts show, as the report's bullets: each arm's
+    range of seconds per step and peak memory against MNRL's (or CachedMNRL's) over the encoders and batches."""
+    parts = load(name)["parts"]
+    rows = parts["training_step"]["rows"]
+
+    def span(values) -> str:
+        low, high = min(values), max(values)
+        return f"{low:.2f}" if f"{low:.2f}" == f"{high:.2f}" else f"{low:.2f} to {high:.2f}"
+
+    def ratios(arm: str, **where) -> list[float]:
+        return [row["ratio_to_mnrl"] for row in rows if row["arm"].startswith(arm) and "ratio_to_mnrl" in row
+                and all(row[key] == value for key, value in where.items())]  # fmt: skip
+
+    first = [row for row in rows if row["queue_size"] in (None, 0, 65536)]  # each arm at its first queue size
+    peak = {(row["encoder"], row["batch"], row["arm"]): row["peak_mb"] for row in first}
+    step = {(row["encoder"], row["batch"], row["arm"]): row["seconds_per_step"] for row in first}
+    dual = [row for row in rows if row["arm"].startswith("dual_momentum")]
+    memory = [row["peak_mb"] / peak[(row["encoder"], row["batch"], "mnrl")] for row in dual]
+    groups = [(encoder, batch) for encoder, batch, arm in peak if arm == "cached_mql"]
+    cached = [peak[(*group, "cached_mql")] / peak[(*group, "cached_mnrl")] for group in groups]
+    cached_time = [step[(*group, "cached_mql")] / step[(*group, "cached_mnrl")] for group in groups]
+    lines = [
+        f"- **A `DualMomentumModel` step in bf16 costs {span(ratios('dual_momentum'))} times MNRL's** (one shared "
+        f"encoder: {span(ratios('dual_momentum_shared'))}; one per language: "
+        f"{span(ratios('dual_momentum_per_language'))}), `MomentumQueueLoss`'s {span(ratios('mql'))} times; with "
+        f"65,536 keys at batch 1,024, {span(ratios('dual_momentum', batch=1024, queue_size=65536))}. Its peak memory "
+        f"is {span(memory)} times MNRL's.",
+        f"- **`CachedMomentumQueueLoss` costs {span(cached_time)} times `CachedMultipleNegativesRankingLoss`'s step** "
+        f"(its key encoder's forward in mini-batches on top of GradCache's two passes), at {span(cached)} times its "
+        "peak memory, which holds the queues and the momentum copy",
+    ]
+    if "cached_memory" in parts:
+        held = parts["cached_memory"]
+        lines[-1] += (f" (`cached_memory`: {held['ratio_beyond_queue']:.2f} times CachedMNRL's beyond the queue's "
+                      f"{held['queue_mb']:.0f} MB)")  # fmt: skip
+    lines[-1] += "."
+    if "queue_floor" in parts:
+        floor = parts["queue_floor"]["rows"]
+        lines.append("- **The queue's own time against its floor** (the bfloat16 products of the same shapes, both "
+                     "directions): " + "; ".join(f"{1e3 * row['added_seconds']:.1f} ms added per step at "
+                                                 f"{row['queue_size']:,} keys, {row['times_floor']:.1f} times"
+                                                 for row in floor) + ".")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
 TATOEBA_RUNS = {  # results file -> the model's label
     "tatoeba_e5_all.json": "multilingual-e5-small, offline 4-bit copy (hf_xlsr's start)",
     "tatoeba_e5_bible.json": "multilingual-e5-small, offline 4-bit copy, Bible languages only",
@@ -844,6 +890,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "multilingual-summary": multilingual_summary,
     "gpu-step-summary": gpu_step_summary,
     "gpu-queue-headline": gpu_queue_headline,
+    "gpu-step-findings": gpu_step_findings,
     "tatoeba": tatoeba_table,
     "multilingual-arms": lambda: multilingual_table(0),
     "multilingual-languages": lambda: multilingual_table(1),
