@@ -15,6 +15,7 @@ an arm adds (CachedMNRL's first pass, the momentum encoder's keys, the distillat
 | ``distill`` | multilingual distillation (``make_multilingual``), teacher = the start on the pivot side, ``MSELoss`` |
 | ``mql_K32B`` / ``mql_K256B`` | ``MomentumQueueLoss``, batch B, queue of 32B / 256B keys, momentum 0.99 |
 | ``dmm_K32B`` / ``dmm_K256B`` | ``DualMomentumModel`` under ``XlsrTrainer``, batch B, the same queues |
+| ``contaccum_8B`` | ContAccum (``contaccum.py``): micro-batches of B accumulated to 8B, a memory bank of 64B pairs |
 
 With ``--languages`` naming more than two languages (the Bible's 22: ``en fr de ... zh``) the pairs are
 English-centric, the first language with each other one, stacked and drawn from all of them; every row carries its
@@ -75,6 +76,8 @@ ARMS = {
     "cmql_8B_K256B": {"loss": "cmql", "batch": 8, "queue": 256},
     "dmm_K32B": {"loss": "dmm", "batch": 1, "queue": 32},
     "dmm_K256B": {"loss": "dmm", "batch": 1, "queue": 256},
+    # ContAccum: 8 micro-batches of B per step; a bank of 64 micro-batches (the authors' cache_size B x 8 steps)
+    "contaccum_8B": {"loss": "contaccum", "batch": 8, "queue": 64},
 }
 LABELS = {
     "mnrl_B": "MNRL, batch B",
@@ -88,6 +91,7 @@ LABELS = {
     "cmql_8B_K256B": "CachedMomentumQueueLoss, batch 8B, K = 256B",
     "dmm_K32B": "DualMomentumModel, K = 32B",
     "dmm_K256B": "DualMomentumModel, K = 256B",
+    "contaccum_8B": "ContAccum, batch 8B in micro-batches of B, bank of 64B",
 }
 HF_XLSR = ("mql", "cmql", "dmm")
 LEARNING_RATE_RULES = {"": lambda k: 1.0, "_sqrtlr": math.sqrt, "_klr": float}  # an arm's suffix: its rate x f(k)
@@ -157,10 +161,11 @@ def training_pairs(languages: list[str], seed: int, pairs: int):
 
 
 def training_arguments(
-    steps: int, batch: int, learning_rate: float, output_dir: str, seed: int, bf16: bool = False
+    steps: int, batch: int, learning_rate: float, output_dir: str, seed: int, bf16: bool = False, accumulation: int = 1
 ) -> dict:
     return dict(
-        output_dir=output_dir, max_steps=steps, per_device_train_batch_size=batch, learning_rate=learning_rate,
+        output_dir=output_dir, max_steps=steps, per_device_train_batch_size=batch // accumulation,
+        gradient_accumulation_steps=accumulation, learning_rate=learning_rate,
         bf16=bf16, warmup_steps=max(1, steps // 10), lr_scheduler_type="cosine", weight_decay=1e-4, max_grad_norm=10.0,
         seed=seed, save_strategy="no", report_to="none", disable_tqdm=True, logging_steps=max(1, steps // 8),
         use_cpu=not torch.cuda.is_available(), dataloader_pin_memory=False,
@@ -212,6 +217,7 @@ def build(arm: str, path: str, train, languages: list[str], steps: int, learning
     data = train.select_columns(columns)
     callbacks = []
     extra = {}
+    accumulation = 1
     if ids:  # a verse in several pairs: sentence-transformers' sampler for in-batch negatives keeps it once a batch
         from sentence_transformers.base.sampler import BatchSamplers
 
@@ -220,6 +226,14 @@ def build(arm: str, path: str, train, languages: list[str], steps: int, learning
         loss = losses.MultipleNegativesRankingLoss(model, scale=1 / TEMPERATURE, **both)
     elif s["loss"] == "cmnrl":
         loss = losses.CachedMultipleNegativesRankingLoss(model, scale=1 / TEMPERATURE, mini_batch_size=base, **both)
+    elif s["loss"] == "contaccum":
+        from contaccum import ContAccumLoss
+
+        if ids:  # its bank has no meaning ids: a banked copy of a query's own verse would be its negative
+            raise SystemExit("contaccum: pairs without meaning ids only (two languages)")
+
+        loss = ContAccumLoss(model, bank_batches=s["queue"], scale=1 / TEMPERATURE)
+        accumulation = s["batch"]  # micro-batches of B, one optimizer step per batch
     elif s["loss"] in ("mql", "cmql"):
         options = {"queue_size": base * s["queue"], "momentum": 0.99, "temperature": TEMPERATURE}
         loss = (MomentumQueueLoss(model, **options) if s["loss"] == "mql"
@@ -235,7 +249,7 @@ def build(arm: str, path: str, train, languages: list[str], steps: int, learning
         data = data.add_column("label", [row.tolist() for row in labels])
         loss = losses.MSELoss(model)
     args = SentenceTransformerTrainingArguments(
-        **training_arguments(steps, batch, learning_rate, output_dir, seed, bf16), **extra
+        **training_arguments(steps, batch, learning_rate, output_dir, seed, bf16, accumulation), **extra
     )
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=data, loss=loss, callbacks=callbacks)
 
@@ -467,6 +481,8 @@ def negatives_per_query(arm: str, batch: int, queue: int) -> str:
         return "—"
     if loss == "dmm":
         return f"{queue:,}"  # MoCo-BERT's Eq. 2: the queue holds the negatives
+    if loss == "contaccum":
+        return f"{BATCH - 1 + queue:,}"  # a micro-batch's other rows and the bank
     return f"{batch - 1 + queue:,}"  # the other rows' keys (and the queue)
 
 

@@ -62,6 +62,7 @@ QUEUE_PROPERTY = (
     "tests/test_properties.py::test_the_queue_is_the_reference_after_any_enqueue_commit_rollback_and_wrap_around"
 )
 QUEUE_VS_BATCH = "tests/benchmarks/test_queue_vs_batch.py::"
+CONTACCUM = "tests/benchmarks/test_contaccum.py::"
 CACHED_EXACT = (
     "tests/test_cached_queue_loss.py::"
     "test_the_cached_loss_gives_the_plain_losss_value_gradients_and_queues[symmetric pairs with meaning ids]"
@@ -420,6 +421,16 @@ MUTATIONS = [
              "        trainer, _ = build(arm, path, train, args.languages, steps, args.learning_rate, output_dir, 0, "
              "args.max_length)\n        reset_peak()\n        unbuilt = memory_mb(\"VmRSS\")\n",
              QUEUE_VS_BATCH + "test_the_memory_a_queue_arm_holds_counts_its_momentum_copy"),
+    Mutation("contaccum_bank_one_micro_batch_too_long", "benchmarks/contaccum.py",
+             "self.queries: deque[torch.Tensor] = deque(maxlen=bank_batches)",
+             "self.queries: deque[torch.Tensor] = deque(maxlen=bank_batches + 1)",
+             CONTACCUM + "test_each_micro_batch_is_scored_against_itself_and_the_banked_pairs_of_both_columns"),
+    Mutation("contaccum_bank_keeps_the_gradient_graph", "benchmarks/contaccum.py",
+             "self.queries.append(query.detach())", "self.queries.append(query)",
+             CONTACCUM + "test_each_micro_batch_is_scored_against_itself_and_the_banked_pairs_of_both_columns"),
+    Mutation("contaccum_one_optimizer_step_per_micro_batch", "benchmarks/bench_queue_vs_batch.py",
+             'accumulation = s["batch"]  # micro-batches of B', 'accumulation = 1  # micro-batches of B',
+             CONTACCUM + "test_the_arm_accumulates_micro_batches_of_b_into_one_step_and_keeps_its_bank_across_steps"),
     Mutation("memory_verdict_without_what_is_held", "benchmarks/bench_queue_vs_batch.py",
              'return row.get("held_mb", row["training_mb"])', 'return row["training_mb"]',
              QUEUE_VS_BATCH + "test_the_memory_verdict_prefers_what_an_arm_holds"),
