@@ -290,15 +290,16 @@ def scale_summary(data: dict) -> str:
     return "\n".join(lines) + f"\n\n{goal}\n"
 
 
-def rule_table(data: dict) -> str:
-    """The settings of ``--rule`` at each size: one direction's seconds against auto's full lists, and recall."""
-    lines = ["| sentences per side | index | seconds, one direction | × full lists | "
+def rule_table(data: dict, first: str = "full lists") -> str:
+    """The settings of ``--rule`` at each size: one direction's seconds against the first setting's (``first``
+    names it: `RULE`'s is auto's lists of full vectors), and recall."""
+    lines = [f"| sentences per side | index | seconds, one direction | × {first} | "
              "gold within k: exact | found | neighbours found |",
              "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
     runs = data["runs"]
     for size, seed in sorted({(run["size"], run["seed"]) for run in runs}):
         at = [run for run in runs if (run["size"], run["seed"]) == (size, seed)]
-        base = at[0]["seconds"]  # RULE's first setting: auto's lists of full vectors
+        base = at[0]["seconds"]
         for run in at:
             index = run["index"].replace("|", "\\|")
             sides = "real" if size <= REAL else f"distractors of seed {seed}"

@@ -258,6 +258,15 @@ def mining_scale_rule_table() -> str:
     return rule_table(load("mining_scale_rule.json"))
 
 
+def mining_scale_lists_table() -> str:
+    """More inverted lists, fewer dimensions and more re-scored candidates against `auto`'s rule from 500,000
+    sentences a side (``bench_mining_scale.py --rule --settings ...``; the first row of a size is `auto`'s)."""
+    sys.path.insert(0, str(HERE))
+    from bench_mining_scale import rule_table
+
+    return rule_table(load("mining_scale_lists.json"), "auto's rule")
+
+
 def mining_scale_summary() -> str:
     """README's line per size of the search at scale (``bench_mining_scale.py``)."""
     sys.path.insert(0, str(HERE))
@@ -878,6 +887,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "mining-scale": mining_scale_table,
     "mining-scale-summary": mining_scale_summary,
     "mining-scale-rule": mining_scale_rule_table,
+    "mining-scale-lists": mining_scale_lists_table,
     "mining-one-language": one_language_table,
     "mining-one-language-probes": one_language_coverage_table,
     "encoding-full": encoding_full_table,
