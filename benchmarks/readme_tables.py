@@ -358,7 +358,7 @@ def queue_headline(name: str) -> str:
 def multilingual_summary(name: str = "multilingual_final.json") -> str:
     """The 22-language model against its start and its peers: each arm's mean over seeds (± spread)."""
     sys.path.insert(0, str(HERE))
-    from common import mean_and_spread
+    from common import mean_text
     from multilingual_final import ORDER
 
     runs = load(name)["runs"]
@@ -369,16 +369,51 @@ def multilingual_summary(name: str = "multilingual_final.json") -> str:
 
     def cell(arm: str, key: str) -> str:
         values = [run[key] for run in runs if run["arm"] == arm and key in run]
-        if not values:
-            return "—"
-        mean, spread, n = mean_and_spread(values)
-        return f"{100 * mean:.2f}" + (f" ± {100 * spread:.2f}" if n > 1 else "")
+        return mean_text(values, places=2) if values else "—"
 
     for arm in ORDER:
         seeds = sum(run["arm"] == arm for run in runs)
         if seeds and arm != "use-m3":
             lines.append(f"| {arm} | {seeds} | {cell(arm, 'mean')} | {cell(arm, 'zero_shot')} | {cell(arm, 'hsk')} |")
     return "\n".join(lines) + "\n"
+
+
+def multilingual_paired(name: str = "multilingual_final.json") -> str:
+    """hf_xlsr against MNRL, paired by seed (mean ± spread of the differences, a paired t-test), per figure and per
+    language, and each trained arm against the start, from the 22-language results file."""
+    sys.path.insert(0, str(HERE))
+    from common import mean_and_spread
+    from multilingual_final import LANGUAGES
+    from scipy.stats import ttest_1samp
+
+    runs = load(name)["runs"]
+    by_seed = {arm: {run["seed"]: run for run in runs if run["arm"] == arm} for arm in ("hf_xlsr", "mnrl")}
+    seeds = sorted(set(by_seed["hf_xlsr"]) & set(by_seed["mnrl"]))
+    start = next(run for run in runs if run["arm"] == "e5-small")
+
+    def differences(key: str) -> list[float]:
+        return [100 * (by_seed["hf_xlsr"][seed][key] - by_seed["mnrl"][seed][key]) for seed in seeds]
+
+    def paired(key: str) -> str:
+        mean, spread, _ = mean_and_spread(differences(key))
+        return f"{mean:+.2f} ± {spread:.2f} (p = {ttest_1samp(differences(key), 0).pvalue:.3f})"
+
+    gains = {language: statistics.fmean(differences(language)) for language in LANGUAGES[1:]}
+    order = sorted(gains, key=gains.get)
+    mean = {arm: {language: statistics.fmean(by_seed[arm][seed][language] for seed in seeds)
+                  for language in LANGUAGES[1:]} for arm in by_seed}  # fmt: skip
+    least = min(LANGUAGES[1:], key=lambda language: mean["hf_xlsr"][language] - start[language])
+    below = {arm: sum(mean[arm][language] < start[language] for language in LANGUAGES[1:]) for arm in mean}
+    return "\n".join([
+        f"- hf_xlsr against MNRL, paired by seed ({len(seeds)} seeds), points: the 21 languages {paired('mean')}; "
+        f"the zero-shot pairs {paired('zero_shot')}; HSK {paired('hsk')}.",
+        f"- ahead on {sum(gain > 0 for gain in gains.values())} of the 21 languages; least on "
+        + ", ".join(f"{language} {gains[language]:+.2f}" for language in order[:2]) + "; most on "
+        + ", ".join(f"{language} {gains[language]:+.1f}" for language in order[::-1][:4]) + ".",
+        f"- languages below the start: MNRL {below['mnrl']}, hf_xlsr {below['hf_xlsr']}; hf_xlsr's smallest gain: "
+        f"{least} {100 * (mean['hf_xlsr'][least] - start[least]):+.1f} ({100 * start[least]:.1f} → "
+        f"{100 * mean['hf_xlsr'][least]:.1f}%).",
+    ]) + "\n"  # fmt: skip
 
 
 def multilingual_table(which: int) -> str:
@@ -898,6 +933,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "queue-vs-batch-whole-headline": lambda: queue_headline("queue_vs_batch_whole.json"),
     "queue-vs-batch-whole": lambda: queue_table("queue_vs_batch_whole.json"),
     "multilingual-summary": multilingual_summary,
+    "multilingual-paired": multilingual_paired,
     "gpu-step-summary": gpu_step_summary,
     "gpu-queue-headline": gpu_queue_headline,
     "gpu-step-findings": gpu_step_findings,
