@@ -416,6 +416,33 @@ def multilingual_paired(name: str = "multilingual_final.json") -> str:
     ]) + "\n"  # fmt: skip
 
 
+def sampling_paired(name: str = "multilingual_sampling.json") -> str:
+    """Each sampling arm against the default (α = 0.5, mixed batches), paired by seed: the mean of the four pairs, the
+    zero-shot pairs and the largest pair (fr), mean ± spread of the differences, how many seeds ahead, a paired
+    t-test."""
+    sys.path.insert(0, str(HERE))
+    from common import mean_and_spread
+    from scipy.stats import ttest_1samp
+
+    runs = load(name)["runs"]
+    by_seed = {}
+    for run in runs:
+        by_seed.setdefault(run["arm"], {})[run["seed"]] = run
+    base = by_seed["alpha0.5"]
+    lines = []
+    for arm in ("alpha0.5_one_pair", "alpha1", "alpha0"):
+        seeds = sorted(set(by_seed[arm]) & set(base))
+        cells = []
+        for key, label in (("trained", "mean"), ("zero_shot", "zero-shot"), ("fr", "fr")):
+            differences = [100 * (by_seed[arm][seed][key] - base[seed][key]) for seed in seeds]
+            mean, spread, _ = mean_and_spread(differences)
+            ahead = sum(d > 0 for d in differences)
+            cells.append(f"{label} {mean:+.2f} ± {spread:.2f} (ahead on {ahead} of {len(seeds)} seeds, p = "
+                         f"{ttest_1samp(differences, 0).pvalue:.3f})")  # fmt: skip
+        lines.append(f"- `{arm}` against `alpha0.5`, points: " + "; ".join(cells) + ".")
+    return "\n".join(lines) + "\n"
+
+
 def multilingual_table(which: int) -> str:
     """One of the 22-language tables of ``multilingual_final.py``'s report: 0 the arms, 1 each language with English,
     2 the zero-shot pairs."""
@@ -934,6 +961,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "queue-vs-batch-whole": lambda: queue_table("queue_vs_batch_whole.json"),
     "multilingual-summary": multilingual_summary,
     "multilingual-paired": multilingual_paired,
+    "sampling-paired": sampling_paired,
     "gpu-step-summary": gpu_step_summary,
     "gpu-queue-headline": gpu_queue_headline,
     "gpu-step-findings": gpu_step_findings,
