@@ -443,6 +443,28 @@ def sampling_paired(name: str = "multilingual_sampling.json") -> str:
     return "\n".join(lines) + "\n"
 
 
+def claim_contrasts(name: str, contrasts: list[tuple[str, str]], key: str = "bible") -> str:
+    """Each ``(arm, base)`` of a claim's results file: both means ± spread, the difference paired by seed (mean ±
+    spread, a paired t-test) and whether every seed of one lies above every seed of the other."""
+    sys.path.insert(0, str(HERE))
+    from common import mean_and_spread, mean_text
+    from scipy.stats import ttest_1samp
+
+    runs = load(name)["runs"]
+    lines = []
+    for arm, base in contrasts:
+        a, b = ({run["seed"]: run[key] for run in runs if run["arm"] == side and key in run} for side in (arm, base))
+        differences = [100 * (a[seed] - b[seed]) for seed in a if seed in b]
+        mean, spread, n = mean_and_spread(differences)
+        test = f", p = {ttest_1samp(differences, 0).pvalue:.3f}" if n > 2 else ""
+        apart = (f"every seed above every seed of `{base}`" if min(a.values()) > max(b.values()) else
+                 f"every seed below every seed of `{base}`" if max(a.values()) < min(b.values()) else
+                 "the seeds' ranges meet")  # fmt: skip
+        lines.append(f"- `{arm}` {mean_text(list(a.values()))} against `{base}` {mean_text(list(b.values()))}: "
+                     f"paired {mean:+.1f} ± {spread:.1f} points ({n} seeds{test}); {apart}.")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
 def multilingual_table(which: int) -> str:
     """One of the 22-language tables of ``multilingual_final.py``'s report: 0 the arms, 1 each language with English,
     2 the zero-shot pairs."""
@@ -961,6 +983,31 @@ TABLES: dict[str, Callable[[], str]] = {
     "queue-vs-batch-whole": lambda: queue_table("queue_vs_batch_whole.json"),
     "multilingual-summary": multilingual_summary,
     "multilingual-paired": multilingual_paired,
+    "moco-claim-contrasts": lambda: claim_contrasts(
+        "claim_moco_minilm_en_fr.json",
+        [
+            ("K16B", "K1B"),
+            ("K128B", "K16B"),
+            ("K128B", "mnrl"),
+            ("K1B", "mnrl"),
+            ("K128B", "K128B_m0"),
+            ("K128B", "K128B_tau0.01"),
+            ("K128B", "K128B_tau0.1"),
+            ("K128B", "K128B_m0.999"),
+        ],
+    ),
+    "moco-claim-2e-4-contrasts": lambda: claim_contrasts(
+        "claim_moco_minilm_en_fr_lr2e-4.json",
+        [
+            ("K16B", "K1B"),
+            ("K128B", "K16B"),
+            ("K128B", "mnrl"),
+            ("K1B", "mnrl"),
+            ("K128B", "K128B_tau0.01"),
+            ("K128B", "K128B_tau0.1"),
+            ("K128B", "K128B_m0"),
+        ],
+    ),
     "sampling-paired": sampling_paired,
     "gpu-step-summary": gpu_step_summary,
     "gpu-queue-headline": gpu_queue_headline,
