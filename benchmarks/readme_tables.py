@@ -443,9 +443,11 @@ def sampling_paired(name: str = "multilingual_sampling.json") -> str:
     return "\n".join(lines) + "\n"
 
 
-def claim_contrasts(name: str, contrasts: list[tuple[str, str]], key: str = "bible") -> str:
-    """Each ``(arm, base)`` of a claim's results file: both means ± spread, the difference paired by seed (mean ±
-    spread, a paired t-test) and whether every seed of one lies above every seed of the other."""
+def claim_contrasts(name: str, contrasts: list[tuple[str, str]], keys: tuple[str, ...] = ("bible",),
+                    places: int = 1) -> str:  # fmt: skip
+    """Each ``(arm, base)`` of a claim's results file, on the seeds both ran, for each of ``keys``: both means ±
+    spread, the difference paired by seed (mean ± spread, each seed's, a paired t-test) and whether every seed of one
+    lies above every seed of the other."""
     sys.path.insert(0, str(HERE))
     from common import mean_and_spread, mean_text
     from scipy.stats import ttest_1samp
@@ -453,15 +455,27 @@ def claim_contrasts(name: str, contrasts: list[tuple[str, str]], key: str = "bib
     runs = load(name)["runs"]
     lines = []
     for arm, base in contrasts:
-        a, b = ({run["seed"]: run[key] for run in runs if run["arm"] == side and key in run} for side in (arm, base))
-        differences = [100 * (a[seed] - b[seed]) for seed in a if seed in b]
-        mean, spread, n = mean_and_spread(differences)
-        test = f", p = {ttest_1samp(differences, 0).pvalue:.3f}" if n > 2 else ""
-        apart = (f"every seed above every seed of `{base}`" if min(a.values()) > max(b.values()) else
-                 f"every seed below every seed of `{base}`" if max(a.values()) < min(b.values()) else
-                 "the seeds' ranges meet")  # fmt: skip
-        lines.append(f"- `{arm}` {mean_text(list(a.values()))} against `{base}` {mean_text(list(b.values()))}: "
-                     f"paired {mean:+.1f} ± {spread:.1f} points ({n} seeds{test}); {apart}.")  # fmt: skip
+        for key in keys:
+            a, b = (
+                {run["seed"]: run[key] for run in runs if run["arm"] == side and key in run} for side in (arm, base)
+            )
+            seeds = sorted(set(a) & set(b))
+            a, b = [a[seed] for seed in seeds], [b[seed] for seed in seeds]
+            differences = [100 * (x - y) for x, y in zip(a, b, strict=True)]
+            mean, spread, n = mean_and_spread(differences)
+            each = ", ".join(f"{d:+.{places}f}" for d in differences)
+            test = f"; p = {ttest_1samp(differences, 0).pvalue:.3f}" if n > 2 else ""
+            apart = (
+                f"every seed above every seed of `{base}`"
+                if min(a) > max(b)
+                else f"every seed below every seed of `{base}`"
+                if max(a) < min(b)
+                else "the seeds' ranges meet"
+            )
+            where = f", {({'bible': 'Bible', 'hsk': 'HSK'}).get(key, key)}" if len(keys) > 1 else ""
+            lines.append(f"- `{arm}` against `{base}`{where}: {mean_text(a, places=places)} against "
+                         f"{mean_text(b, places=places)}, paired {mean:+.{places}f} ± {spread:.{places}f} points "
+                         f"({n} seeds: {each}{test}); {apart}.")  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
@@ -983,6 +997,32 @@ TABLES: dict[str, Callable[[], str]] = {
     "queue-vs-batch-whole": lambda: queue_table("queue_vs_batch_whole.json"),
     "multilingual-summary": multilingual_summary,
     "multilingual-paired": multilingual_paired,
+    "moco-e5-en-fr-contrasts": lambda: claim_contrasts(
+        "claim_moco_e5_en_fr.json",
+        [
+            ("K64B_m0.98", "mnrl"),
+            ("K64B_m0.98", "K1B_m0.98"),
+            ("K1B_m0.98", "mnrl"),
+            ("K64B_m0.98", "K64B_m0.98_tau0.01"),
+            ("K64B_m0.98", "K64B_m0.98_tau0.1"),
+            ("K64B_m0.98", "K64B_m0"),
+            ("K64B_m0", "mnrl"),
+        ],
+        places=2,
+    ),  # fmt: skip
+    "moco-e5-en-zh-contrasts": lambda: claim_contrasts(
+        "claim_moco_e5_en_zh.json",
+        [
+            ("K64B_m0.98", "mnrl"),
+            ("K64B_m0.98", "K1B_m0.98"),
+            ("K1B_m0.98", "mnrl"),
+            ("K64B_m0.98", "K64B_m0"),
+            ("K64B_m0.98", "K64B_m0.98_tau0.01"),
+            ("K64B_m0.98", "K64B_m0.98_tau0.1"),
+        ],
+        ("bible", "hsk"),
+        2,
+    ),  # fmt: skip
     "moco-claim-contrasts": lambda: claim_contrasts(
         "claim_moco_minilm_en_fr.json",
         [
