@@ -997,6 +997,33 @@ TABLES: dict[str, Callable[[], str]] = {
     "queue-vs-batch-whole": lambda: queue_table("queue_vs_batch_whole.json"),
     "multilingual-summary": multilingual_summary,
     "multilingual-paired": multilingual_paired,
+    "queue-extension-contrasts": lambda: claim_contrasts(
+        "claim_queue_extension.json",
+        [
+            ("lightweight K=1024", "lightweight K=0"),
+            ("lightweight K=32", "lightweight K=0"),
+            ("lightweight K=1024", "lightweight K=32"),
+            ("cmlm K=512", "cmlm K=0"),
+            ("cmlm K=16", "cmlm K=0"),
+            ("cmlm K=512", "cmlm K=16"),
+            ("hictl K=512", "hictl K=0"),
+            ("hictl K=16", "hictl K=0"),
+            ("hictl K=512", "hictl K=16"),
+        ],
+        places=2,
+    ),  # fmt: skip
+    "queue-extension-2e-4-contrasts": lambda: claim_contrasts(
+        "claim_queue_extension_lr2e-4.json",
+        [
+            ("cmlm K=512", "cmlm K=0"),
+            ("cmlm K=16", "cmlm K=0"),
+            ("cmlm K=512", "cmlm K=16"),
+            ("hictl K=512", "hictl K=0"),
+            ("hictl K=16", "hictl K=0"),
+            ("hictl K=512", "hictl K=16"),
+        ],
+        places=2,
+    ),  # fmt: skip
     "moco-e5-en-fr-contrasts": lambda: claim_contrasts(
         "claim_moco_e5_en_fr.json",
         [
