@@ -474,8 +474,9 @@ def claim_contrasts(name: str, contrasts: list[tuple[str, str]], keys: tuple[str
             )
             where = f", {({'bible': 'Bible', 'hsk': 'HSK'}).get(key, key)}" if len(keys) > 1 else ""
             lines.append(f"- `{arm}` against `{base}`{where}: {mean_text(a, places=places)} against "
-                         f"{mean_text(b, places=places)}, paired {mean:+.{places}f} ± {spread:.{places}f} points "
-                         f"({n} seeds: {each}{test}); {apart}.")  # fmt: skip
+                         f"{mean_text(b, places=places)}, paired {mean:+.{places}f}"
+                         + (f" ± {spread:.{places}f}" if n > 1 else "")
+                         + f" points ({n} seed{'s' * (n > 1)}: {each}{test}); {apart}.")  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
@@ -997,6 +998,28 @@ TABLES: dict[str, Callable[[], str]] = {
     "queue-vs-batch-whole": lambda: queue_table("queue_vs_batch_whole.json"),
     "multilingual-summary": multilingual_summary,
     "multilingual-paired": multilingual_paired,
+    "lightweight-contrasts": lambda: claim_contrasts(
+        "claim_lightweight.json",
+        [
+            ("ugt+align", "ugt"),
+            ("ugt+align+sim", "ugt+align"),
+            ("ugt+align+sim@sim_weight=0.0625", "ugt+align+sim"),
+            ("ugt+align+sim@sim_weight=0.0625", "ugt+align"),
+        ],
+        places=2,
+    ),  # fmt: skip
+    "lightweight-long-contrasts": lambda: claim_contrasts(
+        "claim_lightweight_long.json", [("mlm_xtr", "ugt"), ("ugt", "xtr"), ("xtr", "smlm"), ("smlm", "mlm")], places=2
+    ),
+    "lightweight-fullsize-contrasts": lambda: claim_contrasts(
+        "claim_lightweight_fullsize.json",
+        [
+            ("ugt+align+sim", "ugt+align"),
+            ("ugt+align+sim@sim_weight=0.015625", "ugt+align+sim"),
+            ("ugt+align+sim@sim_weight=0.015625", "ugt+align"),
+        ],
+        places=2,
+    ),  # fmt: skip
     "queue-extension-contrasts": lambda: claim_contrasts(
         "claim_queue_extension.json",
         [
