@@ -443,37 +443,52 @@ def sampling_paired(name: str = "multilingual_sampling.json") -> str:
     return "\n".join(lines) + "\n"
 
 
-def claim_contrasts(name: str, contrasts: list[tuple[str, str]], keys: tuple[str, ...] = ("bible",),
+def claim_contrasts(name: str, contrasts: list[tuple[str, ...]], keys: tuple[str, ...] = ("bible",),
                     places: int = 1) -> str:  # fmt: skip
-    """Each ``(arm, base)`` of a claim's results file, on the seeds both ran, for each of ``keys``: both means ±
-    spread, the difference paired by seed (mean ± spread, each seed's, a paired t-test) and whether every seed of one
-    lies above every seed of the other."""
+    """Each ``(arm, base)`` of a claim's results file, on the seeds both ran, for each of ``keys`` (or each ``(arm,
+    key, base, base_key)``: two figures, of one arm or two): both means ± spread, the difference paired by seed (mean
+    ± spread, each seed's, a paired t-test) and whether every seed of one lies above every seed of the other."""
     sys.path.insert(0, str(HERE))
     from common import mean_and_spread, mean_text
     from scipy.stats import ttest_1samp
 
     runs = load(name)["runs"]
+    names = {
+        "bible": "Bible",
+        "hsk": "HSK",
+        "probe_en2en": "English probe",
+        "probe_en2fr": "cross-lingual probe",
+        "adjacent_retrieval": "adjacent-verse retrieval",
+        "bible_with_pcr": "Bible retrieval after PCR",
+        "own_language_top1_before_pcr": "before",
+        "own_language_top1_after_pcr": "own-language share after PCR",
+    }
     lines = []
-    for arm, base in contrasts:
-        for key in keys:
-            a, b = (
-                {run["seed"]: run[key] for run in runs if run["arm"] == side and key in run} for side in (arm, base)
-            )
+    for contrast in contrasts:
+        pairs = [(contrast[0], key, contrast[1], key) for key in keys] if len(contrast) == 2 else [contrast]
+        for arm, key, base, base_key in pairs:
+            a, b = ({run["seed"]: run[k] for run in runs if run["arm"] == side and k in run}
+                    for side, k in ((arm, key), (base, base_key)))  # fmt: skip
             seeds = sorted(set(a) & set(b))
             a, b = [a[seed] for seed in seeds], [b[seed] for seed in seeds]
             differences = [100 * (x - y) for x, y in zip(a, b, strict=True)]
             mean, spread, n = mean_and_spread(differences)
             each = ", ".join(f"{d:+.{places}f}" for d in differences)
             test = f"; p = {ttest_1samp(differences, 0).pvalue:.3f}" if n > 2 else ""
+            if key != base_key:  # two figures: named after their arms
+                left = f"`{arm}` {names.get(key, key)}"
+                right = names.get(base_key, base_key) if base == arm else f"`{base}` {names.get(base_key, base_key)}"
+            else:
+                left, right = f"`{arm}`", f"`{base}`"
+                left += f", {names.get(key, key)}" if len(keys) > 1 else ""
             apart = (
-                f"every seed above every seed of `{base}`"
+                "every seed above every seed of the other"
                 if min(a) > max(b)
-                else f"every seed below every seed of `{base}`"
+                else "every seed below every seed of the other"
                 if max(a) < min(b)
                 else "the seeds' ranges meet"
             )
-            where = f", {({'bible': 'Bible', 'hsk': 'HSK'}).get(key, key)}" if len(keys) > 1 else ""
-            lines.append(f"- `{arm}` against `{base}`{where}: {mean_text(a, places=places)} against "
+            lines.append(f"- {left} against {right}: {mean_text(a, places=places)} against "
                          f"{mean_text(b, places=places)}, paired {mean:+.{places}f}"
                          + (f" ± {spread:.{places}f}" if n > 1 else "")
                          + f" points ({n} seed{'s' * (n > 1)}: {each}{test}); {apart}.")  # fmt: skip
@@ -998,6 +1013,38 @@ TABLES: dict[str, Callable[[], str]] = {
     "queue-vs-batch-whole": lambda: queue_table("queue_vs_batch_whole.json"),
     "multilingual-summary": multilingual_summary,
     "multilingual-paired": multilingual_paired,
+    "cmlm-part-a-contrasts": lambda: claim_contrasts(
+        "claim_cmlm.json", [("cmlm", "mlm")], ("probe_en2en", "probe_en2fr", "adjacent_retrieval")
+    ),
+    "cmlm-one-decay-contrasts": lambda: claim_contrasts(
+        "claim_cmlm.json",
+        [
+            ("schedule cmlm+br", "schedule cmlm->br"),
+            ("schedule cmlm->cmlm+br", "schedule cmlm->br"),
+            *(
+                (arm, "own_language_top1_after_pcr", arm, "own_language_top1_before_pcr")
+                for arm in ("schedule cmlm+br", "schedule cmlm->br", "schedule cmlm->cmlm+br")
+            ),
+            *(
+                (arm, "bible_with_pcr", arm, "bible")
+                for arm in ("schedule cmlm+br", "schedule cmlm->br", "schedule cmlm->cmlm+br")
+            ),
+        ],
+    ),  # fmt: skip
+    "cmlm-per-stage-contrasts": lambda: claim_contrasts(
+        "claim_cmlm.json",
+        [
+            ("schedule cmlm->br per-stage lr 600+300", "schedule br 300"),
+            ("schedule cmlm->br per-stage lr 600+900", "schedule br 900"),
+            ("schedule cmlm->cmlm+br per-stage lr 600+900", "schedule cmlm->br per-stage lr 600+900"),
+            ("schedule cmlm->cmlm+br per-stage lr 600+900", "schedule br 900"),
+            ("schedule cmlm->br per-stage lr 2000+900", "schedule cmlm->br per-stage lr 600+900"),
+            ("schedule cmlm->br per-stage lr 2000+900", "schedule br 900"),
+            ("schedule cmlm->cmlm+br per-stage lr 2000+900", "schedule cmlm->br per-stage lr 2000+900"),
+            ("schedule cmlm->br per-stage lr 4000+900", "schedule cmlm->br per-stage lr 2000+900"),
+            ("schedule cmlm->br per-stage lr 4000+900", "schedule br 900"),
+        ],
+    ),  # fmt: skip
     "lightweight-contrasts": lambda: claim_contrasts(
         "claim_lightweight.json",
         [
