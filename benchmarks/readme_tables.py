@@ -444,7 +444,7 @@ def sampling_paired(name: str = "multilingual_sampling.json") -> str:
 
 
 def claim_contrasts(name: str, contrasts: list[tuple[str, ...]], keys: tuple[str, ...] = ("bible",),
-                    places: int = 1) -> str:  # fmt: skip
+                    places: int = 1, scale: float = 100) -> str:  # fmt: skip
     """Each ``(arm, base)`` of a claim's results file, on the seeds both ran, for each of ``keys`` (or each ``(arm,
     key, base, base_key)``: two figures, of one arm or two): both means ± spread, the difference paired by seed (mean
     ± spread, each seed's, a paired t-test) and whether every seed of one lies above every seed of the other."""
@@ -462,6 +462,8 @@ def claim_contrasts(name: str, contrasts: list[tuple[str, ...]], keys: tuple[str
         "bible_with_pcr": "Bible retrieval after PCR",
         "own_language_top1_before_pcr": "before",
         "own_language_top1_after_pcr": "own-language share after PCR",
+        "chrf": "chrF",
+        "bleu": "BLEU",
     }
     lines = []
     for contrast in contrasts:
@@ -471,7 +473,7 @@ def claim_contrasts(name: str, contrasts: list[tuple[str, ...]], keys: tuple[str
                     for side, k in ((arm, key), (base, base_key)))  # fmt: skip
             seeds = sorted(set(a) & set(b))
             a, b = [a[seed] for seed in seeds], [b[seed] for seed in seeds]
-            differences = [100 * (x - y) for x, y in zip(a, b, strict=True)]
+            differences = [scale * (x - y) for x, y in zip(a, b, strict=True)]
             mean, spread, n = mean_and_spread(differences)
             each = ", ".join(f"{d:+.{places}f}" for d in differences)
             test = f"; p = {ttest_1samp(differences, 0).pvalue:.3f}" if n > 2 else ""
@@ -488,8 +490,8 @@ def claim_contrasts(name: str, contrasts: list[tuple[str, ...]], keys: tuple[str
                 if max(a) < min(b)
                 else "the seeds' ranges meet"
             )
-            lines.append(f"- {left} against {right}: {mean_text(a, places=places)} against "
-                         f"{mean_text(b, places=places)}, paired {mean:+.{places}f}"
+            lines.append(f"- {left} against {right}: {mean_text(a, scale, places)} against "
+                         f"{mean_text(b, scale, places)}, paired {mean:+.{places}f}"
                          + (f" ± {spread:.{places}f}" if n > 1 else "")
                          + f" points ({n} seed{'s' * (n > 1)}: {each}{test}); {apart}.")  # fmt: skip
     return "\n".join(lines) + "\n"
@@ -1013,6 +1015,34 @@ TABLES: dict[str, Callable[[], str]] = {
     "queue-vs-batch-whole": lambda: queue_table("queue_vs_batch_whole.json"),
     "multilingual-summary": multilingual_summary,
     "multilingual-paired": multilingual_paired,
+    "hictl-small-contrasts": lambda: claim_contrasts(
+        "claim_hictl.json",
+        [
+            ("tlm+ls", "tlm"),
+            ("tlm+ls+lw", "tlm+ls"),
+            ("tlm+ls_tau0.05", "tlm+ls"),
+            ("tlm+ls+lw_tau0.05", "tlm+ls_tau0.05"),
+        ],
+        places=2,
+    ),
+    "hictl-minilm-contrasts": lambda: claim_contrasts(
+        "claim_hictl_minilm.json",
+        [
+            ("tlm+ls", "tlm"),
+            ("tlm+ls+lw", "tlm+ls"),
+            ("tlm+ls_tau0.05", "tlm+ls"),
+            ("tlm+ls+lw_tau0.05", "tlm+ls_tau0.05"),
+        ],
+        ("bible", "probe_en2en", "probe_en2fr"),
+        2,
+    ),
+    "hictl-translation-contrasts": lambda: claim_contrasts(
+        "claim_hictl_minilm.json",
+        [("translation with fusion", "translation without fusion")],
+        ("chrf", "bleu"),
+        2,
+        1,
+    ),
     "cmlm-part-a-contrasts": lambda: claim_contrasts(
         "claim_cmlm.json", [("cmlm", "mlm")], ("probe_en2en", "probe_en2fr", "adjacent_retrieval")
     ),
