@@ -463,6 +463,8 @@ def claim_contrasts(name: str, contrasts: list[tuple[str, ...]], keys: tuple[str
         "own_language_top1_before_pcr": "before",
         "own_language_top1_after_pcr": "own-language share after PCR",
         "chrf": "chrF",
+        "bible_en2fr": "en→fr",
+        "bible_fr2en": "fr→en",
         "bleu": "BLEU",
     }
     lines = []
@@ -1015,6 +1017,17 @@ TABLES: dict[str, Callable[[], str]] = {
     "queue-vs-batch-whole": lambda: queue_table("queue_vs_batch_whole.json"),
     "multilingual-summary": multilingual_summary,
     "multilingual-paired": multilingual_paired,
+    "lightweight-lsim-h100-contrasts": lambda: claim_contrasts(
+        "claim_lightweight_fullsize_h100.json",
+        [("ugt+align+sim@sim_weight=0.015625", "ugt+align"), ("ugt+align+sim", "ugt+align")],
+        ("bible", "bible_en2fr", "bible_fr2en", "probe_en2en", "probe_en2fr"),
+        2,
+    ),
+    "lightweight-table6-h100-contrasts": lambda: claim_contrasts(
+        "claim_lightweight_table6_h100.json",
+        [("mlm_xtr", "ugt"), ("ugt", "xtr"), ("xtr", "mlm"), ("mlm", "smlm")],
+        places=2,
+    ),
     "hictl-small-contrasts": lambda: claim_contrasts(
         "claim_hictl.json",
         [
