@@ -233,7 +233,6 @@ def mining_table(name: str) -> str:
 
     make = {"sweep": (bench_mining_search.sweep_table, "mining_search_sweep.json"),
             "scaling": (bench_mining_search.scaling_table, "mining_search.json"),
-            "scaling-earlier-rule": (bench_mining_search.scaling_table, "mining_search_earlier_rule.json"),
             "summary": (bench_mining_search.summary_table, "mining_search.json"),
             "stages": (bench_mining_search.stages_table, "mining_search_stages.json"),
             "e2e": (bench_mining_e2e.e2e_table, "mining_e2e.json")}  # fmt: skip
@@ -997,7 +996,6 @@ TABLES: dict[str, Callable[[], str]] = {
     "hictl-translation": translation_table,
     "mining-sweep": lambda: mining_table("sweep"),
     "mining-scaling": lambda: mining_table("scaling"),
-    "mining-scaling-earlier-rule": lambda: mining_table("scaling-earlier-rule"),
     "mining-summary": lambda: mining_table("summary"),
     "mining-stages": lambda: mining_table("stages"),
     "mining-e2e": lambda: mining_table("e2e"),
