@@ -26,7 +26,8 @@ sentence twice. The figure is then each language against the first, both ways, a
 (``retrieval_zero_shot_accuracy``, the pairs of two other languages, is kept beside it).
 
 An arm name may end in ``_sqrtlr``: the learning rate times sqrt(batch / B), the usual rule for Adam at a larger
-batch; which rule a large-batch arm keeps is chosen on ``tune`` (1,000 held-out pairs the reported ``bible`` figure
+batch (``_klr``: times batch / B; ``_invsqrtlr`` and ``_tenthlr``: divided by sqrt(batch / B), and a tenth); which rule
+a large-batch arm keeps is chosen on ``tune`` (1,000 held-out pairs the reported ``bible`` figure
 does not use: rows 1,000 to 1,999 of the same draw).
 
 Accuracy is measured inside each run at a quarter, half, three quarters and the whole of the budget (the points of
@@ -94,18 +95,26 @@ LABELS = {
     "contaccum_8B": "ContAccum, batch 8B in micro-batches of B, bank of 64B",
 }
 HF_XLSR = ("mql", "cmql", "dmm")
-LEARNING_RATE_RULES = {"": lambda k: 1.0, "_sqrtlr": math.sqrt, "_klr": float}  # an arm's suffix: its rate x f(k)
+# an arm's suffix: its rate x f(k) for a batch k times B (``_invsqrtlr`` and ``_tenthlr``: below the base rate, for a
+# peer that diverges at it; 2e-5, a tenth of it, is the rate ContAccum's authors train BERT with)
+LEARNING_RATE_RULES = {"": lambda k: 1.0, "_sqrtlr": math.sqrt, "_klr": float,
+                       "_invsqrtlr": lambda k: 1 / math.sqrt(k), "_tenthlr": lambda k: 0.1}  # fmt: skip
 
 
 def spec(arm: str) -> dict:
     """An arm's settings: its base arm's, and ``lr_factor``, the learning rate's multiple for a batch k times B
-    (``_sqrtlr``: sqrt(k), ``_klr``: k, no suffix: 1)."""
-    suffix = next((s for s in ("_sqrtlr", "_klr") if arm.endswith(s)), "")
+    (``LEARNING_RATE_RULES``: ``_sqrtlr`` sqrt(k), ``_klr`` k, ``_invsqrtlr`` 1 / sqrt(k), ``_tenthlr`` 0.1, no
+    suffix 1), and ``rate``, how the report names it."""
+    suffix = next((s for s in LEARNING_RATE_RULES if s and arm.endswith(s)), "")
     base = arm.removesuffix(suffix) if suffix else arm
     if base not in ARMS:
-        raise SystemExit(f"unknown arm {arm!r}: one of {', '.join(ARMS)}, optionally followed by _sqrtlr or _klr")
-    return {**ARMS[base], "base": base, "sqrt_lr": suffix == "_sqrtlr",
-            "lr_factor": LEARNING_RATE_RULES[suffix](ARMS[base]["batch"])}  # fmt: skip
+        raise SystemExit(f"unknown arm {arm!r}: one of {', '.join(ARMS)}, optionally followed by one of "
+                         f"{', '.join(filter(None, LEARNING_RATE_RULES))}")  # fmt: skip
+    k = ARMS[base]["batch"]
+    rate = {"": "", "_sqrtlr": f" (lr × √{k})", "_klr": f" (lr × {k})", "_invsqrtlr": f" (lr ÷ √{k})",
+            "_tenthlr": " (lr ÷ 10)"}[suffix]  # fmt: skip
+    return {**ARMS[base], "base": base, "rate": rate,
+            "lr_factor": LEARNING_RATE_RULES[suffix](k)}  # fmt: skip
 
 
 class EncoderCounter:
@@ -523,9 +532,7 @@ def report(results: dict, timing_rows: dict | None) -> str:
         arm = chosen[base]
         group = arms[arm]
         first = group[0]
-        factor = spec(arm)["lr_factor"]
-        root = f" (lr × √{first['batch'] // b})"
-        rate = "" if factor == 1 else root if spec(arm)["sqrt_lr"] else f" (lr × {factor:g})"
+        rate = spec(arm)["rate"]
         accuracy = mean_text([r["bible"] for r in group])
         negatives = negatives_per_query(arm, first["batch"], first["queue"])
         tune = 100 * statistics.fmean(r["tune"] for r in group)

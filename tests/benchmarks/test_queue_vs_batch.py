@@ -145,10 +145,20 @@ def test_the_cached_queue_arm_and_the_learning_rate_grid(bench, minilm, tmp_path
     loss = trainer.compute_loss_func or trainer.loss
     assert isinstance(loss, CachedMomentumQueueLoss) and loss.mini_batch_size == 4 and loss.queue_size == 4 * 256
     assert trainer.args.per_device_train_batch_size == 32 and trainer.args.learning_rate == pytest.approx(8e-4)
-    assert [bench.spec(f"cmnrl_32B{s}")["lr_factor"] for s in ("", "_sqrtlr", "_klr")] == [
+    rules = ("", "_sqrtlr", "_klr", "_invsqrtlr", "_tenthlr")
+    assert [bench.spec(f"cmnrl_32B{s}")["lr_factor"] for s in rules] == [
         1,
         pytest.approx(32**0.5),
         32,
+        pytest.approx(32**-0.5),
+        pytest.approx(0.1),
+    ]
+    assert [bench.spec(f"contaccum_8B{s}")["rate"] for s in rules] == [
+        "",
+        " (lr × √8)",
+        " (lr × 8)",
+        " (lr ÷ √8)",
+        " (lr ÷ 10)",
     ]
 
 
