@@ -421,6 +421,10 @@ MUTATIONS = [
              "        trainer, _ = build(arm, path, train, args.languages, steps, args.learning_rate, output_dir, 0, "
              "args.max_length)\n        reset_peak()\n        unbuilt = memory_mb(\"VmRSS\")\n",
              QUEUE_VS_BATCH + "test_the_memory_a_queue_arm_holds_counts_its_momentum_copy"),
+    Mutation("contrasts_paired_over_sorted_values", "benchmarks/readme_tables.py",
+             "a, b = [a[seed] for seed in seeds], [b[seed] for seed in seeds]",
+             "a, b = sorted(a.values()), sorted(b.values())",
+             "tests/benchmarks/test_readme_tables.py::test_a_claims_contrast_pairs_runs_by_seed_on_the_seeds_both_arms_ran"),
     Mutation("contaccum_bank_one_micro_batch_too_long", "benchmarks/contaccum.py",
              "self.queries: deque[torch.Tensor] = deque(maxlen=bank_batches)",
              "self.queries: deque[torch.Tensor] = deque(maxlen=bank_batches + 1)",

@@ -77,3 +77,26 @@ def test_a_claim_table_summarises_each_arms_first_seeds(monkeypatch):
     assert table[1:] == ["| --- | --- | ---: | ---: | --- | --- |",
                          "| `a` | first | 2 | 62.5 ± 3.5 | 60, 65 | 1,000, 1,200 |",
                          "| `b` | second | 1 | 12.3 | 12.3 | 90 |"]  # fmt: skip
+
+
+def test_a_claims_contrast_pairs_runs_by_seed_on_the_seeds_both_arms_ran(tmp_path, monkeypatch):
+    """The paired difference is taken seed by seed over the seeds both arms ran (not over sorted values, not over one
+    arm's extra seeds), checked against scipy's paired t-test and by hand."""
+    sys.path.insert(0, str(BENCHMARKS))
+    import json
+
+    import readme_tables
+    from scipy.stats import ttest_rel
+
+    a = {0: 0.70, 1: 0.60, 2: 0.75, 3: 0.10}  # seed 3: this arm only
+    b = {0: 0.65, 1: 0.62, 2: 0.66}
+    runs = [{"arm": "a", "seed": s, "bible": v} for s, v in a.items()] + [
+        {"arm": "b", "seed": s, "bible": v} for s, v in b.items()
+    ]
+    (tmp_path / "claim.json").write_text(json.dumps({"runs": runs}))
+    monkeypatch.setattr(readme_tables, "RESULTS", tmp_path)
+    line = readme_tables.claim_contrasts("claim.json", [("a", "b")], places=2)
+    # by hand: +5, -2 and +9 points, mean 4, sample standard deviation sqrt((1 + 36 + 25) / 2) = 5.57
+    assert "paired +4.00 ± 5.57 points (3 seeds: +5.00, -2.00, +9.00" in line
+    assert f"p = {ttest_rel([a[s] for s in (0, 1, 2)], [b[s] for s in (0, 1, 2)]).pvalue:.3f}" in line
+    assert "68.33 ± 7.64 against 64.33 ± 2.08" in line and "the seeds' ranges meet" in line
