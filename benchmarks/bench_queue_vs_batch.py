@@ -111,10 +111,10 @@ def spec(arm: str) -> dict:
         raise SystemExit(f"unknown arm {arm!r}: one of {', '.join(ARMS)}, optionally followed by one of "
                          f"{', '.join(filter(None, LEARNING_RATE_RULES))}")  # fmt: skip
     k = ARMS[base]["batch"]
+    factor = LEARNING_RATE_RULES[suffix](k)
     rate = {"": "", "_sqrtlr": f" (lr × √{k})", "_klr": f" (lr × {k})", "_invsqrtlr": f" (lr ÷ √{k})",
-            "_tenthlr": " (lr ÷ 10)"}[suffix]  # fmt: skip
-    return {**ARMS[base], "base": base, "rate": rate,
-            "lr_factor": LEARNING_RATE_RULES[suffix](k)}  # fmt: skip
+            "_tenthlr": " (lr ÷ 10)"}[suffix] if factor != 1 else ""  # fmt: skip
+    return {**ARMS[base], "base": base, "rate": rate, "lr_factor": factor}
 
 
 class EncoderCounter:
