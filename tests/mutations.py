@@ -425,6 +425,10 @@ MUTATIONS = [
              "a, b = [a[seed] for seed in seeds], [b[seed] for seed in seeds]",
              "a, b = sorted(a.values()), sorted(b.values())",
              "tests/benchmarks/test_readme_tables.py::test_a_claims_contrast_pairs_runs_by_seed_on_the_seeds_both_arms_ran"),
+    Mutation("rule_probes_uncapped", "benchmarks/bench_mining_scale.py",
+             'value = {"r": root, "p": min(root // 12, 64)}', 'value = {"r": root, "p": root // 12}',
+             "tests/benchmarks/test_bench_mining_scale.py::"
+             "test_a_rule_setting_fills_its_lists_and_probes_and_their_multiples"),
     Mutation("contaccum_bank_one_micro_batch_too_long", "benchmarks/contaccum.py",
              "self.queries: deque[torch.Tensor] = deque(maxlen=bank_batches)",
              "self.queries: deque[torch.Tensor] = deque(maxlen=bank_batches + 1)",

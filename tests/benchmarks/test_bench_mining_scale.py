@@ -64,3 +64,12 @@ def test_the_goal_is_half_the_time_and_memory_and_a_point_of_recall(bench, secon
     peer = {"seconds": 100, "peak_added_mb": 200}
     ours = {"seconds": seconds, "peak_added_mb": memory, "exact_gold_within_k": 1.0, "gold_within_k": within}
     assert bench.verdict(ours, peer) == reading
+
+
+def test_a_rule_setting_fills_its_lists_and_probes_and_their_multiples(bench):
+    """``{r}`` is int(sqrt(n)) lists, ``{p}`` a twelfth of them capped at 64, a number before either multiplies it: at
+    700,000 sqrt(n) = 836.7, a twelfth of 836 is 69, capped to 64."""
+    setting = "PCA128,IVF{2r},Flat|nprobe={1.5p},k_factor=8"
+    assert bench.rule_spec(setting, 700_000) == "PCA128,IVF1672,Flat|nprobe=96,k_factor=8"
+    assert bench.rule_spec("IVF{r},Flat|nprobe={p}", 150_000) == "IVF387,Flat|nprobe=32"  # 387 // 12 = 32
+    assert bench.rule_spec("IVF{4r},Flat|nprobe={0.75p}", 150_000) == "IVF1548,Flat|nprobe=24"
