@@ -20,18 +20,23 @@ from common import mean_and_spread
 from scipy.stats import ttest_rel
 
 
-def paired(runs: list[dict], arm: str, baseline: str, metric: str) -> dict[int, tuple[float, float]]:
-    """``{seed: (arm's metric, baseline's metric)}`` over the seeds both arms ran."""
-    by_arm: dict[str, dict[int, float]] = {arm: {}, baseline: {}}
+def paired(
+    runs: list[dict], arm: str, baseline: str, metric: str, baseline_metric: str | None = None
+) -> dict[int, tuple[float, float]]:
+    """``{seed: (arm's metric, baseline's metric)}`` over the seeds both arms ran; ``baseline_metric``: another figure
+    of the baseline (of the same arm: one figure against another, run by run)."""
+    sides = ((arm, metric), (baseline, baseline_metric or metric))
+    by_side: list[dict[int, float]] = [{}, {}]
     for run in runs:
-        if run["arm"] in by_arm and metric in run:
-            by_arm[run["arm"]][run["seed"]] = run[metric]
-    for name, values in by_arm.items():
+        for values, (name, key) in zip(by_side, sides, strict=True):
+            if run["arm"] == name and key in run:
+                values[run["seed"]] = run[key]
+    for values, (name, key) in zip(by_side, sides, strict=True):
         if not values:
             known = sorted({run["arm"] for run in runs})
-            raise SystemExit(f"compare.py: no run of arm {name!r} with metric {metric!r}; arms in the file: {known}")
-    seeds = sorted(by_arm[arm].keys() & by_arm[baseline].keys())
-    return {seed: (by_arm[arm][seed], by_arm[baseline][seed]) for seed in seeds}
+            raise SystemExit(f"compare.py: no run of arm {name!r} with metric {key!r}; arms in the file: {known}")
+    seeds = sorted(by_side[0].keys() & by_side[1].keys())
+    return {seed: (by_side[0][seed], by_side[1][seed]) for seed in seeds}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -382,30 +382,31 @@ def multilingual_paired(name: str = "multilingual_final.json") -> str:
     language, and each trained arm against the start, from the 22-language results file."""
     sys.path.insert(0, str(HERE))
     from common import mean_and_spread
+    from compare import paired
     from multilingual_final import LANGUAGES
     from scipy.stats import ttest_1samp
 
     runs = load(name)["runs"]
-    by_seed = {arm: {run["seed"]: run for run in runs if run["arm"] == arm} for arm in ("hf_xlsr", "mnrl")}
-    seeds = sorted(set(by_seed["hf_xlsr"]) & set(by_seed["mnrl"]))
     start = next(run for run in runs if run["arm"] == "e5-small")
+    pairs = {key: paired(runs, "hf_xlsr", "mnrl", key) for key in ("mean", "zero_shot", "hsk", *LANGUAGES[1:])}
+    seeds = list(pairs["mean"])
 
     def differences(key: str) -> list[float]:
-        return [100 * (by_seed["hf_xlsr"][seed][key] - by_seed["mnrl"][seed][key]) for seed in seeds]
+        return [100 * (a - b) for a, b in pairs[key].values()]
 
-    def paired(key: str) -> str:
+    def stated(key: str) -> str:
         mean, spread, _ = mean_and_spread(differences(key))
         return f"{mean:+.2f} ± {spread:.2f} (p = {ttest_1samp(differences(key), 0).pvalue:.3f})"
 
     gains = {language: statistics.fmean(differences(language)) for language in LANGUAGES[1:]}
     order = sorted(gains, key=gains.get)
-    mean = {arm: {language: statistics.fmean(by_seed[arm][seed][language] for seed in seeds)
-                  for language in LANGUAGES[1:]} for arm in by_seed}  # fmt: skip
+    mean = {arm: {language: statistics.fmean(pair[side] for pair in pairs[language].values())
+                  for language in LANGUAGES[1:]} for side, arm in enumerate(("hf_xlsr", "mnrl"))}  # fmt: skip
     least = min(LANGUAGES[1:], key=lambda language: mean["hf_xlsr"][language] - start[language])
     below = {arm: sum(mean[arm][language] < start[language] for language in LANGUAGES[1:]) for arm in mean}
     return "\n".join([
-        f"- hf_xlsr against MNRL, paired by seed ({len(seeds)} seeds), points: the 21 languages {paired('mean')}; "
-        f"the zero-shot pairs {paired('zero_shot')}; HSK {paired('hsk')}.",
+        f"- hf_xlsr against MNRL, paired by seed ({len(seeds)} seeds), points: the 21 languages {stated('mean')}; "
+        f"the zero-shot pairs {stated('zero_shot')}; HSK {stated('hsk')}.",
         f"- ahead on {sum(gain > 0 for gain in gains.values())} of the 21 languages; least on "
         + ", ".join(f"{language} {gains[language]:+.2f}" for language in order[:2]) + "; most on "
         + ", ".join(f"{language} {gains[language]:+.1f}" for language in order[::-1][:4]) + ".",
@@ -421,22 +422,18 @@ def sampling_paired(name: str = "multilingual_sampling.json") -> str:
     t-test."""
     sys.path.insert(0, str(HERE))
     from common import mean_and_spread
+    from compare import paired
     from scipy.stats import ttest_1samp
 
     runs = load(name)["runs"]
-    by_seed = {}
-    for run in runs:
-        by_seed.setdefault(run["arm"], {})[run["seed"]] = run
-    base = by_seed["alpha0.5"]
     lines = []
     for arm in ("alpha0.5_one_pair", "alpha1", "alpha0"):
-        seeds = sorted(set(by_seed[arm]) & set(base))
         cells = []
         for key, label in (("trained", "mean"), ("zero_shot", "zero-shot"), ("fr", "fr")):
-            differences = [100 * (by_seed[arm][seed][key] - base[seed][key]) for seed in seeds]
+            differences = [100 * (a - b) for a, b in paired(runs, arm, "alpha0.5", key).values()]
             mean, spread, _ = mean_and_spread(differences)
             ahead = sum(d > 0 for d in differences)
-            cells.append(f"{label} {mean:+.2f} ± {spread:.2f} (ahead on {ahead} of {len(seeds)} seeds, p = "
+            cells.append(f"{label} {mean:+.2f} ± {spread:.2f} (ahead on {ahead} of {len(differences)} seeds, p = "
                          f"{ttest_1samp(differences, 0).pvalue:.3f})")  # fmt: skip
         lines.append(f"- `{arm}` against `alpha0.5`, points: " + "; ".join(cells) + ".")
     return "\n".join(lines) + "\n"
@@ -449,6 +446,7 @@ def claim_contrasts(name: str, contrasts: list[tuple[str, ...]], keys: tuple[str
     ± spread, each seed's, a paired t-test) and whether every seed of one lies above every seed of the other."""
     sys.path.insert(0, str(HERE))
     from common import mean_and_spread, mean_text
+    from compare import paired
     from scipy.stats import ttest_1samp
 
     runs = load(name)["runs"]
@@ -470,10 +468,7 @@ def claim_contrasts(name: str, contrasts: list[tuple[str, ...]], keys: tuple[str
     for contrast in contrasts:
         pairs = [(contrast[0], key, contrast[1], key) for key in keys] if len(contrast) == 2 else [contrast]
         for arm, key, base, base_key in pairs:
-            a, b = ({run["seed"]: run[k] for run in runs if run["arm"] == side and k in run}
-                    for side, k in ((arm, key), (base, base_key)))  # fmt: skip
-            seeds = sorted(set(a) & set(b))
-            a, b = [a[seed] for seed in seeds], [b[seed] for seed in seeds]
+            a, b = (list(side) for side in zip(*paired(runs, arm, base, key, base_key).values(), strict=True))
             differences = [scale * (x - y) for x, y in zip(a, b, strict=True)]
             mean, spread, n = mean_and_spread(differences)
             each = ", ".join(f"{d:+.{places}f}" for d in differences)
@@ -496,6 +491,12 @@ def claim_contrasts(name: str, contrasts: list[tuple[str, ...]], keys: tuple[str
                          + (f" ± {spread:.{places}f}" if n > 1 else "")
                          + f" points ({n} seed{'s' * (n > 1)}: {each}{test}); {apart}.")  # fmt: skip
     return "\n".join(lines) + "\n"
+
+
+# CMLM's and HICTL's queue against their in-batch loss: the long queue, one batch of queued keys, and the one
+# against the other (claim 2, at both rates)
+EXTENSION_CONTRASTS = [(f"{model} K={arm}", f"{model} K={base}") for model in ("cmlm", "hictl")
+                       for arm, base in ((512, 0), (16, 0), (512, 16))]  # fmt: skip
 
 
 def multilingual_table(which: int) -> str:
@@ -1114,27 +1115,13 @@ TABLES: dict[str, Callable[[], str]] = {
             ("lightweight K=1024", "lightweight K=0"),
             ("lightweight K=32", "lightweight K=0"),
             ("lightweight K=1024", "lightweight K=32"),
-            ("cmlm K=512", "cmlm K=0"),
-            ("cmlm K=16", "cmlm K=0"),
-            ("cmlm K=512", "cmlm K=16"),
-            ("hictl K=512", "hictl K=0"),
-            ("hictl K=16", "hictl K=0"),
-            ("hictl K=512", "hictl K=16"),
+            *EXTENSION_CONTRASTS,
         ],
         places=2,
     ),  # fmt: skip
     "queue-extension-2e-4-contrasts": lambda: claim_contrasts(
-        "claim_queue_extension_lr2e-4.json",
-        [
-            ("cmlm K=512", "cmlm K=0"),
-            ("cmlm K=16", "cmlm K=0"),
-            ("cmlm K=512", "cmlm K=16"),
-            ("hictl K=512", "hictl K=0"),
-            ("hictl K=16", "hictl K=0"),
-            ("hictl K=512", "hictl K=16"),
-        ],
-        places=2,
-    ),  # fmt: skip
+        "claim_queue_extension_lr2e-4.json", EXTENSION_CONTRASTS, places=2
+    ),
     "moco-e5-en-fr-contrasts": lambda: claim_contrasts(
         "claim_moco_e5_en_fr.json",
         [
