@@ -238,9 +238,6 @@ def build(arm: str, path: str, train, languages: list[str], steps: int, learning
     elif s["loss"] == "contaccum":
         from contaccum import ContAccumLoss
 
-        if ids:  # its bank has no meaning ids: a banked copy of a query's own verse would be its negative
-            raise SystemExit("contaccum: pairs without meaning ids only (two languages)")
-
         loss = ContAccumLoss(model, bank_batches=s["queue"], scale=1 / TEMPERATURE)
         accumulation = s["batch"]  # micro-batches of B, one optimizer step per batch
     elif s["loss"] in ("mql", "cmql"):
@@ -248,8 +245,6 @@ def build(arm: str, path: str, train, languages: list[str], steps: int, learning
         loss = (MomentumQueueLoss(model, **options) if s["loss"] == "mql"
                 else CachedMomentumQueueLoss(model, mini_batch_size=base, **options))  # fmt: skip
         callbacks = [loss.callback]
-        if ids:  # meaning ids: no queued translation of a query's own verse is its negative
-            data = data.add_column("label", train["example_id"])
     else:  # make_multilingual: student(pivot) and student(other) regress on teacher(pivot); teacher = the start
         teacher = SentenceTransformer(path, device="cpu")
         teacher[0].max_seq_length = max_length
@@ -257,6 +252,8 @@ def build(arm: str, path: str, train, languages: list[str], steps: int, learning
         del teacher
         data = data.add_column("label", [row.tolist() for row in labels])
         loss = losses.MSELoss(model)
+    if ids and s["loss"] in ("mql", "cmql", "contaccum"):  # no queued or banked copy of a query's verse is a negative
+        data = data.add_column("label", train["example_id"])
     args = SentenceTransformerTrainingArguments(
         **training_arguments(steps, batch, learning_rate, output_dir, seed, bf16, accumulation), **extra
     )

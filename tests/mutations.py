@@ -440,6 +440,9 @@ MUTATIONS = [
     Mutation("contaccum_bank_keeps_the_gradient_graph", "benchmarks/contaccum.py",
              "self.queries.append(query.detach())", "self.queries.append(query)",
              CONTACCUM + "test_each_micro_batch_is_scored_against_itself_and_the_banked_pairs_of_both_columns"),
+    Mutation("contaccum_meaning_ids_not_masked", "benchmarks/contaccum.py",
+             'scores = scores.masked_fill(same, float("-inf"))', 'scores = scores.masked_fill(same & False, 0.0)',
+             CONTACCUM + "test_each_micro_batch_is_scored_against_itself_and_the_banked_pairs_of_both_columns"),
     Mutation("contaccum_one_optimizer_step_per_micro_batch", "benchmarks/bench_queue_vs_batch.py",
              'accumulation = s["batch"]  # micro-batches of B', 'accumulation = 1  # micro-batches of B',
              CONTACCUM + "test_the_arm_accumulates_micro_batches_of_b_into_one_step_and_keeps_its_bank_across_steps"),
@@ -534,7 +537,7 @@ MUTATIONS = [
              "if not used_source[s] and not used_target[t]:", "if True:", PAIRING),
     # the queue against large batches, many languages
     Mutation("many_language_queue_without_meaning_ids", "benchmarks/bench_queue_vs_batch.py",
-             '            data = data.add_column("label", train["example_id"])', "            pass",
+             '        data = data.add_column("label", train["example_id"])', "        pass",
              QUEUE_VS_BATCH + "test_every_arm_of_a_many_language_run_keeps_the_meaning_of_each_row"),
     Mutation("many_language_batches_with_duplicates", "benchmarks/bench_queue_vs_batch.py",
              'extra["batch_sampler"] = BatchSamplers.NO_DUPLICATES', "pass",
