@@ -123,7 +123,7 @@ def timed(step, device: torch.device, steps: int, warm: bool = True) -> list[flo
 
 def cuda_tests(args, device: torch.device, seconds: float) -> dict:
     environment = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_XLSR_TEST_DEVICE": device.type}
-    result = subprocess.run([sys.executable, "-m", "pytest", "-m", "cuda", "-q", "-p", "no:cacheprovider",
+    result = subprocess.run([sys.executable, "-m", "pytest", "-m", "cuda", "-n", "0", "-q", "-p", "no:cacheprovider",
                              "tests/test_cuda.py"], cwd=ROOT, env=environment, capture_output=True, text=True,
                             timeout=max(10, seconds))  # fmt: skip
     counts = {name: int(n) for n, name in re.findall(r"(\d+) (passed|failed|skipped|error)", result.stdout)}

@@ -700,7 +700,7 @@ def run(mutation: Mutation | None, tests: list[str], python: str) -> tuple[int, 
             path.write_text(text.replace(mutation.before, mutation.after))
         start = time.time()
         result = subprocess.run(
-            [python, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-m", "", *tests],  # slow ones too
+            [python, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-n", "0", "-m", "", *tests],  # slow too
             cwd=copy, capture_output=True, text=True, env={**_environment(), "PYTHONPATH": str(copy)},
         )  # fmt: skip
         return result.returncode, time.time() - start
