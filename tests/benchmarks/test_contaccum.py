@@ -7,6 +7,7 @@ import itertools
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -93,8 +94,10 @@ def test_the_arm_accumulates_micro_batches_of_b_into_one_step_and_keeps_its_bank
     assert trainer.state.global_step == 2 and len(loss.queries) == len(loss.documents) == 16
     assert bench.negatives_per_query("contaccum_8B", 64, 8 * 64) == "519"  # 7 in its micro-batch, 512 banked
     ids = train.add_column("example_id", [row // 2 for row in range(len(train))])  # each verse in two pairs
-    trainer, _ = bench.build("contaccum_8B", minilm, ids, ["en", "fr"], 1, 1e-4, str(tmp_path / "i"), 0, 32, base=2)
-    trainer.train()
+    trainer, _ = bench.build("contaccum_8B", minilm, ids, ["en", "fr"], 1, 1e-4, str(tmp_path / "i"), 0, 32, base=2,
+                             bf16=True)  # fmt: skip
+    trainer.train()  # with meaning ids, under bf16 autocast as the GPU suite trains it
     loss = trainer.compute_loss_func or trainer.loss
+    assert trainer.args.bf16 and np.isfinite(trainer.state.log_history[-1]["train_loss"])
     assert len(loss.labels) == len(loss.queries) == 8  # meaning ids banked with their pairs
     assert set(torch.cat(list(loss.labels)).tolist()) <= set(ids["example_id"])
