@@ -227,6 +227,12 @@ def run_child(args, arm: str, size: int) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+def current(runs: list[dict]) -> list[dict]:
+    """The runs the report shows: all but those a later run of the same arm and size replaced (``superseded``
+    names why; the results file keeps them)."""
+    return [run for run in runs if "superseded" not in run]
+
+
 def growth(runs: list[dict], arm: str) -> float:
     """The exponent b of a least-squares fit of seconds = a n^b over the sizes of ``arm``'s runs."""
     points = [(run["size"], run["seconds"]) for run in runs if run["arm"].startswith(f"{arm} ")]
@@ -236,7 +242,7 @@ def growth(runs: list[dict], arm: str) -> float:
 
 def scale_table(data: dict) -> str:
     """The peer and ``auto`` at each size, the goal's verdict, and the growth of each one's time."""
-    runs = {run["arm"]: run for run in data["runs"]}
+    runs = {run["arm"]: run for run in current(data["runs"])}
     lines = ["| sentences per side | search | index | seconds | × peer | memory added MB | × peer | "
              "mined gold recall | gold within k: exact | hf_xlsr | neighbours found | goal |",
              "| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]  # fmt: skip
@@ -258,8 +264,8 @@ def scale_table(data: dict) -> str:
                 cells += ["", "", "", ""]
             lines.append("| " + " | ".join(cells) + " |")
     setup = data["setup"]
-    measured = [arm for arm in ARMS if any(run["arm"].startswith(f"{arm} ") for run in data["runs"])]
-    fits = ", ".join(f"{ARMS[arm]} n^{growth(data['runs'], arm):.2f}" for arm in measured)
+    measured = [arm for arm in ARMS if any(run["arm"].startswith(f"{arm} ") for run in runs.values())]
+    fits = ", ".join(f"{ARMS[arm]} n^{growth(list(runs.values()), arm):.2f}" for arm in measured)
     head = (
         f"USE-m3 embeddings (512-d), {setup['threads']} thread per search; the launching process: "
         f"{setup['machine']}; {setup.get('date', '')}. Real sides up to {REAL:,}, distractors added beyond.\n\n"
@@ -273,7 +279,7 @@ def scale_table(data: dict) -> str:
 def scale_summary(data: dict) -> str:
     """``auto`` against the example at each size, in one line each: time and memory as shares of the example's,
     gold pairs within k below exact search, mined gold recall of both, the goal's verdict."""
-    runs = {run["arm"]: run for run in data["runs"]}
+    runs = {run["arm"]: run for run in current(data["runs"])}
     lines = ["| sentences per side | hf_xlsr's time | its memory | gold within k below exact (points) | "
              "mined gold recall: hf_xlsr | the example | goal |",
              "| ---: | ---: | ---: | ---: | ---: | ---: | --- |"]  # fmt: skip
@@ -330,12 +336,13 @@ def figure(data: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     figure, axes = plt.subplots(figsize=(6, 4))
+    runs = current(data["runs"])
     for arm, label in ARMS.items():
-        points = sorted((run["size"], run["seconds"]) for run in data["runs"] if run["arm"].startswith(f"{arm} "))
+        points = sorted((run["size"], run["seconds"]) for run in runs if run["arm"].startswith(f"{arm} "))
         if not points:
             continue
         label = label.replace("`", "")
-        axes.plot(*zip(*points, strict=True), marker="o", label=f"{label} (n^{growth(data['runs'], arm):.2f})")
+        axes.plot(*zip(*points, strict=True), marker="o", label=f"{label} (n^{growth(runs, arm):.2f})")
     axes.set(xscale="log", yscale="log", xlabel="sentences per side", ylabel="seconds (one thread)",
              title="Mining search time")  # fmt: skip
     axes.legend()

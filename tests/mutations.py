@@ -433,6 +433,10 @@ MUTATIONS = [
              "seeds = sorted(by_side[0].keys() & by_side[1].keys())",
              "seeds = sorted(by_side[0].keys() | by_side[1].keys())",
              "tests/benchmarks/test_readme_tables.py::test_a_claims_contrast_pairs_runs_by_seed_on_the_seeds_both_arms_ran"),
+    Mutation("superseded_mining_runs_reported", "benchmarks/bench_mining_scale.py",
+             'return [run for run in runs if "superseded" not in run]', "return runs",
+             "tests/benchmarks/test_bench_mining_scale.py::"
+             "test_a_superseded_run_stays_in_the_file_and_leaves_the_table_and_the_fit"),
     Mutation("rule_probes_uncapped", "benchmarks/bench_mining_scale.py",
              'value = {"r": root, "p": min(root // 12, 64)}', 'value = {"r": root, "p": root // 12}',
              "tests/benchmarks/test_bench_mining_scale.py::"
