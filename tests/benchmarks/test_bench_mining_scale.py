@@ -81,7 +81,9 @@ def test_a_superseded_run_stays_in_the_file_and_leaves_the_table_and_the_fit(ben
     recall = {"recall": 0.5, "exact_gold_within_k": 0.7, "gold_within_k": 0.7, "neighbour_recall": 0.9}
     runs = [{"arm": f"{arm} {n}", "size": n, "seconds": seconds * n, "peak_added_mb": 100.0, "index": "x", **recall}
             for arm, seconds in (("peer", 1e-3), ("hf_xlsr", 4e-4)) for n in (10**5, 10**6)]  # fmt: skip
-    runs += [{**run, "seconds": 10 * run["seconds"], "superseded": "re-measured"} for run in runs if run["size"] == 10**6]
+    runs += [
+        {**run, "seconds": 10 * run["seconds"], "superseded": "re-measured"} for run in runs if run["size"] == 10**6
+    ]
     data = {"setup": {"threads": 1, "machine": "m"}, "runs": runs}  # the superseded ones last: read, they would win
     table = bench.scale_table(data)
     assert "| 1,000,000 | hf_xlsr `auto` | `x` | 400.0 | 0.40 |" in table and "4000.0" not in table
