@@ -64,4 +64,6 @@ def test_the_kit_installs_without_an_index_and_runs_the_dry_run_in_the_images_pa
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     report = json.loads(out.read_text())
     assert all(part["status"] == "done" for part in report["parts"].values()), report["parts"]
-    assert report["parts"]["cuda_tests"]["passed"] == 5 and report["parts"]["demo"]["returncode"] == 0
+    cuda = report["parts"]["cuda_tests"]
+    assert cuda["passed"] == 8 and "failed" not in cuda  # every test of tests/test_cuda.py, on the CPU here
+    assert report["parts"]["demo"]["returncode"] == 0
