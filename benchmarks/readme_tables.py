@@ -51,6 +51,11 @@ def load(name: str) -> dict:
     return json.loads((RESULTS / name).read_text())
 
 
+def arm_values(runs: list[dict], arm: str, key: str) -> list[float]:
+    """``key`` of each of ``arm``'s runs that has it, in the order of their seeds."""
+    return [run[key] for run in sorted(runs, key=lambda run: run["seed"]) if run["arm"] == arm and key in run]
+
+
 def fastest_peer(rows: dict, lost: float) -> str:
     """The fastest sentence-transformers path that loses no more held-out retrieval against its float32 path than an
     arm that loses ``lost`` points (less than none counts as none; `TIE` points more count as no more): the peer at
@@ -189,7 +194,7 @@ def lora_table() -> str:
     runs, arms = data["runs"], data["setup"]["arms"]
 
     def of(arm: str, key: str) -> list[float]:
-        return [run[key] for run in sorted(runs, key=lambda run: run["seed"]) if run["arm"] == arm]
+        return arm_values(runs, arm, key)
 
     order = sorted(arms, key=lambda arm: ("lora" in arms[arm], arms[arm]["learning_rate"]))
     base = statistics.fmean(of(order[0], "peak_rss_mb"))
@@ -367,7 +372,7 @@ def multilingual_summary(name: str = "multilingual_final.json") -> str:
     ]
 
     def cell(arm: str, key: str) -> str:
-        values = [run[key] for run in runs if run["arm"] == arm and key in run]
+        values = arm_values(runs, arm, key)
         return mean_text(values, places=2) if values else "—"
 
     for arm in ORDER:
@@ -820,7 +825,7 @@ def questions_summary() -> str:
     from multilingual_final import LANGUAGES
 
     def stat(runs: list[dict], arm: str, key: str, places: int) -> str:
-        return mean_text([run[key] for run in runs if run["arm"] == arm and key in run], places=places)
+        return mean_text(arm_values(runs, arm, key), places=places)
 
     final = load("multilingual_final.json")["runs"]
     start = next(run for run in final if run["arm"] == "e5-small")
