@@ -44,6 +44,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -136,10 +137,10 @@ def rule_spec(setting: str, size: int) -> str:
     return re.sub(r"\{([\d.]*)([rp])\}", lambda m: str(round(float(m.group(1) or 1) * value[m.group(2)])), setting)
 
 
-def rule_check(size: int, seed: int, settings: list[str]) -> list[dict]:
+def rule_check(size: int, seed: int, settings: list[str]) -> Iterator[dict]:
     """Each of ``settings`` (`RULE`'s form) at ``size`` sentences a side (distractors of ``seed``): the seconds of one
     direction's search (training included), and recall against exact search as in the scaling
-    (`recall_against_exact`)."""
+    (`recall_against_exact`), each as soon as it is measured."""
     from hf_xlsr.evaluation.mining import exact_knn, knn, side_centre, train_index
 
     source, target, gold = sides(size, seed)
@@ -147,7 +148,6 @@ def rule_check(size: int, seed: int, settings: list[str]) -> list[dict]:
     rows = queries(gold, size)
     exact = exact_knn(x[rows[0]], y, K)[1]
     centres = (side_centre(x), side_centre(y))
-    runs = []
     for setting in settings:
         spec = rule_spec(setting, size)
         began = time.perf_counter()
@@ -155,9 +155,8 @@ def rule_check(size: int, seed: int, settings: list[str]) -> list[dict]:
         found = knn(x, y, K, spec, trained=trained, centres=centres)[1][rows[0]]
         seconds = time.perf_counter() - began
         recall = recall_against_exact((found,), (exact,), (rows[1][: len(gold)],), len(gold))
-        runs.append({"arm": f"rule {setting} {size} seed {seed}", "seed": seed, "size": size, "index": spec,
-                     "seconds": seconds, **recall})  # fmt: skip
-    return runs
+        yield {"arm": f"rule {setting} {size} seed {seed}", "seed": seed, "size": size, "index": spec,
+               "seconds": seconds, **recall}  # fmt: skip
 
 
 def child(args) -> dict:

@@ -100,11 +100,14 @@ def test_blocks_and_ivf_agree_with_exact_search(monkeypatch):
     assert agree[8] > 0.9 and agree[1] < 0.6, agree
 
 
-SCANS = [
-    ("native", "IVF30,Flat|nprobe=5", None),
+SCANS = [  # int8: a CPU with VNNI or AMX (this one); bfloat16: AVX-512 BF16 without them; float32: neither
+    ("int8", "IVF30,Flat|nprobe=5", None),
+    ("bfloat16", "IVF30,Flat|nprobe=5", None),
     ("float32", "IVF30,Flat|nprobe=5", None),
     ("float32", "PCA12,IVF30,Flat|nprobe=5", None),
-    ("native", "IVF30,Flat|nprobe=5", 96),
+    ("int8", "PCA12,IVF30,Flat|nprobe=5", None),
+    ("int8", "IVF30,Flat|nprobe=5", 96),
+    ("bfloat16", "IVF30,Flat|nprobe=5", 96),
 ]
 
 
@@ -122,8 +125,10 @@ def test_scanned_lists_find_what_a_float64_search_of_the_same_lists_finds(monkey
     weights = np.arange(1, 13) ** 2 / np.sum(np.arange(1, 13) ** 2)
     corpus = topics[rng.choice(12, size=3000, p=weights)] + 0.4 * rng.normal(size=(3000, 24)) + 0.5
     queries = topics[rng.choice(12, size=800, p=weights)] + 0.4 * rng.normal(size=(800, 24)) - 0.5
-    if products == "float32":  # the path of a CPU without native bfloat16 products
-        monkeypatch.setattr(mining_module, "_products_dtype", lambda: torch.float32)
+    dtype = getattr(torch, products)
+    monkeypatch.setattr(mining_module, "_products_dtype", lambda: dtype)
+    if products == "float32":  # a CPU without native bfloat16 products scores the centroids in float32 too
+        monkeypatch.setattr(mining_module, "_float_products_dtype", lambda: torch.float32)
     monkeypatch.setattr(mining_module, "SCAN_SCORES", 5000)
     centres = mining_module.side_centre(queries), mining_module.side_centre(corpus)
     trained = mining_module.train_index(spec, [queries, corpus], 24, centres=centres)
@@ -159,9 +164,10 @@ def test_scanned_lists_find_what_a_float64_search_of_the_same_lists_finds(monkey
     reference = np.array(reference)
     if products == "float32":
         assert np.mean(reference == ids) > 0.99
-    else:  # bfloat16 products swap near-ties at the 16th candidate (83% here), as often for better as for worse
+    else:  # int8 and bfloat16 products swap near-ties at the 16th candidate, as often for better as for worse: 84%
+        # (int8) and 83% (bfloat16) of 24-dimensional neighbours in the reference's places, 73% (int8) of 12-d ones
         exact = np.argsort(-cosines, axis=1)[:, :4]
-        assert np.mean(reference == ids) > 0.75
+        assert np.mean(reference == ids) > 0.7
         assert abs(np.mean(ids == exact) - np.mean(reference == exact)) < 0.01
     assert np.allclose(np.take_along_axis(cosines, ids, axis=1), sims, atol=1e-5)
 

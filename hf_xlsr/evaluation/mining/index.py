@@ -44,7 +44,8 @@ def index_spec(n: int, index: str = "auto", dim: int = 0, memory: int | None = N
     ``ivf`` scans them mapped by PCA to `REDUCED_DIMENSIONS` and re-scores `REDUCED_K_FACTOR` candidates per neighbour.
 
     With ``memory`` (bytes) and ``dim``, ``auto`` and ``ivf`` keep the index within it: the list scanner holds both
-    sides in bfloat16 (4 ``n`` ``dim`` bytes, ``dim`` the mapped one); where that exceeds ``memory`` the lists hold
+    sides in at most 4 ``n`` ``dim`` bytes (bfloat16; int8 where the CPU multiplies int8 natively holds half; ``dim``
+    the mapped one); where that exceeds ``memory`` the lists hold
     8-bit codes (``SQ8``, ``n`` ``dim`` bytes), and where those do too, product codes of ``dim / 8`` bytes (``PQ``, as
     stopes mines). faiss searches the codes; `knn` re-scores the candidates from the vectors themselves
     (memory-mapped)."""

@@ -28,6 +28,7 @@ logger = logging.getLogger(__name__)
 IVF_TRAIN_POINTS = 64  # k-means sample per inverted list (faiss asks for 39 at least)
 SCAN_SCORES = 2**22  # scores one matrix product of `scan_lists` computes at most
 SCAN_QUERIES = 2**17  # queries per `scan_lists` call of `knn`: its probes, kept candidates, sort keys (~3 KB each)
+INT8_SAMPLE = 2**16  # vectors of a corpus that its int8 scale is read from (`_int8_scale`)
 
 
 def _unit_float32(vectors: np.ndarray) -> np.ndarray:
@@ -87,17 +88,55 @@ def train_index(spec: str, sides: Sequence[np.ndarray], dim: int, seed: int = 0,
     return built
 
 
-def _products_dtype() -> torch.dtype:
+def _cpu_has(*features: str) -> bool:
+    return any(getattr(torch.cpu, f"_is_{feature}_supported", lambda: False)() for feature in features)
+
+
+def _float_products_dtype() -> torch.dtype:
     """bfloat16 where this CPU multiplies it natively (AVX-512 BF16 or AMX: about 3.7x float32's speed on an AMD
     EPYC core), float32 elsewhere (bfloat16 without it is emulated, slower than float32)."""
-    native = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
-    return torch.bfloat16 if any(getattr(torch.cpu, name, lambda: False)() for name in native) else torch.float32
+    return torch.bfloat16 if _cpu_has("avx512_bf16", "amx_tile") else torch.float32
+
+
+def _products_dtype() -> torch.dtype:
+    """What `scan_lists` scores the lists in: int8 where this CPU has integer dot-product instructions (VNNI or AMX:
+    ``torch._int_mm``'s int32 sums, exact, at about twice bfloat16's rate on an AMD EPYC core), else
+    `_float_products_dtype`."""
+    return torch.int8 if _cpu_has("vnni", "amx_tile") else _float_products_dtype()
+
+
+def _product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``a @ b.T``; of int8 rows, their int32 sums (``torch._int_mm``: torch's ``@`` has no int8 kernel)."""
+    return torch._int_mm(a, b.T) if a.dtype == torch.int8 else a @ b.T
+
+
+def _int8_scale(corpus, centre, transform) -> np.ndarray:
+    """Per-dimension multipliers that take ``corpus``'s vectors, as `scan_lists` scores them (unit, centred, mapped),
+    to at most 127 in magnitude, read from `INT8_SAMPLE` of them spread evenly over it (SQ8's ranges, trained on a
+    sample: a value beyond its dimension's is saturated)."""
+    rows = np.unique(np.linspace(0, len(corpus) - 1, min(len(corpus), INT8_SAMPLE)).astype(np.int64))
+    sample = _centred(_unit_float32(corpus[rows]), centre)
+    sample = _mapped(sample, transform) if transform else sample
+    return 127 / np.maximum(np.abs(sample).max(axis=0), np.finfo(np.float32).tiny)
+
+
+def _int8_rows(block: np.ndarray, scale: np.ndarray, corpus: bool) -> np.ndarray:
+    """``block`` rounded to int8 for integer products. A corpus side is multiplied by its `_int8_scale`, one scale
+    for all its vectors, so that a query's scores of any two of them compare; a query side is divided by it, which
+    undoes it in the products, and then each row is scaled to 127 on its own: a positive factor per query, which
+    leaves the order of its scores as it was."""
+    if corpus:
+        scaled = block * scale
+    else:
+        scaled = block / scale
+        scaled *= 127 / np.maximum(np.abs(scaled).max(axis=1, keepdims=True), np.finfo(np.float32).tiny)
+    return np.clip(np.rint(scaled), -127, 127).astype(np.int8)
 
 
 def _rows(table: torch.Tensor, rows: np.ndarray) -> torch.Tensor:
     """``table[rows]``, gathered by numpy (several times faster than torch's indexing of bfloat16 rows)."""
-    bits = torch.int16 if table.dtype == torch.bfloat16 else torch.int32
-    return torch.from_numpy(np.take(table.view(bits).numpy(), rows, axis=0)).view(table.dtype)
+    kind = torch.int16 if table.dtype == torch.bfloat16 else table.dtype
+    return torch.from_numpy(np.take(table.view(kind).numpy(), rows, axis=0)).view(table.dtype)
 
 
 def inverted_lists(index) -> tuple:
@@ -120,17 +159,19 @@ def _mapped(vectors: np.ndarray, transform) -> np.ndarray:
 
 def _unit_matrix(
     vectors: np.ndarray, centre, dtype: torch.dtype, centroids: torch.Tensor, lists: int, block_size: int,
-    transform=None,
+    transform=None, scale: np.ndarray | None = None, corpus: bool = True,
 ):  # fmt: skip
     """``vectors`` L2-normalised and centred on ``centre`` (`_centred`), mapped by ``transform`` when given, in
-    ``dtype``, and each one's ``lists`` nearest centroids, read in blocks."""
+    ``dtype`` (int8: by `_int8_rows` with the corpus's ``scale``, as a corpus or a query side), and each one's
+    ``lists`` nearest centroids (scored in the centroids' dtype), read in blocks."""
     unit = torch.empty((len(vectors), transform.d_out if transform else vectors.shape[1]), dtype=dtype)
     nearest = np.empty((len(vectors), lists), dtype=np.int32)
     for start in range(0, len(vectors), block_size):
         block = _centred(_unit_float32(vectors[start : start + block_size]), centre)
-        block = torch.from_numpy(_mapped(block, transform) if transform else block).to(dtype)
-        unit[start : start + len(block)] = block
-        nearest[start : start + len(block)] = (block @ centroids.T).topk(lists, dim=1).indices.numpy()
+        block = _mapped(block, transform) if transform else block
+        stop = start + len(block)
+        nearest[start:stop] = (torch.from_numpy(block).to(centroids.dtype) @ centroids.T).topk(lists, dim=1).indices
+        unit[start:stop] = torch.from_numpy(_int8_rows(block, scale, corpus) if dtype == torch.int8 else block)
     return unit, nearest
 
 
@@ -138,7 +179,7 @@ def _product_shape(length: int) -> tuple[int, int]:
     """The (query rows, list vectors) of `scan_lists`'s products against a list of ``length`` vectors: the list
     padded to 8 sizes per doubling from 64 (at most 1/8 more), at most 1,024 rows and `SCAN_SCORES` scores (a list's
     last block of queries is padded to a quarter of that height, half or three quarters). oneDNN keeps a compiled
-    kernel (near a megabyte) for every shape of bfloat16 product it meets: so few shapes keep memory flat."""
+    kernel (near a megabyte) for every shape of low-precision product it meets: so few shapes keep memory flat."""
     step = max(64, 1 << max(0, int(length).bit_length() - 4))
     width = -(-length // step) * step
     return min(1024, 1 << max(0, (SCAN_SCORES // width).bit_length() - 1)), width
@@ -157,21 +198,25 @@ def _grouped(lists: np.ndarray, n_lists: int) -> tuple[np.ndarray, list[int]]:
 
 
 class ListLayout(NamedTuple):
-    """A corpus laid out for `scan_lists`: its vectors normalised (centred) in the products' dtype, and their rows
-    grouped by inverted list (``members[bounds[l]:bounds[l + 1]]`` are list ``l``'s)."""
+    """A corpus laid out for `scan_lists`: its vectors normalised (centred) in the products' dtype, their rows
+    grouped by inverted list (``members[bounds[l]:bounds[l + 1]]`` are list ``l``'s), and in int8 the
+    `_int8_scale` they were rounded with (None in a float dtype)."""
 
     stored: torch.Tensor
     members: np.ndarray
     bounds: np.ndarray
+    scale: np.ndarray | None = None
 
 
 def list_layout(corpus, index, centre=None, block_size: int = 16384) -> ListLayout:
     """`ListLayout` of ``corpus`` in the inverted lists of ``index`` (its centroids; `inverted_lists`), ``centre``
     taken off first."""
     transform, ivf = inverted_lists(index)
-    centroids = torch.from_numpy(ivf.quantizer.reconstruct_n(0, ivf.nlist)).to(_products_dtype())
-    stored, home = _unit_matrix(corpus, centre, _products_dtype(), centroids, 1, block_size, transform)
-    return ListLayout(stored, *_grouped(home[:, 0], ivf.nlist))
+    centroids = torch.from_numpy(ivf.quantizer.reconstruct_n(0, ivf.nlist)).to(_float_products_dtype())
+    dtype = _products_dtype()
+    scale = _int8_scale(corpus, centre, transform) if dtype == torch.int8 else None
+    stored, home = _unit_matrix(corpus, centre, dtype, centroids, 1, block_size, transform, scale)
+    return ListLayout(stored, *_grouped(home[:, 0], ivf.nlist), scale)
 
 
 def scan_lists(
@@ -190,16 +235,19 @@ def scan_lists(
     query, each floor raised to the last of them); the scores rank candidates only, and `knn` re-scores them
     exactly. A query with no floor above 0 (none of its lists holds ``asked`` vectors, or their best all score 0 or
     below: rare but for clustered or tiny corpora) gets -1 throughout, for `knn` to search it exactly. Comparisons
-    with a positive floor are made on the scores' bits. ``layout``: the corpus's `list_layout`, made once for many
+    with a positive floor are made on the scores' bits (of int8 rows, on their int32 sums: exact, the same whatever
+    the block). ``layout``: the corpus's `list_layout`, made once for many
     calls (else here)."""
-    dtype = _products_dtype()
-    bits = torch.int16 if dtype == torch.bfloat16 else torch.int32  # positive floats order as these integers do
     query_centre, corpus_centre = centres or (None, None)
     transform, ivf = inverted_lists(index)
     n_lists, probes = ivf.nlist, min(ivf.nprobe, ivf.nlist)
-    centroids = torch.from_numpy(ivf.quantizer.reconstruct_n(0, n_lists)).to(dtype)
-    stored, members, bounds = layout or list_layout(corpus, index, corpus_centre, block_size)
-    found, probed = _unit_matrix(queries, query_centre, dtype, centroids, probes, block_size, transform)
+    centroids = torch.from_numpy(ivf.quantizer.reconstruct_n(0, n_lists)).to(_float_products_dtype())
+    stored, members, bounds, scale = layout or list_layout(corpus, index, corpus_centre, block_size)
+    dtype = stored.dtype
+    # positive floats order as these integers do; int8 products are int32 already
+    bits = torch.int16 if dtype == torch.bfloat16 else torch.int32
+    found, probed = _unit_matrix(queries, query_centre, dtype, centroids, probes, block_size, transform, scale,
+                                 corpus=False)  # fmt: skip
     most = max(1, int(np.diff(bounds).max()))  # the longest list
 
     def products(list_id: int, rows: np.ndarray):  # the scores of ``rows`` against one list, a block at a time
@@ -212,7 +260,7 @@ def scan_lists(
         for start in range(0, len(rows), height):
             block = rows[start : start + height]
             padded = np.resize(block, -(-len(block) // quarter) * quarter)  # a quarter of a product at most wasted
-            yield block, (_rows(found, padded) @ vectors.T)[: len(block), : len(listed)]
+            yield block, _product(_rows(found, padded), vectors)[: len(block), : len(listed)]
 
     floor = np.zeros(len(queries), dtype=np.int16 if bits == torch.int16 else np.int32)  # the bits of +0.0
     # the kept (query, corpus row, score bits), in buffers allocated once: compacted to each query's best `asked`
