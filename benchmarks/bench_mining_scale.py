@@ -46,6 +46,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 from bench_mining_search import USE_M3, embeddings
@@ -137,11 +138,14 @@ def rule_spec(setting: str, size: int) -> str:
     return re.sub(r"\{([\d.]*)([rp])\}", lambda m: str(round(float(m.group(1) or 1) * value[m.group(2)])), setting)
 
 
-def rule_check(size: int, seed: int, settings: list[str]) -> Iterator[dict]:
+def rule_check(size: int, seed: int, settings: list[str], products: list[str] | None = None) -> Iterator[dict]:
     """Each of ``settings`` (`RULE`'s form) at ``size`` sentences a side (distractors of ``seed``): the seconds of one
     direction's search (training included), and recall against exact search as in the scaling
-    (`recall_against_exact`), each as soon as it is measured."""
-    from hf_xlsr.evaluation.mining import exact_knn, knn, side_centre, train_index
+    (`recall_against_exact`), each as soon as it is measured. With ``products`` (torch dtype names), each setting once
+    per entry, in that order, its lists scored in that dtype (`search._products_dtype`) instead of the CPU's own."""
+    import torch
+
+    from hf_xlsr.evaluation.mining import exact_knn, knn, search, side_centre, train_index
 
     source, target, gold = sides(size, seed)
     x, y = np.load(source, mmap_mode="r"), np.load(target, mmap_mode="r")
@@ -150,13 +154,17 @@ def rule_check(size: int, seed: int, settings: list[str]) -> Iterator[dict]:
     centres = (side_centre(x), side_centre(y))
     for setting in settings:
         spec = rule_spec(setting, size)
-        began = time.perf_counter()
-        trained = train_index(spec, (x, y), x.shape[1], centres=centres)
-        found = knn(x, y, K, spec, trained=trained, centres=centres)[1][rows[0]]
-        seconds = time.perf_counter() - began
-        recall = recall_against_exact((found,), (exact,), (rows[1][: len(gold)],), len(gold))
-        yield {"arm": f"rule {setting} {size} seed {seed}", "seed": seed, "size": size, "index": spec,
-               "seconds": seconds, **recall}  # fmt: skip
+        for kind in products or [None]:
+            dtype = getattr(torch, kind) if kind else search._products_dtype()
+            with mock.patch.object(search, "_products_dtype", lambda dtype=dtype: dtype):
+                began = time.perf_counter()
+                trained = train_index(spec, (x, y), x.shape[1], centres=centres)
+                found = knn(x, y, K, spec, trained=trained, centres=centres)[1][rows[0]]
+                seconds = time.perf_counter() - began
+            recall = recall_against_exact((found,), (exact,), (rows[1][: len(gold)],), len(gold))
+            named = f" {kind} products" if kind else ""
+            yield {"arm": f"rule {setting}{named} {size} seed {seed}", "seed": seed, "size": size, "index": spec,
+                   "products": str(dtype).removeprefix("torch."), "seconds": seconds, **recall}  # fmt: skip
 
 
 def child(args) -> dict:
@@ -305,10 +313,12 @@ def rule_table(data: dict, first: str = "full lists") -> str:
     for size, seed in sorted({(run["size"], run["seed"]) for run in runs}):
         at = [run for run in runs if (run["size"], run["seed"]) == (size, seed)]
         base = at[0]["seconds"]
+        shown = {run.get("products") for run in at}
         for run in at:
-            index = run["index"].replace("|", "\\|")
+            index = "`" + run["index"].replace("|", "\\|") + "`"
+            index += f", {run['products']} products" if len(shown) > 1 else ""
             sides = "real" if size <= REAL else f"distractors of seed {seed}"
-            lines.append(f"| {size:,} ({sides}) | `{index}` | {run['seconds']:.1f} | {run['seconds'] / base:.2f} | "
+            lines.append(f"| {size:,} ({sides}) | {index} | {run['seconds']:.1f} | {run['seconds'] / base:.2f} | "
                          f"{100 * run['exact_gold_within_k']:.1f} | {100 * run['gold_within_k']:.1f} | "
                          f"{100 * run['neighbour_recall']:.1f} |")  # fmt: skip
     setup = data["setup"]
@@ -357,6 +367,8 @@ def main() -> None:
     parser.add_argument("--rule", action="store_true", help="the settings of RULE at --sizes instead")
     parser.add_argument("--seed", type=int, default=0, help="with --rule: the distractors' seed")
     parser.add_argument("--settings", nargs="+", default=RULE, help="with --rule: these settings (RULE's form)")
+    parser.add_argument("--products", nargs="+", choices=["int8", "bfloat16", "float32"],
+                        help="with --rule: each setting scored in each of these dtypes, in this order")  # fmt: skip
     parser.add_argument("--report", action="store_true", help="print the table of a results file (--out) and stop")
     parser.add_argument("--figure", help="with --report: also draw the growth figure to this PNG")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -385,7 +397,7 @@ def main() -> None:
 
         faiss.omp_set_num_threads(args.threads)
         for size in args.sizes:
-            for run in rule_check(size, args.seed, args.settings):
+            for run in rule_check(size, args.seed, args.settings, args.products):
                 results.add(run)
                 print(json.dumps(run), flush=True)
         return

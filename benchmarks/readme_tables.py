@@ -271,6 +271,15 @@ def mining_scale_lists_table() -> str:
     return rule_table(load("mining_scale_lists.json"), "auto's rule")
 
 
+def mining_scale_products_table() -> str:
+    """`auto`'s lists from 500,000 sentences a side scored in bfloat16 and in int8 products
+    (``bench_mining_scale.py --rule --products ...``)."""
+    sys.path.insert(0, str(HERE))
+    from bench_mining_scale import rule_table
+
+    return rule_table(load("mining_scale_products.json"), "the first row")
+
+
 def mining_scale_summary() -> str:
     """README's line per size of the search at scale (``bench_mining_scale.py``)."""
     sys.path.insert(0, str(HERE))
@@ -1013,6 +1022,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "mining-scale-summary": mining_scale_summary,
     "mining-scale-rule": mining_scale_rule_table,
     "mining-scale-lists": mining_scale_lists_table,
+    "mining-scale-products": mining_scale_products_table,
     "mining-one-language": one_language_table,
     "mining-one-language-probes": one_language_coverage_table,
     "encoding-full": encoding_full_table,

@@ -442,6 +442,10 @@ MUTATIONS = [
              'return [run for run in runs if "superseded" not in run]', "return runs",
              "tests/benchmarks/test_bench_mining_scale.py::"
              "test_a_superseded_run_stays_in_the_file_and_leaves_the_table_and_the_fit"),
+    Mutation("rule_rows_hide_their_products", "benchmarks/bench_mining_scale.py",
+             "products\" if len(shown) > 1 else \"\"", "products\" if False else \"\"",
+             "tests/benchmarks/test_bench_mining_scale.py::"
+             "test_a_rule_table_of_two_product_dtypes_names_each_rows_dtype_and_sets_it_against_the_first"),
     Mutation("rule_probes_uncapped", "benchmarks/bench_mining_scale.py",
              'value = {"r": root, "p": min(root // 12, 64)}', 'value = {"r": root, "p": root // 12}',
              "tests/benchmarks/test_bench_mining_scale.py::"

@@ -89,3 +89,18 @@ def test_a_superseded_run_stays_in_the_file_and_leaves_the_table_and_the_fit(ben
     assert "| 1,000,000 | hf_xlsr `auto` | `x` | 400.0 | 0.40 |" in table and "4000.0" not in table
     assert "n^1.00" in table and "n^2.00" not in table  # both fits over the current runs: exponent 1
     assert "| 1,000,000 | 0.40× the example's |" in bench.scale_summary(data)
+
+
+def test_a_rule_table_of_two_product_dtypes_names_each_rows_dtype_and_sets_it_against_the_first(bench):
+    """``--rule --products bfloat16 int8``: each row names the dtype its lists were scored in, and its seconds are
+    read against the size's first row; a table of one dtype names none."""
+    recall = {"exact_gold_within_k": 0.682, "gold_within_k": 0.6718, "neighbour_recall": 0.862}
+    runs = [{"size": 700_000, "seed": 1, "index": "PCA128,IVF836,Flat|nprobe=64", "products": kind, "seconds": seconds,
+             **recall} for kind, seconds in (("bfloat16", 120.0), ("int8", 90.0))]  # fmt: skip
+    setup = {"threads": 1, "machine": "m", "date": "d"}
+    table = bench.rule_table({"setup": setup, "runs": runs})
+    assert "| 700,000 (distractors of seed 1) | `PCA128,IVF836,Flat\\|nprobe=64`, int8 products | 90.0 | 0.75 |" in (
+        table
+    )
+    assert "`, bfloat16 products | 120.0 | 1.00 | 68.2 | 67.2 | 86.2 |" in table
+    assert "products" not in bench.rule_table({"setup": setup, "runs": runs[1:]})
