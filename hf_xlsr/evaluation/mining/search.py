@@ -89,6 +89,7 @@ def train_index(spec: str, sides: Sequence[np.ndarray], dim: int, seed: int = 0,
 
 
 def _cpu_has(*features: str) -> bool:
+    """Whether this CPU has any of ``features``, as torch names them (``torch.cpu._is_<feature>_supported``)."""
     return any(getattr(torch.cpu, f"_is_{feature}_supported", lambda: False)() for feature in features)
 
 
@@ -236,8 +237,7 @@ def scan_lists(
     exactly. A query with no floor above 0 (none of its lists holds ``asked`` vectors, or their best all score 0 or
     below: rare but for clustered or tiny corpora) gets -1 throughout, for `knn` to search it exactly. Comparisons
     with a positive floor are made on the scores' bits (of int8 rows, on their int32 sums: exact, the same whatever
-    the block). ``layout``: the corpus's `list_layout`, made once for many
-    calls (else here)."""
+    the block). ``layout``: the corpus's `list_layout`, made once for many calls (else here)."""
     query_centre, corpus_centre = centres or (None, None)
     transform, ivf = inverted_lists(index)
     n_lists, probes = ivf.nlist, min(ivf.nprobe, ivf.nlist)
