@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 from conftest import MINILM
 from test_multiprocess import ROOT, launch_two_processes
 
 import hf_xlsr.evaluation.mining.job as job_module
+import hf_xlsr.evaluation.mining.search as search_module
 from hf_xlsr.data import load_bible, resolve_reference
 from hf_xlsr.evaluation.mining import mine
 from hf_xlsr.evaluation.mining.job import mine_in_shards
@@ -40,8 +42,10 @@ def same_pairs(a, b) -> None:
     np.testing.assert_allclose([first[pair] for pair in second], list(second.values()), rtol=1e-5)
 
 
+@pytest.mark.parametrize("products", ["int8", "bfloat16"])  # the scanned lists' scores: both kinds of ties
 @pytest.mark.parametrize("index", INDEXES)
-def test_shards_of_queries_give_the_pairs_of_one_search(sides, index, tmp_path):
+def test_shards_of_queries_give_the_pairs_of_one_search(sides, index, products, tmp_path, monkeypatch):
+    monkeypatch.setattr(search_module, "_products_dtype", lambda: getattr(torch, products))
     whole = mine(*sides, index=index)
     assert len(whole) > 2000
     sharded = mine_in_shards(*sides, tmp_path / "search", index=index, shard_size=700)  # 4 shards each way
