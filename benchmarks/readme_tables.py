@@ -1390,7 +1390,6 @@ TABLES: dict[str, Callable[[], str]] = {
     "dual-momentum-step": lambda: step_table("step.json"),
     "dual-momentum-memory": memory_table,
     "queue-cost": lambda: queue_cost_table("queue.json"),
-    "queue-cost-both-directions": lambda: queue_cost_table("queue_both_directions.json"),
     "dual-momentum-step-bf16": lambda: step_table("step_bf16.json"),
 }
 

@@ -128,6 +128,8 @@ def test_blocked_queue_logsumexp_and_its_gradient_match_float64(block_size, mask
             if not masked or query_ids[i] < 0 or key_ids[j] != query_ids[i]]  # fmt: skip
     assert int(count) == len(kept)
     assert float(total) == pytest.approx(sum(2.5 * float(queries[i].detach() @ keys[j]) for i, j in kept), rel=1e-10)
+    best_expected = [max(2.5 * float(queries[i].detach() @ keys[j]) for i2, j in kept if i2 == i) for i in range(5)]
+    torch.testing.assert_close(best, torch.tensor(best_expected, dtype=torch.float64), rtol=1e-12, atol=1e-12)
 
 
 def test_blocked_scoring_of_a_float16_queue_matches_its_float32_values():

@@ -15,14 +15,15 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-QUEUE_BLOCK_SIZE = 8192  # queued keys scored at once on the CPU: memory is O(batch x block), never O(batch x queue)
+QUEUE_BLOCK_SIZE = 2048  # queued keys scored at once on the CPU: memory is O(batch x block), never O(batch x queue)
 GPU_BLOCK_ELEMENTS = 2**26  # on a GPU, a block's float32 logits take at most 256 MiB: few kernels per queue
 
 
 def queue_block_size(queries: int, device: torch.device) -> int:
-    """Queued keys scored at once: `QUEUE_BLOCK_SIZE` on the CPU (a block's logits stay in cache); on a GPU as many
-    as keep a block's float32 logits within `GPU_BLOCK_ELEMENTS`, so that a queue of 65,536 keys against a batch of
-    1,024 is one block and its scoring a dozen kernels, not a dozen per 8,192 keys."""
+    """Queued keys scored at once: `QUEUE_BLOCK_SIZE` on the CPU (a block of keys, 3 MiB in float32 at d = 384,
+    stays in cache between its two products: the logits, and the queries' gradient); on a GPU as many as keep a
+    block's float32 logits within `GPU_BLOCK_ELEMENTS`, so that a queue of 65,536 keys against a batch of 1,024 is
+    one block and its scoring a dozen kernels, not a dozen per 2,048 keys."""
     if device.type == "cpu":
         return QUEUE_BLOCK_SIZE
     return max(QUEUE_BLOCK_SIZE, GPU_BLOCK_ELEMENTS // max(queries, 1))
@@ -74,9 +75,10 @@ class _QueueLogSumExp(torch.autograd.Function):
     def forward(ctx, queries, keys, scale, query_ids, key_ids, block_size):
         q = at_least_float32(queries) * scale  # scaled once: each block's logits come straight from the matmul
         n = q.shape[0]
-        running_max, total = q.new_full((n,), -math.inf), q.new_zeros(n)
+        running_max, total = q.new_full((n,), -math.inf), q.new_zeros(n)  # also each query's best logit
         weighted = q.new_zeros(q.shape) if ctx.needs_input_grad[0] else None  # sum_j e^(logit_ij - max_i) k_j
-        best, logit_sum, count = q.new_full((n,), -math.inf), q.new_zeros(()), q.new_zeros(())
+        logit_sum, count = q.new_zeros(()), q.new_zeros(())
+        lowest = torch.finfo(q.dtype).min  # the shift of a row with nothing but masked keys so far: e^-inf = 0
         masking = query_ids is not None and key_ids is not None
         block_size = block_size or queue_block_size(n, q.device)
         for start in range(0, keys.shape[0], block_size):
@@ -90,22 +92,21 @@ class _QueueLogSumExp(torch.autograd.Function):
             else:
                 count += logits.numel()
                 logit_sum += logits.sum()
-            block_max = logits.amax(dim=1)
-            best = torch.maximum(best, block_max)
-            new_max = torch.maximum(running_max, block_max)
-            shift = torch.where(torch.isfinite(new_max), new_max, 0.0)
-            rescale = torch.exp(running_max - shift)  # exp(-inf) = 0 for rows that had nothing yet
+            new_max = torch.maximum(running_max, logits.amax(dim=1))
+            shift = new_max.clamp(min=lowest)
+            rescale = (running_max - shift).exp_()  # e^-inf = 0 for rows that had nothing yet
             weights = logits.sub_(shift[:, None]).exp_()  # in place: the block's logits are not needed any more
-            total = total * rescale + weights.sum(dim=1)
+            total.mul_(rescale).add_(weights.sum(dim=1))
             if weighted is not None:
-                weighted = weighted * rescale[:, None] + float32_product(weights, block)
+                weighted.mul_(rescale[:, None]).add_(float32_product(weights, block))
             running_max = new_max
         lse = torch.where(torch.isfinite(running_max), running_max, 0.0) + torch.log(total)  # -inf: all masked
         if weighted is not None:  # d lse_i / d q_i = scale * sum_j softmax_ij k_j
             inverse = torch.where(total > 0, scale / total, 0.0)
             ctx.save_for_backward((weighted * inverse[:, None]).to(queries.dtype))
+        best = running_max.to(queries.dtype)
         ctx.mark_non_differentiable(best, logit_sum, count)
-        return lse.to(queries.dtype), best.to(queries.dtype), logit_sum.to(queries.dtype), count
+        return lse.to(queries.dtype), best, logit_sum.to(queries.dtype), count
 
     @staticmethod
     def backward(ctx, grad_lse, grad_best, grad_sum, grad_count):
