@@ -93,8 +93,10 @@ def one_configuration(implementation: str, size: int, batch: int, dtype: str, re
     width, rate = fastest_width(batch)
     q, floor_keys, weights = torch.randn(batch, D), torch.randn(width, D), torch.randn(batch, width)
 
-    def floor():  # 2 B K d multiply-adds per direction, both directions, at the fastest width's rate
-        for _ in range(round(2 * size / width)):
+    pairs = round(2 * size / width)  # 2 B K d multiply-adds per direction, both directions, at the fastest width
+
+    def floor():
+        for _ in range(pairs):
             q @ floor_keys.T
             weights @ floor_keys
 
@@ -115,7 +117,8 @@ def one_configuration(implementation: str, size: int, batch: int, dtype: str, re
     return {"seconds": statistics.median(times["queue"]), "no_queue_seconds": statistics.median(times["no queue"]),
             "added_seconds": statistics.median(added), "floor_seconds": statistics.median(times["floor"]),
             "ratio_to_floor": statistics.median(ratios), "ratio_to_issue_floor": statistics.median(ratios) / 2,
-            "added_rss_mb": added_rss, "floor_width": width, "matmul_rate_gmacs": rate / 1e9}  # fmt: skip
+            "added_rss_mb": added_rss, "floor_width": width, "floor_multiply_adds": pairs * 2 * batch * D * width,
+            "matmul_rate_gmacs": rate / 1e9}  # fmt: skip
 
 
 def report(results: dict) -> str:

@@ -448,6 +448,12 @@ MUTATIONS = [
              'return [run for run in runs if "superseded" not in run]', "return runs",
              "tests/benchmarks/test_bench_mining_scale.py::"
              "test_a_superseded_run_stays_in_the_file_and_leaves_the_table_and_the_fit"),
+    Mutation("queue_bench_rows_ignore_their_block", "benchmarks/bench_queue.py",
+             "losses.QUEUE_BLOCK_SIZE = block or losses.QUEUE_BLOCK_SIZE", "pass",
+             "tests/benchmarks/test_bench_queue.py::test_a_blocked_row_scores_the_queue_in_its_own_blocks"),
+    Mutation("queue_floor_one_direction", "benchmarks/bench_queue.py", "pairs = round(2 * size / width)",
+             "pairs = round(size / width)",
+             "tests/benchmarks/test_bench_queue.py::test_the_floor_counts_both_products_of_both_directions"),
     Mutation("rule_rows_hide_their_products", "benchmarks/bench_mining_scale.py",
              "products\" if len(shown) > 1 else \"\"", "products\" if False else \"\"",
              "tests/benchmarks/test_bench_mining_scale.py::"

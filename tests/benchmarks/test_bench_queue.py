@@ -1,0 +1,54 @@
+"""``benchmarks/bench_queue.py``: each configuration scores its queue in the blocks its row names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hf_xlsr.modeling import losses
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def bench(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    monkeypatch.setattr(losses, "QUEUE_BLOCK_SIZE", losses.QUEUE_BLOCK_SIZE)  # the bench sets it; put back after
+    import bench_queue
+
+    return bench_queue
+
+
+@pytest.mark.parametrize("block", [512, 1536])
+def test_a_blocked_row_scores_the_queue_in_its_own_blocks(bench, monkeypatch, block):
+    """A queue of 3,000 keys scored in blocks of 512 or 1,536 (the last one shorter): every logits product of the
+    queue has the row's block width or the remainder, whatever the library's default block."""
+    widths = []
+    product = losses.float32_product
+
+    def spy(a, b):
+        if b.shape[0] == bench.D:  # the logits' product, (n x d) @ (d x block)
+            widths.append(b.shape[1])
+        return product(a, b)
+
+    monkeypatch.setattr(losses, "float32_product", spy)
+    result = bench.one_configuration("blocked", 3000, 4, "float32", 2, block)
+    assert set(widths) == {block, 3000 % block}
+    assert result["ratio_to_floor"] > 0 and result["floor_width"] in (1024, 2048, 4096, 8192)
+
+
+def test_the_floor_counts_both_products_of_both_directions(bench):
+    """4 B K d multiply-adds: the logits and the queries' gradient, for each of the two queues."""
+    result = bench.one_configuration("blocked", 16_384, 4, "float32", 1, 0)
+    assert result["floor_multiply_adds"] == 2 * 2 * 4 * 16_384 * bench.D
+
+
+def test_the_table_names_the_block_of_each_blocked_row(bench):
+    row = {"K": 409_600, "queue_dtype": "float32", "added_seconds": 0.5, "ratio_to_floor": 1.6,
+           "ratio_to_issue_floor": 0.8, "added_rss_mb": 1.0, "queue_mb": 600.0}  # fmt: skip
+    rows = [{**row, "implementation": "blocked", "block_size": 8192},
+            {**row, "implementation": "materialised", "block_size": 0}]  # fmt: skip
+    lines = bench.report({"rows": rows}).splitlines()
+    assert lines[2].startswith("| 409,600 | float32 | blocked | 8,192 | 0.5000 | 1.60 | 0.80 |")
+    assert lines[3].startswith("| 409,600 | float32 | materialised |  | 0.5000 |")
