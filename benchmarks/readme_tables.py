@@ -253,31 +253,16 @@ def mining_scale_table() -> str:
     return scale_table(load("mining_scale.json"))
 
 
-def mining_scale_rule_table() -> str:
-    """The settings `auto`'s rule beyond 500,000 sentences a side was chosen among
-    (``bench_mining_scale.py --rule``)."""
+def mining_rule_table(name: str, first: str = "full lists") -> str:
+    """Settings searched one direction at a size (``bench_mining_scale.py --rule``), each row's seconds against the
+    size's first row (``first`` names it): the settings `auto`'s rule beyond 500,000 sentences a side was chosen among
+    (``mining_scale_rule.json``), more lists, fewer dimensions and more re-scored candidates (``--settings``,
+    ``mining_scale_lists.json``), and its lists scored in bfloat16 and in int8 products (``--products``,
+    ``mining_scale_products.json``)."""
     sys.path.insert(0, str(HERE))
     from bench_mining_scale import rule_table
 
-    return rule_table(load("mining_scale_rule.json"))
-
-
-def mining_scale_lists_table() -> str:
-    """More inverted lists, fewer dimensions and more re-scored candidates against `auto`'s rule from 500,000
-    sentences a side (``bench_mining_scale.py --rule --settings ...``; the first row of a size is `auto`'s)."""
-    sys.path.insert(0, str(HERE))
-    from bench_mining_scale import rule_table
-
-    return rule_table(load("mining_scale_lists.json"), "auto's rule")
-
-
-def mining_scale_products_table() -> str:
-    """`auto`'s lists from 500,000 sentences a side scored in bfloat16 and in int8 products
-    (``bench_mining_scale.py --rule --products ...``)."""
-    sys.path.insert(0, str(HERE))
-    from bench_mining_scale import rule_table
-
-    return rule_table(load("mining_scale_products.json"), "the first row")
+    return rule_table(load(name), first)
 
 
 def mining_scale_summary() -> str:
@@ -1020,9 +1005,9 @@ TABLES: dict[str, Callable[[], str]] = {
     "mining-probes": coverage_table,
     "mining-scale": mining_scale_table,
     "mining-scale-summary": mining_scale_summary,
-    "mining-scale-rule": mining_scale_rule_table,
-    "mining-scale-lists": mining_scale_lists_table,
-    "mining-scale-products": mining_scale_products_table,
+    "mining-scale-rule": lambda: mining_rule_table("mining_scale_rule.json"),
+    "mining-scale-lists": lambda: mining_rule_table("mining_scale_lists.json", "auto's rule"),
+    "mining-scale-products": lambda: mining_rule_table("mining_scale_products.json", "the first row"),
     "mining-one-language": one_language_table,
     "mining-one-language-probes": one_language_coverage_table,
     "encoding-full": encoding_full_table,
