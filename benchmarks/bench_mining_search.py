@@ -354,8 +354,10 @@ def main() -> None:
     parser.add_argument("--size", type=int)
     parser.add_argument("--pairs")
     parser.add_argument("--report", action="store_true", help="print the table of a results file (--out) and stop")
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--out", help="the results file (required but with --embed-only)")
     args = parser.parse_args()
+    if args.out is None and not args.embed_only:
+        parser.error("--out is required")
     if args.report:
         data = json.loads(Path(args.out).read_text())
         if "sweep" in data["setup"]:

@@ -125,7 +125,8 @@ def verse_id(book: int, chapter: int, verse: int) -> int:
 
 def verse_ids(verses: datasets.Dataset) -> list[int]:
     """The meaning id of every row of `load_bible`'s ``verses``."""
-    return [verse_id(*key) for key in zip(verses["book"], verses["chapter"], verses["verse"], strict=True)]
+    columns = (verses[name][:] for name in ("book", "chapter", "verse"))  # lists, not rows read one at a time
+    return [verse_id(*key) for key in zip(*columns, strict=True)]
 
 
 def load_bible(

@@ -176,9 +176,9 @@ def shared_meanings(
     first_nodes: dict[str, list] = {}
     for name, part in parts.items():
         languages = name.split("-")
-        texts = [part[language] for language in languages]
+        texts = [part[language][:] for language in languages]  # lists: a row read from the table costs far more
         namespace = namespaces.get(name)
-        ids = part["example_id"] if namespace is not None else [None] * len(part)
+        ids = part["example_id"][:] if namespace is not None else [None] * len(part)
         nodes = []
         for row, own in enumerate(ids):
             linked = [("text", code, column[row].strip()) for code, column in zip(languages, texts, strict=True)]
