@@ -209,8 +209,8 @@ def load_bible_adjacent(
     sees each language; the translation columns serve bitext retrieval on the same rows.
     """
     verses = load_bible(languages, translations, split=split, heldout_books=heldout_books)
-    keys = list(zip(verses["book"], verses["chapter"], verses["verse"], strict=True))
-    texts = {language: verses[language] for language in languages}
+    keys = list(zip(verses["book"][:], verses["chapter"][:], verses["verse"][:], strict=True))
+    texts = {language: verses[language][:] for language in languages}  # lists: rows read one by one cost far more
     rows: dict[str, list] = {"first": [], "second": [], "language": [], "example_id": [],
                              **{language: [] for language in languages}}  # fmt: skip
     for i in range(len(keys) - 1):

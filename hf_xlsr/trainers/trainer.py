@@ -236,11 +236,12 @@ class XlsrTrainer(Trainer):
         size^``language_sampling_alpha``, in batches that mix the pairs or of one pair each (``language_batches``)."""
         dataset = train_dataset if train_dataset is not None else self.train_dataset
         columns = getattr(dataset, "column_names", None) or []
-        if "pair" not in columns or len(set(dataset["pair"])) < 2:
+        pairs = dataset["pair"][:] if "pair" in columns else []  # a list: rows read one by one cost far more
+        if len(set(pairs)) < 2:
             return super()._get_train_sampler(train_dataset)
         args = self.args
         return LanguagePairSampler(
-            dataset["pair"], args.per_device_train_batch_size,
+            pairs, args.per_device_train_batch_size,
             getattr(args, "language_sampling_alpha", LANGUAGE_SAMPLING_ALPHA),
             getattr(args, "language_batches", LANGUAGE_BATCHES[0]), seed=args.seed,
         )  # fmt: skip
