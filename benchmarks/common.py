@@ -102,7 +102,10 @@ class Results:
         self.data["setup"] = {**self.data.get("setup", {}), **setup}
 
     def done(self, arm: str, seed: int) -> bool:
-        return any(run["arm"] == arm and run["seed"] == seed for run in self.data["runs"])
+        """Whether the file holds a current run of ``arm`` at ``seed``: one marked ``superseded`` (a later run replaces
+        it, and the file keeps it) is to be run again."""
+        runs = self.data["runs"]
+        return any(run["arm"] == arm and run["seed"] == seed and "superseded" not in run for run in runs)
 
     def add(self, run: dict) -> None:
         """Append ``run`` to the runs on disk, so that two processes filling one file keep each other's runs."""

@@ -448,6 +448,9 @@ MUTATIONS = [
              'return [run for run in runs if "superseded" not in run]', "return runs",
              "tests/benchmarks/test_bench_mining_scale.py::"
              "test_a_superseded_run_stays_in_the_file_and_leaves_the_table_and_the_fit"),
+    Mutation("superseded_run_counted_as_done", "benchmarks/common.py",
+             'and "superseded" not in run for run in runs)', "for run in runs)",
+             "tests/benchmarks/test_bench_mining_scale.py::test_a_superseded_run_is_run_again_and_the_file_keeps_both"),
     Mutation("queue_bench_rows_ignore_their_block", "benchmarks/bench_queue.py",
              "losses.QUEUE_BLOCK_SIZE = block or losses.QUEUE_BLOCK_SIZE", "pass",
              "tests/benchmarks/test_bench_queue.py::test_a_blocked_row_scores_the_queue_in_its_own_blocks"),
