@@ -448,6 +448,9 @@ MUTATIONS = [
              'return [run for run in runs if "superseded" not in run]', "return runs",
              "tests/benchmarks/test_bench_mining_scale.py::"
              "test_a_superseded_run_stays_in_the_file_and_leaves_the_table_and_the_fit"),
+    Mutation("momentum_copy_copies_the_tokenizer", "hf_xlsr/modeling/ema.py",
+             "                shared[id(tokenizer)] = tokenizer", "                pass",
+             "tests/test_st_loss.py::test_the_momentum_copy_owns_its_weights_and_shares_the_tokenizer"),
     Mutation("superseded_run_counted_as_done", "benchmarks/common.py",
              'and "superseded" not in run for run in runs)', "for run in runs)",
              "tests/benchmarks/test_bench_mining_scale.py::test_a_superseded_run_is_run_again_and_the_file_keeps_both"),

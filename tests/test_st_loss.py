@@ -50,6 +50,19 @@ def trainer_for(model, loss, pairs, output_dir, callbacks=None, **arguments):
     return SentenceTransformerTrainer(model=model, args=args, train_dataset=pairs, loss=loss, callbacks=callbacks)
 
 
+def test_the_momentum_copy_owns_its_weights_and_shares_the_tokenizer(encoder_dir):
+    """The copy holds weights of its own (the EMA moves them apart from the live ones) but not a second tokenizer:
+    it is handed token ids, and a multilingual tokenizer is hundreds of MB of Python objects."""
+    model = sentence_model(encoder_dir)
+    copy = MomentumQueueLoss(model, queue_size=8).momentum_contrast.momentum["encoder"]
+    assert copy[0].processor is model[0].processor
+    live = dict(model.named_parameters())
+    for name, tensor in copy.named_buffers():
+        if name in live:
+            assert tensor.data_ptr() != live[name].data_ptr(), name
+    assert {name for name, _ in copy.named_buffers()} >= set(live)
+
+
 def test_the_loss_takes_its_positives_and_negatives_from_the_momentum_copy(encoder_dir, pairs):
     """After EMA steps, the loss equals Eq. 2-3 written out with the momentum copy's keys and the queue."""
     model = sentence_model(encoder_dir)
