@@ -354,7 +354,7 @@ def main() -> None:
     parser.add_argument("--size", type=int)
     parser.add_argument("--pairs")
     parser.add_argument("--report", action="store_true", help="print the table of a results file (--out) and stop")
-    parser.add_argument("--out", help="the results file (required but with --embed-only)")
+    parser.add_argument("--out", help="the results file (required unless --embed-only)")
     args = parser.parse_args()
     if args.out is None and not args.embed_only:
         parser.error("--out is required")
