@@ -95,6 +95,8 @@ LABELS = {
     "contaccum_8B": "ContAccum, batch 8B in micro-batches of B, bank of 64B",
 }
 HF_XLSR = ("mql", "cmql", "dmm")
+# an arm without GradCache whose gradients equal a cached arm's (same batch, same loss): timed, never trained again
+CACHED_TWIN = {"mnrl_8B": "CachedMNRL 8B", "mql_8B_K256B": "CachedMomentumQueueLoss 8B"}
 # an arm's suffix: its rate x f(k) for a batch k times B (``_invsqrtlr`` and ``_tenthlr``: below the base rate, for a
 # peer that diverges at it; 2e-5, a tenth of it, is the rate ContAccum's authors train BERT with)
 LEARNING_RATE_RULES = {"": lambda k: 1.0, "_sqrtlr": math.sqrt, "_klr": float,
@@ -521,9 +523,10 @@ def report(results: dict, timing_rows: dict | None) -> str:
         t = timing_rows.get(base)
         speed = f"{t['seconds_per_pair']:.3f} ({t['time_ratio_to_mnrl_B']:.2f}×)" if t else "—"
         if base not in chosen:
-            if base == "mnrl_8B" and t:  # its gradients are CachedMNRL 8B's: timed, not trained again
-                batch = ARMS[base]["batch"] * b
-                lines.append(f"| {LABELS[base]} | {batch} | {batch - 1} | {pairs // batch} | as CachedMNRL 8B | — "
+            if base in CACHED_TWIN and t:  # its gradients are its GradCache twin's: timed, not trained again
+                batch, twin = ARMS[base]["batch"] * b, CACHED_TWIN[base]
+                negatives = negatives_per_query(base, batch, ARMS[base].get("queue", 0) * b)
+                lines.append(f"| {LABELS[base]} | {batch} | {negatives} | {pairs // batch} | as {twin} | — "
                              f"| — | {memory_of(t):.0f} | {speed} |")  # fmt: skip
             continue
         arm = chosen[base]

@@ -134,6 +134,23 @@ def test_the_memory_verdict_sets_the_weights_state_apart(bench):
     )
 
 
+def test_an_arm_timed_but_not_trained_is_shown_as_its_gradcache_twin(bench):
+    """MNRL and the queue at 8B have the gradients of CachedMNRL and the cached queue at 8B: with a timing row and no
+    runs each has a row that points to its twin, its own negatives, steps, memory and time."""
+    shape = {"mql_K256B": {"batch": 8, "queue": 2048, "steps": 80}, "cmnrl_8B_sqrtlr": {"batch": 64, "queue": 0,
+                                                                                       "steps": 10}}  # fmt: skip
+    runs = [{**run, **shape[run["arm"]], "training_mb": 900.0} for run in queue_and_peer_runs()]
+    timed = {"state_mb": 400.0, "training_mb": 1.0, "time_ratio_to_mnrl_B": 1.0}
+    timing = {"mnrl_8B": {"held_mb": 5000.0, "seconds_per_pair": 0.1, **timed},
+              "mql_8B_K256B": {"held_mb": 6000.0, "seconds_per_pair": 0.2, **timed}}  # fmt: skip
+    lines = bench.report({"runs": runs, "setup": {"B": 8, "pairs": 640}}, timing).splitlines()
+    assert "| MNRL, batch 8B | 64 | 63 | 10 | as CachedMNRL 8B | — | — | 5000 | 0.100 (1.00×) |" in lines
+    assert ("| MomentumQueueLoss, batch 8B, K = 256B | 64 | 2,111 | 10 | as CachedMomentumQueueLoss 8B | — | — | 6000 "
+            "| 0.200 (1.00×) |") in lines  # fmt: skip
+    assert not any(line.startswith("| MNRL, batch 8B") for line in bench.report(
+        {"runs": runs, "setup": {"B": 8, "pairs": 640}}, {}).splitlines())  # fmt: skip
+
+
 def test_the_cached_queue_arm_and_the_learning_rate_grid(bench, minilm, tmp_path):
     """CachedMomentumQueueLoss at batch 8B in mini-batches of B with the queue of the arm at B, and the learning
     rate of a batch k times B as is, times sqrt(k) or times k."""
