@@ -23,9 +23,9 @@ Each arm runs in a process of its own, the two alternating which runs first at e
   is among the k = 4 neighbours each search returns (what margin mining can pair), and the share of the random
   queries' exact neighbours that ``auto`` finds.
 
-``--rule``: the settings ``auto``'s rule beyond ``REDUCED_FROM`` was chosen among (``RULE``), on sides the report
-does not use (150,000 real sentences, and 700,000 with distractors of seed 1): one direction's search each, its
-seconds and its recall against exact search.
+``--rule``: the settings ``auto``'s rule was chosen among (``RULE``, or ``--settings``), on sides the report does not
+use (75,000, 150,000 and 300,000 real sentences, and 700,000 with distractors of seed 1): one direction's search
+each, its seconds and its recall against exact search.
 
     HF_HUB_OFFLINE=1 python benchmarks/bench_mining_scale.py --threads 1 --out benchmarks/results/mining_scale.json
     python benchmarks/bench_mining_scale.py --report --out benchmarks/results/mining_scale.json
@@ -125,7 +125,7 @@ def arm_index(arm: str, size: int, dim: int) -> str:
     return re.sub(r"nprobe=(\d+)", lambda m: f"nprobe={2 * int(m.group(1))}", spec) if arm == "hf_xlsr_wide" else spec
 
 
-# --rule: the settings auto's rule beyond REDUCED_FROM was chosen among, as faiss strings ({r}: int(sqrt(n)) lists,
+# --rule: the settings auto's rule was chosen among, as faiss strings ({r}: int(sqrt(n)) lists,
 # {p}: a twelfth of them, at most 64; a number before r or p multiplies it: {2p} is twice that, {4r} 4 sqrt(n))
 RULE = ["IVF{r},Flat|nprobe={p}", "PCA128,IVF{r},Flat|nprobe={p}", "PCA128,IVF{r},Flat|nprobe={p},k_factor=8",
         "PCA64,IVF{r},Flat|nprobe={p},k_factor=8", "PCA128,IVF{r},Flat|nprobe={2p},k_factor=8"]  # fmt: skip

@@ -423,24 +423,26 @@ def setup(args) -> dict:
 
 
 def timing(args) -> None:
+    """Every arm of ``--arms`` timed in ``--timing-rounds`` rounds, each in a process of its own, the order reversed
+    every other round; the results file is rewritten after each round with the medians of the rounds so far."""
     arms = args.arms or list(ARMS)
-    order = [arm for i in range(args.timing_rounds) for arm in (arms if i % 2 == 0 else arms[::-1])]
     rows: dict[str, list[dict]] = {arm: [] for arm in arms}
-    for arm in order:
-        rows[arm].append(spawn(args, "--timing-child", arm))
-        print(rows[arm][-1], flush=True)
-    summary = {arm: {"seconds_per_pair": statistics.median(r["seconds_per_pair"] for r in runs),
-                     "training_mb": statistics.median(r["training_mb"] for r in runs),
-                     "held_mb": statistics.median(r["held_mb"] for r in runs),
-                     "peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in runs),
-                     "state_mb": statistics.median(r["state_mb"] for r in runs)}
-               for arm, runs in rows.items()}  # fmt: skip
+    for i in range(args.timing_rounds):
+        for arm in arms if i % 2 == 0 else arms[::-1]:
+            rows[arm].append(spawn(args, "--timing-child", arm))
+            print(rows[arm][-1], flush=True)
+        done = {**setup(args), "rounds": i + 1, "timed_steps": args.timing_steps}
+        Path(args.out).write_text(json.dumps({"setup": done, "rows": timing_summary(rows)}, indent=2))
+
+
+def timing_summary(rows: dict[str, list[dict]]) -> dict[str, dict]:
+    """Each arm's medians over its timed runs, and its seconds per pair over MNRL at B's."""
+    keys = ("seconds_per_pair", "training_mb", "held_mb", "peak_rss_mb", "state_mb")
+    summary = {arm: {key: statistics.median(run[key] for run in runs) for key in keys} for arm, runs in rows.items()}
     base = summary.get("mnrl_B", {}).get("seconds_per_pair")
     for row in summary.values():
         row["time_ratio_to_mnrl_B"] = row["seconds_per_pair"] / base if base else None
-    Path(args.out).write_text(json.dumps({"setup": {**setup(args), "rounds": args.timing_rounds,
-                                                    "timed_steps": args.timing_steps}, "rows": summary},
-                                         indent=2))  # fmt: skip
+    return summary
 
 
 # ---------------------------------------------------------------------------------------------------------------------

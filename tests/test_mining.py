@@ -87,13 +87,13 @@ def test_blocks_and_ivf_agree_with_exact_search(monkeypatch):
     small_sims, small_ids = knn(queries, corpus, 4, index="flat", block_size=37)
     assert np.array_equal(exact_ids, small_ids) and np.allclose(exact_sims, small_sims)
     monkeypatch.setattr(index_module, "IVF_THRESHOLD", 1000)  # "auto" now picks IVF for 4,000 vectors
-    # min(sqrt(4,000), 4,000 / 39) = 63 lists of full vectors, 63 // 12 = 5 of them scanned (knn re-scores each
-    # query's 4 x 4 best candidates exactly)
+    # min(sqrt(4,000), 4,000 / 39) = 63 lists of full vectors (16 dimensions: no PCA map), 63 // 4 = 15 of them
+    # scanned (knn re-scores each query's 4 x 4 best candidates exactly)
     ivf = faiss.downcast_index(mining_module.build_index(corpus, "auto"))
-    assert (type(ivf).__name__, ivf.nlist, ivf.nprobe) == ("IndexIVFFlat", 63, 5)
+    assert (type(ivf).__name__, ivf.nlist, ivf.nprobe) == ("IndexIVFFlat", 63, 15)
     _, ivf_ids = knn(queries, corpus, 4, index="auto")
     assert np.mean(ivf_ids[:, 0] == exact_ids[:, 0]) > 0.95
-    assert np.mean(ivf_ids == exact_ids) > 0.95  # all 4 nearest, in order: 99.1%
+    assert np.mean(ivf_ids == exact_ids) > 0.95  # all 4 nearest, in order: 99.4%
     # k_factor sets the candidates re-scored: with one bit per dimension, 96% with 8 x 4, 42% with 1 x 4
     agree = {factor: np.mean(knn(queries, corpus, 4, f"IVF63,RaBitQ|nprobe=16,k_factor={factor}")[1] == exact_ids)
              for factor in (1, 8)}  # fmt: skip
@@ -175,23 +175,27 @@ def test_scanned_lists_find_what_a_float64_search_of_the_same_lists_finds(monkey
 def test_auto_probes_a_share_of_its_lists():
     index_spec = index_module.index_spec
     assert index_spec(49_999) == "Flat"
-    assert index_spec(50_000) == "IVF223,Flat|nprobe=18"  # sqrt(n) lists, a 12th of them probed
-    assert index_spec(409_226) == "IVF639,Flat|nprobe=53"
-    assert index_spec(4_000_000) == "IVF2000,Flat|nprobe=64"  # at most 64 beyond a million
-    # from 500,000 vectors of more than 128 dimensions the lists are scanned mapped to 128 by PCA, 8 x k re-scored
-    assert index_spec(499_999, "auto", 512) == "IVF707,Flat|nprobe=58"
+    assert index_spec(50_000) == "IVF223,Flat|nprobe=55"  # sqrt(n) lists, a quarter of them probed
+    assert index_spec(409_226) == "IVF639,Flat|nprobe=64"  # at most 64
+    assert index_spec(4_000_000) == "IVF2000,Flat|nprobe=64"
+    # vectors of more than 128 dimensions are scanned mapped to 128 by PCA, 8 x k re-scored
+    assert index_spec(60_000, "auto", 129) == "PCA128,IVF244,Flat|nprobe=61,k_factor=8"
+    assert index_spec(60_000, "auto", 128) == "IVF244,Flat|nprobe=61"
+    assert index_spec(3_000, "ivf", 384) == "IVF54,Flat|nprobe=13"  # lists asked of a few vectors: no PCA of them
     assert index_spec(2_000_000, "auto", 512) == "PCA128,IVF1414,Flat|nprobe=64,k_factor=8"
     assert index_spec(2_000_000, "auto", 128) == "IVF1414,Flat|nprobe=64"
 
 
 def test_auto_keeps_the_index_within_the_memory_it_is_given():
-    """The list scanner holds both sides in bfloat16 (4 n d bytes); beyond ``memory`` the lists hold 8-bit codes
-    (n d bytes), beyond that product codes of d / 8 bytes."""
-    n, d = 100_000, 384  # 316 lists, 26 probed; full lists 153.6 MB, 8-bit codes 38.4 MB
-    assert index_module.index_spec(n, "auto", d) == "IVF316,Flat|nprobe=26"
-    assert index_module.index_spec(n, "auto", d, memory=200_000_000) == "IVF316,Flat|nprobe=26"
-    assert index_module.index_spec(n, "auto", d, memory=100_000_000) == "IVF316,SQ8|nprobe=26"
-    assert index_module.index_spec(n, "auto", d, memory=20_000_000) == "IVF316,PQ48|nprobe=26"
+    """The list scanner holds both sides in bfloat16 (4 n d bytes, d the PCA-mapped 128); beyond ``memory`` the
+    lists hold 8-bit codes (n d bytes, d the vectors' own), beyond that product codes of d / 8 bytes."""
+    n, d = 100_000, 384  # 316 lists, 64 probed; PCA-mapped lists 51.2 MB, 8-bit codes 38.4 MB
+    reduced = "PCA128,IVF316,Flat|nprobe=64,k_factor=8"
+    assert index_module.index_spec(n, "auto", d) == reduced
+    assert index_module.index_spec(n, "auto", d, memory=52_000_000) == reduced
+    assert index_module.index_spec(n, "auto", d, memory=50_000_000) == "IVF316,SQ8|nprobe=64"
+    assert index_module.index_spec(n, "auto", d, memory=20_000_000) == "IVF316,PQ48|nprobe=64"
+    assert index_module.index_spec(n, "auto", 128, memory=52_000_000) == "IVF316,Flat|nprobe=64"  # 4 n 128 bytes
     assert index_module.index_spec(10_000, "auto", d, memory=1) == "Flat"  # exact search keeps nothing but blocks
     # a million of 512-d: the PCA-mapped lists hold 4 n 128 bytes (512 MB); 8-bit codes would hold 512 MB too
     assert index_module.index_spec(10**6, "auto", 512, memory=600_000_000).startswith("PCA128,IVF1000,Flat|")
@@ -224,7 +228,7 @@ def test_eight_bit_lists_find_the_pairs_full_lists_find(monkeypatch):
         return float(np.sum(gold[pairs.source] == pairs.target)) / n
 
     full, coded = mine(x, y, index="auto"), mine(x, y, index="auto", memory=4 * n * d - 1)
-    assert trained == ["IVF223,Flat|nprobe=18", "IVF223,SQ8|nprobe=18"]
+    assert trained == ["IVF223,Flat|nprobe=55", "IVF223,SQ8|nprobe=55"]
     assert found(full) > 0.9 and abs(found(coded) - found(full)) < 0.005, (found(full), found(coded))
 
 
@@ -320,7 +324,7 @@ def test_one_trained_index_serves_both_directions_and_factory_strings_are_indexe
     monkeypatch.setattr(margin_module, "train_index", counted)  # where mine looks it up
     exact = mine(x, y, index="flat")
     cases = [
-        ("ivf", "IVF54,Flat|nprobe=4"),  # min(sqrt(3,000), 3,000 / 39) lists, a 12th of them probed
+        ("ivf", "IVF54,Flat|nprobe=13"),  # min(sqrt(3,000), 3,000 / 39) lists, a quarter of them probed
         ("IVF32,RaBitQ|nprobe=8", "IVF32,RaBitQ|nprobe=8"),
         ("HNSW16|efSearch=64", "HNSW16|efSearch=64"),
         ("IVF32,SQ8|nprobe=8", "IVF32,SQ8|nprobe=8"),

@@ -120,6 +120,38 @@ def queue_and_peer_runs() -> list[dict]:
             for arm, bible, tune in (("mql_K256B", 0.9, 0.9), ("cmnrl_8B_sqrtlr", 0.8, 0.8))]  # fmt: skip
 
 
+def test_timing_interleaves_the_arms_and_keeps_each_finished_round(bench, monkeypatch, tmp_path):
+    """Rounds alternate the arms' order (A B, B A, A B); the file holds each arm's medians after every round, so a run
+    stopped in its third round leaves the medians of two."""
+    import argparse
+    import json
+
+    calls = []
+    seconds = {"mnrl_B": [1.0, 3.0, 2.0], "mql_K256B": [2.0, 4.0, 9.0]}
+
+    def spawn(args, flag, arm):
+        calls.append(arm)
+        if len(calls) == 6:
+            raise KeyboardInterrupt  # stopped during the third round
+        value = seconds[arm][calls.count(arm) - 1]
+        return {"seconds_per_pair": value, "training_mb": 10 * value, "held_mb": 20 * value, "peak_rss_mb": 0.0,
+                "state_mb": 1.0}  # fmt: skip
+
+    monkeypatch.setattr(bench, "spawn", spawn)
+    out = tmp_path / "timing.json"
+    args = argparse.Namespace(arms=["mnrl_B", "mql_K256B"], timing_rounds=3, timing_steps=2, out=str(out),
+                              encoder="minilm", languages=["en", "fr"], pairs=64, learning_rate=1e-4, max_length=16,
+                              heldout=10, whole_test=False, eval_points=[1.0])  # fmt: skip
+    with pytest.raises(KeyboardInterrupt):
+        bench.timing(args)
+    assert calls == ["mnrl_B", "mql_K256B", "mql_K256B", "mnrl_B", "mnrl_B", "mql_K256B"]
+    written = json.loads(out.read_text())
+    assert written["setup"]["rounds"] == 2
+    assert written["rows"]["mnrl_B"]["seconds_per_pair"] == 2.0  # median of 1 and 3
+    assert written["rows"]["mql_K256B"]["held_mb"] == 60.0  # median of 40 and 80
+    assert written["rows"]["mql_K256B"]["time_ratio_to_mnrl_B"] == 1.5
+
+
 def test_the_memory_verdict_sets_the_weights_state_apart(bench):
     runs = queue_and_peer_runs()
     timing = {"mql_K256B": {"training_mb": 700.0, "state_mb": 400.0, "seconds_per_pair": 0.1},

@@ -1,6 +1,6 @@
-"""Which faiss index a mining search uses (`index_spec`): exact search, inverted lists of full vectors (behind a PCA
-map from `REDUCED_FROM` sentences a side), compressed codes where memory is short, every vector on a GPU, or any
-``index_factory`` string; and the check that faiss can build the one asked for (`check_index`)."""
+"""Which faiss index a mining search uses (`index_spec`): exact search, inverted lists of PCA-mapped vectors,
+compressed codes where memory is short, every vector on a GPU, or any ``index_factory`` string; and the check that
+faiss can build the one asked for (`check_index`)."""
 
 from __future__ import annotations
 
@@ -10,38 +10,35 @@ import faiss
 
 from .device import DEVICE_K_FACTOR, search_device
 
-# Chosen by `benchmarks/bench_mining_search.py --sweep 50000 150000` and `--sweep 75000 250000` (the report's mining
-# page), at sizes its scaling figures do not report. Probes are a share of the lists: with sqrt(n) lists a fixed number
-# of probes scans a shrinking share of the corpus as it grows. Of the shares within half a point of exact search's
-# recall at every size swept, the fastest; beyond a million sentences, where nothing was measured, at most
-# `IVF_MAX_PROBES`, so that the search's time grows as n^1.5 rather than n^2. Exact search below the smallest size
-# swept, 50,000.
+# Exact search below IVF_THRESHOLD sentences a side; from there sqrt(n) inverted lists, of which a query scans one in
+# IVF_PROBE_SHARE (at most IVF_MAX_PROBES, so that the search's time grows as n^1.5 rather than n^2). From there
+# vectors of more than REDUCED_DIMENSIONS dimensions are scanned mapped to REDUCED_DIMENSIONS by PCA
+# (``PCA<d>,IVF<n>,Flat``: a quarter of the products of 512-d vectors) and `knn` re-scores REDUCED_K_FACTOR candidates
+# per neighbour by their cosine. Chosen by `benchmarks/bench_mining_scale.py --rule` on USE-m3 sides its report does
+# not use (75,000, 150,000 and 300,000 real sentences a side, 700,000 with distractors of another seed): gold pairs
+# within k 0.5 to 1.0 points below exact search's, where full lists probed a twelfth left 1.3 to 2.6 points at 75,000
+# and 300,000.
 IVF_THRESHOLD = 50_000
 IVF_LISTS_PER_ROOT = 1  # inverted lists per square root of the corpus size
-IVF_PROBE_SHARE = 12  # a query scans one in this many lists
+IVF_PROBE_SHARE = 4  # a query scans one in this many lists
 IVF_MAX_PROBES = 64
-IVF_REFINE = 4  # candidates per neighbour asked of an approximate index, re-scored by their exact cosine
-# From REDUCED_FROM sentences a side, where the lists' products are most of the time, `scan_lists` scores vectors
-# mapped to REDUCED_DIMENSIONS by PCA (``PCA<d>,IVF<n>,Flat``: a quarter of the products of 512-d vectors) and `knn`
-# re-scores REDUCED_K_FACTOR candidates per neighbour by their cosine. Chosen by `benchmarks/bench_mining_scale.py
-# --rule` on sides its report does not use (150,000 real sentences a side, and 700,000 with distractors of another
-# seed): about half the time of full lists at their recall.
-REDUCED_FROM = 500_000
+IVF_REFINE = 4  # candidates per neighbour asked of an approximate index of full vectors, re-scored by their cosine
 REDUCED_DIMENSIONS = 128
 REDUCED_K_FACTOR = 8
 
 
 def index_spec(n: int, index: str = "auto", dim: int = 0, memory: int | None = None) -> str:
     """The faiss index for a corpus of ``n`` vectors, as an ``index_factory`` string with its search parameters after
-    ``|``: ``flat`` (exact search), ``ivf`` (`IVF_LISTS_PER_ROOT` sqrt(n) inverted lists of full vectors, one in
+    ``|``: ``flat`` (exact search), ``ivf`` (`IVF_LISTS_PER_ROOT` sqrt(n) inverted lists, one in
     `IVF_PROBE_SHARE` of them (at most `IVF_MAX_PROBES`) scanned by `scan_lists`; `knn` re-scores the best `IVF_REFINE`
     candidates per neighbour exactly, as it does for any approximate index), ``auto`` (flat below `IVF_THRESHOLD`
     vectors, IVF from there; from there on a GPU that holds the corpus, every vector scored by matrix products and
     the best `DEVICE_K_FACTOR` x ``k`` re-scored: ``Flat|k_factor=4``, `device.device_knn`), or any factory string of
     one's own (``"HNSW32|efSearch=128"``, ``"OPQ64,IVF4096,PQ64|nprobe=32"``, as faiss and stopes name indexes).
     ``k_factor=F`` among the parameters sets how many candidates per neighbour `knn` re-scores (faiss's name for it;
-    `IVF_REFINE` when not given). From `REDUCED_FROM` vectors of more than `REDUCED_DIMENSIONS` dimensions (``dim``),
-    ``ivf`` scans them mapped by PCA to `REDUCED_DIMENSIONS` and re-scores `REDUCED_K_FACTOR` candidates per neighbour.
+    `IVF_REFINE` when not given). From `IVF_THRESHOLD` vectors of more than `REDUCED_DIMENSIONS` dimensions (``dim``),
+    ``ivf`` scans them mapped by PCA to `REDUCED_DIMENSIONS`, and re-scores `REDUCED_K_FACTOR` candidates per
+    neighbour.
 
     With ``memory`` (bytes) and ``dim``, ``auto`` and ``ivf`` keep the index within it: the list scanner holds both
     sides in at most 4 ``n`` ``dim`` bytes (bfloat16; int8 where the CPU multiplies int8 natively holds half; ``dim``
@@ -58,7 +55,7 @@ def index_spec(n: int, index: str = "auto", dim: int = 0, memory: int | None = N
     if index == "ivf":
         lists = max(1, min(int(IVF_LISTS_PER_ROOT * math.sqrt(n)), n // 39))  # faiss wants >= 39 points per list
         probes = f"nprobe={max(1, min(lists // IVF_PROBE_SHARE, IVF_MAX_PROBES))}"
-        reduced = n >= REDUCED_FROM and dim > REDUCED_DIMENSIONS
+        reduced = n >= IVF_THRESHOLD and dim > REDUCED_DIMENSIONS  # a PCA of a few vectors lacks the rank
         if memory is not None and dim and 4 * n * (REDUCED_DIMENSIONS if reduced else dim) > memory:
             return f"IVF{lists},{'SQ8' if n * dim <= memory else f'PQ{max(1, dim // 8)}'}|{probes}"
         if reduced:
