@@ -232,6 +232,25 @@ def test_eight_bit_lists_find_the_pairs_full_lists_find(monkeypatch):
     assert found(full) > 0.9 and abs(found(coded) - found(full)) < 0.005, (found(full), found(coded))
 
 
+def test_the_int8_scale_read_in_blocks_is_the_scale_of_the_whole_sample():
+    """The corpus's per-dimension int8 multipliers, read a few rows at a time (so that no more than a block of the
+    sample is held), equal 127 over each dimension's largest magnitude over every row, computed in float64."""
+    rng = np.random.default_rng(5)
+    corpus = (rng.normal(size=(1000, 24)) * rng.uniform(0.1, 3.0, size=24)).astype(np.float32)
+    centre = unit(corpus).mean(axis=0).astype(np.float32)
+    pca = faiss.PCAMatrix(24, 8)
+    pca.train(corpus)
+    rows = unit(corpus).astype(np.float64) - centre
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    matrix = faiss.vector_to_array(pca.A).reshape(8, 24).astype(np.float64)
+    mapped = rows @ matrix.T + faiss.vector_to_array(pca.b)
+    expected = 127 / np.abs(mapped).max(axis=0)
+    for block_size in (7, 1000):
+        assert np.allclose(mining_module._int8_scale(corpus, centre, pca, block_size), expected, rtol=1e-5)
+    assert np.allclose(mining_module._int8_scale(corpus, None, None, 7), 127 / np.abs(unit(corpus)).max(axis=0),
+                       rtol=1e-5)  # fmt: skip
+
+
 def test_a_query_whose_scanned_lists_hold_too_few_vectors_is_searched_exactly():
     # 50 sentences repeated 60 times: k-means puts 64 lists on 50 points, so many lists are empty, and a query that
     # scans one list often finds fewer than k vectors there (faiss answers index -1, similarity -3.4e38)

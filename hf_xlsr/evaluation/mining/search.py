@@ -111,14 +111,17 @@ def _product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch._int_mm(a, b.T) if a.dtype == torch.int8 else a @ b.T
 
 
-def _int8_scale(corpus, centre, transform) -> np.ndarray:
+def _int8_scale(corpus, centre, transform, block_size: int = 16384) -> np.ndarray:
     """Per-dimension multipliers that take ``corpus``'s vectors, as `scan_lists` scores them (unit, centred, mapped),
     to at most 127 in magnitude, read from `INT8_SAMPLE` of them spread evenly over it (SQ8's ranges, trained on a
-    sample: a value beyond its dimension's is saturated)."""
+    sample: a value beyond its dimension's is saturated), ``block_size`` at a time."""
     rows = np.unique(np.linspace(0, len(corpus) - 1, min(len(corpus), INT8_SAMPLE)).astype(np.int64))
-    sample = _centred(_unit_float32(corpus[rows]), centre)
-    sample = _mapped(sample, transform) if transform else sample
-    return 127 / np.maximum(np.abs(sample).max(axis=0), np.finfo(np.float32).tiny)
+    largest = np.zeros(transform.d_out if transform else corpus.shape[1], dtype=np.float32)
+    for start in range(0, len(rows), block_size):
+        sample = _centred(_unit_float32(corpus[rows[start : start + block_size]]), centre)
+        sample = _mapped(sample, transform) if transform else sample
+        np.maximum(largest, np.abs(sample).max(axis=0), out=largest)
+    return 127 / np.maximum(largest, np.finfo(np.float32).tiny)
 
 
 def _int8_rows(block: np.ndarray, scale: np.ndarray, corpus: bool) -> np.ndarray:
@@ -215,7 +218,7 @@ def list_layout(corpus, index, centre=None, block_size: int = 16384) -> ListLayo
     transform, ivf = inverted_lists(index)
     centroids = torch.from_numpy(ivf.quantizer.reconstruct_n(0, ivf.nlist)).to(_float_products_dtype())
     dtype = _products_dtype()
-    scale = _int8_scale(corpus, centre, transform) if dtype == torch.int8 else None
+    scale = _int8_scale(corpus, centre, transform, block_size) if dtype == torch.int8 else None
     stored, home = _unit_matrix(corpus, centre, dtype, centroids, 1, block_size, transform, scale)
     return ListLayout(stored, *_grouped(home[:, 0], ivf.nlist), scale)
 
