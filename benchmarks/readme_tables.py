@@ -255,7 +255,7 @@ def mining_scale_table() -> str:
 
 def mining_rule_table(name: str, first: str = "full lists") -> str:
     """Settings searched one direction at a size (``bench_mining_scale.py --rule``), each row's seconds against the
-    size's first row (``first`` names it): the settings `auto`'s rule beyond 500,000 sentences a side was chosen among
+    size's first row (``first`` names it): the settings `auto`'s rule was chosen among
     (``mining_scale_rule.json``), more lists, fewer dimensions and more re-scored candidates (``--settings``,
     ``mining_scale_lists.json``), and its lists scored in bfloat16 and in int8 products (``--products``,
     ``mining_scale_products.json``)."""
