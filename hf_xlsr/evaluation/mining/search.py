@@ -118,8 +118,7 @@ def _int8_scale(corpus, centre, transform, block_size: int = 16384) -> np.ndarra
     rows = np.unique(np.linspace(0, len(corpus) - 1, min(len(corpus), INT8_SAMPLE)).astype(np.int64))
     largest = np.zeros(transform.d_out if transform else corpus.shape[1], dtype=np.float32)
     for start in range(0, len(rows), block_size):
-        sample = _centred(_unit_float32(corpus[rows[start : start + block_size]]), centre)
-        sample = _mapped(sample, transform) if transform else sample
+        sample = _as_scanned(corpus[rows[start : start + block_size]], centre, transform)
         np.maximum(largest, np.abs(sample).max(axis=0), out=largest)
     return 127 / np.maximum(largest, np.finfo(np.float32).tiny)
 
@@ -161,6 +160,13 @@ def _mapped(vectors: np.ndarray, transform) -> np.ndarray:
     return (vectors @ matrix.T.astype(np.float64) + faiss.vector_to_array(transform.b)).astype(np.float32)
 
 
+def _as_scanned(vectors: np.ndarray, centre, transform) -> np.ndarray:
+    """``vectors`` as `scan_lists` scores them: L2-normalised, centred on ``centre`` (`_centred`), mapped by
+    ``transform`` when given (`_mapped`)."""
+    unit = _centred(_unit_float32(vectors), centre)
+    return _mapped(unit, transform) if transform else unit
+
+
 def _unit_matrix(
     vectors: np.ndarray, centre, dtype: torch.dtype, centroids: torch.Tensor, lists: int, block_size: int,
     transform=None, scale: np.ndarray | None = None, corpus: bool = True,
@@ -171,8 +177,7 @@ def _unit_matrix(
     unit = torch.empty((len(vectors), transform.d_out if transform else vectors.shape[1]), dtype=dtype)
     nearest = np.empty((len(vectors), lists), dtype=np.int32)
     for start in range(0, len(vectors), block_size):
-        block = _centred(_unit_float32(vectors[start : start + block_size]), centre)
-        block = _mapped(block, transform) if transform else block
+        block = _as_scanned(vectors[start : start + block_size], centre, transform)
         stop = start + len(block)
         nearest[start:stop] = (torch.from_numpy(block).to(centroids.dtype) @ centroids.T).topk(lists, dim=1).indices
         unit[start:stop] = torch.from_numpy(_int8_rows(block, scale, corpus) if dtype == torch.int8 else block)
