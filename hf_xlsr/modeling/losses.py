@@ -81,9 +81,15 @@ class _QueueLogSumExp(torch.autograd.Function):
         lowest = torch.finfo(q.dtype).min  # the shift of a row with nothing but masked keys so far: e^-inf = 0
         masking = query_ids is not None and key_ids is not None
         block_size = block_size or queue_block_size(n, q.device)
+        on_cpu = q.device.type == "cpu"  # each block converted once, its logits written into one buffer
+        buffer = q.new_empty(n, min(block_size, len(keys))) if on_cpu else None
         for start in range(0, keys.shape[0], block_size):
             block = keys[start : start + block_size]  # in its storage dtype: the whole queue is never converted
-            logits = float32_product(q, block.T)
+            if on_cpu:
+                block = block.to(q.dtype)  # a no-op for float32 keys; one copy of a float16 block for both products
+                logits = torch.mm(q, block.T, out=buffer[:, : len(block)])
+            else:
+                logits = float32_product(q, block.T)
             if masking:  # a query's own example is not its negative
                 same = (query_ids[:, None] == key_ids[None, start : start + block_size]) & (query_ids[:, None] >= 0)
                 logits.masked_fill_(same, -math.inf)

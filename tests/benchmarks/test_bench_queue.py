@@ -22,14 +22,14 @@ def bench(monkeypatch):
 
 @pytest.mark.parametrize("block", [512, 1536])
 def test_a_blocked_row_scores_the_queue_in_its_own_blocks(bench, monkeypatch, block):
-    """A queue of 3,000 keys scored in blocks of 512 or 1,536 (the last one shorter): every logits product of the
+    """A queue of 3,000 keys scored in blocks of 512 or 1,536 (the last one shorter): every gradient product of the
     queue has the row's block width or the remainder, whatever the library's default block."""
     widths = []
     product = losses.float32_product
 
     def spy(a, b):
-        if b.shape[0] == bench.D:  # the logits' product, (n x d) @ (d x block)
-            widths.append(b.shape[1])
+        if b.shape[1] == bench.D:  # the queries' gradient, (n x block) @ (block x d)
+            widths.append(b.shape[0])
         return product(a, b)
 
     monkeypatch.setattr(losses, "float32_product", spy)

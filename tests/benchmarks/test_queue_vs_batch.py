@@ -96,6 +96,25 @@ def test_a_results_file_is_reported_with_its_own_timing_only(bench, tmp_path):
     timing.write_text(json.dumps({"setup": {**setup, "encoder": "minilm"}, "rows": {}}))  # another model's seconds
     with pytest.raises(SystemExit, match="timed for another setup"):
         bench.timing_of(results)
+    # a whole-test file of the same setup names the timing of its other test; another setup's is refused all the same
+    whole = tmp_path / "queue_vs_batch_e5_22_whole.json"
+    whole.write_text(json.dumps({"setup": {**setup, "whole_test": True}, "runs": []}))
+    other = tmp_path / "other_timing.json"
+    other.write_text(json.dumps({"setup": setup, "rows": {"mnrl_B": {"seconds_per_pair": 2.0}}}))
+    assert bench.timing_of(whole) is None
+    assert bench.timing_of(whole, other) == {"mnrl_B": {"seconds_per_pair": 2.0}}
+    with pytest.raises(SystemExit, match="timed for another setup"):
+        bench.timing_of(whole, timing)
+
+
+def test_runs_scored_only_at_their_end_leave_half_the_compute_and_equal_time_unmeasured(bench):
+    """One point per run (an expensive test): the verdict says what it cannot read instead of inventing it."""
+    runs = [{**run, "curve": run["curve"][-1:]} for run in queue_and_peer_runs()]
+    timing = {"mql_K256B": {"training_mb": 1.0, "seconds_per_pair": 0.12},
+              "cmnrl_8B": {"training_mb": 1.0, "seconds_per_pair": 0.10}}  # fmt: skip
+    lines = bench.verdict({"runs": runs, "setup": {"B": 8}}, timing).splitlines()
+    assert lines[2] == "- half the compute: no point at half the budget inside the hf_xlsr runs, not measured."
+    assert lines[3].endswith("at 83% of its pairs, before its first measured point: not measured.")
 
 
 def test_the_weights_training_state_is_a_gradient_and_two_moments_per_weight(bench, minilm, tmp_path):
