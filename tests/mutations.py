@@ -464,6 +464,9 @@ MUTATIONS = [
              'if p["pairs"] * 2 == r["curve"][-1]["pairs"]), None)', 'if True), None)',
              "tests/benchmarks/test_queue_vs_batch.py::"
              "test_runs_scored_only_at_their_end_leave_half_the_compute_and_equal_time_unmeasured"),
+    Mutation("linear_map_of_the_first_rows_only", "hf_xlsr/evaluation/mining/search.py",
+             "= vectors[start : start + MAP_ROWS] @ matrix + bias", "= vectors[:MAP_ROWS] @ matrix + bias",
+             "tests/test_mining.py::test_a_linear_map_applied_a_few_rows_at_a_time_maps_every_row_as_float64_does"),
     Mutation("uncached_queue_not_shown_as_its_twin", "benchmarks/bench_queue_vs_batch.py",
              ', "mql_8B_K256B": "CachedMomentumQueueLoss 8B"}', "}",
              "tests/benchmarks/test_queue_vs_batch.py::test_an_arm_timed_but_not_trained_is_shown_as_its_gradcache_twin"),

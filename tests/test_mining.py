@@ -251,6 +251,20 @@ def test_the_int8_scale_read_in_blocks_is_the_scale_of_the_whole_sample():
                        rtol=1e-5)  # fmt: skip
 
 
+def test_a_linear_map_applied_a_few_rows_at_a_time_maps_every_row_as_float64_does(monkeypatch):
+    """faiss's PCA map of 1,000 vectors, 7 rows at a time (a last chunk of 6): each row is ``A v + b`` in float64,
+    rounded to float32 once."""
+    rng = np.random.default_rng(6)
+    vectors = rng.normal(size=(1000, 24)).astype(np.float32)
+    pca = faiss.PCAMatrix(24, 8)
+    pca.train(vectors)
+    matrix = faiss.vector_to_array(pca.A).reshape(8, 24).astype(np.float64)
+    expected = (vectors.astype(np.float64) @ matrix.T + faiss.vector_to_array(pca.b)).astype(np.float32)
+    monkeypatch.setattr(mining_module, "MAP_ROWS", 7)
+    mapped = mining_module._mapped(vectors, pca)
+    assert mapped.dtype == np.float32 and np.array_equal(mapped, expected)
+
+
 def test_a_query_whose_scanned_lists_hold_too_few_vectors_is_searched_exactly():
     # 50 sentences repeated 60 times: k-means puts 64 lists on 50 points, so many lists are empty, and a query that
     # scans one list often finds fewer than k vectors there (faiss answers index -1, similarity -3.4e38)

@@ -27,7 +27,8 @@ logger = logging.getLogger(__name__)
 
 IVF_TRAIN_POINTS = 64  # k-means sample per inverted list (faiss asks for 39 at least)
 SCAN_SCORES = 2**22  # scores one matrix product of `scan_lists` computes at most
-SCAN_QUERIES = 2**17  # queries per `scan_lists` call of `knn`: its probes, kept candidates, sort keys (~3 KB each)
+SCAN_QUERIES = 2**14  # queries per `scan_lists` call of `knn`: its probes, kept candidates, sort keys (~3 KB each)
+MAP_ROWS = 2048  # vectors mapped by a linear map at once (`_mapped`)
 INT8_SAMPLE = 2**16  # vectors of a corpus that its int8 scale is read from (`_int8_scale`)
 
 
@@ -155,9 +156,14 @@ def inverted_lists(index) -> tuple:
 
 def _mapped(vectors: np.ndarray, transform) -> np.ndarray:
     """faiss's linear map (``A v + b``) of ``vectors``, computed in float64: the same bits for a vector whatever block
-    it comes in (a float32 product's rounding depends on the block's shape)."""
-    matrix = faiss.vector_to_array(transform.A).reshape(transform.d_out, transform.d_in)
-    return (vectors @ matrix.T.astype(np.float64) + faiss.vector_to_array(transform.b)).astype(np.float32)
+    it comes in (a float32 product's rounding depends on the block's shape), `MAP_ROWS` rows at a time (the float64
+    copies of a few megabytes, not of the whole block)."""
+    matrix = faiss.vector_to_array(transform.A).reshape(transform.d_out, transform.d_in).T.astype(np.float64)
+    bias = faiss.vector_to_array(transform.b)
+    mapped = np.empty((len(vectors), transform.d_out), dtype=np.float32)
+    for start in range(0, len(vectors), MAP_ROWS):
+        mapped[start : start + MAP_ROWS] = vectors[start : start + MAP_ROWS] @ matrix + bias
+    return mapped
 
 
 def _as_scanned(vectors: np.ndarray, centre, transform) -> np.ndarray:
