@@ -1,12 +1,10 @@
 """Nearest neighbours for mining with faiss: exact inner-product search below `IVF_THRESHOLD` sentences, inverted lists
-above, or any faiss ``index_factory`` string (`index_spec`). One trained index serves both directions of a search,
-trained on a sample of both sides. Vectors are added and queries searched in blocks, so no ``n x n`` matrix is built.
-Inverted lists of full vectors (``IVF<lists>,Flat``, what ``ivf`` builds) are scanned by `scan_lists` rather than by
-faiss: the queries that probe a list are scored against it in one matrix product. An approximate index sees each side
-centred on its own mean (`side_centre`): an encoder that keeps languages apart puts a language's sentences in
-inverted lists of their own, where a query scans the lists of its own language and misses those of its translation;
-centred, the two languages share lists. The index's candidates are then re-scored by the cosine of the vectors as
-they came.
+above, or any faiss ``index_factory`` string (`index_spec`). One index, trained on a sample of both sides, serves both
+directions; vectors are added and queries searched in blocks (no ``n x n`` matrix). Inverted lists of full vectors
+(``IVF<lists>,Flat``) are scanned by `scan_lists`: the queries that probe a list scored against it in one matrix
+product. An approximate index sees each side centred on its own mean (`side_centre`): an encoder that keeps languages
+apart puts a language's sentences in lists of their own, where a query misses its translation's; centred, the two
+languages share lists. The candidates are then re-scored by the cosine of the vectors as they came.
 """
 
 from __future__ import annotations
@@ -155,9 +153,8 @@ def inverted_lists(index) -> tuple:
 
 
 def _mapped(vectors: np.ndarray, transform) -> np.ndarray:
-    """faiss's linear map (``A v + b``) of ``vectors``, computed in float64: the same bits for a vector whatever block
-    it comes in (a float32 product's rounding depends on the block's shape), `MAP_ROWS` rows at a time (the float64
-    copies of a few megabytes, not of the whole block)."""
+    """faiss's linear map (``A v + b``) of ``vectors`` in float64, `MAP_ROWS` rows at a time: a vector's bits whatever
+    block it comes in (a float32 product's rounding depends on the block's shape), float64 copies of a few MB."""
     matrix = faiss.vector_to_array(transform.A).reshape(transform.d_out, transform.d_in).T.astype(np.float64)
     bias = faiss.vector_to_array(transform.b)
     mapped = np.empty((len(vectors), transform.d_out), dtype=np.float32)
@@ -345,9 +342,8 @@ def scan_lists(
 
 
 def build_index(corpus: np.ndarray, index: str = "auto", block_size: int = 16384, trained=None, centre=None):
-    """A faiss inner-product index over L2-normalised ``corpus`` (see `index_spec`), centred on ``centre`` when
-    given: a copy of ``trained`` (an empty trained index) when given, else one trained on ``corpus``; vectors added
-    in blocks."""
+    """A faiss inner-product index over L2-normalised ``corpus`` (`index_spec`), centred on ``centre`` when given: a
+    copy of ``trained`` (an empty trained index) if given, else one trained on ``corpus``; vectors added in blocks."""
     n, dim = corpus.shape
     spec = index_spec(n, index)
     if trained is not None:
@@ -367,9 +363,8 @@ def _device_of(spec: str, corpus) -> torch.device | None:
 
 
 def prepare(corpus: np.ndarray, index: str, block_size: int = 16384, trained=None, centre=None):
-    """What `knn` reads of ``corpus``, made once for any number of blocks of queries: for inverted lists of full
-    vectors (`inverted_lists`) its `list_layout`, for ``auto``'s search on a GPU (``Flat|k_factor=…``) its
-    `device_corpus`, for any other index that index holding it (`build_index`)."""
+    """What `knn` reads of ``corpus``, made once for many blocks of queries: for full inverted lists (`inverted_lists`)
+    its `list_layout`, for a search on a GPU (`_device_of`) its `device_corpus`, else the index holding it."""
     if device := _device_of(index, corpus):
         return device_corpus(corpus, device)
     if trained is not None and inverted_lists(trained)[1] is not None:
