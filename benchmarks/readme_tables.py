@@ -135,12 +135,14 @@ def encoding_full_table() -> str:
     return "\n".join(lines) + "\n"
 
 
-def queue_table(name: str = "queue_vs_batch.json") -> str:
+def queue_table(name: str = "queue_vs_batch.json", timing_name: str | None = None) -> str:
+    """A queue-against-batch results file's table and verdict, timed by ``timing_name`` (default: its own
+    ``_timing`` file)."""
     sys.path.insert(0, str(HERE))
     from bench_queue_vs_batch import languages_label, report, timing_of, verdict
 
     results = load(name)
-    timing = timing_of(RESULTS / name)
+    timing = timing_of(RESULTS / name, RESULTS / timing_name if timing_name else None)
     setup = results["setup"]
     heldout = f", {setup['heldout']:,} held-out verses per language" if "heldout" in setup else ""
     if setup.get("whole_test"):
@@ -958,6 +960,9 @@ TABLES: dict[str, Callable[[], str]] = {
     "queue-vs-batch": queue_table,
     "queue-vs-batch-e5": lambda: queue_table("queue_vs_batch_e5.json"),
     "queue-vs-batch-e5-22": lambda: queue_table("queue_vs_batch_e5_22.json"),
+    "queue-vs-batch-e5-22-whole": lambda: queue_table(
+        "queue_vs_batch_e5_22_whole.json", "queue_vs_batch_e5_22_timing.json"
+    ),
     "st-loss": st_loss_table,
     "lora": lora_table,
     "final-model": final_model_table,
