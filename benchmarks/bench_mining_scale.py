@@ -142,10 +142,10 @@ def rule_check(size: int, seed: int, settings: list[str], products: list[str] | 
     """Each of ``settings`` (`RULE`'s form) at ``size`` sentences a side (distractors of ``seed``): the seconds of one
     direction's search (training included), and recall against exact search as in the scaling
     (`recall_against_exact`), each as soon as it is measured. With ``products`` (torch dtype names), each setting once
-    per entry, in that order, its lists scored in that dtype (`search._products_dtype`) instead of the CPU's own."""
+    per entry, in that order, its lists scored in that dtype (`scan._products_dtype`) instead of the CPU's own."""
     import torch
 
-    from hf_xlsr.evaluation.mining import exact_knn, knn, search, side_centre, train_index
+    from hf_xlsr.evaluation.mining import exact_knn, knn, scan, side_centre, train_index
 
     source, target, gold = sides(size, seed)
     x, y = np.load(source, mmap_mode="r"), np.load(target, mmap_mode="r")
@@ -155,8 +155,8 @@ def rule_check(size: int, seed: int, settings: list[str], products: list[str] | 
     for setting in settings:
         spec = rule_spec(setting, size)
         for kind in products or [None]:
-            dtype = getattr(torch, kind) if kind else search._products_dtype()
-            with mock.patch.object(search, "_products_dtype", lambda dtype=dtype: dtype):
+            dtype = getattr(torch, kind) if kind else scan._products_dtype()
+            with mock.patch.object(scan, "_products_dtype", lambda dtype=dtype: dtype):
                 began = time.perf_counter()
                 trained = train_index(spec, (x, y), x.shape[1], centres=centres)
                 found = knn(x, y, K, spec, trained=trained, centres=centres)[1][rows[0]]

@@ -178,16 +178,17 @@ def probe_coverage(
     mean for the lists (``centre=False``: as it came); the nearest target is by the cosine of the vectors as they
     came."""
     from hf_xlsr.evaluation.mining.index import index_spec
-    from hf_xlsr.evaluation.mining.search import _centred, _unit_float32, side_centre, train_index
+    from hf_xlsr.evaluation.mining.search import train_index
+    from hf_xlsr.evaluation.mining.vectors import centred, side_centre, unit_float32
 
-    x, y = _unit_float32(x), _unit_float32(y)
+    x, y = unit_float32(x), unit_float32(y)
     pairs = np.array(sorted(gold))
     drawn = np.sort(np.random.default_rng(0).choice(len(x), min(sample, len(x)), replace=False))
     _, nearest = faiss.knn(x[drawn], y, 1, metric=faiss.METRIC_INNER_PRODUCT)
     spec = index_spec(max(len(x), len(y)), "ivf")
     centres = (side_centre(x), side_centre(y)) if centre else (None, None)
     trained = train_index(spec, [x, y], x.shape[1], centres=centres)  # holds the quantizer below
-    x, y = _centred(x, centres[0]), _centred(y, centres[1])
+    x, y = centred(x, centres[0]), centred(y, centres[1])
     quantizer = faiss.downcast_index(faiss.extract_index_ivf(trained).quantizer)
     lists = quantizer.ntotal
 

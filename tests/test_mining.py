@@ -16,7 +16,9 @@ from hf_xlsr.evaluation import MiningEvaluator, hide_pairs, mine, precision_reca
 from hf_xlsr.evaluation.mining import best_threshold, knn
 from hf_xlsr.evaluation.mining import index as index_module
 from hf_xlsr.evaluation.mining import margin as margin_module
-from hf_xlsr.evaluation.mining import search as mining_module
+from hf_xlsr.evaluation.mining import scan as scan_module
+from hf_xlsr.evaluation.mining import search as search_module
+from hf_xlsr.evaluation.mining import vectors as vectors_module
 from hf_xlsr.utils import current_umask
 from hf_xlsr_cli import main
 
@@ -89,7 +91,7 @@ def test_blocks_and_ivf_agree_with_exact_search(monkeypatch):
     monkeypatch.setattr(index_module, "IVF_THRESHOLD", 1000)  # "auto" now picks IVF for 4,000 vectors
     # min(sqrt(4,000), 4,000 / 39) = 63 lists of full vectors (16 dimensions: no PCA map), 63 // 4 = 15 of them
     # scanned (knn re-scores each query's 4 x 4 best candidates exactly)
-    ivf = faiss.downcast_index(mining_module.build_index(corpus, "auto"))
+    ivf = faiss.downcast_index(search_module.build_index(corpus, "auto"))
     assert (type(ivf).__name__, ivf.nlist, ivf.nprobe) == ("IndexIVFFlat", 63, 15)
     _, ivf_ids = knn(queries, corpus, 4, index="auto")
     assert np.mean(ivf_ids[:, 0] == exact_ids[:, 0]) > 0.95
@@ -126,22 +128,22 @@ def test_scanned_lists_find_what_a_float64_search_of_the_same_lists_finds(monkey
     corpus = topics[rng.choice(12, size=3000, p=weights)] + 0.4 * rng.normal(size=(3000, 24)) + 0.5
     queries = topics[rng.choice(12, size=800, p=weights)] + 0.4 * rng.normal(size=(800, 24)) - 0.5
     dtype = getattr(torch, products)
-    monkeypatch.setattr(mining_module, "_products_dtype", lambda: dtype)
+    monkeypatch.setattr(scan_module, "_products_dtype", lambda: dtype)
     if products == "float32":  # a CPU without native bfloat16 products scores the centroids in float32 too
-        monkeypatch.setattr(mining_module, "_float_products_dtype", lambda: torch.float32)
-    monkeypatch.setattr(mining_module, "SCAN_SCORES", 5000)
-    centres = mining_module.side_centre(queries), mining_module.side_centre(corpus)
-    trained = mining_module.train_index(spec, [queries, corpus], 24, centres=centres)
+        monkeypatch.setattr(scan_module, "_float_products_dtype", lambda: torch.float32)
+    monkeypatch.setattr(scan_module, "SCAN_SCORES", 5000)
+    centres = vectors_module.side_centre(queries), vectors_module.side_centre(corpus)
+    trained = search_module.train_index(spec, [queries, corpus], 24, centres=centres)
     sims, ids = knn(queries, corpus, 4, spec, trained=trained, centres=centres)
     if scan_queries:
-        scanned, scan = [], mining_module.scan_lists
-        monkeypatch.setattr(mining_module, "scan_lists", lambda queries, *rest: scanned.append(len(queries)) or
+        scanned, scan = [], search_module.scan_lists
+        monkeypatch.setattr(search_module, "scan_lists", lambda queries, *rest: scanned.append(len(queries)) or
                             scan(queries, *rest))  # fmt: skip
-        monkeypatch.setattr(mining_module, "SCAN_QUERIES", scan_queries)
+        monkeypatch.setattr(search_module, "SCAN_QUERIES", scan_queries)
         in_blocks = knn(queries, corpus, 4, spec, block_size=32, trained=trained, centres=centres)
         assert scanned == [96] * 8 + [32]
         assert np.array_equal(in_blocks[1], ids) and np.array_equal(in_blocks[0], sims)
-    transform, ivf = mining_module.inverted_lists(trained)
+    transform, ivf = scan_module.inverted_lists(trained)
     assert ivf.nlist == 30 and (transform is None) == spec.startswith("IVF")
 
     def mapped(vectors: np.ndarray) -> np.ndarray:
@@ -246,8 +248,8 @@ def test_the_int8_scale_read_in_blocks_is_the_scale_of_the_whole_sample():
     mapped = rows @ matrix.T + faiss.vector_to_array(pca.b)
     expected = 127 / np.abs(mapped).max(axis=0)
     for block_size in (7, 1000):
-        assert np.allclose(mining_module._int8_scale(corpus, centre, pca, block_size), expected, rtol=1e-5)
-    assert np.allclose(mining_module._int8_scale(corpus, None, None, 7), 127 / np.abs(unit(corpus)).max(axis=0),
+        assert np.allclose(scan_module._int8_scale(corpus, centre, pca, block_size), expected, rtol=1e-5)
+    assert np.allclose(scan_module._int8_scale(corpus, None, None, 7), 127 / np.abs(unit(corpus)).max(axis=0),
                        rtol=1e-5)  # fmt: skip
 
 
@@ -260,8 +262,8 @@ def test_a_linear_map_applied_a_few_rows_at_a_time_maps_every_row_as_float64_doe
     pca.train(vectors)
     matrix = faiss.vector_to_array(pca.A).reshape(8, 24).astype(np.float64)
     expected = (vectors.astype(np.float64) @ matrix.T + faiss.vector_to_array(pca.b)).astype(np.float32)
-    monkeypatch.setattr(mining_module, "MAP_ROWS", 7)
-    mapped = mining_module._mapped(vectors, pca)
+    monkeypatch.setattr(scan_module, "MAP_ROWS", 7)
+    mapped = scan_module._mapped(vectors, pca)
     assert mapped.dtype == np.float32 and np.array_equal(mapped, expected)
 
 
@@ -273,7 +275,7 @@ def test_a_query_whose_scanned_lists_hold_too_few_vectors_is_searched_exactly():
     corpus = np.repeat(centres, 60, axis=0)
     queries = centres[rng.integers(0, 50, size=500)] + 0.05 * rng.normal(size=(500, 16))
     spec = "IVF64,Flat|nprobe=1"
-    raw_ids = mining_module.build_index(corpus, spec).search(mining_module._unit_float32(queries), 8)[1]
+    raw_ids = search_module.build_index(corpus, spec).search(vectors_module.unit_float32(queries), 8)[1]
     assert (raw_ids < 0).any(axis=1).sum() > 20  # the case arises: these queries need the fallback
     sims, ids = knn(queries, corpus, 8, index=spec)
     unit = lambda v: v / np.linalg.norm(v, axis=1, keepdims=True)  # noqa: E731
@@ -298,13 +300,13 @@ def languages_apart(n: int = 4000, dim: int = 32, offset: float = 0.8, seed: int
 def test_an_approximate_index_searches_each_language_centred_on_its_own_mean(monkeypatch):
     x, y = languages_apart()
     spec = "IVF64,Flat|nprobe=4"  # 4 of 64 lists scanned
-    searched_exactly, exact_knn = [], mining_module.exact_knn
+    searched_exactly, exact_knn = [], search_module.exact_knn
 
     def counted(queries, *args):
         searched_exactly.append(len(queries))
         return exact_knn(queries, *args)
 
-    monkeypatch.setattr(mining_module, "exact_knn", counted)
+    monkeypatch.setattr(search_module, "exact_knn", counted)
     exact = dict(zip(*(lambda p: (p.source.tolist(), p.target.tolist()))(mine(x, y, index="flat")), strict=True))
     assert np.mean([s == t for s, t in exact.items()]) > 0.95  # exact search finds the translations
 
@@ -322,11 +324,11 @@ def test_an_approximate_index_searches_each_language_centred_on_its_own_mean(mon
     # knn against the algorithm written out: the same trained lists holding y centred on its mean, searched with x
     # centred on its own, the best 16 candidates re-scored by the cosine of the vectors as they came (float64); the
     # lists scanned by scan_lists, and 8-bit codes that faiss searches itself
-    centres = mining_module.side_centre(x), mining_module.side_centre(y)
+    centres = vectors_module.side_centre(x), vectors_module.side_centre(y)
     cosines = unit(x) @ unit(y).T
     exact = np.argsort(-cosines, axis=1)[:, :4]
     for searched in (spec, "IVF64,SQ8|nprobe=4"):
-        trained = mining_module.train_index(searched, [x, y], x.shape[1], centres=centres)
+        trained = search_module.train_index(searched, [x, y], x.shape[1], centres=centres)
         sims, ids = knn(x, y, 4, searched, trained=trained, centres=centres)
         reference = faiss.clone_index(trained)
         reference.add(unit(unit(y) - centres[1]).astype(np.float32))
@@ -340,7 +342,7 @@ def test_an_approximate_index_searches_each_language_centred_on_its_own_mean(mon
         assert np.allclose(np.take_along_axis(cosines, ids, axis=1), sims, atol=1e-5)
         assert (np.diff(sims, axis=1) <= 0).all()
     centre = unit(x).mean(axis=0)
-    assert np.allclose(mining_module.side_centre(x, block_size=333), centre, atol=1e-6)
+    assert np.allclose(vectors_module.side_centre(x, block_size=333), centre, atol=1e-6)
 
 
 def test_one_trained_index_serves_both_directions_and_factory_strings_are_indexes(monkeypatch):
@@ -348,7 +350,7 @@ def test_one_trained_index_serves_both_directions_and_factory_strings_are_indexe
     centres = rng.normal(size=(30, 16))
     x = centres[rng.integers(0, 30, size=3000)] + 0.2 * rng.normal(size=(3000, 16))
     y = x + 0.05 * rng.normal(size=x.shape)  # y[i] translates x[i]
-    trained, original = [], mining_module.train_index
+    trained, original = [], search_module.train_index
 
     def counted(spec, *args, **kwargs):
         trained.append(spec)

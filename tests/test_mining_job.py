@@ -11,7 +11,7 @@ from conftest import MINILM
 from test_multiprocess import ROOT, launch_two_processes
 
 import hf_xlsr.evaluation.mining.job as job_module
-import hf_xlsr.evaluation.mining.search as search_module
+import hf_xlsr.evaluation.mining.scan as scan_module
 from hf_xlsr.data import load_bible, resolve_reference
 from hf_xlsr.evaluation.mining import mine
 from hf_xlsr.evaluation.mining.job import mine_in_shards
@@ -45,7 +45,7 @@ def same_pairs(a, b) -> None:
 @pytest.mark.parametrize("products", ["int8", "bfloat16"])  # the scanned lists' scores: both kinds of ties
 @pytest.mark.parametrize("index", INDEXES)
 def test_shards_of_queries_give_the_pairs_of_one_search(sides, index, products, tmp_path, monkeypatch):
-    monkeypatch.setattr(search_module, "_products_dtype", lambda: getattr(torch, products))
+    monkeypatch.setattr(scan_module, "_products_dtype", lambda: getattr(torch, products))
     whole = mine(*sides, index=index)
     assert len(whole) > 2000
     sharded = mine_in_shards(*sides, tmp_path / "search", index=index, shard_size=700)  # 4 shards each way

@@ -1,6 +1,7 @@
-"""Bitext mining: which index searches (`index`), nearest neighbours with faiss (`search`) or on a GPU (`device`),
-margin scores and one-to-one pairs (`margin`), the search as a resumable job in shards split over processes (`job`),
-two files of any size (`files`), and BUCC-style evaluation (`evaluator`)."""
+"""Bitext mining: which index searches (`index`), nearest neighbours with faiss (`search`; its inverted lists scanned
+by `scan`, its vectors normalised and centred by `vectors`) or on a GPU (`device`), margin scores and one-to-one
+pairs (`margin`), the search as a resumable job in shards split over processes (`job`), two files of any size
+(`files`), and BUCC-style evaluation (`evaluator`)."""
 
 from .evaluator import MiningEvaluator, MiningSplit, hide_pairs
 from .files import embed_file, mine_files
@@ -19,14 +20,9 @@ from .margin import (
     pair_neighbours,
     precision_recall_f1,
 )
-from .search import (
-    build_index,
-    exact_knn,
-    knn,
-    scan_lists,
-    side_centre,
-    train_index,
-)
+from .scan import scan_lists
+from .search import build_index, exact_knn, knn, train_index
+from .vectors import side_centre
 
 __all__ = [
     "IVF_THRESHOLD", "MARGINS", "MODES", "RATIO_THRESHOLD", "MinedPairs", "MiningEvaluator", "MiningSplit",

@@ -19,8 +19,9 @@ import numpy as np
 from ...utils import with_umask
 from .index import index_spec
 from .margin import MinedPairs, check_mode, pair_neighbours
-from .search import knn, prepare, side_centre, train_index
+from .search import knn, prepare, train_index
 from .shards import SHARD_SIZE, open_folder
+from .vectors import side_centre
 
 DIRECTIONS = ("source-to-target", "target-to-source")
 logger = logging.getLogger(__name__)

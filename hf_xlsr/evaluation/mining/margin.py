@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .index import IVF_THRESHOLD, index_spec
-from .search import knn, side_centre, train_index
+from .search import knn, train_index
+from .vectors import side_centre
 
 logger = logging.getLogger(__name__)
 
