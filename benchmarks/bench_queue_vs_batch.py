@@ -47,10 +47,8 @@ behind the equal-time comparison.
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import math
-import os
 import resource
 import statistics
 import subprocess
@@ -60,7 +58,7 @@ import time
 from pathlib import Path
 
 import torch
-from common import ENCODERS, machine, mean_and_spread, mean_text, memory_mb, reset_peak
+from common import ENCODERS, Results, machine, mean_and_spread, mean_text, memory_mb, reset_peak
 
 BATCH = 8  # B
 DIMENSION = 384  # the sentence vectors of MiniLM-L6 and of e5-small
@@ -329,24 +327,6 @@ def run_one(arm: str, seed: int, args) -> dict:
         "training_mb": round(max(peak, peak_before) - before, 1) if peak > peak_before else None,
         "held_mb": round(memory_mb("VmHWM") - unbuilt, 1),
     }  # fmt: skip
-
-
-def append(path: Path, setup: dict, run: dict) -> None:
-    """Append a run to the results file under a lock: several workers may fill one file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_suffix(".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        data = json.loads(path.read_text()) if path.is_file() else {"setup": setup, "runs": []}
-        data["runs"].append({**run, "finished": time.strftime("%Y-%m-%d %H:%M")})
-        temporary = path.with_suffix(".partial")
-        temporary.write_text(json.dumps(data, indent=2))
-        os.replace(temporary, path)
-
-
-def done(path: Path, arm: str, seed: int) -> bool:
-    if not path.is_file():
-        return False
-    return any(r["arm"] == arm and r["seed"] == seed for r in json.loads(path.read_text())["runs"])
 
 
 def child(args) -> None:
@@ -735,14 +715,14 @@ def main() -> None:
         return timing_child(args)
     if args.timing:
         return timing(args)
-    out = Path(args.out)
+    results = Results(args.out, setup(args))
     for job in args.jobs:
         arm, seed = job.split(":")
         spec(arm)
-        if done(out, arm, int(seed)):
+        if results.done(arm, int(seed)):
             continue
         run = spawn(args, "--child", job)
-        append(out, setup(args), run)
+        results.add(run)
         print(json.dumps({k: v for k, v in run.items() if k != "curve"}), flush=True)
 
 

@@ -3,10 +3,12 @@ a long experiment can stop and resume), and mean / spread over seeds."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import platform
 import statistics
+import sys
 import threading
 import time
 from pathlib import Path
@@ -94,7 +96,8 @@ def score(evaluators: dict, model, tokenizers=None) -> dict[str, float]:
 
 
 class Results:
-    """A JSON file of runs, ``{"setup": ..., "runs": [{"arm", "seed", ...}]}``, rewritten after every run."""
+    """A JSON file of runs, ``{"setup": ..., "runs": [{"arm", "seed", ...}]}``, rewritten after every run; several
+    processes may fill one file."""
 
     def __init__(self, path: str | os.PathLike, setup: dict):
         self.path = Path(path)
@@ -102,20 +105,27 @@ class Results:
         self.data["setup"] = {**self.data.get("setup", {}), **setup}
 
     def done(self, arm: str, seed: int) -> bool:
-        """Whether the file holds a current run of ``arm`` at ``seed``: one marked ``superseded`` (a later run replaces
-        it, and the file keeps it) is to be run again."""
-        runs = self.data["runs"]
-        return any(run["arm"] == arm and run["seed"] == seed and "superseded" not in run for run in runs)
-
-    def add(self, run: dict) -> None:
-        """Append ``run`` to the runs on disk, so that two processes filling one file keep each other's runs."""
+        """Whether the file on disk holds a current run of ``arm`` at ``seed`` (one marked ``superseded``, which a
+        later run replaces and the file keeps, is to be run again); when it does, says on stderr that it is skipped."""
         if self.path.is_file():
             self.data["runs"] = json.loads(self.path.read_text())["runs"]
-        self.data["runs"].append({**run, "finished": time.strftime("%Y-%m-%d %H:%M")})
+        found = any(run["arm"] == arm and run["seed"] == seed and "superseded" not in run for run in self.data["runs"])
+        if found:
+            print(f"{arm}, seed {seed}: skipped, {self.path} holds it (mark it superseded to run it again)",
+                  file=sys.stderr)  # fmt: skip
+        return found
+
+    def add(self, run: dict) -> None:
+        """Append ``run`` to the runs on disk under a lock, so that processes filling one file keep each other's."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self.path.with_suffix(".partial")
-        temporary.write_text(json.dumps(self.data, indent=2))
-        os.replace(temporary, self.path)
+        with open(self.path.with_suffix(".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if self.path.is_file():
+                self.data["runs"] = json.loads(self.path.read_text())["runs"]
+            self.data["runs"].append({**run, "finished": time.strftime("%Y-%m-%d %H:%M")})
+            temporary = self.path.with_suffix(".partial")
+            temporary.write_text(json.dumps(self.data, indent=2))
+            os.replace(temporary, self.path)
 
     def summary(self, metric: str) -> dict[str, tuple[float, float, int]]:
         """``{arm: (mean, sample standard deviation, seeds)}`` of ``metric``."""

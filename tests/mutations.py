@@ -62,6 +62,7 @@ QUEUE_PROPERTY = (
     "tests/test_properties.py::test_the_queue_is_the_reference_after_any_enqueue_commit_rollback_and_wrap_around"
 )
 QUEUE_VS_BATCH = "tests/benchmarks/test_queue_vs_batch.py::"
+RESULTS_FILE = "tests/benchmarks/test_results_file.py::"
 CONTACCUM = "tests/benchmarks/test_contaccum.py::"
 CACHED_EXACT = (
     "tests/test_cached_queue_loss.py::"
@@ -455,8 +456,15 @@ MUTATIONS = [
              "                shared[id(tokenizer)] = tokenizer", "                pass",
              "tests/test_st_loss.py::test_the_momentum_copy_owns_its_weights_and_shares_the_tokenizer"),
     Mutation("superseded_run_counted_as_done", "benchmarks/common.py",
-             'and "superseded" not in run for run in runs)', "for run in runs)",
-             "tests/benchmarks/test_bench_mining_scale.py::test_a_superseded_run_is_run_again_and_the_file_keeps_both"),
+             'and "superseded" not in run for run in self.data["runs"])', 'for run in self.data["runs"])',
+             RESULTS_FILE + "test_a_superseded_run_is_run_again_and_the_file_keeps_both"),
+    Mutation("results_added_without_the_lock", "benchmarks/common.py",
+             "fcntl.flock(lock, fcntl.LOCK_EX)", "pass",
+             RESULTS_FILE + "test_processes_adding_runs_to_one_file_at_once_keep_every_run"),
+    Mutation("done_reads_the_runs_of_its_opening", "benchmarks/common.py",
+             '            self.data["runs"] = json.loads(self.path.read_text())["runs"]\n        found',
+             "            pass\n        found",
+             RESULTS_FILE + "test_a_run_another_process_added_is_skipped_and_the_skip_is_said"),
     Mutation("named_timing_file_ignored", "benchmarks/bench_queue_vs_batch.py",
              'path = path or results_path.with_name(', 'path = results_path.with_name(',
              "tests/benchmarks/test_queue_vs_batch.py::test_a_results_file_is_reported_with_its_own_timing_only"),

@@ -3,7 +3,6 @@ allocates, the growth of the time fitted, and the goal's verdict, against hand-w
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -90,25 +89,6 @@ def test_a_superseded_run_stays_in_the_file_and_leaves_the_table_and_the_fit(ben
     assert "| 1,000,000 | hf_xlsr `auto` | `x` | 400.0 | 0.40 |" in table and "4000.0" not in table
     assert "n^1.00" in table and "n^2.00" not in table  # both fits over the current runs: exponent 1
     assert "| 1,000,000 | 0.40× the example's |" in bench.scale_summary(data)
-
-
-def test_a_superseded_run_is_run_again_and_the_file_keeps_both(bench, tmp_path):
-    """Marking a run ``superseded`` is how a size is measured again: the benchmark skips only the runs still current,
-    and the later run joins the earlier one in the file."""
-    from common import Results
-
-    path = tmp_path / "scale.json"
-    results = Results(path, {"threads": 1})
-    results.add({"arm": "peer 100000", "seed": 0, "seconds": 70.0})
-    assert results.done("peer 100000", 0) and not results.done("peer 200000", 0)
-    data = json.loads(path.read_text())
-    data["runs"][0]["superseded"] = "re-measured on later code"
-    path.write_text(json.dumps(data))
-    again = Results(path, {"threads": 1})
-    assert not again.done("peer 100000", 0)
-    again.add({"arm": "peer 100000", "seed": 0, "seconds": 60.0})
-    assert again.done("peer 100000", 0)
-    assert [run["seconds"] for run in json.loads(path.read_text())["runs"]] == [70.0, 60.0]
 
 
 def test_a_rule_table_of_two_product_dtypes_names_each_rows_dtype_and_sets_it_against_the_first(bench):

@@ -1,0 +1,75 @@
+"""``benchmarks/common.py``'s results file: what a benchmark skips, and runs that processes add at the same time."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = str(Path(__file__).resolve().parents[2] / "benchmarks")
+
+
+@pytest.fixture
+def Results(monkeypatch):
+    monkeypatch.syspath_prepend(BENCHMARKS)
+    from common import Results
+
+    return Results
+
+
+def add_runs(path: str, worker: int, count: int, start) -> None:
+    sys.path.insert(0, BENCHMARKS)
+    from common import Results
+
+    results = Results(path, {"threads": 1})
+    start.wait()  # every process has imported and opened the file: their adds overlap
+    for seed in range(count):
+        results.add({"arm": f"worker {worker}", "seed": seed, "payload": "x" * 20_000})
+
+
+def test_processes_adding_runs_to_one_file_at_once_keep_every_run(tmp_path):
+    """Several processes fill one file (two training runs on two cores, each appending when it ends): each add reads
+    the runs on disk, appends and replaces the file under a lock, so no process's run is lost. Four processes of 40
+    runs each, with runs large enough that reading and writing the file takes a while."""
+    path = str(tmp_path / "runs.json")
+    context = multiprocessing.get_context("spawn")
+    start = context.Barrier(4)
+    workers = [context.Process(target=add_runs, args=(path, worker, 40, start)) for worker in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert [worker.exitcode for worker in workers] == [0] * 4
+    runs = json.loads(Path(path).read_text())["runs"]
+    expected = [(f"worker {worker}", seed) for worker in range(4) for seed in range(40)]
+    assert sorted((run["arm"], run["seed"]) for run in runs) == expected
+
+
+def test_a_run_another_process_added_is_skipped_and_the_skip_is_said(Results, tmp_path, capsys):
+    """``done`` reads the file on disk, not the runs this process read when it opened it, and says what it skips."""
+    path = tmp_path / "runs.json"
+    mine, other = Results(path, {"threads": 1}), Results(path, {"threads": 1})
+    assert not mine.done("queue", 2)
+    other.add({"arm": "queue", "seed": 2, "accuracy": 0.9})
+    assert mine.done("queue", 2)
+    assert f"queue, seed 2: skipped, {path} holds it" in capsys.readouterr().err
+
+
+def test_a_superseded_run_is_run_again_and_the_file_keeps_both(Results, tmp_path):
+    """Marking a run ``superseded`` is how an arm is measured again: the benchmark skips only the runs still current,
+    and the later run joins the earlier one in the file."""
+    path = tmp_path / "scale.json"
+    results = Results(path, {"threads": 1})
+    results.add({"arm": "peer 100000", "seed": 0, "seconds": 70.0})
+    assert results.done("peer 100000", 0) and not results.done("peer 200000", 0)
+    data = json.loads(path.read_text())
+    data["runs"][0]["superseded"] = "re-measured on later code"
+    path.write_text(json.dumps(data))
+    again = Results(path, {"threads": 1})
+    assert not again.done("peer 100000", 0)
+    again.add({"arm": "peer 100000", "seed": 0, "seconds": 60.0})
+    assert again.done("peer 100000", 0)
+    assert [run["seconds"] for run in json.loads(path.read_text())["runs"]] == [70.0, 60.0]
