@@ -47,7 +47,9 @@ def test_the_site_builds_strictly(tmp_path):
     assert (tmp_path / "site" / "benchmarks" / "index.html").is_file()
     assert (tmp_path / "site" / "benchmarks" / "queue" / "index.html").is_file()
     api = (tmp_path / "site" / "api" / "index.html").read_text()
-    assert "MomentumQueueLoss" in api
+    assert all(name in api for name in ("MomentumQueueLoss", "mine_files", "mine_in_shards", "scan_lists"))
+    signatures = re.sub(r"<[^>]+>", "", api)
+    assert "threshold: float | None" in signatures  # signatures show their types
     roles = re.findall(r":(?:meth|class|func|mod|attr|data):", api)  # Sphinx roles render raw: docstrings are Markdown
     assert not roles, roles
 

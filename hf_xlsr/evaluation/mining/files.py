@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -14,10 +15,13 @@ from .index import check_index, index_spec
 from .job import mine_in_shards
 from .shards import SHARD_SIZE, VECTORS, corpus_manifest, embed_shards, join_shards, open_folder
 
+if TYPE_CHECKING:
+    from ...data.bitext import SentenceFile
+
 
 def embed_file(
     encoder: Encoder,
-    sentences,
+    sentences: SentenceFile,
     language: str,
     path: str | os.PathLike,
     chunk: int = 8192,
@@ -50,8 +54,8 @@ def embed_file(
 
 def mine_files(
     encoder: Encoder,
-    source,
-    target,
+    source: SentenceFile,
+    target: SentenceFile,
     output: str | os.PathLike,
     source_language: str,
     target_language: str,
