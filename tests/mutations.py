@@ -458,6 +458,10 @@ MUTATIONS = [
     Mutation("superseded_run_counted_as_done", "benchmarks/common.py",
              'and "superseded" not in run for run in self.data["runs"])', 'for run in self.data["runs"])',
              RESULTS_FILE + "test_a_superseded_run_is_run_again_and_the_file_keeps_both"),
+    Mutation("tatoeba_mean_over_part_of_the_languages", "benchmarks/readme_tables.py",
+             'if len(chosen) == len(codes) else "—"', 'if chosen else "—"',
+             "tests/benchmarks/test_readme_tables.py::"
+             "test_the_tatoeba_table_averages_each_model_over_the_languages_it_shares_with_each_column"),
     Mutation("results_added_without_the_lock", "benchmarks/common.py",
              "fcntl.flock(lock, fcntl.LOCK_EX)", "pass",
              RESULTS_FILE + "test_processes_adding_runs_to_one_file_at_once_keep_every_run"),

