@@ -462,6 +462,10 @@ MUTATIONS = [
              'if len(chosen) == len(codes) else "—"', 'if chosen else "—"',
              "tests/benchmarks/test_readme_tables.py::"
              "test_the_tatoeba_table_averages_each_model_over_the_languages_it_shares_with_each_column"),
+    Mutation("tatoeba_prefix_dropped", "benchmarks/tatoeba.py",
+             "plain([args.prefix + s for s in sentences], language)", "plain(list(sentences), language)",
+             "tests/benchmarks/test_tatoeba_bench.py::"
+             "test_use_m3_encodes_with_or_without_a_prefix_and_ranks_a_translation_first"),
     Mutation("results_added_without_the_lock", "benchmarks/common.py",
              "fcntl.flock(lock, fcntl.LOCK_EX)", "pass",
              RESULTS_FILE + "test_processes_adding_runs_to_one_file_at_once_keep_every_run"),

@@ -1,0 +1,34 @@
+"""``benchmarks/tatoeba.py``: USE-m3 as the peer on Tatoeba's languages of its own."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import tatoeba  # noqa: E402
+
+
+def test_use_m3_encodes_with_or_without_a_prefix_and_ranks_a_translation_first():
+    """``--model use-m3`` is the real USE-m3 (512-d, unit vectors); ``--prefix`` is put before every sentence."""
+    use = tatoeba.encoder_of(argparse.Namespace(model="use-m3", threads=1, prefix=""))
+    prefixed = tatoeba.encoder_of(argparse.Namespace(model="use-m3", threads=1, prefix="query: "))
+    english = use(["Jesus wept.", "The stock market fell sharply today."], "en")
+    french = use(["Jésus pleura."], "fr")
+    assert english.shape == (2, 512) and np.allclose(np.linalg.norm(english, axis=1), 1.0, atol=1e-3)
+    scores = french @ english.T
+    assert scores[0, 0] > scores[0, 1] + 0.2
+    assert np.allclose(prefixed(["Jesus wept."], "en"), use(["query: Jesus wept."], "en"))
+    assert not np.allclose(prefixed(["Jesus wept."], "en"), english[:1], atol=1e-3)
+
+
+def test_use_m3s_languages_are_tatoeba_sets_of_the_16_it_was_trained_on():
+    """ar, de, es, fr, it, ja, ko, nl, pl, pt, ru, th, tr, zh and zh-TW besides English (zh and zh-TW are both
+    Tatoeba's ``cmn``): 14 sets, each a file of ``../shared/tatoeba`` where it is present."""
+    assert len(tatoeba.USE_TATOEBA) == len(set(tatoeba.USE_TATOEBA)) == 14
+    shared = Path(__file__).resolve().parents[3] / "shared" / "tatoeba"
+    if shared.is_dir():
+        assert all((shared / f"tatoeba.{code}-eng.{code}").is_file() for code in tatoeba.USE_TATOEBA)
