@@ -77,7 +77,7 @@ for _t in BIBLE_TRANSLATIONS.values():
     DEFAULT_BIBLE_TRANSLATIONS.setdefault(_t.language, _t.code)
 
 
-def corpus_languages(source) -> list[str] | None:
+def corpus_languages(source: object) -> list[str] | None:
     """The language codes of an offline corpus (``"bible"``, ``"hsk"``); None for any other source (a file or a
     Hub dataset names its missing columns when it is read)."""
     if source == "bible":

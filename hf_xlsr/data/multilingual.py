@@ -108,7 +108,9 @@ def load_multiway(
 
 
 def describe_sources(
-    source, pairs: Sequence[tuple[str, str]], translations: Mapping[str, str | list[str]] | None = None
+    source: str | os.PathLike | Mapping | datasets.DatasetDict,
+    pairs: Sequence[tuple[str, str]],
+    translations: Mapping[str, str | list[str]] | None = None,
 ) -> dict[str, str]:
     """Where each language's sentences come from, with their licence, for a model card: ``{"fr": "Bible: Louis
     Segond 1910 (public domain)", ...}``."""

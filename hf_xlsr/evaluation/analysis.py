@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -18,9 +19,15 @@ from .encoders import as_encoder
 from .mining import knn
 from .pcr import principal_components, remove_components
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
 
 def embed_languages(
-    model: object, sentences: Mapping[str, Sequence[str]], tokenizers=None, pcr: int = 0
+    model: object,
+    sentences: Mapping[str, Sequence[str]],
+    tokenizers: Mapping[str, PreTrainedTokenizerBase] | None = None,
+    pcr: int = 0,
 ) -> dict[str, np.ndarray]:
     """Embeddings of each language's sentences, with its top ``pcr`` principal components removed."""
     encoder = as_encoder(model, tokenizers)
@@ -31,7 +38,11 @@ def embed_languages(
 
 
 def language_bias(
-    model: object, sentences: Mapping[str, Sequence[str]], k: int = 10, tokenizers=None, pcr: int = 0
+    model: object,
+    sentences: Mapping[str, Sequence[str]],
+    k: int = 10,
+    tokenizers: Mapping[str, PreTrainedTokenizerBase] | None = None,
+    pcr: int = 0,
 ) -> dict[str, dict[str, float]]:
     """``bias[query_language][retrieved_language]``: share of the ``k`` nearest neighbours in each language."""
     embeddings = embed_languages(model, sentences, tokenizers, pcr)
@@ -109,7 +120,7 @@ def plot_parallel_sentences(
     model: object,
     sentences: Mapping[str, Sequence[str]],
     path: str | os.PathLike,
-    tokenizers=None,
+    tokenizers: Mapping[str, PreTrainedTokenizerBase] | None = None,
     method: str = "pca",
     title: str = "",
 ) -> np.ndarray:

@@ -170,7 +170,12 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixi
     def query_encoder(self, language: str | None = None) -> PreTrainedModel:
         return self.encoder
 
-    def sentence_vector(self, input_ids, attention_mask=None, token_type_ids=None) -> torch.Tensor:
+    def sentence_vector(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """v: the pooled final states of the encoder (not normalised), as CMLM and retrieval both use it."""
         return self._key_vector(self._key_modules(), input_ids, attention_mask, token_type_ids)
 
@@ -227,7 +232,13 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixi
         dense.linear.weight.data.copy_(self.removal_matrix(language).T.cpu())
         return [dense]
 
-    def get_sentence_embeddings(self, input_ids, attention_mask=None, token_type_ids=None, language=None):
+    def get_sentence_embeddings(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        language: str | None = None,
+    ) -> torch.Tensor:
         """L2-normalised sentence vectors, with the language's principal components removed when set."""
         v = self.sentence_vector(input_ids, attention_mask, token_type_ids)
         if self.language_specific_heads:
@@ -349,7 +360,14 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixi
             if name.startswith(prefix):
                 parameter.requires_grad_(not frozen and name not in self._frozen_parameters)
 
-    def cmlm_loss(self, first_ids, first_mask, second_ids, second_mask, second_labels):
+    def cmlm_loss(
+        self,
+        first_ids: torch.Tensor,
+        first_mask: torch.Tensor,
+        second_ids: torch.Tensor,
+        second_mask: torch.Tensor,
+        second_labels: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """MLM of the masked second sentence given P(v) of the first, concatenated before its token embeddings."""
         projected = self.project(self.sentence_vector(first_ids, first_mask))  # (batch, N, h)
         tokens = self.masked_lm.get_input_embeddings()(second_ids)  # (batch, L, h)

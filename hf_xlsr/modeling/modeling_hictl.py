@@ -32,6 +32,7 @@ input embeddings) to the decoder's logits.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import torch
@@ -44,6 +45,7 @@ from transformers import (
     AutoModelForMaskedLM,
     EncoderDecoderModel,
     PreTrainedModel,
+    PreTrainedTokenizerBase,
 )
 from transformers.modeling_outputs import Seq2SeqLMOutput
 from transformers.utils import ModelOutput
@@ -143,7 +145,9 @@ class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, FrozenPara
     def query_encoder(self, language: str | None = None) -> PreTrainedModel:
         return self.encoder
 
-    def sentence_representation(self, input_ids, attention_mask=None) -> torch.Tensor:
+    def sentence_representation(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """r = f(g(M(x))): the first token's final state (``pooling="cls"``, the paper's g) or the mean of the final
         states (``"mean"``), through the linear projection f; not normalised."""
         return self._key_vector(self._key_modules(), input_ids, attention_mask)
@@ -158,7 +162,13 @@ class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, FrozenPara
         states = modules["encoder"](input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         return modules["projection"](pool(states, attention_mask, self.config.pooling))
 
-    def get_sentence_embeddings(self, input_ids, attention_mask=None, token_type_ids=None, language=None):
+    def get_sentence_embeddings(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        language: str | None = None,
+    ) -> torch.Tensor:
         return l2_normalize(self.sentence_representation(input_ids, attention_mask))
 
     def export_head_modules(self, language: str) -> list:
@@ -171,7 +181,7 @@ class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, FrozenPara
         dense.linear.load_state_dict(self.projection.state_dict())
         return [dense]
 
-    def save_encoder(self, path, tokenizer=None) -> None:
+    def save_encoder(self, path: str | os.PathLike, tokenizer: PreTrainedTokenizerBase | None = None) -> None:
         """Save the encoder with its masked-LM head as a plain transformers model, the starting point of
         fine-tuning: ``AutoModelForSequenceClassification.from_pretrained(path, num_labels=...)`` (single
         sentences or pairs, Section 3.2)."""
@@ -193,7 +203,7 @@ class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, FrozenPara
         encoder = self.config.encoder
         return sorted({i for i in (encoder.pad_token_id, encoder.bos_token_id, encoder.eos_token_id) if i is not None})
 
-    def use_tokenizer(self, tokenizer) -> HictlForPreTraining:
+    def use_tokenizer(self, tokenizer: PreTrainedTokenizerBase) -> HictlForPreTraining:
         """Take the tokenizer's special token ids (so [CLS], [SEP], [MASK] never count as words)."""
         self.config.special_token_ids = sorted(tokenizer.all_special_ids)
         return self
@@ -293,7 +303,7 @@ class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, FrozenPara
                 loss = loss_word if loss is None else loss + loss_word
         return HictlOutput(loss=loss, **parts)
 
-    def word_level_loss(self, queries, pair_ids, pair_mask) -> torch.Tensor:
+    def word_level_loss(self, queries: torch.Tensor, pair_ids: torch.Tensor, pair_mask: torch.Tensor) -> torch.Tensor:
         """Eq. 5-6 for each pair: its bag of words as positives, ``num_negatives`` sampled hard negatives."""
         vocab = self.masked_lm.get_input_embeddings().weight.shape[0]
         specials = torch.tensor(self.special_token_ids(), dtype=torch.long, device=pair_ids.device)

@@ -177,7 +177,13 @@ class LightweightDualTransformer(
     def _key_vector(self, modules, input_ids, attention_mask=None) -> torch.Tensor:
         return self._encode(input_ids, attention_mask, modules)[1]
 
-    def get_sentence_embeddings(self, input_ids, attention_mask=None, token_type_ids=None, language=None):
+    def get_sentence_embeddings(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        language: str | None = None,
+    ) -> torch.Tensor:
         """L2-normalised mean-pooled sentence vectors (any language: the encoder is shared)."""
         return l2_normalize(self._encode(input_ids, attention_mask)[1])
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 import math
 
+from torch import nn
 from torch.nn.utils import get_total_norm
+from torch.optim import Optimizer
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 logger = logging.getLogger(__name__)
@@ -44,21 +46,25 @@ class MomentumCallback(TrainerCallback):
     `hf_xlsr.sentence_transformers.MomentumQueueLoss`.
     """
 
-    def __init__(self, schedule: str = "constant", target=None):
+    def __init__(self, schedule: str = "constant", target: nn.Module | None = None):
         if schedule not in MOMENTUM_SCHEDULES:
             raise ValueError(f"momentum schedule must be one of {MOMENTUM_SCHEDULES}, got {schedule!r}")
         self.schedule, self.target = schedule, target
         self.gradient_norm = None  # this step's gradient norm, when the trainer hands it over (XlsrTrainer does)
         self._finite_gradients = True
 
-    def on_train_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, model=None, **kw):
+    def on_train_begin(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, model: nn.Module | None = None,
+        **kwargs,
+    ) -> None:  # fmt: skip
         contrast = getattr(self.target or model, "momentum_contrast", None)
         if contrast is not None:  # micro-batches per optimizer step: the model warns only beyond that
             contrast.enqueues_per_update = args.gradient_accumulation_steps
 
     def on_pre_optimizer_step(
-        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, model=None, **kwargs
-    ) -> None:
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, model: nn.Module | None = None,
+        **kwargs,
+    ) -> None:  # fmt: skip
         norm, self.gradient_norm = self.gradient_norm, None
         if norm is None:  # a trainer that keeps its norm to itself: compute it
             gradients = [p.grad for p in model.parameters() if p.grad is not None]
@@ -66,8 +72,8 @@ class MomentumCallback(TrainerCallback):
         self._finite_gradients = math.isfinite(float(norm))
 
     def on_optimizer_step(
-        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, model=None, optimizer=None,
-        **kwargs,
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, model: nn.Module | None = None,
+        optimizer: Optimizer | None = None, **kwargs,
     ) -> None:  # fmt: skip
         skipped = bool(getattr(optimizer, "step_was_skipped", False))
         if skipped or not self._finite_gradients:
@@ -88,8 +94,9 @@ class StageCallback(TrainerCallback):
     """
 
     def on_step_begin(
-        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, model=None, **kwargs
-    ) -> None:
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, model: nn.Module | None = None,
+        **kwargs,
+    ) -> None:  # fmt: skip
         model.stage.fill_(2 if state.global_step >= model.config.second_stage_step else 1)
 
 
@@ -102,14 +109,20 @@ class EncoderFreezeCallback(TrainerCallback):
     resume updating when they thaw; while frozen they have no gradient and the optimizer skips them.
     """
 
-    def on_train_begin(self, args, state: TrainerState, control: TrainerControl, model=None, **kwargs) -> None:
+    def on_train_begin(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, model: nn.Module | None = None,
+        **kwargs,
+    ) -> None:  # fmt: skip
         self._frozen = None
         self._set(model, state.global_step)
 
-    def on_step_begin(self, args, state: TrainerState, control: TrainerControl, model=None, **kwargs) -> None:
+    def on_step_begin(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, model: nn.Module | None = None,
+        **kwargs,
+    ) -> None:  # fmt: skip
         self._set(model, state.global_step)
 
-    def _set(self, model, step: int) -> None:
+    def _set(self, model: nn.Module, step: int) -> None:
         frozen = step < model.encoder_frozen_steps
         if frozen != self._frozen:
             model.set_encoder_frozen(frozen)

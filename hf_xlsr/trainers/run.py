@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import platform
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -228,7 +229,9 @@ MODEL_RECIPES: dict[str, ModelRecipe] = {
 }
 
 
-def load_pairs(source, split: str, data_args: DataArguments) -> datasets.DatasetDict:
+def load_pairs(
+    source: str | os.PathLike | Mapping | datasets.DatasetDict, split: str, data_args: DataArguments
+) -> datasets.DatasetDict:
     """Each language pair's sentences (``load_pair_datasets``): an offline corpus name, a multi-way file, a Hub
     dataset, or a mapping from pair to source."""
     try:

@@ -133,7 +133,14 @@ def mine(
     return pair_neighbours(x2y_sim, x2y_ind, y2x_sim, y2x_ind, margin, mode)
 
 
-def pair_neighbours(x2y_sim, x2y_ind, y2x_sim, y2x_ind, margin: str = "ratio", mode: str = "max") -> MinedPairs:
+def pair_neighbours(
+    x2y_sim: np.ndarray,
+    x2y_ind: np.ndarray,
+    y2x_sim: np.ndarray,
+    y2x_ind: np.ndarray,
+    margin: str = "ratio",
+    mode: str = "max",
+) -> MinedPairs:
     """Margin scores (Eq. 4) of each side's ``k`` nearest neighbours in the other, ``(n, k)`` cosines and indices
     each way, and the candidates of ``mode`` paired one-to-one."""
     x_mean, y_mean = x2y_sim.mean(axis=1), y2x_sim.mean(axis=1)

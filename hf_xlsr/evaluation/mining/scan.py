@@ -163,7 +163,13 @@ def list_layout(corpus, index, centre=None, block_size: int = 16384) -> ListLayo
 
 
 def scan_lists(
-    queries, corpus, index, asked: int, centres=None, block_size: int = 16384, layout: ListLayout | None = None
+    queries: np.ndarray,
+    corpus: np.ndarray,
+    index: faiss.Index,
+    asked: int,
+    centres: tuple[np.ndarray, np.ndarray] | None = None,
+    block_size: int = 16384,
+    layout: ListLayout | None = None,
 ) -> np.ndarray:
     """Each query's ``asked`` best candidates among the vectors of the ``nprobe`` inverted lists of ``index`` (a
     trained ``IndexIVFFlat``, or one behind a linear map such as ``PCA128``: `inverted_lists`; its map, centroids

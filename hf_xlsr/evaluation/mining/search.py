@@ -22,13 +22,17 @@ from .index import index_spec, spec_parts
 from .scan import ListLayout, inverted_lists, list_layout, scan_lists
 from .vectors import centred, inverse_norms, unit_float32
 
+Prepared = ListLayout | DeviceCorpus | faiss.Index  # what `prepare` makes of a corpus for `knn`
+
 logger = logging.getLogger(__name__)
 
 IVF_TRAIN_POINTS = 64  # k-means sample per inverted list (faiss asks for 39 at least)
 SCAN_QUERIES = 2**14  # queries per `scan_lists` call of `knn`: its probes, kept candidates, sort keys (~3 KB each)
 
 
-def train_index(spec: str, sides: Sequence[np.ndarray], dim: int, seed: int = 0, centres=None):
+def train_index(
+    spec: str, sides: Sequence[np.ndarray], dim: int, seed: int = 0, centres: Sequence[np.ndarray | None] | None = None
+) -> faiss.Index:
     """An empty faiss inner-product index of ``spec`` (`index_spec`), trained where it needs training on a
     sample drawn from every one of ``sides`` (the languages share one space, so one training serves both
     directions of a search): `IVF_TRAIN_POINTS` points per inverted list, at least 65,536 for quantisers; each
@@ -54,7 +58,13 @@ def train_index(spec: str, sides: Sequence[np.ndarray], dim: int, seed: int = 0,
     return built
 
 
-def build_index(corpus: np.ndarray, index: str = "auto", block_size: int = 16384, trained=None, centre=None):
+def build_index(
+    corpus: np.ndarray,
+    index: str = "auto",
+    block_size: int = 16384,
+    trained: faiss.Index | None = None,
+    centre: np.ndarray | None = None,
+) -> faiss.Index:
     """A faiss inner-product index over L2-normalised ``corpus`` (`index_spec`), centred on ``centre`` when given: a
     copy of ``trained`` (an empty trained index) if given, else one trained on ``corpus``; vectors added in blocks."""
     n, dim = corpus.shape
@@ -70,12 +80,18 @@ def build_index(corpus: np.ndarray, index: str = "auto", block_size: int = 16384
     return built
 
 
-def _device_of(spec: str, corpus) -> torch.device | None:
+def _device_of(spec: str, corpus: np.ndarray) -> torch.device | None:
     """The device of ``auto``'s search of every vector on a GPU (``Flat|k_factor=…``), None for any other search."""
     return search_device(*corpus.shape) if spec != "Flat" and spec_parts(spec)[0] == "Flat" else None
 
 
-def prepare(corpus: np.ndarray, index: str, block_size: int = 16384, trained=None, centre=None):
+def prepare(
+    corpus: np.ndarray,
+    index: str,
+    block_size: int = 16384,
+    trained: faiss.Index | None = None,
+    centre: np.ndarray | None = None,
+) -> Prepared:
     """What `knn` reads of ``corpus``, made once for many blocks of queries: for full inverted lists (`inverted_lists`)
     its `list_layout`, for a search on a GPU (`_device_of`) its `device_corpus`, else the index holding it."""
     if device := _device_of(index, corpus):
@@ -91,9 +107,9 @@ def knn(
     k: int,
     index: str = "auto",
     block_size: int = 16384,
-    trained=None,
+    trained: faiss.Index | None = None,
     centres: tuple[np.ndarray, np.ndarray] | None = None,
-    prepared=None,
+    prepared: Prepared | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Cosine similarities and indices of each query's ``k`` nearest corpus vectors, ``(n_queries, k)`` each.
 
