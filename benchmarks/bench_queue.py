@@ -10,10 +10,11 @@ step against the same step without a queue) and the resident memory it adds:
   logits concatenated to the batch's and ``cross_entropy``, autograd keeping the logits for the backward pass.
 
 The floor is the arithmetic the queue needs, 2 B K d multiply-adds per direction (its logits, and the gradient of
-the queries through them), for both directions, as float32 matmuls of the queue's shapes at the block width of 1,024
-to 8,192 keys where this machine runs them fastest (``fastest_width``), so that no choice of block makes the floor
-easier. The step with the queue, the step without it and the floor's products are timed in turn, repeat by repeat,
-in the same process, and each ratio is the median of the repeats' ratios: noise hits the three alike. A stricter
+the queries through them), for both directions, as float32 matmuls of the queue's shapes at each block width of
+1,024 to 8,192 keys (``floor_products``). The step with the queue, the step without it and the floor's products at
+every width are timed in turn, repeat by repeat, in the same process; the floor is the width whose products ran
+fastest over the repeats, so that no choice of block makes it easier, and each ratio is the median of the repeats'
+ratios to it: noise hits them alike. A stricter
 floor counts the backward twice over (4 B K d per direction); both ratios are printed.
 
     python benchmarks/bench_queue.py --out benchmarks/results/queue.json
@@ -22,6 +23,7 @@ floor counts the backward twice over (4 B K d per direction); both ratios are pr
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import subprocess
@@ -45,23 +47,24 @@ def materialised(q, k, queue, tau):
     return F.cross_entropy(logits, torch.arange(len(q)))
 
 
-def fastest_width(batch: int, repeats: int = 50) -> tuple[int, float]:
-    """The block width w of 1,024 to 8,192 keys at which this machine's float32 matmuls of the queue's two shapes,
-    (B x d) @ (d x w) for the logits and (B x w) @ (w x d) for the queries' gradient, run fastest, and that rate in
-    multiply-adds per second (the median of ``repeats`` timings each): the floor's rate, so that no choice of
-    block makes the floor easier."""
-    rates = {}
-    for width in (1024, 2048, 4096, 8192):
-        q, keys, weights = torch.randn(batch, D), torch.randn(width, D), torch.randn(batch, width)
-        times = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            q @ keys.T
-            weights @ keys
-            times.append(time.perf_counter() - start)
-        rates[width] = 2 * batch * D * width / statistics.median(times)
-    width = max(rates, key=rates.get)
-    return width, rates[width]
+FLOOR_WIDTHS = (1024, 2048, 4096, 8192)  # block widths at which the floor's products are timed
+
+
+def products(q: torch.Tensor, keys: torch.Tensor, weights: torch.Tensor, pairs: int) -> None:
+    """``pairs`` times the floor's two products: (B x d) @ (d x w), the logits; (B x w) @ (w x d), the gradient."""
+    for _ in range(pairs):
+        q @ keys.T
+        weights @ keys
+
+
+def floor_products(batch: int, size: int) -> dict[int, functools.partial]:
+    """For each width w of `FLOOR_WIDTHS`, the floor's float32 products at that block width, 2 ``size`` / w pairs of
+    them (both directions)."""
+    return {
+        width: functools.partial(products, torch.randn(batch, D), torch.randn(width, D), torch.randn(batch, width),
+                                 pairs=round(2 * size / width))
+        for width in FLOOR_WIDTHS
+    }  # fmt: skip
 
 
 def one_configuration(implementation: str, size: int, batch: int, dtype: str, repeats: int, block: int) -> dict:
@@ -90,35 +93,32 @@ def one_configuration(implementation: str, size: int, batch: int, dtype: str, re
                 loss = info_nce(q, keys, 0.04, [(queue, None)]).loss
             loss.backward()
 
-    width, rate = fastest_width(batch)
-    q, floor_keys, weights = torch.randn(batch, D), torch.randn(width, D), torch.randn(batch, width)
-
-    pairs = round(2 * size / width)  # 2 B K d multiply-adds per direction, both directions, at the fastest width
-
-    def floor():
-        for _ in range(pairs):
-            q @ floor_keys.T
-            weights @ floor_keys
-
+    floors = floor_products(batch, size)
     step(False)
     reset_peak()
     before = memory_mb("VmRSS")
     step()  # warm-up, and the memory the step adds
     added_rss = memory_mb("VmHWM") - before
-    floor()
-    times = {"queue": [], "no queue": [], "floor": []}
+    runs = {"queue": step, "no queue": lambda: step(False), **{f"floor {w}": run for w, run in floors.items()}}
+    times = {name: [] for name in runs}
+    for name in runs:
+        runs[name]()  # warm-up
     for _ in range(repeats):
-        for name, run in (("queue", step), ("no queue", lambda: step(False)), ("floor", floor)):
+        for name, run in runs.items():
             start = time.perf_counter()
             run()
             times[name].append(time.perf_counter() - start)
+    # the floor: the width whose products ran fastest over the repeats, so that no choice of block makes it easier
+    width = min(FLOOR_WIDTHS, key=lambda w: statistics.median(times[f"floor {w}"]))
+    floor_times = times[f"floor {width}"]
+    multiply_adds = floors[width].keywords["pairs"] * 2 * batch * D * width
     added = [a - b for a, b in zip(times["queue"], times["no queue"], strict=True)]
-    ratios = [a / f for a, f in zip(added, times["floor"], strict=True)]
+    ratios = [a / f for a, f in zip(added, floor_times, strict=True)]
     return {"seconds": statistics.median(times["queue"]), "no_queue_seconds": statistics.median(times["no queue"]),
-            "added_seconds": statistics.median(added), "floor_seconds": statistics.median(times["floor"]),
+            "added_seconds": statistics.median(added), "floor_seconds": statistics.median(floor_times),
             "ratio_to_floor": statistics.median(ratios), "ratio_to_issue_floor": statistics.median(ratios) / 2,
-            "added_rss_mb": added_rss, "floor_width": width, "floor_multiply_adds": pairs * 2 * batch * D * width,
-            "matmul_rate_gmacs": rate / 1e9}  # fmt: skip
+            "added_rss_mb": added_rss, "floor_width": width, "floor_multiply_adds": multiply_adds,
+            "matmul_rate_gmacs": multiply_adds / statistics.median(floor_times) / 1e9}  # fmt: skip
 
 
 def report(results: dict) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import time
 from pathlib import Path
 
 import pytest
@@ -52,3 +54,25 @@ def test_the_table_names_the_block_of_each_blocked_row(bench):
     lines = bench.report({"rows": rows}).splitlines()
     assert lines[2].startswith("| 409,600 | float32 | blocked | 8,192 | 0.5000 | 1.60 | 0.80 |")
     assert lines[3].startswith("| 409,600 | float32 | materialised |  | 0.5000 |")
+
+
+def test_the_floor_is_the_width_that_ran_fastest_over_the_repeats_and_every_ratio_is_against_it(bench, monkeypatch):
+    """Every width's products are timed in each repeat beside the steps, and the floor is the width whose median is
+    lowest: here 2,048 (1 ms against 4, 3 and 6), whatever width runs first or fastest once. The ratio is the
+    queue's added time over that width's."""
+    pauses = {1024: 0.004, 2048: 0.001, 4096: 0.003, 8192: 0.006}
+    calls = {width: 0 for width in pauses}
+
+    def run(width, pairs):
+        calls[width] += 1
+        time.sleep(0.0 if calls[width] == 1 else pauses[width])  # the warm-up: every width as fast
+
+    def fake_floors(batch, size):
+        return {width: functools.partial(run, width, pairs=round(2 * size / width)) for width in pauses}
+
+    monkeypatch.setattr(bench, "floor_products", fake_floors)
+    result = bench.one_configuration("blocked", 4096, 4, "float32", 5, 0)
+    assert result["floor_width"] == 2048 and all(count == 6 for count in calls.values())
+    assert 0.001 <= result["floor_seconds"] < 0.003
+    assert result["floor_multiply_adds"] == 2 * 2 * 4 * 4096 * bench.D
+    assert result["ratio_to_floor"] == pytest.approx(result["added_seconds"] / result["floor_seconds"], rel=0.5)
