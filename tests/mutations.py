@@ -497,6 +497,10 @@ MUTATIONS = [
              'width = max(FLOOR_WIDTHS, key=lambda w: statistics.median(times[f"floor {w}"]))',
              "tests/benchmarks/test_bench_queue.py::"
              "test_the_floor_is_the_width_that_ran_fastest_over_the_repeats_and_every_ratio_is_against_it"),
+    Mutation("queue_ratio_against_another_width", "benchmarks/bench_queue.py",
+             'floor_times = times[f"floor {width}"]', 'floor_times = times["floor 8192"]',
+             "tests/benchmarks/test_bench_queue.py::"
+             "test_the_floor_is_the_width_that_ran_fastest_over_the_repeats_and_every_ratio_is_against_it"),
     Mutation("queue_bench_rows_ignore_their_block", "benchmarks/bench_queue.py",
              "losses.QUEUE_BLOCK_SIZE = block or losses.QUEUE_BLOCK_SIZE", "pass",
              "tests/benchmarks/test_bench_queue.py::test_a_blocked_row_scores_the_queue_in_its_own_blocks"),
