@@ -459,9 +459,19 @@ MUTATIONS = [
              'and "superseded" not in run for run in self.data["runs"])', 'for run in self.data["runs"])',
              RESULTS_FILE + "test_a_superseded_run_is_run_again_and_the_file_keeps_both"),
     Mutation("tatoeba_mean_over_part_of_the_languages", "benchmarks/readme_tables.py",
-             'if len(chosen) == len(codes) else "—"', 'if chosen else "—"',
+             "if len(values) == len(codes or range(112)) else None", "if values else None",
              "tests/benchmarks/test_readme_tables.py::"
              "test_the_tatoeba_table_averages_each_model_over_the_languages_it_shares_with_each_column"),
+    Mutation("tatoeba_row_of_one_seed", "benchmarks/readme_tables.py",
+             'files = sorted(RESULTS.glob(f"{stem}_seed*.json")) or',
+             'files = sorted(RESULTS.glob(f"{stem}_seed*.json"))[:1] or',
+             "tests/benchmarks/test_readme_tables.py::"
+             "test_a_trained_model_s_tatoeba_row_is_over_its_seeds_and_hf_xlsr_meets_mnrl_seed_by_seed"),
+    Mutation("tatoeba_seeds_paired_by_position", "benchmarks/readme_tables.py",
+             "differences = [ours[seed][column] - theirs[seed][column] for seed in seeds]",
+             "differences = [a[column] - b[column] for a, b in zip(ours.values(), theirs.values())]",
+             "tests/benchmarks/test_readme_tables.py::"
+             "test_a_trained_model_s_tatoeba_row_is_over_its_seeds_and_hf_xlsr_meets_mnrl_seed_by_seed"),
     Mutation("tatoeba_prefix_dropped", "benchmarks/tatoeba.py",
              "plain([args.prefix + s for s in sentences], language)", "plain(list(sentences), language)",
              "tests/benchmarks/test_tatoeba_bench.py::"

