@@ -472,6 +472,20 @@ MUTATIONS = [
              "differences = [a[column] - b[column] for a, b in zip(ours.values(), theirs.values())]",
              "tests/benchmarks/test_readme_tables.py::"
              "test_a_trained_model_s_tatoeba_row_is_over_its_seeds_and_hf_xlsr_meets_mnrl_seed_by_seed"),
+    Mutation("tatoeba_verdict_with_a_seed_behind", "benchmarks/readme_tables.py",
+             "real = abs(gain) > max(spreads) and len({d > 0 for d in differences}) == 1",
+             "real = abs(gain) > max(spreads)",
+             "tests/benchmarks/test_readme_tables.py::"
+             "test_the_tatoeba_verdict_needs_three_seeds_a_gap_beyond_both_spreads_and_every_seed_on_one_side"),
+    Mutation("tatoeba_verdict_against_one_spread", "benchmarks/readme_tables.py",
+             "real = abs(gain) > max(spreads)", "real = abs(gain) > spreads[0]",
+             "tests/benchmarks/test_readme_tables.py::"
+             "test_the_tatoeba_verdict_needs_three_seeds_a_gap_beyond_both_spreads_and_every_seed_on_one_side"),
+    Mutation("tatoeba_verdict_from_two_seeds", "benchmarks/readme_tables.py",
+             "    if len(seeds) < 3:\n        return measured, \"indicative\"",
+             "    if len(seeds) < 2:\n        return measured, \"indicative\"",
+             "tests/benchmarks/test_readme_tables.py::"
+             "test_the_tatoeba_verdict_needs_three_seeds_a_gap_beyond_both_spreads_and_every_seed_on_one_side"),
     Mutation("tatoeba_prefix_dropped", "benchmarks/tatoeba.py",
              "plain([args.prefix + s for s in sentences], language)", "plain(list(sentences), language)",
              "tests/benchmarks/test_tatoeba_bench.py::"

@@ -186,3 +186,41 @@ def test_a_trained_model_s_tatoeba_row_is_over_its_seeds_and_hf_xlsr_meets_mnrl_
     differences = [over_112(*ours[s]) - over_112(*theirs[s]) for s in (1, 2)]
     mean = sum(differences) / 2
     assert f"over 112 {mean:+.2f} ± {abs(differences[0] - differences[1]) / math.sqrt(2):.2f}" in line
+
+
+def test_the_tatoeba_verdict_needs_three_seeds_a_gap_beyond_both_spreads_and_every_seed_on_one_side(
+    tmp_path, monkeypatch
+):
+    """The report's rule on Tatoeba's 112 languages: "holds" only when hf_xlsr leads MNRL on every one of 3 or more
+    paired seeds by more than either arm's spread over seeds; the other outcomes each from its own case."""
+    import json
+
+    sys.path.insert(0, str(BENCHMARKS))
+    import readme_tables
+
+    codes = [f"{i:03d}" for i in range(112)]  # three characters, as Tatoeba's codes
+    monkeypatch.setattr(readme_tables, "RESULTS", tmp_path)
+
+    def verdict(ours: list[float], theirs: list[float]) -> tuple[str, str]:
+        for path in tmp_path.glob("*.json"):
+            path.unlink()
+        for stem, values in (("tatoeba_hf_xlsr_22", ours), ("tatoeba_mnrl_22", theirs)):
+            for seed, value in enumerate(values):
+                scores = {f"tatoeba_{code}_f1": value for code in codes}
+                (tmp_path / f"{stem}_seed{seed}.json").write_text(json.dumps({"metrics": scores}))
+        return readme_tables.tatoeba_verdict()
+
+    # spreads 1.0 and 0.1; gaps 3, 1 and 2: mean +2 beyond both
+    measured, said = verdict([73.0, 72.0, 74.0], [70.0, 71.0, 72.0])
+    assert (
+        said == "holds"
+        and measured == "F1 73.0 ± 1.0 against 71.0 ± 1.0 (3 seeds), paired +2.00 points, ahead on 3 of 3"
+    )
+    assert verdict([73.0, 72.0, 74.0], [72.0, 71.0, 74.1])[1] == "within the seeds' spread"  # +0.63 < 1.0
+    assert verdict([70.0, 68.0, 69.0], [75.0, 75.1, 74.9])[1] == "does not hold"
+    assert verdict([80.0, 70.0, 90.0], [71.0, 71.1, 70.9])[1] == "within the seeds' spread"  # +9 but spread 10
+    # ahead on every seed by +2.67, beyond hf_xlsr's spread 1.0 but not MNRL's 3.06
+    assert verdict([76.0, 75.0, 77.0], [70.0, 74.0, 76.0])[1] == "within the seeds' spread"
+    # +3.0 beyond both spreads (2.89 and 0.58), but a seed behind
+    assert verdict([75.0, 75.0, 70.0], [70.0, 70.0, 71.0])[1] == "within the seeds' spread"
+    assert verdict([73.0, 74.0], [70.0, 70.5])[1] == "indicative"  # 2 seeds
