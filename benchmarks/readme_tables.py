@@ -792,6 +792,12 @@ def tatoeba_means(stem: str) -> dict[int | None, dict[str, float | None]]:
     return means
 
 
+def tatoeba_seeds_of_both() -> tuple[dict, dict, list[int]]:
+    """hf_xlsr's and MNRL's 22-language models' `tatoeba_means`, and the training seeds both have."""
+    ours, theirs = tatoeba_means("tatoeba_hf_xlsr_22"), tatoeba_means("tatoeba_mnrl_22")
+    return ours, theirs, sorted(seed for seed in ours.keys() & theirs.keys() if seed is not None)
+
+
 def tatoeba_table() -> str:
     """Tatoeba F1 (MTEB's scoring) over all 112 languages, over the 21 languages of the Bible besides English and
     over USE-m3's 14, for every Tatoeba results file there is (a trained model's: mean ± sample standard deviation
@@ -829,8 +835,7 @@ def tatoeba_paired() -> str:
     from common import mean_and_spread
     from scipy.stats import ttest_1samp
 
-    ours, theirs = tatoeba_means("tatoeba_hf_xlsr_22"), tatoeba_means("tatoeba_mnrl_22")
-    seeds = sorted(seed for seed in ours.keys() & theirs.keys() if seed is not None)
+    ours, theirs, seeds = tatoeba_seeds_of_both()
     if len(seeds) < 2:
         return f"hf_xlsr against MNRL on Tatoeba: {len(seeds)} seed of each, no paired figure.\n"
     stated = []
@@ -849,8 +854,9 @@ def tatoeba_verdict() -> tuple[str, str]:
     sys.path.insert(0, str(HERE))
     from common import mean_and_spread, mean_text
 
-    ours, theirs = tatoeba_means("tatoeba_hf_xlsr_22"), tatoeba_means("tatoeba_mnrl_22")
-    seeds = sorted(seed for seed in ours.keys() & theirs.keys() if seed is not None)
+    ours, theirs, seeds = tatoeba_seeds_of_both()
+    if not seeds:
+        return "no seed of both", "not measured"
     ours_f1, theirs_f1 = ([runs[seed]["112"] for seed in seeds] for runs in (ours, theirs))
     differences = [a - b for a, b in zip(ours_f1, theirs_f1, strict=True)]
     gain = statistics.fmean(differences)

@@ -224,3 +224,4 @@ def test_the_tatoeba_verdict_needs_three_seeds_a_gap_beyond_both_spreads_and_eve
     # +3.0 beyond both spreads (2.89 and 0.58), but a seed behind
     assert verdict([75.0, 75.0, 70.0], [70.0, 70.0, 71.0])[1] == "within the seeds' spread"
     assert verdict([73.0, 74.0], [70.0, 70.5])[1] == "indicative"  # 2 seeds
+    assert verdict([73.0], []) == ("no seed of both", "not measured")
