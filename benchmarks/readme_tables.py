@@ -803,19 +803,17 @@ def tatoeba_table() -> str:
     over USE-m3's 14, for every Tatoeba results file there is (a trained model's: mean ± sample standard deviation
     over its seeds), then the published figures ("—": not all scored)."""
     sys.path.insert(0, str(HERE))
-    from common import mean_and_spread
+    from common import mean_text
 
     def cell(values: list[float | None]) -> str:
-        if None in values:
-            return "—"
-        mean, spread, n = mean_and_spread(values)
-        return f"{mean:.1f}" + (f" ± {spread:.1f}" if n > 1 else "")
+        return "—" if None in values else mean_text(values, scale=1)
 
     lines = ["| model | languages scored | F1 over the 112 | F1 over the Bible's 21 | F1 over USE-m3's 14 |",
              "| --- | ---: | ---: | ---: | ---: |"]  # fmt: skip
-    superseded = bool(tatoeba_means("tatoeba_e5_all"))  # the 21 languages are among the 112
+    means = {stem: tatoeba_means(stem) for stem in TATOEBA_RUNS}
+    superseded = bool(means["tatoeba_e5_all"])  # the 21 languages are among the 112
     for stem, label in TATOEBA_RUNS.items():
-        runs = tatoeba_means(stem)
+        runs = means[stem]
         if not runs or (stem == "tatoeba_e5_bible" and superseded):
             continue
         seeds = sorted(seed for seed in runs if seed is not None)
