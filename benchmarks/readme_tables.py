@@ -943,7 +943,8 @@ def questions_summary() -> str:
          f"{stat(sampling, 'alpha0.5', 'trained', 1)}% against {stat(sampling, 'alpha1', 'trained', 1)}% proportional "
          f"(α = 1) and {stat(sampling, 'alpha0', 'trained', 1)}% uniform (α = 0, which costs the largest pair "
          f"{-largest:.1f} points)", "the default", f"[sampling]({drawing})"),
-        ("The 22-language model above MNRL trained the same way, out of the Bible's domain (Tatoeba, 112 languages)",
+        ("The 22-language model above MNRL trained the same way (one learning rate for both, no grid), out of the "
+         "Bible's domain (Tatoeba, 112 languages)",
          *tatoeba_verdict(), "[Tatoeba](languages.md#tatoeba-112-languages-against-english)"),
         ("A step on 22 languages costs what a bilingual step costs", f"{step:.2f}× (goal ≤ 1.05×)",
          "holds" if step <= 1.05 else "does not hold",
