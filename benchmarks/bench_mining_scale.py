@@ -28,6 +28,8 @@ use (75,000, 150,000 and 300,000 real sentences, and 700,000 with distractors of
 each, its seconds and its recall against exact search.
 
     HF_HUB_OFFLINE=1 python benchmarks/bench_mining_scale.py --threads 1 --out benchmarks/results/mining_scale.json
+    HF_HUB_OFFLINE=1 python benchmarks/bench_mining_scale.py --threads 1 --sizes 2000000 --repeat 1 \
+        --out benchmarks/results/mining_scale.json        # a size measured again: the report shows each measurement
     python benchmarks/bench_mining_scale.py --report --out benchmarks/results/mining_scale.json
     HF_HUB_OFFLINE=1 python benchmarks/bench_mining_scale.py --threads 1 --rule --sizes 150000 \
         --out benchmarks/results/mining_scale_rule.json
@@ -247,20 +249,36 @@ def growth(runs: list[dict], arm: str) -> float:
     return float(np.polyfit(sizes, seconds, 1)[0]) if len(points) > 1 else float("nan")
 
 
+def measurements(data: dict) -> list[tuple[int, int, dict]]:
+    """``(size, repeat, {arm: run})`` of every current measurement, by size then repeat: the two arms of one
+    measurement share a size and a repeat (``--repeat``, stored as the run's ``seed``)."""
+    keys = sorted({(run["size"], run.get("seed", 0)) for run in current(data["runs"])})
+    return [(size, repeat, {run["arm"].split()[0]: run for run in current(data["runs"])
+                            if (run["size"], run.get("seed", 0)) == (size, repeat)})
+            for size, repeat in keys]  # fmt: skip
+
+
+def size_label(size: int, repeat: int, repeats: int) -> str:
+    """A size's cell: ``2,000,000``, or ``2,000,000 (run 2)`` for the second of a size's measurements."""
+    return f"{size:,}" + (f" (run {repeat + 1})" if repeats > 1 else "")
+
+
 def scale_table(data: dict) -> str:
-    """The peer and ``auto`` at each size, the goal's verdict, and the growth of each one's time."""
-    runs = {run["arm"]: run for run in current(data["runs"])}
+    """The peer and ``auto`` at each size (each measurement of a size, when it was measured again), the goal's
+    verdict, and the growth of each one's time."""
     lines = ["| sentences per side | search | index | seconds | × peer | memory added MB | × peer | "
              "mined gold recall | gold within k: exact | hf_xlsr | neighbours found | goal |",
              "| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]  # fmt: skip
-    for size in sorted({run["size"] for run in runs.values()}):
-        peer = runs.get(f"peer {size}")
-        for arm, label in ARMS.items():
-            run = runs.get(f"{arm} {size}")
+    rows = measurements(data)
+    for size, repeat, runs in rows:
+        peer = runs.get("peer")
+        label = size_label(size, repeat, sum(1 for other, _, _ in rows if other == size))
+        for arm, name in ARMS.items():
+            run = runs.get(arm)
             if run is None:
                 continue
             index = run["index"].replace("|", "\\|")
-            cells = [f"{size:,}", label, f"`{index}`", f"{run['seconds']:.1f}",
+            cells = [label, name, f"`{index}`", f"{run['seconds']:.1f}",
                      f"{run['seconds'] / peer['seconds']:.2f}" if peer else "—", f"{run['peak_added_mb']:.0f}",
                      f"{run['peak_added_mb'] / peer['peak_added_mb']:.2f}" if peer else "—",
                      f"{100 * run['recall']:.1f}"]  # fmt: skip
@@ -271,8 +289,9 @@ def scale_table(data: dict) -> str:
                 cells += ["", "", "", ""]
             lines.append("| " + " | ".join(cells) + " |")
     setup = data["setup"]
-    measured = [arm for arm in ARMS if any(run["arm"].startswith(f"{arm} ") for run in runs.values())]
-    fits = ", ".join(f"{ARMS[arm]} n^{growth(list(runs.values()), arm):.2f}" for arm in measured)
+    runs = current(data["runs"])
+    measured = [arm for arm in ARMS if any(run["arm"].startswith(f"{arm} ") for run in runs)]
+    fits = ", ".join(f"{ARMS[arm]} n^{growth(runs, arm):.2f}" for arm in measured)
     head = (
         f"USE-m3 embeddings (512-d), {setup['threads']} thread per search; the launching process: "
         f"{setup['machine']}; {setup.get('date', '')}. Real sides up to {REAL:,}, distractors added beyond.\n\n"
@@ -284,20 +303,25 @@ def scale_table(data: dict) -> str:
 
 
 def scale_summary(data: dict) -> str:
-    """``auto`` against the example at each size, in one line each: time and memory as shares of the example's,
-    gold pairs within k below exact search, mined gold recall of both, the goal's verdict."""
-    runs = {run["arm"]: run for run in current(data["runs"])}
+    """``auto`` against the example at each size, one line per size (each cell over the size's measurements, in
+    order, when they differ): time and memory as shares of the example's, gold pairs within k below exact search,
+    mined gold recall of both, the goal's verdict."""
     lines = ["| sentences per side | hf_xlsr's time | its memory | gold within k below exact (points) | "
              "mined gold recall: hf_xlsr | the example | goal |",
              "| ---: | ---: | ---: | ---: | ---: | ---: | --- |"]  # fmt: skip
-    for size in sorted({run["size"] for run in runs.values()}):
-        ours, peer = runs.get(f"hf_xlsr {size}"), runs.get(f"peer {size}")
-        if ours and peer:
-            below = 100 * (ours["exact_gold_within_k"] - ours["gold_within_k"])
-            lines.append(f"| {size:,} | {ours['seconds'] / peer['seconds']:.2f}× the example's | "
-                         f"{ours['peak_added_mb'] / peer['peak_added_mb']:.2f}× | {below:.1f} | "
-                         f"{100 * ours['recall']:.1f} | {100 * peer['recall']:.1f} | "
-                         f"{verdict(ours, peer)} |")  # fmt: skip
+    pairs = [(size, runs["hf_xlsr"], runs["peer"]) for size, _, runs in measurements(data)
+             if {"peer", "hf_xlsr"} <= set(runs)]  # fmt: skip
+    for size in sorted({size for size, _, _ in pairs}):
+        cells = [[f"{ours['seconds'] / peer['seconds']:.2f}×", f"{ours['peak_added_mb'] / peer['peak_added_mb']:.2f}×",
+                  f"{100 * (ours['exact_gold_within_k'] - ours['gold_within_k']):.1f}", f"{100 * ours['recall']:.1f}",
+                  f"{100 * peer['recall']:.1f}", verdict(ours, peer)]
+                 for other, ours, peer in pairs if other == size]  # fmt: skip
+        columns = [", ".join(dict.fromkeys(column)) for column in zip(*cells, strict=True)]
+        verdicts = [row[-1] for row in cells]
+        if len(set(verdicts)) > 1:
+            columns[-1] = f"met in {verdicts.count('met')} of {len(verdicts)} runs"
+        seconds, memory, below, ours, peer, goal = columns
+        lines.append(f"| {size:,} | {seconds} the example's | {memory} | {below} | {ours} | {peer} | {goal} |")
     goal = (f"Goal: at most {GOAL_TIME}× the example's time and {GOAL_MEMORY}× its memory, gold pairs within k at "
             f"most {GOAL_RECALL:g} point below exact search's.")  # fmt: skip
     return "\n".join(lines) + f"\n\n{goal}\n"
@@ -338,7 +362,8 @@ def verdict(ours: dict, peer: dict | None) -> str:
 
 
 def figure(data: dict, path: Path) -> None:
-    """Seconds against sentences per side, both axes logarithmic, one line per search."""
+    """Seconds against sentences per side, both axes logarithmic, one line per search (a size measured again: the
+    mean of its measurements)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -347,9 +372,10 @@ def figure(data: dict, path: Path) -> None:
     figure, axes = plt.subplots(figsize=(6, 4))
     runs = current(data["runs"])
     for arm, label in ARMS.items():
-        points = sorted((run["size"], run["seconds"]) for run in runs if run["arm"].startswith(f"{arm} "))
-        if not points:
+        sizes = sorted({run["size"] for run in runs if run["arm"].startswith(f"{arm} ")})
+        if not sizes:
             continue
+        points = [(size, np.mean([run["seconds"] for run in runs if run["arm"] == f"{arm} {size}"])) for size in sizes]
         label = label.replace("`", "")
         axes.plot(*zip(*points, strict=True), marker="o", label=f"{label} (n^{growth(runs, arm):.2f})")
     axes.set(xscale="log", yscale="log", xlabel="sentences per side", ylabel="seconds (one thread)",
@@ -366,6 +392,7 @@ def main() -> None:
     parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=["peer", "hf_xlsr"])
     parser.add_argument("--rule", action="store_true", help="the settings of RULE at --sizes instead")
     parser.add_argument("--seed", type=int, default=0, help="with --rule: the distractors' seed")
+    parser.add_argument("--repeat", type=int, default=0, help="a measurement of the sizes again: 1, 2, ...")
     parser.add_argument("--settings", nargs="+", default=RULE, help="with --rule: these settings (RULE's form)")
     parser.add_argument("--products", nargs="+", choices=["int8", "bfloat16", "float32"],
                         help="with --rule: each setting scored in each of these dtypes, in this order")  # fmt: skip
@@ -408,9 +435,9 @@ def main() -> None:
         while not (SCALE / f"exact_{size}.npz").is_file():  # another process is computing it
             time.sleep(10)
         for arm in list(ARMS)[:: 1 if position % 2 == 0 else -1]:
-            if arm in args.arms and not results.done(f"{arm} {size}", 0):
+            if arm in args.arms and not results.done(f"{arm} {size}", args.repeat):
                 run = run_child(args, arm, size)
-                results.add({"arm": f"{arm} {size}", "seed": 0, "size": size, **run})
+                results.add({"arm": f"{arm} {size}", "seed": args.repeat, "size": size, **run})
                 print(json.dumps({"arm": arm, "size": size, **run}), flush=True)
 
 

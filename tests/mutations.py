@@ -455,6 +455,10 @@ MUTATIONS = [
     Mutation("momentum_copy_copies_the_tokenizer", "hf_xlsr/modeling/ema.py",
              "                shared[id(tokenizer)] = tokenizer", "                pass",
              "tests/test_st_loss.py::test_the_momentum_copy_owns_its_weights_and_shares_the_tokenizer"),
+    Mutation("mining_measurement_paired_by_size_alone", "benchmarks/bench_mining_scale.py",
+             'if (run["size"], run.get("seed", 0)) == (size, repeat)})', 'if run["size"] == size})',
+             "tests/benchmarks/test_bench_mining_scale.py::"
+             "test_a_size_measured_again_shows_each_measurement_with_its_own_peer"),
     Mutation("superseded_run_counted_as_done", "benchmarks/common.py",
              'and "superseded" not in run for run in self.data["runs"])', 'for run in self.data["runs"])',
              RESULTS_FILE + "test_a_superseded_run_is_run_again_and_the_file_keeps_both"),

@@ -104,3 +104,27 @@ def test_a_rule_table_of_two_product_dtypes_names_each_rows_dtype_and_sets_it_ag
     )
     assert "`, bfloat16 products | 120.0 | 1.00 | 68.2 | 67.2 | 86.2 |" in table
     assert "products" not in bench.rule_table({"setup": setup, "runs": runs[1:]})
+
+
+def test_a_size_measured_again_shows_each_measurement_with_its_own_peer(bench):
+    """``--repeat 1``: a second measurement of a size (its runs' ``seed``) is a row of its own in the table and a
+    second value in each cell of the summary's line, each hf_xlsr run read against the peer run of its own
+    measurement, whatever their order in the file. Here 540 / 1,000 s = 0.54 (not met), 430 / 900 s = 0.48 (met)."""
+    recall = {"recall": 0.5, "exact_gold_within_k": 0.7, "gold_within_k": 0.7, "neighbour_recall": 0.9}
+    run = {"peak_added_mb": 100.0, "index": "x", **recall}
+    runs = [
+        {"arm": "peer 1000000", "size": 10**6, "seed": 0, "seconds": 1000.0, **run, "peak_added_mb": 1000.0},
+        {"arm": "peer 1000000", "size": 10**6, "seed": 1, "seconds": 900.0, **run, "peak_added_mb": 1000.0},
+        {"arm": "hf_xlsr 1000000", "size": 10**6, "seed": 1, "seconds": 430.0, **run},
+        {"arm": "hf_xlsr 1000000", "size": 10**6, "seed": 0, "seconds": 540.0, **run},
+    ]
+    data = {"setup": {"threads": 1, "machine": "m"}, "runs": runs}
+    summary = bench.scale_summary(data)
+    assert "| 1,000,000 | 0.54×, 0.48× the example's | 0.10× | 0.0 | 50.0 | 50.0 | met in 1 of 2 runs |" in summary
+    table = bench.scale_table(data)
+    assert "| 1,000,000 (run 1) | hf_xlsr `auto` | `x` | 540.0 | 0.54 |" in table
+    assert "| 1,000,000 (run 2) | hf_xlsr `auto` | `x` | 430.0 | 0.48 |" in table
+    assert "| 1,000,000 (run 2) | sentence-transformers example | `x` | 900.0 | 1.00 |" in table
+    one = bench.scale_summary({**data, "runs": [runs[0], runs[3]]})  # one measurement: one value, no run number
+    assert "| 1,000,000 | 0.54× the example's | 0.10× | 0.0 | 50.0 | 50.0 | not met |" in one
+    assert "(run 1)" not in bench.scale_table({**data, "runs": [runs[0], runs[3]]})
