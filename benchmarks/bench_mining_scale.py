@@ -46,6 +46,7 @@ import re
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from unittest import mock
@@ -252,10 +253,10 @@ def growth(runs: list[dict], arm: str) -> float:
 def measurements(data: dict) -> list[tuple[int, int, dict]]:
     """``(size, repeat, {arm: run})`` of every current measurement, by size then repeat: the two arms of one
     measurement share a size and a repeat (``--repeat``, stored as the run's ``seed``)."""
-    keys = sorted({(run["size"], run.get("seed", 0)) for run in current(data["runs"])})
-    return [(size, repeat, {run["arm"].split()[0]: run for run in current(data["runs"])
-                            if (run["size"], run.get("seed", 0)) == (size, repeat)})
-            for size, repeat in keys]  # fmt: skip
+    grouped: dict[tuple[int, int], dict] = {}
+    for run in current(data["runs"]):
+        grouped.setdefault((run["size"], run.get("seed", 0)), {})[run["arm"].split()[0]] = run
+    return [(size, repeat, runs) for (size, repeat), runs in sorted(grouped.items())]
 
 
 def size_label(size: int, repeat: int, repeats: int) -> str:
@@ -270,9 +271,10 @@ def scale_table(data: dict) -> str:
              "mined gold recall | gold within k: exact | hf_xlsr | neighbours found | goal |",
              "| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]  # fmt: skip
     rows = measurements(data)
+    repeats = Counter(size for size, _, _ in rows)
     for size, repeat, runs in rows:
         peer = runs.get("peer")
-        label = size_label(size, repeat, sum(1 for other, _, _ in rows if other == size))
+        label = size_label(size, repeat, repeats[size])
         for arm, name in ARMS.items():
             run = runs.get(arm)
             if run is None:
@@ -404,6 +406,8 @@ def main() -> None:
     parser.add_argument("--neighbours", help=argparse.SUPPRESS)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
+    if args.rule and args.repeat:
+        parser.error("--repeat measures the scale's arms again; --rule has no repeats (--seed draws other sides)")
     if args.report:
         data = json.loads(Path(args.out).read_text())
         print(rule_table(data) if data["setup"].get("rule") else scale_table(data))

@@ -456,7 +456,7 @@ MUTATIONS = [
              "                shared[id(tokenizer)] = tokenizer", "                pass",
              "tests/test_st_loss.py::test_the_momentum_copy_owns_its_weights_and_shares_the_tokenizer"),
     Mutation("mining_measurement_paired_by_size_alone", "benchmarks/bench_mining_scale.py",
-             'if (run["size"], run.get("seed", 0)) == (size, repeat)})', 'if run["size"] == size})',
+             'grouped.setdefault((run["size"], run.get("seed", 0)), {})', 'grouped.setdefault((run["size"], 0), {})',
              "tests/benchmarks/test_bench_mining_scale.py::"
              "test_a_size_measured_again_shows_each_measurement_with_its_own_peer"),
     Mutation("superseded_run_counted_as_done", "benchmarks/common.py",
