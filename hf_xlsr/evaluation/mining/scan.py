@@ -66,10 +66,12 @@ def _int8_rows(block: np.ndarray, scale: np.ndarray, corpus: bool) -> np.ndarray
     return np.clip(np.rint(scaled), -127, 127).astype(np.int8)
 
 
-def _rows(table: torch.Tensor, rows: np.ndarray) -> torch.Tensor:
-    """``table[rows]``, gathered by numpy (several times faster than torch's indexing of bfloat16 rows)."""
+def _rows(table: torch.Tensor, rows: np.ndarray, out: torch.Tensor | None = None) -> torch.Tensor:
+    """``table[rows]``, gathered by numpy (several times faster than torch's indexing of bfloat16 rows), into ``out``
+    (contiguous, of ``table``'s dtype) when given."""
     kind = torch.int16 if table.dtype == torch.bfloat16 else table.dtype
-    return torch.from_numpy(np.take(table.view(kind).numpy(), rows, axis=0)).view(table.dtype)
+    gathered = np.take(table.view(kind).numpy(), rows, axis=0, out=None if out is None else out.view(kind).numpy())
+    return out if out is not None else torch.from_numpy(gathered).view(table.dtype)
 
 
 def inverted_lists(index) -> tuple:
@@ -141,9 +143,10 @@ def _grouped(lists: np.ndarray, n_lists: int) -> tuple[np.ndarray, list[int]]:
 
 
 class ListLayout(NamedTuple):
-    """A corpus laid out for `scan_lists`: its vectors normalised (centred) in the products' dtype, their rows
-    grouped by inverted list (``members[bounds[l]:bounds[l + 1]]`` are list ``l``'s), and in int8 the
-    `_int8_scale` they were rounded with (None in a float dtype)."""
+    """A corpus laid out for `scan_lists`: its vectors normalised (centred) in the products' dtype, list by list
+    (``stored[bounds[l]:bounds[l + 1]]`` are list ``l``'s, the vectors of corpus rows ``members[bounds[l]:bounds[l +
+    1]]``), then zero rows, so that a list's product reads its vectors and its padding (`_product_shape`) as one
+    slice; and in int8 the `_int8_scale` they were rounded with (None in a float dtype)."""
 
     stored: torch.Tensor
     members: np.ndarray
@@ -158,8 +161,12 @@ def list_layout(corpus, index, centre=None, block_size: int = 16384) -> ListLayo
     centroids = torch.from_numpy(ivf.quantizer.reconstruct_n(0, ivf.nlist)).to(_float_products_dtype())
     dtype = _products_dtype()
     scale = _int8_scale(corpus, centre, transform, block_size) if dtype == torch.int8 else None
-    stored, home = _unit_matrix(corpus, centre, dtype, centroids, 1, block_size, transform, scale)
-    return ListLayout(stored, *_grouped(home[:, 0], ivf.nlist), scale)
+    unit, home = _unit_matrix(corpus, centre, dtype, centroids, 1, block_size, transform, scale)
+    members, bounds = _grouped(home[:, 0], ivf.nlist)
+    padding = max(_product_shape(length)[1] - length for length in np.diff(bounds).tolist() if length)
+    stored = torch.zeros((len(unit) + padding, unit.shape[1]), dtype=dtype)
+    _rows(unit, members, out=stored[: len(unit)])
+    return ListLayout(stored, members, bounds, scale)
 
 
 def scan_lists(
@@ -203,7 +210,7 @@ def scan_lists(
         if not len(listed) or not len(rows):
             return
         height, width = _product_shape(len(listed))
-        vectors = _rows(stored, np.resize(listed, width))  # padded with its own vectors again, cut off below
+        vectors = stored[bounds[list_id] : bounds[list_id] + width]  # and the next list's or zeros, cut off below
         quarter = max(1, height // 4)
         for start in range(0, len(rows), height):
             block = rows[start : start + height]
@@ -267,10 +274,12 @@ def scan_lists(
     pairs, pair_bounds = _grouped(probed.ravel(), n_lists + 1)
     for list_id in range(n_lists):
         for rows, scores in products(list_id, pairs[pair_bounds[list_id] : pair_bounds[list_id + 1]] // probes):
-            scored = scores.view(bits).numpy()
-            above = np.flatnonzero(scored > floor[rows][:, None])
-            row, column = np.divmod(above, scores.shape[1])
-            keep(rows[row], members[bounds[list_id] + column], scored[row, column])
+            scored = scores.view(bits)
+            hit = np.flatnonzero(scored.amax(dim=1).numpy() > floor[rows])  # the rows with a score above the floor
+            if len(hit):
+                scored = scored.numpy()[hit]
+                row, column = np.divmod(np.flatnonzero(scored > floor[rows[hit]][:, None]), scored.shape[1])
+                keep(rows[hit[row]], members[bounds[list_id] + column], scored[row, column])
     order, rank = ranked()
     candidates = np.full((len(queries), asked), -1, dtype=np.int64)
     best = rank < asked
