@@ -17,6 +17,12 @@ fastest over the repeats, so that no choice of block makes it easier, and each r
 ratios to it: noise hits them alike. A stricter
 floor counts the backward twice over (4 B K d per direction); both ratios are printed.
 
+A third ratio sets the queue's added time against its own products (``stored_products``): the floor's two products
+over the two stored queues, block by block at the row's block width (the materialised queue in one piece, converted
+once), timed in the same repeats. The floor's products read one block that stays in cache; these read every key from
+memory, as scoring the stored queue must. The third ratio is what the softmax's own operations (maxima,
+exponentials, sums) and autograd add beyond the products the scorer runs.
+
     python benchmarks/bench_queue.py --out benchmarks/results/queue.json
 """
 
@@ -57,6 +63,18 @@ def products(q: torch.Tensor, keys: torch.Tensor, weights: torch.Tensor, pairs: 
         weights @ keys
 
 
+def stored_products(queries: torch.Tensor, queues: list[torch.Tensor], weights: torch.Tensor) -> None:
+    """The floor's two products over each queue itself, in blocks of ``weights``' width as a scorer reads them (a
+    float16 block converted to float32 once; a no-op for float32): what scoring the stored queues costs at the
+    least at that width, before any of the softmax's own operations."""
+    width = weights.shape[1]
+    for queue in queues:
+        for start in range(0, len(queue), width):
+            block = queue[start : start + width].float()
+            queries @ block.T
+            weights[:, : len(block)] @ block
+
+
 def floor_products(batch: int, size: int) -> dict[int, functools.partial]:
     """For each width w of `FLOOR_WIDTHS`, the floor's float32 products at that block width, 2 ``size`` / w pairs of
     them (both directions)."""
@@ -94,12 +112,16 @@ def one_configuration(implementation: str, size: int, batch: int, dtype: str, re
             loss.backward()
 
     floors = floor_products(batch, size)
+    stored_width = losses.QUEUE_BLOCK_SIZE if implementation == "blocked" else size  # materialised: one piece
+    stored = functools.partial(stored_products, torch.randn(batch, D), [queue for _, _, queue in sides],
+                               torch.randn(batch, stored_width))  # fmt: skip
     step(False)
     reset_peak()
     before = memory_mb("VmRSS")
     step()  # warm-up, and the memory the step adds
     added_rss = memory_mb("VmHWM") - before
-    runs = {"queue": step, "no queue": lambda: step(False), **{f"floor {w}": run for w, run in floors.items()}}
+    runs = {"queue": step, "no queue": lambda: step(False), "stored": stored,
+            **{f"floor {w}": run for w, run in floors.items()}}  # fmt: skip
     times = {name: [] for name in runs}
     for name in runs:
         runs[name]()  # warm-up
@@ -114,24 +136,27 @@ def one_configuration(implementation: str, size: int, batch: int, dtype: str, re
     multiply_adds = floors[width].keywords["pairs"] * 2 * batch * D * width
     added = [a - b for a, b in zip(times["queue"], times["no queue"], strict=True)]
     ratios = [a / f for a, f in zip(added, floor_times, strict=True)]
+    stored_ratios = [a / f for a, f in zip(added, times["stored"], strict=True)]
     return {"seconds": statistics.median(times["queue"]), "no_queue_seconds": statistics.median(times["no queue"]),
             "added_seconds": statistics.median(added), "floor_seconds": statistics.median(floor_times),
             "ratio_to_floor": statistics.median(ratios), "ratio_to_issue_floor": statistics.median(ratios) / 2,
+            "stored_seconds": statistics.median(times["stored"]), "ratio_to_stored": statistics.median(stored_ratios),
             "added_rss_mb": added_rss, "floor_width": width, "floor_multiply_adds": multiply_adds,
             "matmul_rate_gmacs": multiply_adds / statistics.median(floor_times) / 1e9}  # fmt: skip
 
 
 def report(results: dict) -> str:
-    """The Markdown table of a results file: each configuration's added seconds against the two floors, and its
-    added memory."""
-    lines = ["| K | queue dtype | implementation | block | added s | × 2BKd floor | × 4BKd floor | added RSS (MB) "
-             "| queue (MB) |", "| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    """The Markdown table of a results file: each configuration's added seconds against the two floors and against
+    its own products over the stored queue, and its added memory."""
+    lines = ["| K | queue dtype | implementation | block | added s | × 2BKd floor | × 4BKd floor | × its products "
+             "| added RSS (MB) | queue (MB) |", "| ---: | --- | --- | ---: " + "| ---: " * 6 + "|"]  # fmt: skip
     for row in results["rows"]:
         block = f"{row['block_size']:,}" if row.get("block_size") else ""
+        stored = f"{row['ratio_to_stored']:.2f}" if "ratio_to_stored" in row else ""
         lines.append(f"| {row['K']:,} | {row['queue_dtype']} | {row['implementation']} | {block} | "
                      f"{row['added_seconds']:.4f} | "
-                     f"{row['ratio_to_floor']:.2f} | {row['ratio_to_issue_floor']:.2f} | {row['added_rss_mb']:.0f} | "
-                     f"{row['queue_mb']:,.0f} |")  # fmt: skip
+                     f"{row['ratio_to_floor']:.2f} | {row['ratio_to_issue_floor']:.2f} | {stored} | "
+                     f"{row['added_rss_mb']:.0f} | {row['queue_mb']:,.0f} |")  # fmt: skip
     return "\n".join(lines)
 
 
@@ -164,7 +189,7 @@ def main() -> None:
     print(f"batch {args.batch}, d {D}, {args.threads} threads; each ratio the median of {args.repeats} interleaved "
           "repeats")  # fmt: skip
     print(f"{'K':>8} {'queue':>8} {'implementation':>13} {'block':>6} {'ms added':>9} {'x floor':>8} "
-          f"{'x 4BKd floor':>14} {'MB added':>9}")  # fmt: skip
+          f"{'x 4BKd floor':>14} {'x its products':>15} {'MB added':>9}")  # fmt: skip
     for size in args.sizes:
         for dtype in ("float32", "float16"):
             for implementation, block in [("blocked", block) for block in args.block_sizes] + [("materialised", 0)]:
@@ -174,7 +199,7 @@ def main() -> None:
                 rows.append(row)
                 print(f"{size:>8} {dtype:>8} {implementation:>13} {block:>6} {row['added_seconds'] * 1e3:>9.1f} "
                       f"{row['ratio_to_floor']:>8.2f} {row['ratio_to_issue_floor']:>14.2f} "
-                      f"{row['added_rss_mb']:>9.1f}", flush=True)  # fmt: skip
+                      f"{row['ratio_to_stored']:>15.2f} {row['added_rss_mb']:>9.1f}", flush=True)  # fmt: skip
     if args.out:
         with open(args.out, "w") as handle:
             json.dump({"arguments": vars(args), "rows": rows}, handle, indent=2)

@@ -57,6 +57,7 @@ GPU_SEEDS = "tests/benchmarks/test_gpu_suite.py::test_seeds_of_two_calls_join_an
 GPU_OOM = "tests/benchmarks/test_gpu_suite.py::test_an_arm_out_of_memory_is_a_row_and_the_others_are_timed_interleaved"
 PAIRING = "tests/test_mining.py::test_one_to_one_pairing_is_the_best_first_loop_without_its_loop"
 CENTRED = "tests/test_mining.py::test_an_approximate_index_searches_each_language_centred_on_its_own_mean"
+STORED = "tests/benchmarks/test_bench_queue.py::"
 LINE_BUDGET = "tests/test_cli_and_arguments.py::test_a_short_train_and_encode_print_within_their_line_budget"
 QUEUE_PROPERTY = (
     "tests/test_properties.py::test_the_queue_is_the_reference_after_any_enqueue_commit_rollback_and_wrap_around"
@@ -535,6 +536,20 @@ MUTATIONS = [
     Mutation("queue_floor_one_direction", "benchmarks/bench_queue.py", "pairs=round(2 * size / width)",
              "pairs=round(size / width)",
              "tests/benchmarks/test_bench_queue.py::test_the_floor_counts_both_products_of_both_directions"),
+    Mutation("stored_products_of_one_queue_twice", "benchmarks/bench_queue.py",
+             "[queue for _, _, queue in sides]", "[sides[0][2], sides[0][2]]",
+             STORED + "test_the_stored_products_read_every_key_of_both_queues_once_in_the_rows_blocks"),
+    Mutation("stored_products_at_another_width", "benchmarks/bench_queue.py",
+             'stored_width = losses.QUEUE_BLOCK_SIZE if implementation == "blocked" else size',
+             'stored_width = 1024 if implementation == "blocked" else size',
+             STORED + "test_the_stored_products_read_every_key_of_both_queues_once_in_the_rows_blocks"),
+    Mutation("stored_products_skip_the_remainder", "benchmarks/bench_queue.py",
+             "for start in range(0, len(queue), width):", "for start in range(0, len(queue) - width + 1, width):",
+             STORED + "test_the_stored_products_read_every_key_of_both_queues_once_in_the_rows_blocks"),
+    Mutation("third_ratio_against_the_floor", "benchmarks/bench_queue.py",
+             'stored_ratios = [a / f for a, f in zip(added, times["stored"], strict=True)]',
+             "stored_ratios = [a / f for a, f in zip(added, floor_times, strict=True)]",
+             STORED + "test_the_third_ratio_is_the_added_time_over_the_stored_products_time"),
     Mutation("rule_rows_hide_their_products", "benchmarks/bench_mining_scale.py",
              "products\" if len(shown) > 1 else \"\"", "products\" if False else \"\"",
              "tests/benchmarks/test_bench_mining_scale.py::"

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from hf_xlsr.modeling import losses
 
@@ -76,3 +77,47 @@ def test_the_floor_is_the_width_that_ran_fastest_over_the_repeats_and_every_rati
     assert 0.02 <= result["floor_seconds"] < 0.04
     assert result["floor_multiply_adds"] == 2 * 2 * 4 * 4096 * bench.D
     assert result["ratio_to_floor"] == pytest.approx(result["added_seconds"] / result["floor_seconds"], rel=0.5)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_the_stored_products_read_every_key_of_both_queues_once_in_the_rows_blocks(bench, monkeypatch, dtype):
+    """A row of 3,000 keys in blocks of 512: the products over the stored queues convert and multiply every key of
+    each of the two queues once, in blocks of 512 and the remainder, and the row reports its ratio to them."""
+    blocks = []  # (the queue's storage, first key, keys) of each block the stored products convert
+    to_float = torch.Tensor.float
+
+    def spy(tensor, *args, **kwargs):
+        if tensor.dim() == 2 and tensor.shape[0] > 4:  # a block of keys (the queries have 4 rows)
+            offset = tensor.storage_offset() // tensor.shape[1]
+            blocks.append((tensor.untyped_storage().data_ptr(), offset, tensor.shape[0]))
+        return to_float(tensor, *args, **kwargs)
+
+    monkeypatch.setattr(torch.Tensor, "float", spy)
+    result = bench.one_configuration("blocked", 3000, 4, dtype, 2, 512)
+    queues = {storage for storage, _, _ in blocks}
+    assert len(queues) == 2
+    for storage in queues:  # warm-up and two repeats: three passes over each queue, each in the row's blocks
+        mine = sorted((offset, keys) for s, offset, keys in blocks if s == storage)
+        assert mine == sorted([(start, min(512, 3000 - start)) for start in range(0, 3000, 512)] * 3)
+    assert result["ratio_to_stored"] > 0 and result["stored_seconds"] > 0
+
+
+def test_the_third_ratio_is_the_added_time_over_the_stored_products_time(bench, monkeypatch):
+    """The stored products faked at 50 ms and every floor width at 20 ms: the row's stored seconds are the 50 ms and
+    its third ratio is its added time over them, not over the floor's."""
+
+    def fake_stored(queries, queues, weights):
+        time.sleep(0.05)
+
+    def pause(pairs):
+        time.sleep(0.02)
+
+    def fake_floors(batch, size):
+        return {w: functools.partial(pause, pairs=round(2 * size / w)) for w in (1024, 2048, 4096, 8192)}
+
+    monkeypatch.setattr(bench, "stored_products", fake_stored)
+    monkeypatch.setattr(bench, "floor_products", fake_floors)
+    result = bench.one_configuration("blocked", 4096, 4, "float32", 5, 0)
+    assert 0.05 <= result["stored_seconds"] < 0.08
+    assert result["ratio_to_stored"] == pytest.approx(result["added_seconds"] / result["stored_seconds"], rel=0.5)
+    assert result["ratio_to_floor"] > 1.5 * result["ratio_to_stored"]
