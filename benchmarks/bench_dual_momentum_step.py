@@ -6,10 +6,11 @@ DualMomentumModel adds the momentum encoders' forward pass over both sides, the 
 one encoder per language it also updates twice the parameters. The arithmetic floor of the ratio is about 1.33
 (a forward pass is about a third of forward + backward).
 
-Each method runs in its own process (so peak RSS is its own), twice, interleaved with the others; the median
-step time is reported. For DualMomentumModel each step is followed by its momentum encoder's forward pass over both
-sides alone (the keys, under the step's precision, untimed in the step): MNRL's step plus that forward is the floor of
-the method on this machine, and ``floor`` its ratio to MNRL's step.
+Each method runs in its own process (so peak RSS is its own), once in each of ``--rounds`` rounds, the methods in
+turn; the median step time is reported, and each round's step over MNRL's step of the same round (``round_ratios``),
+so that the ratio's spread between rounds shows. For DualMomentumModel each step is followed by its momentum
+encoder's forward pass over both sides alone (the keys, under the step's precision, untimed in the step): MNRL's
+step plus that forward is the floor of the method on this machine, and ``floor`` its ratio to MNRL's step.
 
     HF_HUB_OFFLINE=1 python benchmarks/bench_dual_momentum_step.py [--batch-sizes 8 16 32 64] [--bf16] \\
         [--out step.json]
@@ -120,6 +121,23 @@ def child(method: str, batch_size: int, steps: int, max_length: int, threads: in
     }
 
 
+def batch_rows(runs: dict[str, list[dict]], batch_size: int) -> list[dict]:
+    """One row per method from its rounds (``runs[method][i]``: its child's result in round i): the median step, its
+    ratio to MNRL's median step, and each round's step over MNRL's step of the same round (``round_ratios``), so
+    that the spread of the ratio between rounds shows beside it."""
+    peer = [r["step_seconds"] for r in runs["st_mnrl_symmetric"]]
+    rows = []
+    for method in METHODS:
+        seconds = [r["step_seconds"] for r in runs[method]]
+        last = runs[method][-1]
+        keys = statistics.median(r["keys_seconds"] for r in runs[method]) if last["keys_seconds"] else None
+        rows.append({**last, "batch_size": batch_size, "step_seconds": statistics.median(seconds),
+                     "ratio_to_peer": statistics.median(seconds) / statistics.median(peer), "keys_seconds": keys,
+                     "round_seconds": seconds,
+                     "round_ratios": [s / p for s, p in zip(seconds, peer, strict=True)]})  # fmt: skip
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[32])
@@ -138,7 +156,8 @@ def main() -> None:
     rows = []
     print(f"max_length {args.max_length}, {args.threads} threads, {'bf16' if args.bf16 else 'float32'}, "
           f"median of {args.rounds} x {args.steps} steps")  # fmt: skip
-    print(f"{'batch':>5}  {'method':<26}{'s/step':>9}{'ratio':>8}{'trainable':>12}{'peak MB':>9}{'train +MB':>11}")
+    print(f"{'batch':>5}  {'method':<26}{'s/step':>9}{'ratio':>8}{'rounds':>11}{'trainable':>12}{'peak MB':>9}"
+          f"{'train +MB':>11}")  # fmt: skip
     for batch_size in args.batch_sizes:
         runs: dict[str, list[dict]] = {m: [] for m in METHODS}
         for _ in range(args.rounds):
@@ -149,17 +168,12 @@ def main() -> None:
                 ] + (["--bf16"] if args.bf16 else [])  # fmt: skip
                 output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
                 runs[method].append(json.loads(output.strip().splitlines()[-1]))
-        peer = statistics.median(r["step_seconds"] for r in runs["st_mnrl_symmetric"])
-        for method in METHODS:
-            seconds = statistics.median(r["step_seconds"] for r in runs[method])
-            last = runs[method][-1]
-            keys = statistics.median(r["keys_seconds"] for r in runs[method]) if last["keys_seconds"] else None
-            row = {**last, "batch_size": batch_size, "step_seconds": seconds, "ratio_to_peer": seconds / peer,
-                   "keys_seconds": keys}  # fmt: skip
+        for row in batch_rows(runs, batch_size):
             rows.append(row)
-            print(f"{batch_size:>5}  {method:<26}{seconds:>9.3f}{seconds / peer:>8.2f}"
-                  f"{last['trainable_parameters']:>12,}{last['peak_rss_mb']:>9.0f}"
-                  f"{last['training_rss_increase_mb']:>11.0f}", flush=True)  # fmt: skip
+            spread = f"{min(row['round_ratios']):.2f}-{max(row['round_ratios']):.2f}"
+            print(f"{batch_size:>5}  {row['method']:<26}{row['step_seconds']:>9.3f}{row['ratio_to_peer']:>8.2f}"
+                  f"{spread:>11}{row['trainable_parameters']:>12,}{row['peak_rss_mb']:>9.0f}"
+                  f"{row['training_rss_increase_mb']:>11.0f}", flush=True)  # fmt: skip
     if args.out:
         with open(args.out, "w") as handle:
             json.dump({"arguments": vars(args), "rows": rows}, handle, indent=2)
@@ -173,15 +187,17 @@ LABELS = {
 
 
 def report(results: dict) -> str:
-    """The Markdown table of a results file: each method's step against MNRL's, and where measured the momentum
-    forward alone and the floor it sets (MNRL's step plus that forward, over MNRL's step)."""
-    lines = ["| batch | method | trainable parameters | s/step | × MNRL | keys alone (s) | floor × MNRL "
-             "| peak RSS MB |", "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    """The Markdown table of a results file: each method's step against MNRL's (and, where the rounds were kept,
+    the lowest and highest of the rounds' ratios), and where measured the momentum forward alone and the floor it
+    sets (MNRL's step plus that forward, over MNRL's step)."""
+    lines = ["| batch | method | trainable parameters | s/step | × MNRL | × MNRL, rounds | keys alone (s) "
+             "| floor × MNRL | peak RSS MB |", "| ---: | --- " + "| ---: " * 7 + "|"]  # fmt: skip
     peers = {row["batch_size"]: row["step_seconds"] for row in results["rows"] if row["method"] == "st_mnrl_symmetric"}
     for row in results["rows"]:
-        keys, peer = row.get("keys_seconds"), peers[row["batch_size"]]
+        keys, peer, ratios = row.get("keys_seconds"), peers[row["batch_size"]], row.get("round_ratios")
+        rounds = f"{min(ratios):.2f}-{max(ratios):.2f} ({len(ratios)})" if ratios else "—"
         lines.append(f"| {row['batch_size']} | {LABELS[row['method']]} | {row['trainable_parameters'] / 1e6:.1f} M "
-                     f"| {row['step_seconds']:.3f} | {row['ratio_to_peer']:.2f} | "
+                     f"| {row['step_seconds']:.3f} | {row['ratio_to_peer']:.2f} | {rounds} | "
                      + (f"{keys:.3f} | {(peer + keys) / peer:.2f}" if keys else "— | —")
                      + f" | {row['peak_rss_mb']:,.0f} |")  # fmt: skip
     return "\n".join(lines)

@@ -536,6 +536,16 @@ MUTATIONS = [
     Mutation("queue_floor_one_direction", "benchmarks/bench_queue.py", "pairs=round(2 * size / width)",
              "pairs=round(size / width)",
              "tests/benchmarks/test_bench_queue.py::test_the_floor_counts_both_products_of_both_directions"),
+    Mutation("step_round_ratio_against_the_median", "benchmarks/bench_dual_momentum_step.py",
+             '"round_ratios": [s / p for s, p in zip(seconds, peer, strict=True)]',
+             '"round_ratios": [s / statistics.median(peer) for s in seconds]',
+             "tests/benchmarks/test_bench_step.py::"
+             "test_each_rounds_ratio_sets_a_method_against_mnrls_step_of_the_same_round"),
+    Mutation("step_table_hides_the_rounds", "benchmarks/bench_dual_momentum_step.py",
+             'rounds = f"{min(ratios):.2f}-{max(ratios):.2f} ({len(ratios)})" if ratios else "—"',
+             'rounds = "—"',
+             "tests/benchmarks/test_bench_step.py::"
+             "test_the_table_shows_the_lowest_and_highest_round_ratio_where_the_rounds_were_kept"),
     Mutation("stored_products_of_one_queue_twice", "benchmarks/bench_queue.py",
              "[queue for _, _, queue in sides]", "[sides[0][2], sides[0][2]]",
              STORED + "test_the_stored_products_read_every_key_of_both_queues_once_in_the_rows_blocks"),
