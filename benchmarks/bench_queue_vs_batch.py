@@ -182,7 +182,8 @@ def training_arguments(
 
 
 def build(arm: str, path: str, train, languages: list[str], steps: int, learning_rate: float, output_dir: str,
-          seed: int, max_length: int, base: int = BATCH, bf16: bool = False):  # fmt: skip
+          seed: int, max_length: int, base: int = BATCH, bf16: bool = False,
+          temperature: float = TEMPERATURE):  # fmt: skip
     """``(trainer, score)``: the arm's trainer and a function scoring its model on an evaluator; ``base`` is B;
     ``bf16`` trains in mixed precision. Rows with an ``example_id`` (the meaning: a verse) give the queue's arms their
     ``label`` and sentence-transformers' arms its ``NO_DUPLICATES`` batches, so that no copy of a pair's own
@@ -204,7 +205,7 @@ def build(arm: str, path: str, train, languages: list[str], steps: int, learning
 
         model = DualMomentumModel.from_encoders(path, shared_encoder=True, languages=languages,
                                                 queue_size=base * s["queue"], momentum=0.99,
-                                                temperature=TEMPERATURE)  # fmt: skip
+                                                temperature=temperature)  # fmt: skip
         tokenizers = AutoTokenizer.from_pretrained(path)
         collator = BitextCollator(tokenizers, languages=None if many else languages, max_length=max_length)
         args = XlsrTrainingArguments(**training_arguments(steps, batch, learning_rate, output_dir, seed, bf16))
@@ -232,16 +233,17 @@ def build(arm: str, path: str, train, languages: list[str], steps: int, learning
 
         extra["batch_sampler"] = BatchSamplers.NO_DUPLICATES
     if s["loss"] == "mnrl":
-        loss = losses.MultipleNegativesRankingLoss(model, scale=1 / TEMPERATURE, **both)
+        loss = losses.MultipleNegativesRankingLoss(model, scale=1 / temperature, **both)
     elif s["loss"] == "cmnrl":
-        loss = losses.CachedMultipleNegativesRankingLoss(model, scale=1 / TEMPERATURE, mini_batch_size=base, **both)
+        loss = losses.CachedMultipleNegativesRankingLoss(model, scale=1 / temperature, mini_batch_size=base,
+                                                          **both)
     elif s["loss"] == "contaccum":
         from contaccum import ContAccumLoss
 
-        loss = ContAccumLoss(model, bank_batches=s["queue"], scale=1 / TEMPERATURE)
+        loss = ContAccumLoss(model, bank_batches=s["queue"], scale=1 / temperature)
         accumulation = s["batch"]  # micro-batches of B, one optimizer step per batch
     elif s["loss"] in ("mql", "cmql"):
-        options = {"queue_size": base * s["queue"], "momentum": 0.99, "temperature": TEMPERATURE}
+        options = {"queue_size": base * s["queue"], "momentum": 0.99, "temperature": temperature}
         loss = (MomentumQueueLoss(model, **options) if s["loss"] == "mql"
                 else CachedMomentumQueueLoss(model, mini_batch_size=base, **options))  # fmt: skip
         callbacks = [loss.callback]
@@ -313,7 +315,7 @@ def run_one(arm: str, seed: int, args) -> dict:
         reset_peak()  # what the arm holds: from before its model, momentum copy and queues are built
         unbuilt = memory_mb("VmRSS")
         trainer, score = build(arm, path, train, args.languages, steps, args.learning_rate, output_dir, seed,
-                               args.max_length)  # fmt: skip
+                               args.max_length, temperature=args.temperature)  # fmt: skip
         trainer.add_callback(Measure())
         before = memory_mb("VmRSS")
         peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -321,7 +323,8 @@ def run_one(arm: str, seed: int, args) -> dict:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {
         "arm": arm, "seed": seed, "batch": batch, "steps": steps,
-        "learning_rate": args.learning_rate * s["lr_factor"],
+        "learning_rate": args.learning_rate * s["lr_factor"], "base_learning_rate": args.learning_rate,
+        "temperature": args.temperature,
         "queue": BATCH * s.get("queue", 0), "curve": curve, "bible": curve[-1]["bible"], "tune": curve[-1]["tune"],
         "train_seconds": curve[-1]["train_seconds"], "peak_rss_mb": round(peak, 1),
         "training_mb": round(max(peak, peak_before) - before, 1) if peak > peak_before else None,
@@ -368,7 +371,8 @@ def timing_child(args) -> None:
     with tempfile.TemporaryDirectory() as output_dir:
         reset_peak()
         unbuilt = memory_mb("VmRSS")
-        trainer, _ = build(arm, path, train, args.languages, steps, args.learning_rate, output_dir, 0, args.max_length)
+        trainer, _ = build(arm, path, train, args.languages, steps, args.learning_rate, output_dir, 0, args.max_length,
+                           temperature=args.temperature)
         trainer.add_callback(Clock())
         before = memory_mb("VmRSS")
         trainer.train()
@@ -383,6 +387,7 @@ def timing_child(args) -> None:
 def spawn(args, flag: str, value: str) -> dict:
     command = [sys.executable, __file__, flag, value, "--threads", str(args.threads), "--encoder", args.encoder,
                "--languages", *args.languages, "--pairs", str(args.pairs), "--learning-rate", str(args.learning_rate),
+               "--temperature", str(args.temperature),
                "--max-length", str(args.max_length), "--timing-steps", str(args.timing_steps),
                "--heldout", str(args.heldout), "--eval-points", *map(str, args.eval_points),
                "--out", args.out] + (["--whole-test"] if args.whole_test else [])  # fmt: skip
@@ -396,7 +401,7 @@ def spawn(args, flag: str, value: str) -> dict:
 
 def setup(args) -> dict:
     return {"script": "benchmarks/bench_queue_vs_batch.py", "encoder": args.encoder, "languages": args.languages,
-            "B": BATCH, "pairs": args.pairs, "learning_rate": args.learning_rate, "temperature": TEMPERATURE,
+            "B": BATCH, "pairs": args.pairs, "learning_rate": args.learning_rate, "temperature": args.temperature,
             "momentum": 0.99, "max_length": args.max_length, "heldout": args.heldout, "whole_test": args.whole_test,
             "eval_points": args.eval_points, "machine": machine(), "date": time.strftime("%Y-%m-%d"),
             "command": "python benchmarks/" + " ".join([Path(sys.argv[0]).name, *sys.argv[1:]])}  # fmt: skip
@@ -686,9 +691,11 @@ def main() -> None:
         help="score on every held-out pair but the tuning ones (4,801 en-fr), not --heldout",
     )
     parser.add_argument("--pairs", type=int, default=5120, help="the budget: training pairs every arm sees once")
-    parser.add_argument("--learning-rate", type=float, default=2e-4)
+    parser.add_argument("--learning-rate", type=float, default=2e-4, help="the base rate, before an arm's batch rule")
+    parser.add_argument("--temperature", type=float, default=TEMPERATURE, help="every arm's (MNRL's scale: 1 / it)")
     parser.add_argument("--max-length", type=int, default=64)
-    parser.add_argument("--jobs", nargs="+", default=[], help="ARM:SEED, run one after the other")
+    parser.add_argument("--jobs", nargs="+", default=[],
+                        help="ARM:SEED or ARM:SEED:RATE:TEMPERATURE (a grid point), run one after the other")
     parser.add_argument("--arms", nargs="+", help="with --timing: the arms to time (default: every base arm)")
     parser.add_argument("--timing", action="store_true")
     parser.add_argument("--timing-steps", type=int, default=3)
@@ -717,11 +724,14 @@ def main() -> None:
         return timing(args)
     results = Results(args.out, setup(args))
     for job in args.jobs:
-        arm, seed = job.split(":")
+        arm, seed, *point = job.split(":")
         spec(arm)
-        if results.done(arm, int(seed)):
+        rate, temperature = map(float, point) if point else (args.learning_rate, args.temperature)
+        settings = {"base_learning_rate": rate, "temperature": temperature} if point else {}
+        if results.done(arm, int(seed), **settings):
             continue
-        run = spawn(args, "--child", job)
+        run = spawn(argparse.Namespace(**{**vars(args), "learning_rate": rate, "temperature": temperature}),
+                    "--child", f"{arm}:{seed}")  # fmt: skip
         results.add(run)
         print(json.dumps({k: v for k, v in run.items() if k != "curve"}), flush=True)
 

@@ -104,15 +104,18 @@ class Results:
         self.data = json.loads(self.path.read_text()) if self.path.is_file() else {"setup": setup, "runs": []}
         self.data["setup"] = {**self.data.get("setup", {}), **setup}
 
-    def done(self, arm: str, seed: int) -> bool:
-        """Whether the file on disk holds a current run of ``arm`` at ``seed`` (one marked ``superseded``, which a
-        later run replaces and the file keeps, is to be run again); when it does, says on stderr that it is skipped."""
+    def done(self, arm: str, seed: int, **settings) -> bool:
+        """Whether the file on disk holds a current run of ``arm`` at ``seed`` with these ``settings`` (a grid point:
+        ``base_learning_rate=2e-4, temperature=0.05``); one marked ``superseded``, which a later run replaces and the
+        file keeps, is to be run again. When it does, says on stderr that it is skipped."""
         if self.path.is_file():
             self.data["runs"] = json.loads(self.path.read_text())["runs"]
-        found = any(run["arm"] == arm and run["seed"] == seed and "superseded" not in run for run in self.data["runs"])
+        found = any(run["arm"] == arm and run["seed"] == seed and "superseded" not in run
+                    and all(run.get(key) == value for key, value in settings.items())
+                    for run in self.data["runs"])  # fmt: skip
         if found:
-            print(f"{arm}, seed {seed}: skipped, {self.path} holds it (mark it superseded to run it again)",
-                  file=sys.stderr)  # fmt: skip
+            print(f"{arm}, seed {seed}{''.join(f', {k} {v}' for k, v in settings.items())}: skipped, {self.path} "
+                  "holds it (mark it superseded to run it again)", file=sys.stderr)  # fmt: skip
         return found
 
     def add(self, run: dict) -> None:
