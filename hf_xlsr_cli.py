@@ -34,6 +34,7 @@ BACKEND_HELP = (
 
 
 MAX_LENGTH_HELP = "tokens per sentence of an hf_xlsr model (a sentence-transformers folder keeps its own)"
+BATCH_SIZE_HELP = "sentences encoded at once (default: %(default)s)"
 
 # hf_xlsr.evaluation.suite.TASKS (a test keeps them equal), with what each encodes, for --help
 EVALUATION_TASKS = {
@@ -69,7 +70,7 @@ def _train(args: argparse.Namespace, rest: list[str]) -> int:
 COMMON_TRAINING_FIELDS = (
     "output_dir", "max_steps", "num_train_epochs", "per_device_train_batch_size", "gradient_accumulation_steps",
     "learning_rate", "warmup_steps", "bf16", "eval_strategy", "eval_steps", "save_strategy", "save_steps",
-    "logging_steps", "seed", "resume_from_checkpoint", "report_to",
+    "save_total_limit", "logging_steps", "seed", "resume_from_checkpoint", "report_to",
 )  # fmt: skip
 
 
@@ -80,16 +81,25 @@ def train_help() -> str:
 
     from transformers import HfArgumentParser, TrainingArguments
 
-    from hf_xlsr.trainers.arguments import DataArguments, ModelArguments, XlsrTrainingArguments
+    from hf_xlsr.trainers.arguments import MODEL_CONFIGS, DataArguments, ModelArguments, XlsrTrainingArguments
+    from hf_xlsr.trainers.trainer import WARMUP_SHARE, paper_training_values
 
     parser = HfArgumentParser((ModelArguments, DataArguments), prog="hf-xlsr train CONFIG.yaml",
                               description=TRAIN_HELP, epilog=TRAIN_EPILOG)  # fmt: skip
     inherited = {f.name for f in dataclasses.fields(TrainingArguments)}
     shown = [f for f in dataclasses.fields(XlsrTrainingArguments)
              if f.init and (f.name not in inherited or f.name in COMMON_TRAINING_FIELDS)]  # fmt: skip
+    paper: dict[str, list[str]] = {}  # the value a run that does not set a field trains with, by model_type
+    for model_type, config_class in MODEL_CONFIGS.items():
+        for name, value in paper_training_values(config_class(), set()).items():
+            paper.setdefault(name, []).append(f"{model_type} {value}")
     group = parser.add_argument_group("training (hf_xlsr's fields and the most used of TrainingArguments)")
     for item in shown:
         default = item.default if item.default is not dataclasses.MISSING else None
+        if item.name in paper:  # what the run uses, not TrainingArguments' own default
+            default = "the model configuration's (the paper's): " + ", ".join(paper[item.name])
+            if item.name == "warmup_steps":
+                default += f"; at most {WARMUP_SHARE:.0%} of the run's steps"
         group.add_argument(f"--{item.name}", metavar=item.name.upper(), default=default,
                            help=item.metadata.get("help", ""))  # fmt: skip
     return parser.format_help()
@@ -121,6 +131,7 @@ def _sentence_encoder(args: argparse.Namespace):
         given = "no --language" if args.language is None else f"--language {args.language}"
         raise UsageError(f"{given}: the model encodes each of {', '.join(languages)} its own way; give one of them "
                          f"with --language")  # fmt: skip
+    warn_untrained(model, args.model, [args.language])
     return as_encoder(model, tokenizers, batch_size=args.batch_size, max_length=args.max_length, backend=args.backend)
 
 
@@ -156,8 +167,6 @@ def _embed(args: argparse.Namespace, rest: list[str]) -> int:
     from hf_xlsr.evaluation.mining.shards import VECTORS, corpus_manifest, embed_shards, join_shards, open_folder
 
     writable(("--output", args.output))
-    if args.shard_size < 1:
-        raise UsageError(f"--shard-size {args.shard_size}: at least 1 sentence per shard")
     sentences = SentenceFile(args.input)
     manifest = corpus_manifest(sentences, args.language, str(args.model), args.shard_size)
     try:
@@ -204,29 +213,39 @@ def _evaluate(args: argparse.Namespace, rest: list[str]) -> int:
     unknown = [task for task in tasks if task not in TASKS and not task.startswith("mteb:")]
     if unknown:
         raise UsageError(f"unknown task {unknown[0]!r} (one of {', '.join(TASKS)}, mteb:<TaskName>)")
-    if len(args.languages) < 2:
+    named = args.languages  # None: Tatoeba's every test set, en fr for the other tasks
+    args.languages = named or ["en", "fr"]
+    if len(args.languages) < 2 and (tasks != ["tatoeba"] or not named):
         raise UsageError(f"--languages {args.languages[0]}: name two or more languages, the first the pivot")
-    check_evaluation_languages(args.data, args.languages)
+    if tasks != ["tatoeba"]:
+        check_evaluation_languages(args.data, args.languages)
     writable(("--output", args.output), ("--output-dir", args.output_dir))
+    tatoeba_languages = None
     if "tatoeba" in tasks:
         if args.tatoeba_dir is None:
             raise UsageError("--tasks tatoeba reads LASER's Tatoeba test sets: give their folder, --tatoeba-dir DIR")
-        from hf_xlsr.evaluation.tatoeba import load_tatoeba
+        from hf_xlsr.evaluation.tatoeba import load_tatoeba, tatoeba_codes
 
         try:
-            load_tatoeba(args.tatoeba_dir)
+            sets = load_tatoeba(args.tatoeba_dir)
+            tatoeba_languages = tatoeba_codes(sets, named, args.tatoeba_dir) if named else None
         except (OSError, ValueError) as error:
             raise UsageError(f"--tatoeba-dir: {error}") from None
+        if tatoeba_languages == []:
+            raise UsageError("--languages: name a language besides English, whose Tatoeba test set to score")
 
     options = SuiteOptions(
         languages=args.languages, data=args.data, split=args.split, max_pairs=args.max_pairs, sts_file=args.sts_file,
         sts_dataset=args.sts_dataset, output_dir=args.output_dir, batch_size=args.batch_size,
         mteb_cache=args.mteb_cache, backend=args.backend, tatoeba_dir=args.tatoeba_dir, max_length=args.max_length,
+        tatoeba_languages=tatoeba_languages,
         **({"seed": args.seed} if args.seed is not None else {}),
     )  # fmt: skip
     from hf_xlsr.evaluation.encoders import model_languages
     from hf_xlsr.export import MTEB_META
 
+    if any(task != "tatoeba" and not task.startswith("mteb") for task in tasks):
+        warn_training_data(args.model, args.data, args.split)
     model, tokenizers = load_for_evaluation(args.model, args.backend)
     encoded = model_languages(model)
     options.routes = encoded
@@ -251,6 +270,32 @@ def _evaluate(args: argparse.Namespace, rest: list[str]) -> int:
     print("time per task: " + ", ".join(f"{task} {seconds:.1f} s" for task, seconds in options.seconds.items()))
     print(f"results written to {args.output}")
     return 0
+
+
+def warn_training_data(model: str, data: str, split: str) -> None:
+    """A warning when ``--data`` (and ``--split``) is what the model was trained on, by the training run's record: a
+    file of the same bytes (wherever it lies now), or the offline corpus's training split."""
+    from hf_xlsr.hub import RUN_INFO, read_json
+    from hf_xlsr.utils import file_digest
+
+    run = read_json(Path(model) / RUN_INFO) if Path(model).is_dir() else {}
+    if not run:
+        return
+    trained_on = Path(data).is_file() and file_digest(data) in (run.get("train_files") or {}).values()
+    if trained_on or (data == run.get("train_data") and split == run.get("train_split", "train")):
+        what = f"--data {data}" if trained_on else f"--data {data} --split {split}"
+        logger.warning("%s is the data %s was trained on (%s): these scores are on training pairs, not held out",
+                       what, model, RUN_INFO)  # fmt: skip
+
+
+def warn_untrained(model, path: str, languages: Sequence[str | None]) -> None:
+    """A warning for each of ``languages`` that the model was not trained on, naming those it was: one encoder for
+    every language encodes any language, but only the trained ones are in its space by training."""
+    trained = trained_languages(model, path)
+    for language in languages:
+        if language and trained and language not in trained:
+            logger.warning("%s was trained on %s, not %s: its vectors of %s are zero-shot", path,
+                           ", ".join(trained), language, language)  # fmt: skip
 
 
 def trained_languages(model, path: str) -> list[str]:
@@ -290,13 +335,12 @@ def _mine(args: argparse.Namespace, rest: list[str]) -> int:
         logger.warning("--source and --target are the same file: every sentence will be mined as its own translation")
     writable(("--output", args.output), *((("--embeddings", args.embeddings),) if args.embeddings else ()))
     state = PartialState(cpu=not torch.cuda.is_available())  # under accelerate launch: this process's share
-    if args.shard_size < 1:
-        raise UsageError(f"--shard-size {args.shard_size}: at least 1 sentence per shard")
     if state.num_processes > 1 and not args.embeddings:
         raise UsageError(f"{state.num_processes} processes share their shards in one folder: give --embeddings DIR")
     source, target = SentenceFile(args.source), SentenceFile(args.target)
     model, tokenizers = load_for_evaluation(args.model, args.backend)
     source_language, target_language = mining_languages(model, args.source_language, args.target_language)
+    warn_untrained(model, args.model, [source_language, target_language])
     encode = as_encoder(model, tokenizers, batch_size=args.batch_size, max_length=args.max_length,
                         backend=args.backend)  # fmt: skip
     try:
@@ -304,6 +348,7 @@ def _mine(args: argparse.Namespace, rest: list[str]) -> int:
     except ValueError as error:
         raise UsageError(f"--index: {error}") from None
     work = Path(args.embeddings) if args.embeddings else None
+    Path(args.output).resolve().parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=Path(args.output).resolve().parent) as scratch:
         written = mine_files(
             encode, source, target, args.output, source_language, target_language, threshold, work or scratch,
@@ -318,6 +363,27 @@ def _mine(args: argparse.Namespace, rest: list[str]) -> int:
     return 0
 
 
+def positive_int(text: str) -> int:
+    """An integer of at least 1, for argparse: a batch size, a length, a count."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: at least 1")
+    return value
+
+
+def resolve_model(name: str) -> str:
+    """``--model``'s ``package:<name>/<path>`` as its folder inside the installed package; other names as given."""
+    from hf_xlsr.references import resolve_reference
+
+    try:
+        return resolve_reference(name)
+    except (ImportError, FileNotFoundError) as error:
+        raise UsageError(f"--model {name}: {error}") from None
+
+
 def byte_size(text: str) -> int:
     """``8GB``, ``512MB``, ``2.5GiB`` or a number of bytes, for argparse."""
     import re
@@ -327,6 +393,14 @@ def byte_size(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a size (e.g. 8GB, 512MB)")
     base = 1024 if (match.group(3) or "").lower() == "ib" else 1000
     return int(float(match.group(1)) * base ** ("KMGT".find(match.group(2).upper()) + 1 if match.group(2) else 0))
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse's parser whose errors are one line (``hf-xlsr mine: error: ...``) with a pointer to ``--help``,
+    as every other error of the command line is, not its usage text."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} ({self.prog} --help)\n")
 
 
 class UsageError(ValueError):
@@ -418,14 +492,14 @@ def sentence_command(commands, name: str, description: str, output: str) -> argp
     command.add_argument("--output", required=True, help=output)
     command.add_argument("--language", help="language of the sentences (picks the route of a model that encodes "
                                             "languages apart)")  # fmt: skip
-    command.add_argument("--batch-size", type=int, default=64)
-    command.add_argument("--max-length", type=int, default=128, help=MAX_LENGTH_HELP)
+    command.add_argument("--batch-size", type=positive_int, default=64, help=BATCH_SIZE_HELP)
+    command.add_argument("--max-length", type=positive_int, default=128, help=MAX_LENGTH_HELP)
     command.add_argument("--backend", default="torch", choices=BACKENDS, help=BACKEND_HELP)
     return command
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="hf-xlsr", description="Cross-lingual sentence representations: train, "
+    parser = OneLineParser(prog="hf-xlsr", description="Cross-lingual sentence representations: train, "
                                      "evaluate, encode, mine, export and push hf_xlsr models.")  # fmt: skip
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -443,13 +517,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     embed = sentence_command(commands, "embed", "embed a corpus in shards, resumable, spread over processes",
                              "folder: shards while running, then vectors.npy (float32)")  # fmt: skip
-    embed.add_argument("--shard-size", type=int, default=100_000, help="sentences per shard (default 100,000)")
+    embed.add_argument(
+        "--shard-size", type=positive_int, default=100_000, help="sentences per shard (default 100,000)"
+    )
     embed.set_defaults(handler=_embed)
 
     export = commands.add_parser("export", help="export a trained model to sentence-transformers folders")
     export.add_argument("--model", required=True, help="trained hf_xlsr model folder")
     renamed(export, "--output", "--out", help="output folder", required=True)
-    renamed(export, "--max-length", "--max-seq-length", type=int, default=128,
+    renamed(export, "--max-length", "--max-seq-length", type=positive_int, default=128,
             help="tokens per sentence of the exported model (its max_seq_length)")  # fmt: skip
     export.set_defaults(handler=_export)
 
@@ -463,12 +539,21 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--languages",
         nargs="+",
-        default=["en", "fr"],
-        help="two or more language codes, the first the pivot (retrieval scores every pair)",
+        help="two or more language codes, the first the pivot (retrieval scores every pair; default: en fr); with "
+        "--tasks tatoeba, the test sets scored (default: every set of --tatoeba-dir)",
     )
     evaluate.add_argument("--data", default="bible", help="'bible', 'hsk', a .tsv/.jsonl file or a Hub dataset")
-    evaluate.add_argument("--split", default="heldout")
-    evaluate.add_argument("--max-pairs", type=int, default=1000)
+    evaluate.add_argument(
+        "--split",
+        default="heldout",
+        help="split of --data: bible and hsk have train and heldout (a file is read whole)",
+    )
+    evaluate.add_argument(
+        "--max-pairs",
+        type=positive_int,
+        default=1000,
+        help="sentences per language drawn from --data for retrieval (default: %(default)s)",
+    )
     evaluate.add_argument(
         "--tatoeba-dir",
         help="folder of LASER's Tatoeba test sets (tatoeba.XXX-eng.XXX files) for "
@@ -479,8 +564,8 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--output", default="evaluation/results.json", help="JSON file of all results")
     evaluate.add_argument("--output-dir", default="evaluation", help="folder for plots")
     evaluate.add_argument("--mteb-cache", help="MTEB result cache folder (results are keyed by weight hash)")
-    evaluate.add_argument("--batch-size", type=int, default=64)
-    evaluate.add_argument("--max-length", type=int, default=128, help=MAX_LENGTH_HELP)
+    evaluate.add_argument("--batch-size", type=positive_int, default=64, help=BATCH_SIZE_HELP)
+    evaluate.add_argument("--max-length", type=positive_int, default=128, help=MAX_LENGTH_HELP)
     evaluate.add_argument("--seed", type=int,
                           help="seed that draws the held-out samples (default: one fixed seed, so that the same "
                                "data and size give the same sample, whatever seed trained the model); recorded "
@@ -497,9 +582,14 @@ def build_parser() -> argparse.ArgumentParser:
     renamed(mine, "--source-language", "--src-lang", help="language of --source (picks the encoder of a dual model; "
                                                           "inferred when the model has exactly two)")  # fmt: skip
     renamed(mine, "--target-language", "--tgt-lang", help="language of --target")
-    mine.add_argument("--k", type=int, default=4, help="neighbours in the margin (Eq. 4)")
-    mine.add_argument("--margin", choices=("ratio", "distance"), default="ratio")
-    mine.add_argument("--mode", choices=("forward", "backward", "max", "intersect"), default="max")
+    mine.add_argument("--k", type=positive_int, default=4, help="neighbours in the margin (Eq. 4)")
+    mine.add_argument("--margin", choices=("ratio", "distance"), default="ratio",
+                      help="the margin score (Artetxe and Schwenk 2019): the cosine over (ratio) or less (distance) "
+                           "the mean cosine of both sentences' k nearest neighbours (default: %(default)s)")  # fmt: skip
+    mine.add_argument("--mode", choices=("forward", "backward", "max", "intersect"), default="max",
+                      help="candidates: each source's best target (forward), each target's best source (backward), "
+                           "both, kept one to one by score (max), or the pairs both directions agree on (intersect); "
+                           "default: %(default)s")  # fmt: skip
     mine.add_argument("--index", default="auto",
                       help="auto (exact search for a small corpus, IVF for a large one), flat, ivf, or a faiss "
                            "index_factory string, search parameters after | (e.g. 'HNSW32|efSearch=128')")  # fmt: skip
@@ -508,13 +598,13 @@ def build_parser() -> argparse.ArgumentParser:
     mine.add_argument("--all-pairs", action="store_true", help="keep every mined pair, whatever its score")
     mine.add_argument("--embeddings", help="folder for the job's stages, each resumed from there: the embeddings "
                       "(memory-mapped .npy) and the search (default: a temporary one)")  # fmt: skip
-    mine.add_argument("--shard-size", type=int, default=100_000,
+    mine.add_argument("--shard-size", type=positive_int, default=100_000,
                       help="sentences per shard of the embeddings, and queries per shard of the search (default "
                            "100,000): what a stopped job does again, and what processes share")  # fmt: skip
     mine.add_argument("--memory", type=byte_size, metavar="SIZE",
                       help="what the index may hold (e.g. 8GB): 'auto' picks compressed lists beyond it")  # fmt: skip
-    mine.add_argument("--batch-size", type=int, default=64)
-    mine.add_argument("--max-length", type=int, default=128, help=MAX_LENGTH_HELP)
+    mine.add_argument("--batch-size", type=positive_int, default=64, help=BATCH_SIZE_HELP)
+    mine.add_argument("--max-length", type=positive_int, default=128, help=MAX_LENGTH_HELP)
     mine.add_argument("--backend", default="torch", choices=BACKENDS, help=BACKEND_HELP)
     mine.set_defaults(handler=_mine)
 
@@ -524,7 +614,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="one repository that receives the sentence-transformers export (routed by language for "
                            "a model with one encoder per language), its model card and mteb metadata")  # fmt: skip
     push.add_argument("--include-checkpoint", action="store_true", help="also push the full training checkpoint")
-    push.add_argument("--private", action="store_true")
+    push.add_argument("--private", action="store_true", help="create the Hub repository private")
     push.set_defaults(handler=_push)
     return parser
 
@@ -580,6 +670,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from hf_xlsr.trainers.arguments import ConfigFileError
 
     try:
+        if getattr(args, "model", None):  # package:<name>/<path>, as a run configuration names a model
+            args.model = resolve_model(args.model)
         return args.handler(args, rest)
     except (ConfigFileError, BitextFormatError, FileNotFoundError, ModelLoadError, UsageError, PushError) as error:
         parser.exit(2, f"hf-xlsr {args.command}: error: {error}\n")

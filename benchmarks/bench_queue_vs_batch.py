@@ -235,8 +235,7 @@ def build(arm: str, path: str, train, languages: list[str], steps: int, learning
     if s["loss"] == "mnrl":
         loss = losses.MultipleNegativesRankingLoss(model, scale=1 / temperature, **both)
     elif s["loss"] == "cmnrl":
-        loss = losses.CachedMultipleNegativesRankingLoss(model, scale=1 / temperature, mini_batch_size=base,
-                                                          **both)
+        loss = losses.CachedMultipleNegativesRankingLoss(model, scale=1 / temperature, mini_batch_size=base, **both)
     elif s["loss"] == "contaccum":
         from contaccum import ContAccumLoss
 
@@ -371,8 +370,18 @@ def timing_child(args) -> None:
     with tempfile.TemporaryDirectory() as output_dir:
         reset_peak()
         unbuilt = memory_mb("VmRSS")
-        trainer, _ = build(arm, path, train, args.languages, steps, args.learning_rate, output_dir, 0, args.max_length,
-                           temperature=args.temperature)
+        trainer, _ = build(
+            arm,
+            path,
+            train,
+            args.languages,
+            steps,
+            args.learning_rate,
+            output_dir,
+            0,
+            args.max_length,
+            temperature=args.temperature,
+        )
         trainer.add_callback(Clock())
         before = memory_mb("VmRSS")
         trainer.train()
@@ -694,8 +703,12 @@ def main() -> None:
     parser.add_argument("--learning-rate", type=float, default=2e-4, help="the base rate, before an arm's batch rule")
     parser.add_argument("--temperature", type=float, default=TEMPERATURE, help="every arm's (MNRL's scale: 1 / it)")
     parser.add_argument("--max-length", type=int, default=64)
-    parser.add_argument("--jobs", nargs="+", default=[],
-                        help="ARM:SEED or ARM:SEED:RATE:TEMPERATURE (a grid point), run one after the other")
+    parser.add_argument(
+        "--jobs",
+        nargs="+",
+        default=[],
+        help="ARM:SEED or ARM:SEED:RATE:TEMPERATURE (a grid point), run one after the other",
+    )
     parser.add_argument("--arms", nargs="+", help="with --timing: the arms to time (default: every base arm)")
     parser.add_argument("--timing", action="store_true")
     parser.add_argument("--timing-steps", type=int, default=3)

@@ -97,3 +97,14 @@ def check_writable(path: str | os.PathLike, what: str) -> None:
         raise UnwritableError(f"{what} {path}: cannot write in {folder} ({error.strerror})") from None
     os.close(descriptor)
     os.unlink(probe)
+
+
+def file_digest(path: str | os.PathLike) -> str:
+    """The SHA-256 of a file's bytes, read in blocks: what tells the same data apart from its name."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -42,6 +42,25 @@ def tiny_dual_momentum(**config) -> DualMomentumModel:
     return DualMomentumModel(DualMomentumConfig(**config))
 
 
+def pytest_addoption(parser):
+    parser.addoption("--tatoeba-dir", default=os.environ.get("HF_XLSR_TATOEBA_DIR"),
+                     help="the Tatoeba test sets of 112 languages (tatoeba.XXX-eng.XXX files); default: "
+                          "$HF_XLSR_TATOEBA_DIR. Without them, the tests that read them skip")  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def tatoeba_dir(request) -> Path:
+    """The folder of Tatoeba's 112 test sets, from ``--tatoeba-dir`` or ``HF_XLSR_TATOEBA_DIR`` (``.ci/run`` sets it
+    to ``../shared/tatoeba``); a test that needs them skips where neither is given, and fails where the folder
+    given is not there."""
+    folder = request.config.getoption("--tatoeba-dir")
+    if not folder:
+        pytest.skip("the Tatoeba test sets are not here: give --tatoeba-dir DIR or HF_XLSR_TATOEBA_DIR")
+    if not Path(folder).is_dir():
+        pytest.fail(f"--tatoeba-dir / HF_XLSR_TATOEBA_DIR {folder}: no such folder")
+    return Path(folder)
+
+
 @pytest.fixture(scope="session")
 def minilm_path() -> str:
     return resolve_reference(MINILM)

@@ -53,8 +53,8 @@ def test_the_score_is_the_weighted_f1_of_the_nearest_english_sentence(tmp_path):
     assert metrics["tatoeba_languages"] == 2
 
 
-def test_the_shared_test_sets_load_112_languages_of_aligned_lines():
-    sets = load_tatoeba(ROOT.parent / "shared" / "tatoeba")
+def test_the_shared_test_sets_load_112_languages_of_aligned_lines(tatoeba_dir):
+    sets = load_tatoeba(tatoeba_dir)
     assert len(sets) == 112 and {"fra", "cmn", "swh", "pes"} <= set(sets)
     assert all(len(a) == len(b) <= 1000 for a, b in sets.values())
 
@@ -97,7 +97,47 @@ def test_evaluate_on_the_command_line_writes_each_languages_f1(tmp_path, minilm_
     result = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-3000:]
     scores = json.loads(output.read_text())["tatoeba"]
-    assert {"tatoeba_fra_f1", "tatoeba_deu_f1", "tatoeba_f1", "tatoeba_trained_f1"} <= set(scores)
+    assert {"tatoeba_fra_f1", "tatoeba_f1", "tatoeba_trained_f1"} <= set(scores)  # --languages en fr: French only
+    assert "tatoeba_deu_f1" not in scores and scores["tatoeba_languages"] == 1
+    without = [arg for arg in command if arg not in ("--languages", "en", "fr")]
+    result = subprocess.run(without, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads(output.read_text())["tatoeba"]["tatoeba_languages"] == 2  # every set of the folder
+    bars = [line for line in result.stderr.replace("\r", "\n").splitlines() if "it/s]" in line or "/s]" in line]
+    assert bars and all(line.startswith("tatoeba:") for line in bars), bars  # one bar for the task, none per batch
+
+
+def test_a_language_without_a_test_set_is_one_line_before_the_model_loads(tmp_path, capsys):
+    from hf_xlsr_cli import main
+
+    write_set(tmp_path, "fra", ["Il pleut."], ["It is raining."])
+    with pytest.raises(SystemExit) as exit_info:
+        main(["evaluate", "--model", str(tmp_path / "never-loaded"), "--tasks", "tatoeba", "--tatoeba-dir",
+              str(tmp_path), "--languages", "en", "fr", "de", "--output", str(tmp_path / "r.json")])  # fmt: skip
+    error = capsys.readouterr().err.strip().splitlines()
+    assert exit_info.value.code == 2 and error == [
+        f"hf-xlsr evaluate: error: --tatoeba-dir: {tmp_path}: no Tatoeba test set for de (tatoeba.deu-eng.deu)"
+    ]
+
+
+def test_the_evaluator_takes_either_code_of_a_language_and_encodes_under_one_bar(tmp_path, capsys):
+    from hf_xlsr.evaluation.encoders import CachedEncoder
+
+    write_set(tmp_path, "fra", ["f0", "f1"], ["e0", "e1"])
+    write_set(tmp_path, "deu", ["d0", "d1"], ["e0", "e1"])
+    write_set(tmp_path, "nld", ["n0", "n1"], ["e0", "e1"])
+    for languages in (["fr", "nld"], ["en", "fra", "nld"]):
+        assert sorted(TatoebaEvaluator(tmp_path, languages=languages).sets) == ["fra", "nld"]
+
+    def encoder(sentences, language):
+        encoder.calls.append(encoder.show_progress)
+        return np.eye(2, dtype=np.float32)[: len(sentences)]
+
+    encoder.calls, encoder.show_progress = [], True
+    metrics = TatoebaEvaluator(tmp_path).evaluate(CachedEncoder(encoder))
+    assert metrics["tatoeba_languages"] == 3 and encoder.calls == [False] * 4  # English once, cached
+    assert encoder.show_progress is True  # given back after the task
+    assert "tatoeba: 100%" in capsys.readouterr().err
 
 
 def test_the_task_without_its_folder_is_one_line_before_any_work(tmp_path, capsys):

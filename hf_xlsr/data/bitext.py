@@ -207,9 +207,13 @@ def load_bitext(
     return check_columns(dataset, columns, f"dataset {source}")
 
 
-def unique_pairs(dataset: datasets.Dataset, columns: Sequence[str], level: int = logging.INFO) -> datasets.Dataset:
+_REPORTED_DROPS: set[tuple[str, tuple[str, ...]]] = set()  # (fingerprint, columns) whose drop is already logged
+
+
+def unique_pairs(dataset: datasets.Dataset, columns: Sequence[str]) -> datasets.Dataset:
     """Keep the first occurrence of every sentence in each column, so that retrieval has one right answer; how many
-    pairs were dropped is logged at ``level`` (a second reader of the same pairs logs it at ``logging.DEBUG``)."""
+    pairs were dropped is logged once per rows and columns (a second reader of the same rows, another task of one
+    evaluation, logs it at ``logging.DEBUG``)."""
     seen: list[set[str]] = [set() for _ in columns]
     keep = []
     for index, texts in enumerate(zip(*(dataset[name] for name in columns), strict=True)):
@@ -218,5 +222,8 @@ def unique_pairs(dataset: datasets.Dataset, columns: Sequence[str], level: int =
         for text, seen_texts in zip(texts, seen, strict=True):
             seen_texts.add(text)
     if len(keep) < len(dataset):
-        logger.log(level, "dropped %d pairs whose sentence repeats an earlier one", len(dataset) - len(keep))
+        seen_before = (dataset._fingerprint, tuple(columns)) in _REPORTED_DROPS
+        _REPORTED_DROPS.add((dataset._fingerprint, tuple(columns)))
+        logger.log(logging.DEBUG if seen_before else logging.INFO, "dropped %d pairs whose sentence repeats an "
+                   "earlier one", len(dataset) - len(keep))  # fmt: skip
     return dataset.select(keep)

@@ -8,7 +8,8 @@ dual encoder routes by language: ``encode(texts, task=language)``), a mapping fr
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 import torch
@@ -193,6 +194,26 @@ class CachedEncoder:
         return np.stack([self.vectors[(language, s)] for s in sentences])
 
 
+@contextmanager
+def without_progress(encoder: Encoder) -> Iterator[None]:
+    """Within the block, ``encoder`` (what `as_encoder` makes, or a `CachedEncoder` around it) draws no progress bar
+    of its own: for a task that shows one bar for all its work."""
+    parts, stack = [], [encoder]
+    while stack:
+        part = stack.pop()
+        if part is None:
+            continue
+        stack += [getattr(part, "encoder", None), *getattr(part, "encoders", {}).values()]
+        if hasattr(part, "show_progress"):
+            parts.append((part, part.show_progress))
+            part.show_progress = False
+    try:
+        yield
+    finally:
+        for part, shown in parts:
+            part.show_progress = shown
+
+
 def as_encoder(
     model: object,
     tokenizers: Mapping[str, PreTrainedTokenizerBase] | None = None,
@@ -213,9 +234,10 @@ def as_encoder(
                 raise KeyError(f"the model routes languages {routed}, not {language!r}")
             return model.encode(
                 list(sentences), batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True,
-                show_progress_bar=show_progress, **({"task": language} if routed else {}),
+                show_progress_bar=encode.show_progress, **({"task": language} if routed else {}),
             ).astype(np.float32)  # fmt: skip
 
+        encode.show_progress = show_progress
         return encode
     if isinstance(model, Mapping):
         encoders = {
@@ -228,6 +250,7 @@ def as_encoder(
                 raise KeyError(f"no model for language {language!r} (have {sorted(encoders)})")
             return encoders[language](sentences, language)
 
+        by_language.encoders = encoders
         return by_language
     if isinstance(model, SentenceTransformer):
         return ModelEncoder(model, None, batch_size, max_length, show_progress, backend)

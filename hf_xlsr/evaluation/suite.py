@@ -54,6 +54,7 @@ class SuiteOptions:
     seed: int = HELDOUT_SEED  # draws the held-out samples: the same ones for the same data and size everywhere
     backend: str = "torch"  # where the model encodes (hf_xlsr.evaluation.backends)
     tatoeba_dir: str | None = None  # the Tatoeba test sets (tatoeba.XXX-eng.XXX files) of the tatoeba task
+    tatoeba_languages: Sequence[str] | None = None  # the tatoeba task's languages (None: every set of the folder)
     routes: Sequence[str] = ()  # the languages a model encodes each its own way (an export's routes)
     extra: dict = field(default_factory=dict)
     seconds: dict = field(default_factory=dict)  # each task's time, filled by run_suite
@@ -141,7 +142,8 @@ def build_task(name: str, options: SuiteOptions) -> Callable:
     elif name == "tatoeba":
         if options.tatoeba_dir is None:
             raise ValueError("the tatoeba task reads the test sets of a folder: give tatoeba_dir (--tatoeba-dir)")
-        evaluator = TatoebaEvaluator(options.tatoeba_dir, trained=options.languages, routes=options.routes)
+        evaluator = TatoebaEvaluator(options.tatoeba_dir, trained=options.languages,
+                                     languages=options.tatoeba_languages, routes=options.routes)  # fmt: skip
     elif name == "probe":
         evaluator = LinearProbeEvaluator.from_bible(options.languages[0], options.languages, seed=options.seed)
     if evaluator is not None:

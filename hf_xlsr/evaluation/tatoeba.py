@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
+from tqdm.auto import tqdm
 
-from .encoders import Encoder, Evaluator
+from .encoders import Encoder, Evaluator, without_progress
 
 # ISO 639-1 codes of hf_xlsr's languages -> the ISO 639-3 codes of the Tatoeba files
 TATOEBA_CODES = {
@@ -52,6 +53,17 @@ def load_tatoeba(directory: str | os.PathLike) -> dict[str, tuple[list[str], lis
     return sets
 
 
+def tatoeba_codes(sets: Mapping[str, object], languages: Sequence[str], directory: str | os.PathLike) -> list[str]:
+    """The test sets of ``languages`` (hf_xlsr's codes, ``fr``, or Tatoeba's, ``fra``; English, the side every set
+    has, left out) among ``sets``; a language without one is an error naming it and the folder."""
+    codes = [TATOEBA_CODES.get(code, code) for code in languages if code not in ("en", "eng")]
+    for language in languages:
+        three = TATOEBA_CODES.get(language, language)
+        if language not in ("en", "eng") and three not in sets:
+            raise ValueError(f"{directory}: no Tatoeba test set for {language} (tatoeba.{three}-eng.{three})")
+    return list(dict.fromkeys(codes))
+
+
 def mining_f1(queries: np.ndarray, corpus: np.ndarray) -> float:
     """MTEB's bitext-mining F1, in percent: query i's gold match is corpus row i; its prediction the corpus row of
     highest cosine."""
@@ -80,10 +92,7 @@ class TatoebaEvaluator(Evaluator):
     ):
         self.sets = load_tatoeba(directory)
         if languages is not None:
-            unknown = [code for code in languages if code not in self.sets]
-            if unknown:
-                raise ValueError(f"{directory}: no Tatoeba test set for {', '.join(unknown)}")
-            self.sets = {code: self.sets[code] for code in languages}
+            self.sets = {code: self.sets[code] for code in tatoeba_codes(self.sets, languages, directory)}
         codes = {three: one for one, three in TATOEBA_CODES.items()}
         self.language_of = {code: codes.get(code, code) for code in self.sets}  # what the encoder is told
         if routes:
@@ -91,9 +100,11 @@ class TatoebaEvaluator(Evaluator):
         self.trained = [TATOEBA_CODES[c] for c in trained if c in TATOEBA_CODES and TATOEBA_CODES[c] in self.sets]
 
     def evaluate(self, encoder: Encoder) -> dict[str, float]:
+        """Every language's F1, under one progress bar for the task (languages done of all)."""
         scores = {}
-        for code, (sentences, english) in self.sets.items():
-            scores[code] = mining_f1(encoder(sentences, self.language_of[code]), encoder(english, "en"))
+        with without_progress(encoder):
+            for code, (sentences, english) in tqdm(self.sets.items(), desc="tatoeba", unit="language"):
+                scores[code] = mining_f1(encoder(sentences, self.language_of[code]), encoder(english, "en"))
         metrics = {f"{code}_f1": score for code, score in scores.items()}
         metrics["f1"] = float(np.mean(list(scores.values())))
         if self.trained:

@@ -200,7 +200,34 @@ def read_config_file(path: str | os.PathLike) -> dict:
     unknown = sorted(set(values) - known)
     if unknown:
         raise ConfigFileError(f"{path}: unknown argument {unknown[0]!r}{closest(unknown[0], known)}")
-    return values
+    return inputs_beside_the_file(values, path)
+
+
+# fields that name something the run reads (a value may be a mapping: one per language or per language pair)
+INPUT_FIELDS = ("train_data", "eval_data", "model_name_or_path", "encoder", "encoders", "tokenizer", "tokenizers")
+DATA_SUFFIXES = (".tsv", ".jsonl", ".json", ".txt", ".csv", ".model")
+
+
+def inputs_beside_the_file(values: dict, path: Path) -> dict:
+    """``values`` with each relative path of `INPUT_FIELDS` read from the configuration file's folder, as a run
+    configuration is written beside its data; outputs (``output_dir``, ``export_dir``) stay relative to the current
+    folder. A value that names a data file (`DATA_SUFFIXES`) missing there is an error naming the field and the file;
+    other values that are not paths there (``bible``, a Hub id, ``package:...``) pass unchanged."""
+
+    def resolved(name: str, value):
+        if isinstance(value, dict):
+            return {key: resolved(f"{name}.{key}", item) for key, item in value.items()}
+        if not isinstance(value, str) or ":" in value or Path(value).expanduser().is_absolute():
+            return value
+        beside = path.parent / value
+        if beside.exists():
+            return str(beside)
+        if Path(value).suffix.lower() in DATA_SUFFIXES:
+            raise ConfigFileError(f"{path}: {name}: no such file {beside} (a relative path is read from the "
+                                  "configuration file's folder)")  # fmt: skip
+        return value
+
+    return {name: resolved(name, value) if name in INPUT_FIELDS else value for name, value in values.items()}
 
 
 def run_fields() -> set[str]:
@@ -369,6 +396,7 @@ def parse_run_arguments(
             reason = str(error).strip().splitlines()[-1].strip().split(": ", 1)[-1]
             raise ConfigFileError(f"{where}: model_config: {reason}") from None
     training_args.paper_values = frozenset(paper)
+    check_bounds((model_args, data_args, training_args), _given_on_command_line(command_line), config_path)
     check_languages_have_data(data_args, where)
     for name in ("encoders", "tokenizers"):
         value = getattr(model_args, name)
@@ -400,6 +428,27 @@ def parse_run_arguments(
         logger.info("values the run does not set, from the model configuration (the paper's unless model_config sets "
                     "them): %s", ", ".join(f"{name}={value}" for name, value in sorted(listed.items())))  # fmt: skip
     return model_args, data_args, training_args
+
+
+# numeric fields and the least value each takes (None: unset, where the field allows it)
+LEAST_VALUES = {
+    "per_device_train_batch_size": 1, "per_device_eval_batch_size": 1, "gradient_accumulation_steps": 1,
+    "eval_batch_size_for_encoding": 1, "max_length": 1, "eval_max_length": 1, "max_train_pairs": 1,
+    "max_eval_pairs": 0, "save_total_limit": 1, "warmup_steps": 0, "learning_rate": 0, "weight_decay": 0,
+    "num_train_epochs": 0, "logging_steps": 0, "save_steps": 0, "eval_steps": 0, "dataloader_num_workers": 0,
+    "monolingual_probability": 0,
+}  # fmt: skip
+
+
+def check_bounds(arguments, on_command_line: set[str], config_path) -> None:
+    """Every numeric field of ``LEAST_VALUES`` at or above its least value, before any data or model loads; else one
+    line naming where the value came from (the command line or the file) and the field."""
+    for group in arguments:
+        for name, least in LEAST_VALUES.items():
+            value = getattr(group, name, None)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value < least:
+                where = "the command line" if name in on_command_line else config_path or "the command line"
+                raise ConfigFileError(f"{where}: {name}: {value}, at least {least}")
 
 
 def check_reference(reference: str | None, name: str, where) -> None:

@@ -128,3 +128,28 @@ class EncoderFreezeCallback(TrainerCallback):
             model.set_encoder_frozen(frozen)
             logger.info("step %d: encoder %s", step, "frozen" if frozen else "trains")
             self._frozen = frozen
+
+
+class RunLengthCallback(TrainerCallback):
+    """What depends on the run's length, once it is known: logs every tenth of the run (at most every ``cap``
+    steps) where ``logging_steps`` was not set, and no checkpoint at the last step off a ``save_steps`` boundary
+    unless ``save_final_checkpoint`` (the trained model is what ``save_model`` writes)."""
+
+    def __init__(self, cap: int):
+        self.cap = cap
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if getattr(args, "logging_sized", False):
+            state.logging_steps = max(1, min(self.cap, state.max_steps // 10))
+
+    def on_step_end(self, args, state, control, **kwargs):
+        last = state.global_step >= state.max_steps
+        on_boundary = args.save_strategy == "steps" and state.save_steps and state.global_step % state.save_steps == 0
+        if (
+            last
+            and not on_boundary
+            and not getattr(args, "save_final_checkpoint", True)
+            and not (args.load_best_model_at_end)
+        ):
+            control.should_save = False
+        return control

@@ -45,7 +45,7 @@ from ..modeling import (
 )
 from ..references import resolve_reference
 from ..tokenization import load_tokenizers
-from ..utils import atomic_directory
+from ..utils import atomic_directory, file_digest
 from .arguments import ConfigFileError, DataArguments, ModelArguments
 from .collators import BitextCollator, CmlmCollator, HictlCollator, PairMaskingCollator
 from .trainer import XlsrTrainer, XlsrTrainingArguments
@@ -379,6 +379,8 @@ def run_record(model_args, data_args, training_args, trainer, parts, eval_source
     return {
         "model_type": model_args.model_type,
         "train_data": data_args.train_data,
+        "train_split": data_args.train_split,
+        "train_files": training_files(data_args.train_data),
         "languages": data_args.languages,
         "language_pairs": [pair_name(pair) for pair in data_args.pairs],
         "train_pairs": {name: len(part) for name, part in parts.items()},
@@ -393,6 +395,13 @@ def run_record(model_args, data_args, training_args, trainer, parts, eval_source
         "final_evaluation": metrics,
         "framework_versions": framework_versions(),
     }
+
+
+def training_files(source) -> dict[str, str]:
+    """``{path: SHA-256}`` of each local file a run trains on (``train_data``, or each language pair's): what
+    ``hf-xlsr evaluate`` reads to tell that it is asked to score the training data."""
+    sources = source.values() if isinstance(source, dict) else [source]
+    return {str(path): file_digest(path) for path in sources if isinstance(path, str) and Path(path).is_file()}
 
 
 def framework_versions() -> dict[str, str]:

@@ -34,12 +34,19 @@ from ..data.multilingual import LANGUAGE_BATCHES, LANGUAGE_SAMPLING_ALPHA, Langu
 from ..evaluation.encoders import as_encoder
 from ..tokenization import save_tokenizers, tokenizers_by_language
 from ..utils import atomic_directory
-from .callbacks import MOMENTUM_SCHEDULES, EncoderFreezeCallback, MomentumCallback, StageCallback
+from .callbacks import (
+    MOMENTUM_SCHEDULES,
+    EncoderFreezeCallback,
+    MomentumCallback,
+    RunLengthCallback,
+    StageCallback,
+)
 
 logger = logging.getLogger(__name__)
 
 _NO_EVAL_DATASET = "evaluators only"
 WARMUP_SHARE = 0.1  # the share of a run that warms up when the paper's warm-up steps would take more of it
+LOGGING_STEPS_CAP = 500  # TrainingArguments' logging_steps: the interval of a long run's logs
 STAGING_FOLDER = ".partial-checkpoints"
 
 
@@ -91,8 +98,26 @@ class XlsrTrainingArguments(TrainingArguments):
     push_checkpoint_to_hub: bool = field(
         default=False, metadata={"help": "with push_export_to_hub, also push the full training checkpoint"}
     )
+    # sized to the run: a 30-step run logs every 3 steps, a long one every 500 (TrainingArguments' fixed 500 shows
+    # a short run's loss only at its end)
+    logging_steps: float | None = field(
+        default=None,
+        metadata={"help": f"optimizer steps between two logs; default: a tenth of the run's steps, at most "
+                          f"{LOGGING_STEPS_CAP}"},
+    )  # fmt: skip
+    save_total_limit: int | None = field(
+        default=2, metadata={"help": "checkpoints kept in output_dir, the oldest deleted first (None: all)"}
+    )
+    save_final_checkpoint: bool = field(
+        default=False,
+        metadata={"help": "also write a checkpoint at the last step, off a save_steps boundary (transformers 5 does; "
+                          "the trained model is what save_model writes to output_dir)"},
+    )  # fmt: skip
 
     def __post_init__(self):
+        self.logging_sized = self.logging_steps is None
+        if self.logging_sized:
+            self.logging_steps = LOGGING_STEPS_CAP  # until the run's length is known (RunLengthCallback)
         super().__post_init__()
         if self.dataloader_pin_memory and (self.use_cpu or not torch.cuda.is_available()):
             self.dataloader_pin_memory = False  # pinned memory serves copies to a GPU; without one torch warns
@@ -162,6 +187,7 @@ class XlsrTrainer(Trainer):
             self.refuse_sharded_parameters()
             self._momentum_callback = MomentumCallback(getattr(self.args, "momentum_schedule", "constant"))
             self.add_callback(self._momentum_callback)
+        self.add_callback(RunLengthCallback(LOGGING_STEPS_CAP))
         if hasattr(self.model, "stage"):
             self.add_callback(StageCallback())
         if getattr(self.model, "encoder_frozen_steps", 0):

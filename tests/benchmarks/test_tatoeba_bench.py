@@ -27,8 +27,9 @@ def test_use_m3_encodes_with_or_without_a_prefix_and_ranks_a_translation_first()
 
 def test_use_m3s_languages_are_tatoeba_sets_of_the_16_it_was_trained_on():
     """ar, de, es, fr, it, ja, ko, nl, pl, pt, ru, th, tr, zh and zh-TW besides English (zh and zh-TW are both
-    Tatoeba's ``cmn``): 14 sets, each a file of ``../shared/tatoeba`` where it is present."""
+    Tatoeba's ``cmn``): 14 sets."""
     assert len(tatoeba.USE_TATOEBA) == len(set(tatoeba.USE_TATOEBA)) == 14
-    shared = Path(__file__).resolve().parents[3] / "shared" / "tatoeba"
-    if shared.is_dir():
-        assert all((shared / f"tatoeba.{code}-eng.{code}").is_file() for code in tatoeba.USE_TATOEBA)
+
+
+def test_use_m3s_languages_each_have_a_test_set(tatoeba_dir):
+    assert all((tatoeba_dir / f"tatoeba.{code}-eng.{code}").is_file() for code in tatoeba.USE_TATOEBA)

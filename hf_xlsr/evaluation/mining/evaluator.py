@@ -3,7 +3,6 @@ on a development split and F1 measured on a test split (`MiningEvaluator`)."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -83,7 +82,7 @@ class MiningEvaluator(Evaluator):
 
         x, y = languages
         # the held-out pairs retrieval reads too, which logs what it dropped
-        verses = unique_pairs(load_bible([x, y], translations, split="heldout"), [x, y], level=logging.DEBUG)
+        verses = unique_pairs(load_bible([x, y], translations, split="heldout"), [x, y])
         splits = []
         for testament in (lambda book: book < 40, lambda book: book >= 40):
             part = verses.filter(lambda row, keep=testament: keep(row["book"]))
