@@ -370,18 +370,8 @@ def timing_child(args) -> None:
     with tempfile.TemporaryDirectory() as output_dir:
         reset_peak()
         unbuilt = memory_mb("VmRSS")
-        trainer, _ = build(
-            arm,
-            path,
-            train,
-            args.languages,
-            steps,
-            args.learning_rate,
-            output_dir,
-            0,
-            args.max_length,
-            temperature=args.temperature,
-        )
+        trainer, _ = build(arm, path, train, args.languages, steps, args.learning_rate, output_dir, 0, args.max_length,
+                           temperature=args.temperature)  # fmt: skip
         trainer.add_callback(Clock())
         before = memory_mb("VmRSS")
         trainer.train()

@@ -70,6 +70,7 @@ CACHED_EXACT = (
     "test_the_cached_loss_gives_the_plain_losss_value_gradients_and_queues[symmetric pairs with meaning ids]"
 )
 FIRST_LOG = "tests/test_trainer.py::test_the_first_log_line_of_a_queue_holds_no_statistic_of_an_empty_queue"
+FIRST_HOUR = "tests/test_first_hour.py::"
 MUTATIONS = [
     # MoCo-BERT and every queue
     Mutation("moco_positive_from_query_encoder", M + "modeling_dual_momentum.py",
@@ -437,9 +438,11 @@ MUTATIONS = [
              QUEUE_VS_BATCH + "test_the_memory_verdict_sets_the_weights_state_apart"),
     Mutation("held_memory_read_after_the_build", "benchmarks/bench_queue_vs_batch.py",
              "        reset_peak()\n        unbuilt = memory_mb(\"VmRSS\")\n        trainer, _ = build(arm, path, "
-             "train, args.languages, steps, args.learning_rate, output_dir, 0, args.max_length)\n",
+             "train, args.languages, steps, args.learning_rate, output_dir, 0, args.max_length,\n"
+             "                           temperature=args.temperature)  # fmt: skip\n",
              "        trainer, _ = build(arm, path, train, args.languages, steps, args.learning_rate, output_dir, 0, "
-             "args.max_length)\n        reset_peak()\n        unbuilt = memory_mb(\"VmRSS\")\n",
+             "args.max_length,\n                           temperature=args.temperature)  # fmt: skip\n"
+             "        reset_peak()\n        unbuilt = memory_mb(\"VmRSS\")\n",
              QUEUE_VS_BATCH + "test_the_memory_a_queue_arm_holds_counts_its_momentum_copy"),
     Mutation("contrasts_paired_over_sorted_values", "benchmarks/readme_tables.py",
              "a, b = (list(side) for side in zip(*paired(runs, arm, base, key, base_key).values(), strict=True))",
@@ -461,7 +464,7 @@ MUTATIONS = [
              "tests/benchmarks/test_bench_mining_scale.py::"
              "test_a_size_measured_again_shows_each_measurement_with_its_own_peer"),
     Mutation("superseded_run_counted_as_done", "benchmarks/common.py",
-             'and "superseded" not in run for run in self.data["runs"])', 'for run in self.data["runs"])',
+             'and "superseded" not in run\n', '\n',
              RESULTS_FILE + "test_a_superseded_run_is_run_again_and_the_file_keeps_both"),
     Mutation("tatoeba_mean_over_part_of_the_languages", "benchmarks/readme_tables.py",
              "if len(values) == len(codes or range(112)) else None", "if values else None",
@@ -836,6 +839,43 @@ MUTATIONS = [
     Mutation("mean_over_the_trained_pairs_only", "hf_xlsr/evaluation/retrieval.py",
              'metrics["accuracy"] = float(np.mean(trained + zero_shot))',
              'metrics["accuracy"] = float(np.mean(trained or zero_shot))', EVALUATE_MANY),
+    # the first hour: a plain clone, the command line, the run's defaults
+    Mutation("final_checkpoint_kept", "hf_xlsr/trainers/callbacks.py",
+             "            control.should_save = False",
+             "            control.should_save = control.should_save",
+             FIRST_HOUR + "test_a_checkpoint_is_written_where_asked_and_not_again_at_the_last_step"),
+    Mutation("logging_not_sized_to_the_run", "hf_xlsr/trainers/callbacks.py",
+             "state.logging_steps = max(1, min(self.cap, state.max_steps // 10))",
+             "state.logging_steps = self.cap",
+             FIRST_HOUR + "test_a_checkpoint_is_written_where_asked_and_not_again_at_the_last_step"),
+    Mutation("tatoeba_languages_ignored", "hf_xlsr/evaluation/suite.py",
+             "languages=options.tatoeba_languages, routes=options.routes)",
+             "languages=None, routes=options.routes)",
+             "tests/test_tatoeba.py::test_evaluate_on_the_command_line_writes_each_languages_f1"),
+    Mutation("tatoeba_bars_per_batch", "hf_xlsr/evaluation/encoders.py",
+             "            part.show_progress = False",
+             "            part.show_progress = part.show_progress",
+             "tests/test_tatoeba.py::test_the_evaluator_takes_either_code_of_a_language_and_encodes_under_one_bar"),
+    Mutation("training_file_known_by_its_name", "hf_xlsr_cli.py",
+             'file_digest(data) in (run.get("train_files") or {}).values()',
+             'str(data) in (run.get("train_files") or {})',
+             FIRST_HOUR + "test_evaluating_on_the_training_file_warns_wherever_the_file_lies"),
+    Mutation("yaml_inputs_read_from_the_current_folder", "hf_xlsr/trainers/arguments.py",
+             "        beside = path.parent / value",
+             "        beside = Path(value)",
+             FIRST_HOUR + "test_a_path_missing_beside_the_configuration_names_the_field_and_the_file"),
+    Mutation("training_numbers_unchecked", "hf_xlsr/trainers/arguments.py",
+             "if isinstance(value, (int, float)) and not isinstance(value, bool) and value < least:",
+             "if isinstance(value, (int, float)) and not isinstance(value, bool) and value < least - 10**9:",
+             FIRST_HOUR + "test_a_training_number_out_of_range_is_one_line_and_no_output_folder"),
+    Mutation("untrained_language_silent", "hf_xlsr_cli.py",
+             "        if language and trained and language not in trained:",
+             "        if language and trained and language not in trained and not language:",
+             FIRST_HOUR + "test_a_shared_encoder_told_an_untrained_language_warns_with_its_languages"),
+    Mutation("dropped_duplicates_logged_by_every_reader", "hf_xlsr/data/bitext.py",
+             "        seen_before = (dataset._fingerprint, tuple(columns)) in _REPORTED_DROPS",
+             "        seen_before = False",
+             FIRST_HOUR + "test_the_same_rows_log_their_dropped_duplicates_once"),
 ]  # fmt: skip
 
 
