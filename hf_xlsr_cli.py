@@ -584,8 +584,9 @@ def build_parser() -> argparse.ArgumentParser:
     renamed(mine, "--target-language", "--tgt-lang", help="language of --target")
     mine.add_argument("--k", type=positive_int, default=4, help="neighbours in the margin (Eq. 4)")
     mine.add_argument("--margin", choices=("ratio", "distance"), default="ratio",
-                      help="the margin score (Artetxe and Schwenk 2019): the cosine over (ratio) or less (distance) "
-                           "the mean cosine of both sentences' k nearest neighbours (default: %(default)s)")  # fmt: skip
+                      help="the margin score (Artetxe and Schwenk 2019): the cosine over (ratio) or less "
+                           "(distance) the mean cosine of both sentences' k nearest neighbours (default: "
+                           "%(default)s)")  # fmt: skip
     mine.add_argument("--mode", choices=("forward", "backward", "max", "intersect"), default="max",
                       help="candidates: each source's best target (forward), each target's best source (backward), "
                            "both, kept one to one by score (max), or the pairs both directions agree on (intersect); "

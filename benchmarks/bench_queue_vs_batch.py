@@ -59,6 +59,7 @@ from pathlib import Path
 
 import torch
 from common import ENCODERS, Results, machine, mean_and_spread, mean_text, memory_mb, reset_peak
+from protocol import next_jobs, split_rows
 
 BATCH = 8  # B
 DIMENSION = 384  # the sentence vectors of MiniLM-L6 and of e5-small
@@ -144,9 +145,9 @@ def evaluators(languages: list[str], size: int = 1000, whole: bool = False) -> d
     from hf_xlsr.evaluation import RetrievalEvaluator
 
     heldout = unique_pairs(load_bible(languages, split="heldout"), languages).shuffle(seed=0)
-    test = [*range(size), *range(2 * size, len(heldout))] if whole else range(size)
-    return {name: RetrievalEvaluator({lang: heldout.select(rows)[lang] for lang in languages}, deduplicate=False)
-            for name, rows in (("bible", test), ("tune", range(size, 2 * size)))}  # fmt: skip
+    rows = split_rows(len(heldout), size, whole)
+    return {name: RetrievalEvaluator({lang: heldout.select(rows[part])[lang] for lang in languages}, deduplicate=False)
+            for name, part in (("bible", "test"), ("tune", "tune"))}  # fmt: skip
 
 
 def accuracy(metrics: dict) -> float:
@@ -403,6 +404,9 @@ def setup(args) -> dict:
             "B": BATCH, "pairs": args.pairs, "learning_rate": args.learning_rate, "temperature": args.temperature,
             "momentum": 0.99, "max_length": args.max_length, "heldout": args.heldout, "whole_test": args.whole_test,
             "eval_points": args.eval_points, "machine": machine(), "date": time.strftime("%Y-%m-%d"),
+            "split": {"train": "the Bible's training books", "tune": f"held-out rows {args.heldout}-"
+                      f"{2 * args.heldout - 1} of one draw (seed 0)", "test": f"held-out rows 0-{args.heldout - 1}"
+                      + (f" and from {2 * args.heldout} on" if args.whole_test else "")},
             "command": "python benchmarks/" + " ".join([Path(sys.argv[0]).name, *sys.argv[1:]])}  # fmt: skip
 
 
@@ -699,6 +703,9 @@ def main() -> None:
         default=[],
         help="ARM:SEED or ARM:SEED:RATE:TEMPERATURE (a grid point), run one after the other",
     )
+    parser.add_argument("--grid", nargs="+", metavar="ARM",
+                        help="run each arm's jobs under the tuning protocol (protocol.py), one after the other, "
+                             "resumed from --out")  # fmt: skip
     parser.add_argument("--arms", nargs="+", help="with --timing: the arms to time (default: every base arm)")
     parser.add_argument("--timing", action="store_true")
     parser.add_argument("--timing-steps", type=int, default=3)
@@ -726,7 +733,22 @@ def main() -> None:
     if args.timing:
         return timing(args)
     results = Results(args.out, setup(args))
-    for job in args.jobs:
+    for arm in args.grid or []:
+        spec(arm)
+    jobs = list(args.jobs)
+    for arm in args.grid or []:  # a stage's jobs, then the next stage's, which the results so far decide
+        previous = None
+        while pending := next_jobs(results.runs(), arm):
+            if pending[0] == previous:
+                raise SystemExit(f"{previous}: run, yet still to run by {results.path}")
+            previous = pending[0]
+            run_jobs(args, results, pending[:1])
+    run_jobs(args, results, jobs)
+
+
+def run_jobs(args, results: Results, jobs: list[str]) -> None:
+    """Each ``ARM:SEED`` or ``ARM:SEED:RATE:TEMPERATURE`` not in the results file yet, in a process of its own."""
+    for job in jobs:
         arm, seed, *point = job.split(":")
         spec(arm)
         rate, temperature = map(float, point) if point else (args.learning_rate, args.temperature)

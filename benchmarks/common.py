@@ -118,6 +118,12 @@ class Results:
                   "holds it (mark it superseded to run it again)", file=sys.stderr)  # fmt: skip
         return found
 
+    def runs(self) -> list[dict]:
+        """The runs on disk now (other processes may have added some)."""
+        if self.path.is_file():
+            self.data["runs"] = json.loads(self.path.read_text())["runs"]
+        return self.data["runs"]
+
     def add(self, run: dict) -> None:
         """Append ``run`` to the runs on disk under a lock, so that processes filling one file keep each other's."""
         self.path.parent.mkdir(parents=True, exist_ok=True)

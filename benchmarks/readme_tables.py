@@ -1039,7 +1039,22 @@ def claims_summary() -> str:
     return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows]) + "\n"
 
 
+GRID_ARMS = ("mnrl_B", "cmnrl_8B_sqrtlr", "mql_K256B", "cmql_8B_K256B_sqrtlr", "dmm_K256B")
+
+
+def grid_table(name: str = "queue_vs_batch_grid.json") -> str:
+    """The queue against large batches, every arm under the tuning protocol: its grid, pick and test score."""
+    sys.path.insert(0, str(HERE))
+    from bench_queue_vs_batch import HF_XLSR, LABELS, spec
+    from protocol import grid_table as table
+
+    labels = {arm: LABELS[spec(arm)["base"]] + spec(arm)["rate"] for arm in GRID_ARMS}
+    ours = [arm for arm in GRID_ARMS if spec(arm)["loss"] in HF_XLSR]
+    return table(load(name)["runs"], GRID_ARMS, labels, ours)
+
+
 TABLES: dict[str, Callable[[], str]] = {
+    "queue-vs-batch-grid": grid_table,
     "encoding": encoding_table,
     "queue-vs-batch": queue_table,
     "queue-vs-batch-e5": lambda: queue_table("queue_vs_batch_e5.json"),

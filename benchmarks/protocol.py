@@ -1,0 +1,134 @@
+"""The tuning protocol of every benchmark that chooses a setting, written once (the report's first page says it in
+words):
+
+* **Rows.** Training pairs come from the Bible's training books; the held-out books' verses, drawn in one order
+  (``seed 0``), are cut into ``tune`` rows and ``test`` rows that share no verse (`split_rows`). A choice reads
+  ``tune`` only; a reported figure reads ``test`` only.
+* **Grid.** Every arm, ours and the peers', runs the same learning rates (`LEARNING_RATES`, 8x from the lowest to the
+  highest, before an arm's batch rule) at the first temperature, then every other temperature (`TEMPERATURES`: MNRL's
+  scale 25 and its default 20) at its best rate: a coordinate search, the same for every arm, at seed 0.
+* **Pick.** Seed 0's best ``tune`` score picks the arm's rate and temperature (`pick`, which is handed the ``tune``
+  scores alone); seeds 1 and 2 run at the pick, and the arm's figure is the mean over the three seeds on ``test``.
+
+`next_jobs` says what an arm still has to run, so that a grid resumes from its results file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+LEARNING_RATES = (5e-5, 1e-4, 2e-4, 4e-4)
+TEMPERATURES = (0.04, 0.05)  # scale 25 (MoCo-BERT's temperature), 20 (MultipleNegativesRankingLoss's default)
+PICK_SEED = 0
+SEEDS = (0, 1, 2)
+CHOOSER_FIELDS = ("arm", "seed", "base_learning_rate", "temperature", "tune")  # all a choice may read of a run
+
+
+def split_rows(total: int, size: int, whole: bool = False) -> dict[str, list[int]]:
+    """Rows of a held-out set of ``total`` rows drawn in one order: ``tune`` the ``size`` rows after the first
+    ``size``; ``test`` the first ``size`` rows, or with ``whole`` every row but the tuning ones."""
+    if total < 2 * size:
+        raise ValueError(f"{total} held-out rows cannot give {size} tuning rows and {size} test rows")
+    tune = list(range(size, 2 * size))
+    test = [*range(size), *range(2 * size, total)] if whole else list(range(size))
+    return {"tune": tune, "test": test}
+
+
+def tune_view(runs: Iterable[Mapping]) -> list[dict]:
+    """What a choice is handed of each run: its arm, seed, rate, temperature and ``tune`` score, nothing of test."""
+    return [{name: run[name] for name in CHOOSER_FIELDS if name in run} for run in runs if "superseded" not in run]
+
+
+def pick(runs: Iterable[Mapping], arm: str) -> dict | None:
+    """The grid point of ``arm`` with the best ``tune`` score at `PICK_SEED` (the first on a tie), from
+    `tune_view` alone; None before any such run."""
+    points = [run for run in tune_view(runs) if run["arm"] == arm and run["seed"] == PICK_SEED]
+    return max(points, key=lambda run: run["tune"], default=None)
+
+
+def point(run: Mapping) -> tuple[float, float]:
+    return run["base_learning_rate"], run["temperature"]
+
+
+def job(arm: str, seed: int, rate: float, temperature: float) -> str:
+    return f"{arm}:{seed}:{rate:g}:{temperature:g}"
+
+
+def next_jobs(runs: Iterable[Mapping], arm: str) -> list[str]:
+    """The jobs ``arm`` still has to run under the protocol, in order, as ``ARM:SEED:RATE:TEMPERATURE``: the rates at
+    the first temperature, then the other temperatures at the best of those, then the other seeds at the pick; empty
+    when the arm is done. Each stage waits for the one before it."""
+    runs = tune_view(runs)
+    done = {(run["seed"], *point(run)) for run in runs if run["arm"] == arm}
+    first = TEMPERATURES[0]
+    rates = [job(arm, PICK_SEED, rate, first) for rate in LEARNING_RATES if (PICK_SEED, rate, first) not in done]
+    if rates:
+        return rates
+    at_first = [run for run in runs if run["arm"] == arm and run["seed"] == PICK_SEED and run["temperature"] == first]
+    best_rate = point(pick(at_first, arm))[0]
+    temperatures = [
+        job(arm, PICK_SEED, best_rate, t) for t in TEMPERATURES[1:] if (PICK_SEED, best_rate, t) not in done
+    ]
+    if temperatures:
+        return temperatures
+    rate, temperature = point(pick(runs, arm))
+    return [job(arm, seed, rate, temperature) for seed in SEEDS if (seed, rate, temperature) not in done]
+
+
+def grid_rows(runs: list[Mapping], arms: Iterable[str]) -> list[dict]:
+    """For each arm: its seed-0 grid (``{(rate, temperature): tune}``), its pick and the tune score that chose it, and
+    the ``test`` scores (``bible``) of every seed at the pick."""
+    rows = []
+    for arm in arms:
+        chosen = pick(runs, arm)
+        grid = {point(run): run["tune"] for run in tune_view(runs) if run["arm"] == arm and run["seed"] == PICK_SEED}
+        tests = [run["bible"] for run in runs if run["arm"] == arm and "superseded" not in run and chosen
+                 and point(run) == point(chosen)]  # fmt: skip
+        rows.append({"arm": arm, "grid": grid, "pick": point(chosen) if chosen else None,
+                     "pick_tune": chosen["tune"] if chosen else None, "test": tests,
+                     "complete": not next_jobs(runs, arm)})  # fmt: skip
+    return rows
+
+
+def grid_table(runs: list[Mapping], arms: Iterable[str], labels: Mapping[str, str], hf_xlsr: Iterable[str]) -> str:
+    """The report's table of a grid: each arm's tune score at every rate (first temperature) and at the other
+    temperature(s) at its best rate, its pick and the tune score that chose it, and its test score over the seeds at
+    the pick; then the verdict of the best arm of each side (``hf_xlsr``: ours), each chosen on tune at seed 0,
+    compared by test mean: "holds" where ours leads by more than the larger seed spread at 3 seeds each."""
+    from statistics import fmean, stdev
+
+    rows = grid_rows(list(runs), arms)
+    first, others = TEMPERATURES[0], TEMPERATURES[1:]
+    header = ["arm", *(f"lr {rate:g}" for rate in LEARNING_RATES), *(f"T {t:g} at its best lr" for t in others),
+              "pick (lr, T)", "tune at the pick", "test (%)", "seeds"]  # fmt: skip
+    lines = ["| " + " | ".join(header) + " |", "| --- |" + " ---: |" * (len(header) - 1)]
+    for row in rows:
+        grid = row["grid"]
+        best_rate = max((r for r, t in grid if t == first), key=lambda r: grid[(r, first)], default=None)
+        cells = [f"{100 * grid[(rate, first)]:.1f}" if (rate, first) in grid else "—" for rate in LEARNING_RATES]
+        cells += [f"{100 * grid[(best_rate, t)]:.1f}" if (best_rate, t) in grid else "—" for t in others]
+        tests = row["test"]
+        test = "—" if not tests else f"{100 * fmean(tests):.1f}" + (f" ± {100 * stdev(tests):.1f}" if len(tests) > 1
+                                                                     else "")  # fmt: skip
+        chosen = "—" if row["pick"] is None else f"{row['pick'][0]:g}, {row['pick'][1]:g}"
+        tune = "—" if row["pick_tune"] is None else f"{100 * row['pick_tune']:.1f}"
+        lines.append(f"| {labels.get(row['arm'], row['arm'])} | " + " | ".join(cells)
+                     + f" | {chosen} | {tune} | {test} | {len(tests)} |")  # fmt: skip
+    ours_side = [row for row in rows if row["arm"] in set(hf_xlsr) and row["pick"]]
+    peer_side = [row for row in rows if row["arm"] not in set(hf_xlsr) and row["pick"]]
+    if not ours_side or not peer_side:
+        return "\n".join(lines) + "\n"
+    ours = max(ours_side, key=lambda row: row["pick_tune"])
+    peer = max(peer_side, key=lambda row: row["pick_tune"])
+    names = f"{labels.get(ours['arm'], ours['arm'])} against {labels.get(peer['arm'], peer['arm'])}"
+    if not (ours["complete"] and peer["complete"] and all(row["complete"] for row in rows)):
+        done = sum(row["complete"] for row in rows)
+        lines += ["", f"- the best of each side on tune so far: {names}; {done} of {len(rows)} arms have their whole "
+                  "grid and 3 seeds at their pick: cannot show before every arm has."]  # fmt: skip
+        return "\n".join(lines) + "\n"
+    difference = fmean(ours["test"]) - fmean(peer["test"])
+    spread = max(stdev(ours["test"]), stdev(peer["test"]))
+    reading = "holds" if difference > spread else "does not hold"
+    lines += ["", f"- each side's best on tune, each at its pick: {names}: {100 * difference:+.1f} points on test, "
+              f"the larger seed spread {100 * spread:.1f}: {reading}."]  # fmt: skip
+    return "\n".join(lines) + "\n"

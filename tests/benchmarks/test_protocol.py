@@ -1,0 +1,99 @@
+"""``benchmarks/protocol.py``: tune and test rows share no verse, a choice is handed tune scores alone, and every arm
+goes through the same grid, stage by stage, resumed from its results."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import protocol  # noqa: E402
+
+
+class HiddenTestScores(Mapping):
+    """A run whose test figures cannot be read: reading ``bible`` (the test score) or its curve fails the test."""
+
+    def __init__(self, **values):
+        self.values = values
+
+    def __getitem__(self, key):
+        assert key not in ("bible", "curve"), f"the chooser read {key!r}, a test figure"
+        return self.values[key]
+
+    def __iter__(self):
+        return iter(self.values)
+
+    def __len__(self):
+        return len(self.values)
+
+
+def run(arm, seed, rate, temperature, tune, test):
+    return HiddenTestScores(arm=arm, seed=seed, base_learning_rate=rate, temperature=temperature, tune=tune,
+                            bible=test, curve=[])  # fmt: skip
+
+
+@pytest.mark.parametrize("whole", [False, True])
+def test_tune_and_test_rows_are_disjoint_and_test_takes_the_rest_when_whole(whole):
+    rows = protocol.split_rows(5801, 1000, whole)
+    assert not set(rows["tune"]) & set(rows["test"])
+    assert rows["tune"] == list(range(1000, 2000))
+    assert len(rows["test"]) == (4801 if whole else 1000)
+    with pytest.raises(ValueError, match="cannot give 1000 tuning rows"):
+        protocol.split_rows(1500, 1000)
+
+
+def test_the_benchmarks_tune_and_test_verses_share_no_sentence():
+    """The real evaluators of the queue-against-batches benchmark: no English or French verse of ``tune`` is among
+    the scored ones, whole or not."""
+    import bench_queue_vs_batch
+
+    for whole in (False, True):
+        evaluators = bench_queue_vs_batch.evaluators(["en", "fr"], 1000, whole=whole)
+        for language in ("en", "fr"):
+            tune, test = (set(evaluators[name].sentences[language]) for name in ("tune", "bible"))
+            assert len(tune) == 1000 and len(test) == (4801 if whole else 1000) and not tune & test
+
+
+def test_the_pick_reads_tune_alone_at_the_pick_seed():
+    runs = [run("mnrl_B", 0, 1e-4, 0.04, tune=0.80, test=0.99),  # the best test score: not the pick
+            run("mnrl_B", 0, 2e-4, 0.04, tune=0.85, test=0.70),
+            run("mnrl_B", 1, 4e-4, 0.04, tune=0.95, test=0.90),  # another seed: never picks
+            run("mql_K256B", 0, 5e-5, 0.05, tune=0.90, test=0.10)]  # fmt: skip
+    chosen = protocol.pick(runs, "mnrl_B")
+    assert (chosen["base_learning_rate"], chosen["temperature"], chosen["tune"]) == (2e-4, 0.04, 0.85)
+    assert set(chosen) == set(protocol.CHOOSER_FIELDS)
+    assert protocol.pick(runs, "dmm_K256B") is None
+
+
+def test_every_arm_goes_rates_then_temperatures_then_seeds():
+    arm = "cmnrl_8B_sqrtlr"
+    assert protocol.next_jobs([], arm) == [f"{arm}:0:{r:g}:0.04" for r in protocol.LEARNING_RATES]
+    runs = [
+        run(arm, 0, r, 0.04, tune, 0.0) for r, tune in zip(protocol.LEARNING_RATES, (0.5, 0.7, 0.6, 0.1), strict=True)
+    ]
+    assert protocol.next_jobs(runs, arm) == [f"{arm}:0:0.0001:0.05"]  # the other temperature at the best rate
+    runs.append(run(arm, 0, 1e-4, 0.05, 0.75, 0.0))
+    assert protocol.next_jobs(runs, arm) == [f"{arm}:1:0.0001:0.05", f"{arm}:2:0.0001:0.05"]
+    runs += [run(arm, seed, 1e-4, 0.05, 0.0, 0.0) for seed in (1, 2)]
+    assert protocol.next_jobs(runs, arm) == []
+    assert protocol.next_jobs(runs, "mnrl_B") == [f"mnrl_B:0:{r:g}:0.04" for r in protocol.LEARNING_RATES]
+    superseded = [{**dict(r.values), "superseded": "rerun"} for r in runs]
+    assert protocol.next_jobs(superseded, arm) == protocol.next_jobs([], arm)
+
+
+def test_the_grid_table_row_holds_the_grid_the_pick_and_every_seeds_test_score():
+    arm = "mql_K256B"
+    runs = [{"arm": arm, "seed": 0, "base_learning_rate": r, "temperature": 0.04, "tune": t, "bible": b}
+            for r, t, b in zip(protocol.LEARNING_RATES, (0.5, 0.9, 0.6, 0.1), (0.4, 0.8, 0.95, 0.1),
+                               strict=True)]  # fmt: skip
+    runs.append({"arm": arm, "seed": 0, "base_learning_rate": 1e-4, "temperature": 0.05, "tune": 0.7, "bible": 0.9})
+    runs += [{"arm": arm, "seed": s, "base_learning_rate": 1e-4, "temperature": 0.04, "tune": 0.0,
+              "bible": 0.7 + s / 100} for s in (1, 2)]  # fmt: skip
+    (row,) = protocol.grid_rows(runs, [arm])
+    assert row["pick"] == (1e-4, 0.04) and row["pick_tune"] == 0.9 and row["complete"]
+    assert row["test"] == [0.8, 0.71, 0.72] and len(row["grid"]) == 5
