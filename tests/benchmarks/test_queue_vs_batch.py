@@ -160,7 +160,7 @@ def test_timing_interleaves_the_arms_and_keeps_each_finished_round(bench, monkey
     out = tmp_path / "timing.json"
     args = argparse.Namespace(arms=["mnrl_B", "mql_K256B"], timing_rounds=3, timing_steps=2, out=str(out),
                               encoder="minilm", languages=["en", "fr"], pairs=64, learning_rate=1e-4, max_length=16,
-                              heldout=10, whole_test=False, eval_points=[1.0])  # fmt: skip
+                              heldout=10, whole_test=False, eval_points=[1.0], temperature=0.04)  # fmt: skip
     with pytest.raises(KeyboardInterrupt):
         bench.timing(args)
     assert calls == ["mnrl_B", "mql_K256B", "mql_K256B", "mnrl_B", "mnrl_B", "mql_K256B"]
