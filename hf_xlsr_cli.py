@@ -669,12 +669,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     from hf_xlsr.evaluation.loading import ModelLoadError
     from hf_xlsr.hub import PushError
     from hf_xlsr.trainers.arguments import ConfigFileError
+    from hf_xlsr.trainers.checkpoints import CheckpointError
 
     try:
         if getattr(args, "model", None):  # package:<name>/<path>, as a run configuration names a model
             args.model = resolve_model(args.model)
         return args.handler(args, rest)
-    except (ConfigFileError, BitextFormatError, FileNotFoundError, ModelLoadError, UsageError, PushError) as error:
+    except (ConfigFileError, BitextFormatError, CheckpointError, FileNotFoundError, ModelLoadError, UsageError,
+            PushError) as error:  # fmt: skip
         parser.exit(2, f"hf-xlsr {args.command}: error: {error}\n")
 
 

@@ -71,6 +71,7 @@ CACHED_EXACT = (
 )
 FIRST_LOG = "tests/test_trainer.py::test_the_first_log_line_of_a_queue_holds_no_statistic_of_an_empty_queue"
 FIRST_HOUR = "tests/test_first_hour.py::"
+FAULTS = "tests/test_faults.py::"
 MUTATIONS = [
     # MoCo-BERT and every queue
     Mutation("moco_positive_from_query_encoder", M + "modeling_dual_momentum.py",
@@ -876,6 +877,27 @@ MUTATIONS = [
              "        seen_before = (dataset._fingerprint, tuple(columns)) in _REPORTED_DROPS",
              "        seen_before = False",
              FIRST_HOUR + "test_the_same_rows_log_their_dropped_duplicates_once"),
+    # a run that survives
+    Mutation("incomplete_checkpoint_resumed", "hf_xlsr/trainers/checkpoints.py",
+             "        if not missing:\n            return str(folder)",
+             "        if True:\n            return str(folder)",
+             FAULTS + "test_a_checkpoint_left_incomplete_is_skipped_with_one_line"),
+    Mutation("stop_signal_ignored", "hf_xlsr/trainers/callbacks.py",
+             "        self.received = number", "        self.received = 0",
+             FAULTS + "test_a_stop_signal_saves_exits_0_and_the_resumed_run_ends_as_one_never_stopped[SIGTERM]"),
+    Mutation("processes_stop_each_on_its_own_signal", "hf_xlsr/trainers/callbacks.py",
+             "            torch.distributed.all_reduce(agreed, op=torch.distributed.ReduceOp.MAX)",
+             "            pass",
+             FAULTS + "test_sigterm_to_one_process_under_accelerate_launch_stops_both_at_one_step_and_"
+             "resumes_exactly"),
+    Mutation("a_stopped_run_writes_a_final_model", "hf_xlsr/trainers/run.py",
+             "        return trainer, {}\n    if getattr(model.config, \"pcr_components\", 0):",
+             "    if getattr(model.config, \"pcr_components\", 0):",
+             FAULTS + "test_a_stop_signal_saves_exits_0_and_the_resumed_run_ends_as_one_never_stopped[SIGTERM]"),
+    Mutation("checkpoint_shapes_unchecked", "hf_xlsr/trainers/checkpoints.py",
+             "        if name in shapes and shapes[name] != tuple(tensor.shape):",
+             "        if name in shapes and False:",
+             FAULTS + "test_a_broken_checkpoint_is_one_line_naming_the_file_before_anything_trains[queue]"),
 ]  # fmt: skip
 
 

@@ -248,4 +248,4 @@ def test_a_shard_of_no_sentences_is_refused_before_the_model_loads(tmp_path, cap
     line = one_line_error(
         capsys, [command, "--model", resolve_reference(MINILM), *files[command], "--shard-size", "0"]
     )
-    assert line.endswith("--shard-size 0: at least 1 sentence per shard"), line
+    assert line == f"hf-xlsr {command}: error: argument --shard-size: 0: at least 1 (hf-xlsr {command} --help)"

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import logging
 import math
+import signal
+import threading
 
+import torch
 from torch import nn
 from torch.nn.utils import get_total_norm
 from torch.optim import Optimizer
@@ -153,3 +156,41 @@ class RunLengthCallback(TrainerCallback):
         ):
             control.should_save = False
         return control
+
+
+class PreemptionCallback(TrainerCallback):
+    """SIGTERM and SIGUSR1 during training (what SLURM, with ``--signal``, and Kubernetes send before they kill a
+    job): the step under way finishes, a checkpoint is saved, training stops, and `stopped_by` names the signal.
+    Under several processes the processes agree at each step's end (the largest signal number over them), so that
+    every one saves and stops at the same step."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
+
+    def __init__(self):
+        self.received = 0
+        self.stopped_by: str | None = None
+        self.previous: dict = {}
+
+    def handle(self, number, frame) -> None:
+        self.received = number
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.received, self.stopped_by = 0, None
+        if threading.current_thread() is threading.main_thread():  # signals reach the main thread only
+            self.previous = {number: signal.signal(number, self.handle) for number in self.SIGNALS}
+
+    def on_step_end(self, args, state, control, **kwargs):
+        received = self.received
+        if args.world_size > 1 and torch.distributed.is_initialized():
+            agreed = torch.tensor([received], device=args.device)
+            torch.distributed.all_reduce(agreed, op=torch.distributed.ReduceOp.MAX)
+            received = int(agreed.item())
+        if received and state.global_step < state.max_steps:
+            self.stopped_by = signal.Signals(received).name
+            control.should_save = control.should_training_stop = True
+        return control
+
+    def on_train_end(self, args, state, control, **kwargs):
+        for number, handler in self.previous.items():
+            signal.signal(number, handler)
+        self.previous = {}

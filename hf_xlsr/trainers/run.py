@@ -314,6 +314,12 @@ def run_training(
     if isinstance(resume, str) and resume.lower() in ("true", "latest"):
         resume = True
     trainer.train(resume_from_checkpoint=resume)
+    if trainer.preemption.stopped_by:  # a checkpoint, not a finished model: nothing else is written
+        if trainer.is_world_process_zero():
+            logger.warning("stopped by %s at step %d: saved %s; --resume_from_checkpoint true continues the run",
+                           trainer.preemption.stopped_by, trainer.state.global_step,
+                           Path(training_args.output_dir) / f"checkpoint-{trainer.state.global_step}")  # fmt: skip
+        return trainer, {}
     if getattr(model.config, "pcr_components", 0):  # CMLM's PCR: fit each language's components after training
         fit_language_components(trainer.accelerator.unwrap_model(trainer.model), tokenizers,
                                 sentences_by_language(train_dataset, training_args.seed))  # fmt: skip

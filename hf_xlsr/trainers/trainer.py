@@ -38,9 +38,11 @@ from .callbacks import (
     MOMENTUM_SCHEDULES,
     EncoderFreezeCallback,
     MomentumCallback,
+    PreemptionCallback,
     RunLengthCallback,
     StageCallback,
 )
+from .checkpoints import check_checkpoint, last_whole_checkpoint
 
 logger = logging.getLogger(__name__)
 
@@ -188,12 +190,26 @@ class XlsrTrainer(Trainer):
             self._momentum_callback = MomentumCallback(getattr(self.args, "momentum_schedule", "constant"))
             self.add_callback(self._momentum_callback)
         self.add_callback(RunLengthCallback(LOGGING_STEPS_CAP))
+        self.preemption = PreemptionCallback()  # after RunLengthCallback: a signal's checkpoint is always saved
+        self.add_callback(self.preemption)
         if hasattr(self.model, "stage"):
             self.add_callback(StageCallback())
         if getattr(self.model, "encoder_frozen_steps", 0):
             self.add_callback(EncoderFreezeCallback())
         self._output_parts: dict[str, list[torch.Tensor]] = defaultdict(list)
         self._staging_dir: str | None = None
+
+    def train(self, resume_from_checkpoint: str | bool | None = None, **kwargs):
+        """``Trainer.train``. ``resume_from_checkpoint=True`` takes the newest *whole* checkpoint of ``output_dir``
+        (`last_whole_checkpoint`: one left half-written is skipped with a warning), and the checkpoint is checked
+        against the model (`check_checkpoint`) before anything trains."""
+        with_optimizer = not self.args.save_only_model
+        if resume_from_checkpoint is True:
+            resume_from_checkpoint = last_whole_checkpoint(self.args.output_dir, with_optimizer)
+        if resume_from_checkpoint:
+            check_checkpoint(resume_from_checkpoint, self.accelerator.unwrap_model(self.model), with_optimizer)
+            logger.info("resuming from %s", resume_from_checkpoint)
+        return super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
 
     def refuse_sharded_parameters(self) -> None:
         """The EMA update reads and writes whole parameters on every process; FSDP and DeepSpeed ZeRO-3 shard them.
