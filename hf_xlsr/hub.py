@@ -16,7 +16,7 @@ import json
 import logging
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import jinja2
@@ -217,23 +217,29 @@ def push_to_hub(
     api = HfApi(token=token)
     with tempfile.TemporaryDirectory() as staging:
         folder = prepare_upload(model, tokenizers, repo_id, staging, results, run_info, include_checkpoint)
-        with hub_errors(repo_id):
+        sent = ["nothing was sent"]  # what a failure says was sent; the upload is one commit, whole or absent
+        with hub_errors(repo_id, sent):
             api.create_repo(repo_id, private=private, exist_ok=True)
+            files = [p for p in Path(folder).rglob("*") if p.is_file()]
+            megabytes = sum(p.stat().st_size for p in files) / 1e6
+            sent[0] = (f"{len(files)} files ({megabytes:.1f} MB) were sent as one commit, which the Hub did not "
+                       "record: the repository holds what it held before")  # fmt: skip
             commit = api.upload_folder(repo_id=repo_id, folder_path=str(folder), commit_message=commit_message)
         logger.info("pushed %s to %s", folder, repo_id)
     return [str(commit)]
 
 
 @contextlib.contextmanager
-def hub_errors(repo_id: str):
-    """The network's and the Hub's errors, whichever HTTP library raised them, as one `PushError` line."""
+def hub_errors(repo_id: str, sent: Sequence[str] = ("nothing was sent",)):
+    """The network's and the Hub's errors, whichever HTTP library raised them, as one `PushError` line, ending with
+    ``sent[0]``, what had been sent when it failed."""
     try:
         yield
     except Exception as error:
         if not isinstance(error, OSError) and not type(error).__module__.startswith(("httpx", "huggingface_hub")):
             raise
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise PushError(f"{repo_id}: the push failed ({reason})") from None
+        raise PushError(f"{repo_id}: the push failed ({reason}); {sent[0]}") from None
 
 
 class PushError(RuntimeError):

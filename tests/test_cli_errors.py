@@ -165,6 +165,7 @@ def test_push_without_a_token_or_a_network_says_so_in_one_line(tmp_path, capsys,
     monkeypatch.setattr(loading, "load_trained_model", lambda *args: loaded.append(args) or load(*args))
     line = one_line_error(capsys, ["push", "--model", str(trained_folder), "--repo-id", "me/model"])
     assert line.startswith("hf-xlsr push: error: me/model: the push failed ("), line
+    assert line.endswith("; nothing was sent"), line  # the repository could not even be created
     assert loaded == []  # the Hub was asked before any model was loaded or exported
 
 

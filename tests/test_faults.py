@@ -220,3 +220,16 @@ def test_sigterm_to_one_process_under_accelerate_launch_stops_both_at_one_step_a
     _, stderr = job.communicate(timeout=600)
     assert job.returncode == 0, stderr[-3000:]
     assert assert_same_model(tmp_path / "run", tmp_path / "unstopped") > 0
+
+
+def test_an_export_killed_halfway_leaves_the_previous_export_as_it_was(tmp_path, unstopped):
+    output = tmp_path / "export"
+    command = [sys.executable, "-m", "hf_xlsr_cli", "export", "--model", str(unstopped), "--output", str(output)]
+    result = subprocess.run(command, cwd=ROOT, env=ENVIRONMENT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    before = {p.relative_to(output): p.read_bytes() for p in output.rglob("*") if p.is_file()}
+    job = subprocess.Popen(command, cwd=ROOT, env=ENVIRONMENT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert wait_for(lambda: any(tmp_path.glob(".export.partial-*/*")), job)  # writing the new export
+    job.kill()
+    job.wait()
+    assert {p.relative_to(output): p.read_bytes() for p in output.rglob("*") if p.is_file()} == before

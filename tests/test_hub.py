@@ -92,6 +92,29 @@ def test_push_calls_huggingface_hub_once_per_repository(tmp_path, tokenizer, mon
         assert name in uploaded, name
 
 
+def test_a_push_refused_mid_upload_says_what_was_sent_and_that_nothing_was_committed(
+    tmp_path, tokenizer, monkeypatch, hub_stand_in
+):
+    """The upload is one commit: refused, the Hub records none of it, and the one line says so with what was sent."""
+    from hf_xlsr.hub import PushError
+
+    sent = []
+
+    def upload_folder(self, repo_id, folder_path, **kwargs):
+        sent.extend(files_of(Path(folder_path)))
+        raise OSError("413 Request Entity Too Large")
+
+    monkeypatch.setattr(HfApi, "create_repo", lambda self, repo_id, **kwargs: None)
+    monkeypatch.setattr(HfApi, "upload_folder", upload_folder)
+    with pytest.raises(PushError) as error:
+        push_to_hub(tiny_dual_momentum(shared_encoder=True), tokenizer, "me/shared", RESULTS, RUN)
+    message = str(error.value)
+    assert message.startswith("me/shared: the push failed (413 Request Entity Too Large); ") and "\n" not in message
+    assert f"; {len(sent)} files (" in message
+    assert message.endswith("MB) were sent as one commit, which the Hub did not record: the repository holds what "
+                            "it held before")  # fmt: skip
+
+
 def test_push_of_a_trained_folder_reads_its_results(tmp_path, tokenizer, monkeypatch, hub_stand_in):
     uploads = {}
     monkeypatch.setattr(HfApi, "create_repo", lambda self, repo_id, **kwargs: None)
