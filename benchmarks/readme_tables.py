@@ -1053,7 +1053,19 @@ def grid_table(name: str = "queue_vs_batch_grid.json") -> str:
     return table(load(name)["runs"], GRID_ARMS, labels, ours)
 
 
+def reliability(name: str = "reliability.json") -> str:
+    sys.path.insert(0, str(HERE))
+    from reliability import summary
+
+    record = load(name)
+    return (
+        summary(record)
+        + f"\n({record['setup']['machine']}, {record['setup']['date']}, `{record['setup']['command']}`)\n"
+    )
+
+
 TABLES: dict[str, Callable[[], str]] = {
+    "reliability": reliability,
     "queue-vs-batch-grid": grid_table,
     "encoding": encoding_table,
     "queue-vs-batch": queue_table,
