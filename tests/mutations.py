@@ -72,6 +72,7 @@ CACHED_EXACT = (
 FIRST_LOG = "tests/test_trainer.py::test_the_first_log_line_of_a_queue_holds_no_statistic_of_an_empty_queue"
 FIRST_HOUR = "tests/test_first_hour.py::"
 FAULTS = "tests/test_faults.py::"
+CATALOGUES = "tests/test_catalogues.py::"
 MUTATIONS = [
     # MoCo-BERT and every queue
     Mutation("moco_positive_from_query_encoder", M + "modeling_dual_momentum.py",
@@ -898,6 +899,23 @@ MUTATIONS = [
              "        if name in shapes and shapes[name] != tuple(tensor.shape):",
              "        if name in shapes and False:",
              FAULTS + "test_a_broken_checkpoint_is_one_line_naming_the_file_before_anything_trains[queue]"),
+    # software catalogues as bitext
+    Mutation("catalogue_keeps_untranslated_messages", "hf_xlsr/data/catalogues.py",
+             "or not target or target == source or", "or not target or",
+             CATALOGUES + "test_an_i18n_folder_is_aligned_by_key_and_filtered"),
+    Mutation("catalogue_plural_switch_left_raw", "hf_xlsr/data/catalogues.py",
+             '    text = SWITCH.sub(r"\\1", text)', "    text = text",
+             CATALOGUES + "test_an_i18n_folder_is_aligned_by_key_and_filtered"),
+    Mutation("mo_read_in_one_byte_order", "hf_xlsr/data/catalogues.py",
+             '    for order in ("<", ">"):', '    for order in ("<",):',
+             CATALOGUES + "test_mo_catalogues_of_locale_folders_are_read_in_either_byte_order[big-endian]"),
+    Mutation("po_context_merged_into_its_msgid", "hf_xlsr/data/catalogues.py",
+             'key = entry["msgid"] if "msgctxt" not in entry else', 'key = entry["msgid"] if True else',
+             CATALOGUES + "test_a_po_catalogue_keeps_contexts_apart_and_leaves_fuzzy_and_empty_out"),
+    Mutation("catalogue_trains_on_test_lines", "hf_xlsr/data/catalogues.py",
+             "target == source or source in excluded\n                    or target in excluded):",
+             "target == source\n                    ):",
+             CATALOGUES + "test_a_pair_whose_side_is_a_test_line_is_dropped"),
 ]  # fmt: skip
 
 

@@ -69,9 +69,14 @@ def resolve_language_pairs(
 
 def read_multiway(path: str | os.PathLike, languages: Sequence[str]) -> datasets.Dataset:
     """A multi-way file, one meaning per line and one column per language (a headerless TSV in the order of
-    ``languages``, or JSONL objects keyed by language), empty cells allowed; ``example_id`` is the line number."""
+    ``languages``, or JSONL objects keyed by language), empty cells allowed; ``example_id`` is the line number. A
+    folder of software catalogues reads as one (`hf_xlsr.data.catalogues`: the message is the meaning)."""
     path = Path(path)
     suffix = path.suffix.lower()
+    if path.is_dir():
+        from .catalogues import read_catalogues
+
+        return read_catalogues(path, languages)
     if suffix in TSV_SUFFIXES:
         table = read_tsv(path, languages, allow_empty=True)
     elif suffix in JSONL_SUFFIXES:
