@@ -35,7 +35,7 @@ def test_a_message_is_cleaned_to_a_sentence(text, cleaned):
 
 
 def write_json_folder(folder: Path) -> Path:
-    folder.mkdir()
+    folder.mkdir(parents=True)
     messages = {
         "en": {"@metadata": {"authors": ["x"]}, "save": "Save page", "cancel": "Cancel", "search": "Search the wiki",
                "same": "Wiki page", "pages": "{{PLURAL:$1|One page|$1 pages}} found", "copy": "Save page"},
@@ -106,7 +106,7 @@ msgstr ""
 
 def test_a_po_catalogue_keeps_contexts_apart_and_leaves_fuzzy_and_empty_out(tmp_path):
     folder = tmp_path / "po"
-    folder.mkdir()
+    folder.mkdir(parents=True)
     (folder / "fr.po").write_text(PO, encoding="utf-8")
     rows = read_catalogues(folder, ["en", "fr"])
     assert list(zip(rows["en"], rows["fr"], strict=True)) == [

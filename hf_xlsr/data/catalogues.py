@@ -124,18 +124,26 @@ def read_mo(path: Path) -> dict[str, str]:
     else:
         raise BitextFormatError(f"{path}: not a .mo file (no gettext magic number)")
     count, originals, translations = struct.unpack(f"{order}3I", data[8:20])
-    entries = {}
+    raw = []
     try:
         for i in range(count):
-            pairs = []
+            pair = []
             for table in (originals, translations):
                 length, offset = struct.unpack(f"{order}2I", data[table + 8 * i : table + 8 * i + 8])
-                pairs.append(data[offset : offset + length].decode("utf-8").split("\x00")[0])
-            if pairs[0] and pairs[1]:
-                entries[pairs[0]] = pairs[1]
-    except (struct.error, UnicodeDecodeError) as error:
+                pair.append(data[offset : offset + length].split(b"\x00")[0])
+            raw.append(pair)
+    except struct.error as error:
         raise BitextFormatError(f"{path}: a broken .mo file (entry {i}: {error})") from None
-    return entries
+    header = next((text for original, text in raw if not original), b"")
+    charset = re.search(rb"charset=([\w.-]+)", header)  # the header entry names the encoding (UTF-8 mostly)
+    encoding = charset.group(1).decode("ascii") if charset else "utf-8"
+    try:
+        return {original.decode(encoding): text.decode(encoding) for original, text in raw if original and text}
+    except (LookupError, UnicodeDecodeError) as error:
+        raise BitextFormatError(f"{path}: not readable as its header's {encoding} ({error})") from None
+
+
+NOT_LANGUAGES = ("qqq",)  # MediaWiki's message documentation, written in English
 
 
 def catalogue_files(folder: Path) -> dict[str, list[Path]]:
@@ -145,6 +153,8 @@ def catalogue_files(folder: Path) -> dict[str, list[Path]]:
         found.setdefault(locale_code(path.stem), []).append(path)
     for path in sorted(folder.glob("*/LC_MESSAGES/*.mo")):
         found.setdefault(locale_code(path.parent.parent.name), []).append(path)
+    for code in NOT_LANGUAGES:
+        found.pop(code, None)
     if not found:
         raise BitextFormatError(f"{folder}: no catalogue here (<language>.json, <language>.po or "
                                 "<locale>/LC_MESSAGES/*.mo files)")  # fmt: skip
@@ -176,9 +186,11 @@ def read_catalogues(
     folder = Path(folder)
     files = catalogue_files(folder)
     missing = [code for code in languages if code != PIVOT and code not in files]
+    if PIVOT in languages and not any(path.suffix == ".json" for path in files.get(PIVOT, [])) and PIVOT in files:
+        files.pop(PIVOT)  # a gettext catalogue "in English" (typographic quotes): its msgids are the English
     if missing:
         raise BitextFormatError(f"{folder}: no catalogue for {missing[0]} (it has {', '.join(sorted(files))})")
-    gettext = PIVOT not in files
+    gettext = not any(path.suffix == ".json" for paths in files.values() for path in paths)  # msgid: the English
     english = {} if gettext else read_messages(files[PIVOT])
     excluded = held_out_lines(exclude) if exclude else set()
     columns: dict[str, dict] = {}

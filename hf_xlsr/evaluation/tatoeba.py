@@ -25,6 +25,22 @@ TATOEBA_CODES = {
     "it": "ita", "ja": "jpn", "ko": "kor", "pl": "pol", "pt": "por", "ro": "ron", "ru": "rus", "sw": "swh",
     "tl": "tgl", "tr": "tur", "uk": "ukr", "vi": "vie", "zh": "cmn",
 }  # fmt: skip
+# the other languages of Tatoeba's 112 as software catalogues name them (hf_xlsr.data.catalogues); kzj, max, orv, swg
+# and tzl have none. Tatoeba's ber is mostly Latin script: Riffian's catalogue (rif) is; cmn is both scripts of zh.
+CATALOGUE_TATOEBA_CODES = {
+    "af": "afr", "am": "amh", "ang": "ang", "arq": "arq", "arz": "arz", "ast": "ast", "awa": "awa", "az": "aze",
+    "be": "bel", "rif": "ber", "bs": "bos", "br": "bre", "bg": "bul", "ca": "cat", "cbk-zam": "cbk", "ceb": "ceb",
+    "cs": "ces", "ch": "cha", "zh-hans": "cmn", "zh-hant": "cmn", "kw": "cor", "csb": "csb", "cy": "cym", "da": "dan",
+    "dsb": "dsb", "dtp": "dtp", "el": "ell", "eo": "epo", "et": "est", "eu": "eus", "fo": "fao", "fi": "fin",
+    "fy": "fry", "gd": "gla", "ga": "gle", "gl": "glg", "gsw": "gsw", "he": "heb", "hr": "hrv", "hsb": "hsb",
+    "hu": "hun", "hy": "hye", "io": "ido", "ie": "ile", "ia": "ina", "is": "isl", "jv": "jav", "kab": "kab",
+    "ka": "kat", "kk-cyrl": "kaz", "km": "khm", "ku-latn": "kur", "la": "lat", "lfn": "lfn", "lt": "lit", "lv": "lvs",
+    "ml": "mal", "mr": "mar", "mhr": "mhr", "mk": "mkd", "mn": "mon", "nds": "nds", "nl": "nld", "nn": "nno",
+    "nb": "nob", "nov": "nov", "oc": "oci", "pam": "pam", "pms": "pms", "pt-br": "por", "sk": "slk", "sl": "slv",
+    "sq": "sqi", "sr-ec": "srp", "sv": "swe", "ta": "tam", "tt-cyrl": "tat", "te": "tel", "th": "tha", "tk": "tuk",
+    "ug-arab": "uig", "ur": "urd", "uz": "uzb", "war": "war", "wuu": "wuu", "xh": "xho", "yi": "yid", "yue": "yue",
+    "ms": "zsm", "zh-cn": "cmn", "zh-tw": "cmn", "sr": "srp", "kk": "kaz", "tt": "tat", "ug": "uig", "ku": "kur",
+}  # fmt: skip
 FILE = re.compile(r"tatoeba\.([a-z]{3})-eng\.\1")
 
 
@@ -56,9 +72,10 @@ def load_tatoeba(directory: str | os.PathLike) -> dict[str, tuple[list[str], lis
 def tatoeba_codes(sets: Mapping[str, object], languages: Sequence[str], directory: str | os.PathLike) -> list[str]:
     """The test sets of ``languages`` (hf_xlsr's codes, ``fr``, or Tatoeba's, ``fra``; English, the side every set
     has, left out) among ``sets``; a language without one is an error naming it and the folder."""
-    codes = [TATOEBA_CODES.get(code, code) for code in languages if code not in ("en", "eng")]
+    known = {**CATALOGUE_TATOEBA_CODES, **TATOEBA_CODES}
+    codes = [known.get(code, code) for code in languages if code not in ("en", "eng")]
     for language in languages:
-        three = TATOEBA_CODES.get(language, language)
+        three = known.get(language, language)
         if language not in ("en", "eng") and three not in sets:
             raise ValueError(f"{directory}: no Tatoeba test set for {language} (tatoeba.{three}-eng.{three})")
     return list(dict.fromkeys(codes))

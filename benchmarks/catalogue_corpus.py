@@ -1,0 +1,115 @@
+"""The software-catalogue corpus: parallel text for most of Tatoeba's 112 languages, read from Debian's packages.
+
+Each package is downloaded with ``apt-get download`` and unpacked with ``dpkg-deb -x`` (nothing is installed), its
+catalogues read by `hf_xlsr.data.catalogues` (MediaWiki's i18n JSON folders; gettext ``.mo`` files under
+``usr/share/locale``), and every message written as one line of a multi-way JSONL file (a ``train_data`` of
+``hf-xlsr train``), with ``source`` naming where it came from. ``--installed`` adds the catalogues already on this
+machine (``/usr/share/locale``). ``--exclude`` leaves out every pair either side of which is a line of a test set.
+The text is read at run time and never committed (its licences); the counts per language and source are.
+
+    HF_HUB_OFFLINE=1 python benchmarks/catalogue_corpus.py --packages mediawiki gimp-data vlc-l10n --installed \\
+        --exclude ../shared/tatoeba --work /tmp/catalogues --out /tmp/catalogues/corpus.jsonl \\
+        --counts benchmarks/results/catalogue_corpus.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from hf_xlsr.data.catalogues import PIVOT, catalogue_files, read_catalogues
+from hf_xlsr.evaluation.tatoeba import CATALOGUE_TATOEBA_CODES, TATOEBA_CODES
+from hf_xlsr.utils import atomic_file
+
+TATOEBA = {**CATALOGUE_TATOEBA_CODES, **TATOEBA_CODES}
+
+
+def unpack(package: str, work: Path) -> Path:
+    """``package`` downloaded and unpacked into ``work/package`` (kept: a second build reads it again)."""
+    folder = work / package
+    if folder.is_dir():
+        return folder
+    downloads = work / "downloads"
+    downloads.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["apt-get", "download", package], cwd=downloads, check=True, capture_output=True)
+    archive = max(downloads.glob(f"{package}_*.deb"), key=lambda p: p.stat().st_mtime)
+    staging = work / f".{package}.partial"
+    subprocess.run(["dpkg-deb", "-x", str(archive), str(staging)], check=True)
+    staging.rename(folder)
+    return folder
+
+
+def catalogue_folders(root: Path) -> list[Path]:
+    """The catalogue folders of an unpacked package: each folder holding an ``en.json``, and ``usr/share/locale``."""
+    folders = sorted(path.parent for path in root.rglob("en.json"))
+    locale = root / "usr" / "share" / "locale"
+    return folders + ([locale] if locale.is_dir() else [])
+
+
+def languages_of(folder: Path) -> list[str]:
+    """The languages a folder translates into: English and its variants (``en-gb``, ``en-quot``) left out."""
+    return [code for code in catalogue_files(folder) if code != PIVOT and not code.startswith(f"{PIVOT}-")]
+
+
+def build(sources: dict[str, list[Path]], out: Path, exclude: Path | None) -> dict[str, Counter]:
+    """Every message of every source's folders as a JSONL line; ``{language: Counter(source: pairs)}``."""
+    counts: dict[str, Counter] = {}
+    with atomic_file(out) as handle:
+        for source, folders in sources.items():
+            for folder in folders:
+                languages = languages_of(folder)
+                for row in read_catalogues(folder, [PIVOT, *languages], exclude):
+                    kept = {code: text for code, text in row.items() if code != "example_id" and text}
+                    for code in kept.keys() - {PIVOT}:
+                        counts.setdefault(code, Counter())[source] += 1
+                    handle.write(json.dumps({**kept, "source": source}, ensure_ascii=False) + "\n")
+    return counts
+
+
+def summary(record: dict) -> str:
+    """The report's table: each source's languages and pairs, and Tatoeba's languages they reach."""
+    counts = record["pairs"]
+    reached = {TATOEBA[code] for code in counts if code in TATOEBA}
+    lines = ["| source | languages | of Tatoeba's 112 | pairs with English | languages with at least 1,000 pairs |",
+             "| --- | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    for source in [*record["sources"], "all"]:
+        per = {code: sum(n for s, n in by.items() if source in ("all", s)) for code, by in counts.items()}
+        per = {code: n for code, n in per.items() if n}
+        tatoeba = {TATOEBA[code] for code in per if code in TATOEBA}
+        lines.append(f"| {source} | {len(per)} | {len(tatoeba)} | {sum(per.values()):,} | "
+                     f"{sum(n >= 1000 for n in per.values())} |")  # fmt: skip
+    return "\n".join(lines) + f"\n\nTatoeba's languages with no catalogue here: {112 - len(reached)}.\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--packages", nargs="*", default=["mediawiki", "gimp-data", "vlc-l10n"])
+    parser.add_argument("--installed", action="store_true", help="also the catalogues of /usr/share/locale")
+    parser.add_argument("--exclude", type=Path, help="a folder of test sets whose lines are never trained on")
+    parser.add_argument("--work", type=Path, default=Path("catalogues"))
+    parser.add_argument("--out", type=Path, default=Path("catalogues/corpus.jsonl"))
+    parser.add_argument("--counts", type=Path, default=Path("benchmarks/results/catalogue_corpus.json"))
+    args = parser.parse_args()
+    if args.packages and not (shutil.which("apt-get") and shutil.which("dpkg-deb")):
+        raise SystemExit("catalogue_corpus.py: apt-get and dpkg-deb are not here (a Debian or Ubuntu machine has "
+                         "them): give --packages with no names and --installed, or run it where they are")  # fmt: skip
+    sources = {package: catalogue_folders(unpack(package, args.work)) for package in args.packages}
+    if args.installed:
+        sources["installed"] = [Path("/usr/share/locale")]
+    counts = build(sources, args.out, args.exclude)
+    record = {"setup": {"script": "benchmarks/catalogue_corpus.py", "date": time.strftime("%Y-%m-%d"),
+                        "command": "python benchmarks/" + " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+                        "exclude": str(args.exclude) if args.exclude else None},
+              "sources": list(sources), "pairs": {code: dict(by) for code, by in sorted(counts.items())}}  # fmt: skip
+    args.counts.write_text(json.dumps(record, indent=2) + "\n")
+    print(summary(record), end="")
+
+
+if __name__ == "__main__":
+    main()
