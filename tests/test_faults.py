@@ -215,3 +215,16 @@ def test_an_export_killed_halfway_leaves_the_previous_export_as_it_was(tmp_path,
     job.kill()
     job.wait()
     assert {p.relative_to(output): p.read_bytes() for p in output.rglob("*") if p.is_file()} == before
+
+
+def test_hf_xlsr_train_refuses_a_broken_checkpoint_in_one_line(tmp_path, checkpoint, capsys):
+    from hf_xlsr_cli import main
+
+    weights = checkpoint / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:100])
+    path = config(tmp_path, "again")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", str(path), "--resume_from_checkpoint", str(checkpoint)])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert exit_info.value.code == 2 and lines[-1].startswith(f"hf-xlsr train: error: {weights}: cannot be read (")
+    assert not (tmp_path / "again" / "model.safetensors").exists()

@@ -87,8 +87,14 @@ def run_tokenizers(model_args: ModelArguments, languages: list[str], shared: boo
     return {language: loaded[name] for language, name in names.items()}
 
 
+def model_fields(model_args: ModelArguments, data_args: DataArguments) -> dict:
+    """The model configuration's fields of a run: its ``model_config``, and the run's languages (the one place they
+    enter a model configuration)."""
+    return {"languages": list(data_args.languages), **model_args.model_config}
+
+
 def build_dual_momentum(model_args: ModelArguments, data_args: DataArguments, training_args, train_dataset):
-    fields = {"languages": list(data_args.languages), **model_args.model_config}
+    fields = model_fields(model_args, data_args)
     if model_args.encoders:
         model = DualMomentumModel.from_encoders(
             {language: model_args.encoder_of(language) for language in fields["languages"]}, **fields
@@ -113,7 +119,7 @@ def bitext_collator(model: PreTrainedModel, tokenizers: dict, data_args: DataArg
 def build_lightweight(model_args: ModelArguments, data_args: DataArguments, training_args, train_dataset):
     """Over a given tokenizer (a tokenizer folder, Hub id or SentencePiece ``.model`` file) or a Unigram vocabulary
     trained on the training pairs (``model_config.vocab_size`` pieces)."""
-    fields = {"languages": list(data_args.languages), **model_args.model_config}
+    fields = model_fields(model_args, data_args)
     vocab_size = fields.pop("vocab_size", LightweightDualTransformerConfig.vocab_size)
     tokenizer = shared_tokenizer(model_args, data_args, training_args, train_dataset, vocab_size)
     return LightweightDualTransformer.from_tokenizer(tokenizer, **fields), dict.fromkeys(
@@ -151,7 +157,7 @@ def pair_masking_collator(model: PreTrainedModel, tokenizers: dict, data_args: D
 
 def build_cmlm(model_args: ModelArguments, data_args: DataArguments, training_args, train_dataset):
     """From a pretrained masked LM (``encoder``) or ``model_config.encoder`` (a configuration)."""
-    fields = {"languages": list(data_args.languages), **model_args.model_config}
+    fields = model_fields(model_args, data_args)
     if model_args.encoder:
         model = CmlmModel.from_encoder(model_args.encoder, **fields)
     elif "encoder" in fields:
@@ -174,7 +180,7 @@ def cmlm_collator(model: PreTrainedModel, tokenizers: dict, data_args: DataArgum
 def build_hictl(model_args: ModelArguments, data_args: DataArguments, training_args, train_dataset):
     """From a pretrained masked LM (``encoder``, e.g. XLM-R) or ``model_config.encoder`` (a configuration, whose
     vocabulary then comes from `shared_tokenizer`)."""
-    fields = {"languages": list(data_args.languages), **model_args.model_config}
+    fields = model_fields(model_args, data_args)
     if model_args.encoder:
         tokenizer = shared_tokenizer_of(run_tokenizers(model_args, fields["languages"], shared=True))
         model = HictlForPreTraining.from_encoder(model_args.encoder, **fields)
