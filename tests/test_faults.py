@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,10 @@ from safetensors.torch import load_file
 from hf_xlsr.trainers.checkpoints import CheckpointError
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from reliability import kill_and_resume, wait_for  # noqa: E402
+
 ENVIRONMENT = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
 STEPS = 16
 
@@ -37,15 +40,6 @@ def train(path: Path, *args: str, wait: bool = True):
         return subprocess.run(command, cwd=ROOT, env=ENVIRONMENT, capture_output=True, text=True, timeout=600)
     return subprocess.Popen(command, cwd=ROOT, env=ENVIRONMENT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)  # fmt: skip
-
-
-def wait_for(condition, job, seconds: float = 300) -> bool:
-    deadline = time.time() + seconds
-    while job.poll() is None and time.time() < deadline:
-        if condition():
-            return True
-        time.sleep(0.005)
-    return False
 
 
 def assert_same_model(folder: Path, reference: Path) -> int:
@@ -93,9 +87,6 @@ def test_a_stop_signal_saves_exits_0_and_the_resumed_run_ends_as_one_never_stopp
 @pytest.mark.slow  # ten kills, each a process start: about two minutes
 def test_killed_ten_times_at_random_moments_a_save_among_them_the_run_ends_as_one_never_killed(tmp_path):
     """The report's reliability figure (``benchmarks/reliability.py``), run here: every tensor equal."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from reliability import kill_and_resume
-
     record = kill_and_resume(tmp_path, kills=10)
     assert record["kills"] == 10 and record["kills_while_saving"] >= 3 and record["processes_started"] >= 11
     assert record["differing_tensors"] == [] and record["queue_and_momentum_tensors"] > 0
