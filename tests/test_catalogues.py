@@ -165,7 +165,8 @@ def test_a_malformed_catalogue_is_one_line_naming_the_file_and_line(tmp_path, na
         read_catalogues(tmp_path, ["en", "xx"])
 
 
-def test_hf_xlsr_train_takes_a_catalogue_folder_beside_its_configuration(tmp_path):
+def test_hf_xlsr_train_takes_a_catalogue_folder_beside_its_configuration(tmp_path, caplog):
+    """Two pairs of 3 and 2 messages, drawn with p proportional to size^0.3, said per pair in one line."""
     from hf_xlsr_cli import main
 
     write_json_folder(tmp_path / "i18n")
@@ -175,6 +176,10 @@ def test_hf_xlsr_train_takes_a_catalogue_folder_beside_its_configuration(tmp_pat
                                                     "num_hidden_layers": 1, "num_attention_heads": 2,
                                                     "intermediate_size": 64, "max_position_embeddings": 64},
                                       "queue_size": 4, "shared_encoder": True})  # fmt: skip
-    assert main(["train", str(config)]) == 0
+    with caplog.at_level("INFO", logger="hf_xlsr.trainers.trainer"):
+        assert main(["train", str(config), "--language_sampling_alpha", "0.3"]) == 0
     run = json.loads((tmp_path / "run" / "hf_xlsr_run.json").read_text())
     assert run["train_pairs"] == {"en-fr": 3, "en-de": 2}
+    french, german = 3**0.3 / (3**0.3 + 2**0.3), 2**0.3 / (3**0.3 + 2**0.3)
+    assert f"language pairs drawn with p proportional to size^0.3: en-fr {100 * french:.1f}% (3 pairs), en-de " \
+           f"{100 * german:.1f}% (2 pairs)" in caplog.messages  # fmt: skip

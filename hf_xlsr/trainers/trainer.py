@@ -282,11 +282,19 @@ class XlsrTrainer(Trainer):
         if len(set(pairs)) < 2:
             return super()._get_train_sampler(train_dataset)
         args = self.args
-        return LanguagePairSampler(
-            pairs, args.per_device_train_batch_size,
-            getattr(args, "language_sampling_alpha", LANGUAGE_SAMPLING_ALPHA),
+        alpha = getattr(args, "language_sampling_alpha", LANGUAGE_SAMPLING_ALPHA)
+        sampler = LanguagePairSampler(
+            pairs, args.per_device_train_batch_size, alpha,
             getattr(args, "language_batches", LANGUAGE_BATCHES[0]), seed=args.seed,
         )  # fmt: skip
+        if self.is_world_process_zero() and {"source_language", "target_language"} <= set(columns):
+            first = {pair: row for row, pair in reversed(list(enumerate(pairs)))}  # each pair's first row
+            names = {pair: f"{dataset[row]['source_language']}-{dataset[row]['target_language']}"
+                     for pair, row in first.items()}  # fmt: skip
+            logger.info("language pairs drawn with p proportional to size^%g: %s", alpha, ", ".join(
+                f"{names[pair]} {100 * float(weight):.1f}% ({len(sampler.rows[pair])} pairs)"
+                for pair, weight in zip(sampler.order, sampler.weights, strict=True)))  # fmt: skip
+        return sampler
 
     def get_eval_dataloader(self, eval_dataset=None) -> DataLoader:
         if eval_dataset is None and self.eval_dataset is None and self.evaluators:
