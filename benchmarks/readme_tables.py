@@ -1064,7 +1064,17 @@ def reliability(name: str = "reliability.json") -> str:
     )
 
 
+def catalogue_corpus(name: str = "catalogue_corpus.json") -> str:
+    """The software-catalogue corpus per source: languages, Tatoeba's among them, pairs."""
+    sys.path.insert(0, str(HERE))
+    from catalogue_corpus import summary
+
+    record = load(name)
+    return summary(record) + f"\n({record['setup']['date']}, `{record['setup']['command']}`)\n"
+
+
 TABLES: dict[str, Callable[[], str]] = {
+    "catalogue-corpus": catalogue_corpus,
     "reliability": reliability,
     "queue-vs-batch-grid": grid_table,
     "encoding": encoding_table,
