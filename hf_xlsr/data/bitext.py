@@ -193,11 +193,8 @@ def load_bitext(
         return check_columns(source, columns, "dataset")
     path = Path(source)
     if path.exists():
-        if path.is_dir():  # a folder of software catalogues (hf_xlsr.data.catalogues): its rows with both languages
-            from .catalogues import read_catalogues
-
-            rows = read_catalogues(path, columns)
-            return rows.filter(lambda row: all(row[code] for code in columns)).select_columns(columns)
+        if path.is_dir():
+            raise BitextFormatError(f"{path}: is a directory, expected a .tsv or .jsonl file")
         if path.suffix.lower() in TSV_SUFFIXES:
             return read_tsv(path, columns)
         if path.suffix.lower() in JSONL_SUFFIXES:

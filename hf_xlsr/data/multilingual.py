@@ -24,6 +24,7 @@ import torch
 from torch.utils.data import Sampler
 
 from .bitext import JSONL_SUFFIXES, TSV_SUFFIXES, BitextFormatError, load_bitext, read_jsonl, read_tsv
+from .catalogues import read_catalogues
 
 logger = logging.getLogger(__name__)
 
@@ -74,8 +75,6 @@ def read_multiway(path: str | os.PathLike, languages: Sequence[str]) -> datasets
     path = Path(path)
     suffix = path.suffix.lower()
     if path.is_dir():
-        from .catalogues import read_catalogues
-
         return read_catalogues(path, languages)
     if suffix in TSV_SUFFIXES:
         table = read_tsv(path, languages, allow_empty=True)
@@ -238,6 +237,10 @@ def load_pair_datasets(
             if isinstance(entry, str) and entry in ("bible", "hsk"):
                 parts[name] = load_pair_datasets(entry, [pair], split, translations)[name]
                 namespaces[name] = entry
+            elif isinstance(entry, (str, os.PathLike)) and Path(entry).is_dir():  # software catalogues
+                rows = read_catalogues(entry, list(pair))
+                parts[name] = rows.filter(lambda row, pair=pair: all(row[code] for code in pair))
+                namespaces[name] = str(entry)
             else:
                 parts[name] = load_bitext(entry, list(pair), split=split)
                 namespaces[name] = "user" if "example_id" in parts[name].column_names else None
