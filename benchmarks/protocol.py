@@ -114,21 +114,26 @@ def grid_table(runs: list[Mapping], arms: Iterable[str], labels: Mapping[str, st
         tune = "—" if row["pick_tune"] is None else f"{100 * row['pick_tune']:.1f}"
         lines.append(f"| {labels.get(row['arm'], row['arm'])} | " + " | ".join(cells)
                      + f" | {chosen} | {tune} | {test} | {len(tests)} |")  # fmt: skip
-    ours_side = [row for row in rows if row["arm"] in set(hf_xlsr) and row["pick"]]
-    peer_side = [row for row in rows if row["arm"] not in set(hf_xlsr) and row["pick"]]
-    if not ours_side or not peer_side:
-        return "\n".join(lines) + "\n"
-    ours = max(ours_side, key=lambda row: row["pick_tune"])
-    peer = max(peer_side, key=lambda row: row["pick_tune"])
-    names = f"{labels.get(ours['arm'], ours['arm'])} against {labels.get(peer['arm'], peer['arm'])}"
-    if not (ours["complete"] and peer["complete"] and all(row["complete"] for row in rows)):
-        done = sum(row["complete"] for row in rows)
-        lines += ["", f"- the best of each side on tune so far: {names}; {done} of {len(rows)} arms have their whole "
-                  "grid and 3 seeds at their pick: cannot show before every arm has."]  # fmt: skip
-        return "\n".join(lines) + "\n"
-    difference = fmean(ours["test"]) - fmean(peer["test"])
-    spread = max(stdev(ours["test"]), stdev(peer["test"]))
-    reading = "holds" if difference > spread else "does not hold"
-    lines += ["", f"- each side's best on tune, each at its pick: {names}: {100 * difference:+.1f} points on test, "
-              f"the larger seed spread {100 * spread:.1f}: {reading}."]  # fmt: skip
+    done = [row for row in rows if row["complete"]]
+    ours_side = [row for row in done if row["arm"] in set(hf_xlsr)]
+    peer_side = [row for row in done if row["arm"] not in set(hf_xlsr)]
+    lines.append("")
+    if ours_side and peer_side:
+        ours = max(ours_side, key=lambda row: row["pick_tune"])
+        peer = max(peer_side, key=lambda row: row["pick_tune"])
+        difference = fmean(ours["test"]) - fmean(peer["test"])
+        spread = max(stdev(ours["test"]), stdev(peer["test"]))
+        among = (
+            "every arm"
+            if len(done) == len(rows)
+            else f"the {len(done)} arms done ({', '.join(labels.get(row['arm'], row['arm']) for row in done)})"
+        )
+        lines.append(
+            f"- each side's best on tune among {among}, each at its pick: {labels.get(ours['arm'], ours['arm'])}"
+            f" against {labels.get(peer['arm'], peer['arm'])}: {100 * difference:+.1f} points on test, the "
+            f"larger seed spread {100 * spread:.1f}: {'holds' if difference > spread else 'does not hold'}."
+        )
+    if len(done) < len(rows):
+        lines.append(f"- {len(rows) - len(done)} of {len(rows)} arms without their whole grid and 3 seeds at their "
+                     "pick: the verdict over every arm cannot show before they have them.")  # fmt: skip
     return "\n".join(lines) + "\n"

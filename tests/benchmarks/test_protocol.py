@@ -97,3 +97,31 @@ def test_the_grid_table_row_holds_the_grid_the_pick_and_every_seeds_test_score()
     (row,) = protocol.grid_rows(runs, [arm])
     assert row["pick"] == (1e-4, 0.04) and row["pick_tune"] == 0.9 and row["complete"]
     assert row["test"] == [0.8, 0.71, 0.72] and len(row["grid"]) == 5
+
+
+def test_the_verdict_reads_the_arms_done_and_says_the_rest_cannot_show_yet():
+    """MNRL and the queue have their whole protocol; CachedMNRL has one point: the verdict is over the two done, by
+    the test means at their picks (0.65 and 0.81 over 3 seeds, spreads 0.01), and says one arm is missing."""
+
+    def arm_runs(arm, tunes, pick_tests):
+        runs = [{"arm": arm, "seed": 0, "base_learning_rate": rate, "temperature": 0.04, "tune": tune, "bible": 0.0}
+                for rate, tune in zip(protocol.LEARNING_RATES, tunes, strict=True)]  # fmt: skip
+        runs.append(
+            {"arm": arm, "seed": 0, "base_learning_rate": 2e-4, "temperature": 0.05, "tune": 0.1, "bible": 0.0}
+        )
+        runs[2]["bible"] = pick_tests[0]
+        runs += [{"arm": arm, "seed": seed, "base_learning_rate": 2e-4, "temperature": 0.04, "tune": 0.0,
+                  "bible": pick_tests[seed]} for seed in (1, 2)]  # fmt: skip
+        return runs
+
+    runs = arm_runs("mnrl_B", (0.5, 0.6, 0.7, 0.6), (0.64, 0.65, 0.66))
+    runs += arm_runs("mql_K256B", (0.5, 0.6, 0.9, 0.6), (0.80, 0.81, 0.82))
+    runs.append({"arm": "cmnrl_8B", "seed": 0, "base_learning_rate": 5e-5, "temperature": 0.04, "tune": 0.99,
+                 "bible": 0.99})  # fmt: skip
+    labels = {"mnrl_B": "MNRL", "mql_K256B": "queue", "cmnrl_8B": "CachedMNRL"}
+    text = protocol.grid_table(runs, ["mnrl_B", "mql_K256B", "cmnrl_8B"], labels, ["mql_K256B"])
+    assert "| queue | 50.0 | 60.0 | 90.0 | 60.0 | 10.0 | 0.0002, 0.04 | 90.0 | 81.0 ± 1.0 | 3 |" in text
+    assert text.splitlines()[-2] == ("- each side's best on tune among the 2 arms done (MNRL, queue), each at its "
+                                     "pick: queue against MNRL: +16.0 points on test, the larger seed spread 1.0: "
+                                     "holds.")  # fmt: skip
+    assert text.splitlines()[-1].startswith("- 1 of 3 arms without their whole grid")
