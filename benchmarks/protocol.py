@@ -126,7 +126,7 @@ def grid_table(runs: list[Mapping], arms: Iterable[str], labels: Mapping[str, st
         among = (
             "every arm"
             if len(done) == len(rows)
-            else f"the {len(done)} arms done ({', '.join(labels.get(row['arm'], row['arm']) for row in done)})"
+            else f"the {len(done)} arms done ({'; '.join(labels.get(row['arm'], row['arm']) for row in done)})"
         )
         lines.append(
             f"- each side's best on tune among {among}, each at its pick: {labels.get(ours['arm'], ours['arm'])}"

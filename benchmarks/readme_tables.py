@@ -1073,8 +1073,14 @@ def catalogue_corpus(name: str = "catalogue_corpus.json") -> str:
     return summary(record) + f"\n({record['setup']['date']}, `{record['setup']['command']}`)\n"
 
 
+def grid_verdict() -> str:
+    """The grid's verdict lines alone, for README's first screen."""
+    return "\n".join(line for line in grid_table().splitlines() if line.startswith("- ")) + "\n"
+
+
 TABLES: dict[str, Callable[[], str]] = {
     "catalogue-corpus": catalogue_corpus,
+    "queue-vs-batch-grid-verdict": grid_verdict,
     "reliability": reliability,
     "queue-vs-batch-grid": grid_table,
     "encoding": encoding_table,

@@ -121,7 +121,7 @@ def test_the_verdict_reads_the_arms_done_and_says_the_rest_cannot_show_yet():
     labels = {"mnrl_B": "MNRL", "mql_K256B": "queue", "cmnrl_8B": "CachedMNRL"}
     text = protocol.grid_table(runs, ["mnrl_B", "mql_K256B", "cmnrl_8B"], labels, ["mql_K256B"])
     assert "| queue | 50.0 | 60.0 | 90.0 | 60.0 | 10.0 | 0.0002, 0.04 | 90.0 | 81.0 ± 1.0 | 3 |" in text
-    assert text.splitlines()[-2] == ("- each side's best on tune among the 2 arms done (MNRL, queue), each at its "
+    assert text.splitlines()[-2] == ("- each side's best on tune among the 2 arms done (MNRL; queue), each at its "
                                      "pick: queue against MNRL: +16.0 points on test, the larger seed spread 1.0: "
                                      "holds.")  # fmt: skip
     assert text.splitlines()[-1].startswith("- 1 of 3 arms without their whole grid")
