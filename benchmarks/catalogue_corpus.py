@@ -24,10 +24,8 @@ from collections import Counter
 from pathlib import Path
 
 from hf_xlsr.data.catalogues import PIVOT, catalogue_files, read_catalogues
-from hf_xlsr.evaluation.tatoeba import CATALOGUE_TATOEBA_CODES, TATOEBA_CODES
+from hf_xlsr.evaluation.tatoeba import ALL_TATOEBA_CODES as TATOEBA
 from hf_xlsr.utils import atomic_file
-
-TATOEBA = {**CATALOGUE_TATOEBA_CODES, **TATOEBA_CODES}
 
 
 def unpack(package: str, work: Path) -> Path:

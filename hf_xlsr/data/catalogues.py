@@ -185,12 +185,12 @@ def read_catalogues(
     from the ``msgid`` in a gettext folder."""
     folder = Path(folder)
     files = catalogue_files(folder)
+    gettext = not any(path.suffix == ".json" for paths in files.values() for path in paths)  # msgid: the English
+    if gettext:
+        files.pop(PIVOT, None)  # a gettext catalogue "in English" (typographic quotes): its msgids are the English
     missing = [code for code in languages if code != PIVOT and code not in files]
-    if PIVOT in languages and not any(path.suffix == ".json" for path in files.get(PIVOT, [])) and PIVOT in files:
-        files.pop(PIVOT)  # a gettext catalogue "in English" (typographic quotes): its msgids are the English
     if missing:
         raise BitextFormatError(f"{folder}: no catalogue for {missing[0]} (it has {', '.join(sorted(files))})")
-    gettext = not any(path.suffix == ".json" for paths in files.values() for path in paths)  # msgid: the English
     english = {} if gettext else read_messages(files[PIVOT])
     excluded = held_out_lines(exclude) if exclude else set()
     columns: dict[str, dict] = {}

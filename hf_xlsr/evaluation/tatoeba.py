@@ -41,6 +41,7 @@ CATALOGUE_TATOEBA_CODES = {
     "ug-arab": "uig", "ur": "urd", "uz": "uzb", "war": "war", "wuu": "wuu", "xh": "xho", "yi": "yid", "yue": "yue",
     "ms": "zsm", "zh-cn": "cmn", "zh-tw": "cmn", "sr": "srp", "kk": "kaz", "tt": "tat", "ug": "uig", "ku": "kur",
 }  # fmt: skip
+ALL_TATOEBA_CODES = {**CATALOGUE_TATOEBA_CODES, **TATOEBA_CODES}  # every code that names one of Tatoeba's sets
 FILE = re.compile(r"tatoeba\.([a-z]{3})-eng\.\1")
 
 
@@ -72,10 +73,9 @@ def load_tatoeba(directory: str | os.PathLike) -> dict[str, tuple[list[str], lis
 def tatoeba_codes(sets: Mapping[str, object], languages: Sequence[str], directory: str | os.PathLike) -> list[str]:
     """The test sets of ``languages`` (hf_xlsr's codes, ``fr``, or Tatoeba's, ``fra``; English, the side every set
     has, left out) among ``sets``; a language without one is an error naming it and the folder."""
-    known = {**CATALOGUE_TATOEBA_CODES, **TATOEBA_CODES}
-    codes = [known.get(code, code) for code in languages if code not in ("en", "eng")]
+    codes = [ALL_TATOEBA_CODES.get(code, code) for code in languages if code not in ("en", "eng")]
     for language in languages:
-        three = known.get(language, language)
+        three = ALL_TATOEBA_CODES.get(language, language)
         if language not in ("en", "eng") and three not in sets:
             raise ValueError(f"{directory}: no Tatoeba test set for {language} (tatoeba.{three}-eng.{three})")
     return list(dict.fromkeys(codes))

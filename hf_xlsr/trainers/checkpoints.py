@@ -36,9 +36,9 @@ def missing_parts(folder: Path, with_optimizer: bool = True) -> list[str]:
 def last_whole_checkpoint(output_dir: str | os.PathLike, with_optimizer: bool = True) -> str:
     """The newest ``checkpoint-N`` of ``output_dir`` that is whole (`missing_parts`); each newer one that is not is
     skipped with one warning line naming it and what it lacks. No whole one: a `CheckpointError`."""
-    folders = sorted((p for p in Path(output_dir).iterdir() if p.is_dir() and CHECKPOINT.match(p.name)),
-                     key=lambda p: int(CHECKPOINT.match(p.name).group(1)), reverse=True) if Path(output_dir).is_dir() \
-        else []  # fmt: skip
+    found = Path(output_dir).iterdir() if Path(output_dir).is_dir() else []
+    steps = {int(match.group(1)): path for path in found if path.is_dir() and (match := CHECKPOINT.match(path.name))}
+    folders = [steps[step] for step in sorted(steps, reverse=True)]
     for folder in folders:
         missing = missing_parts(folder, with_optimizer)
         if not missing:
