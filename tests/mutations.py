@@ -916,6 +916,14 @@ MUTATIONS = [
              "target == source or source in excluded\n                    or target in excluded):",
              "target == source\n                    ):",
              CATALOGUES + "test_a_pair_whose_side_is_a_test_line_is_dropped"),
+    Mutation("grid_pick_takes_the_worst_tune_score", "benchmarks/protocol.py",
+             '    return max(points, key=lambda run: run["tune"], default=None)',
+             '    return min(points, key=lambda run: run["tune"], default=None)',
+             "tests/benchmarks/test_protocol.py::test_the_pick_reads_tune_alone_at_the_pick_seed"),
+    Mutation("grid_skips_the_temperature_stage", "benchmarks/protocol.py",
+             "    if temperatures:\n        return temperatures",
+             "    if False:\n        return temperatures",
+             "tests/benchmarks/test_protocol.py::test_every_arm_goes_rates_then_temperatures_then_seeds"),
 ]  # fmt: skip
 
 
