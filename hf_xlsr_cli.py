@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """``hf-xlsr``: the command line of hf_xlsr. Each command is a thin wrapper over the library.
 
 hf-xlsr train CONFIG.yaml [--key value ...]      (also: accelerate launch examples/train.py CONFIG.yaml)
@@ -82,7 +84,8 @@ def train_help() -> str:
     from transformers import HfArgumentParser, TrainingArguments
 
     from hf_xlsr.trainers.arguments import MODEL_CONFIGS, DataArguments, ModelArguments, XlsrTrainingArguments
-    from hf_xlsr.trainers.trainer import WARMUP_SHARE, paper_training_values
+    from hf_xlsr.trainers.recipes import paper_recipe
+    from hf_xlsr.trainers.trainer import WARMUP_SHARE
 
     parser = HfArgumentParser((ModelArguments, DataArguments), prog="hf-xlsr train CONFIG.yaml",
                               description=TRAIN_HELP, epilog=TRAIN_EPILOG)  # fmt: skip
@@ -91,13 +94,13 @@ def train_help() -> str:
              if f.init and (f.name not in inherited or f.name in COMMON_TRAINING_FIELDS)]  # fmt: skip
     paper: dict[str, list[str]] = {}  # the value a run that does not set a field trains with, by model_type
     for model_type, config_class in MODEL_CONFIGS.items():
-        for name, value in paper_training_values(config_class(), set()).items():
+        for name, value in paper_recipe(config_class.model_type).items():
             paper.setdefault(name, []).append(f"{model_type} {value}")
     group = parser.add_argument_group("training (hf_xlsr's fields and the most used of TrainingArguments)")
     for item in shown:
         default = item.default if item.default is not dataclasses.MISSING else None
         if item.name in paper:  # what the run uses, not TrainingArguments' own default
-            default = "the model configuration's (the paper's): " + ", ".join(paper[item.name])
+            default = "the paper's: " + ", ".join(paper[item.name])
             if item.name == "warmup_steps":
                 default += f"; at most {WARMUP_SHARE:.0%} of the run's steps"
         group.add_argument(f"--{item.name}", metavar=item.name.upper(), default=default,
@@ -113,8 +116,8 @@ TRAIN_EPILOG = (
 TRAIN_HELP = (
     "Train a model from a run configuration: a YAML or JSON file of the fields below (model, data and "
     "TrainingArguments fields side by side, the model configuration's fields under model_config); --field value on "
-    "the command line overrides the file. A training value not given takes the model configuration's, else the "
-    "paper's. --resume_from_checkpoint true (or a checkpoint folder) continues a run exactly, queues and momentum "
+    "the command line overrides the file. A training value not given takes the paper's. --resume_from_checkpoint "
+    "true (or a checkpoint folder) continues a run exactly, queues and momentum "
     "encoders included."
 )
 

@@ -40,7 +40,7 @@ import torch
 import torch.nn.functional as F
 from common import memory_mb, reset_peak
 
-from hf_xlsr.modeling.losses import QUEUE_BLOCK_SIZE
+from hf_xlsr.modeling.functional import QUEUE_BLOCK_SIZE
 
 D = 384
 
@@ -89,10 +89,10 @@ def one_configuration(implementation: str, size: int, batch: int, dtype: str, re
     """Time a step of both directions with a queue of ``size`` keys (``blocked``: scored ``block`` keys at a time),
     the same step without a queue, and the floor's products, interleaved repeat by repeat in this process, so that
     the machine's noise hits the three alike."""
-    from hf_xlsr.modeling import losses
-    from hf_xlsr.modeling.losses import info_nce
+    from hf_xlsr.modeling import functional
+    from hf_xlsr.modeling.functional import info_nce
 
-    losses.QUEUE_BLOCK_SIZE = block or losses.QUEUE_BLOCK_SIZE
+    functional.QUEUE_BLOCK_SIZE = block or functional.QUEUE_BLOCK_SIZE
 
     torch.manual_seed(0)
     sides = []  # both directions of the loss: each side's queries against the other side's keys and queue
@@ -112,7 +112,7 @@ def one_configuration(implementation: str, size: int, batch: int, dtype: str, re
             loss.backward()
 
     floors = floor_products(batch, size)
-    stored_width = losses.QUEUE_BLOCK_SIZE if implementation == "blocked" else size  # materialised: one piece
+    stored_width = functional.QUEUE_BLOCK_SIZE if implementation == "blocked" else size  # materialised: one piece
     stored = functools.partial(stored_products, torch.randn(batch, D), [queue for _, _, queue in sides],
                                torch.randn(batch, stored_width))  # fmt: skip
     step(False)

@@ -220,7 +220,7 @@ def build(arm: str, path: str, train, languages: list[str], steps: int, learning
     from sentence_transformers.sentence_transformer import losses
     from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
 
-    from hf_xlsr.sentence_transformers import CachedMomentumQueueLoss, MomentumQueueLoss
+    from hf_xlsr.losses import CachedMomentumQueueLoss, MomentumQueueLoss
 
     model = SentenceTransformer(path, device="cpu")
     model[0].max_seq_length = max_length

@@ -41,7 +41,7 @@ def loss_for(arm: str, model):
         MultipleNegativesRankingLoss,
     )
 
-    from hf_xlsr.sentence_transformers import MomentumQueueLoss
+    from hf_xlsr.losses import MomentumQueueLoss
 
     both = {"directions": ("query_to_doc", "doc_to_query"), "partition_mode": "per_direction"}
     if arm == "mnrl":

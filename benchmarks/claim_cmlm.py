@@ -46,7 +46,7 @@ class MaskedLanguageModelling(torch.nn.Module):
 
     def forward(self, second_input_ids, second_attention_mask, second_labels, **unused) -> MaskedLMOutput:
         from hf_xlsr.modeling.common import masked_lm_head
-        from hf_xlsr.modeling.losses import masked_token_loss
+        from hf_xlsr.modeling.functional import masked_token_loss
 
         states = self.cmlm.encoder(input_ids=second_input_ids, attention_mask=second_attention_mask).last_hidden_state
         return MaskedLMOutput(loss=masked_token_loss(states, second_labels, masked_lm_head(self.cmlm.masked_lm))[0])

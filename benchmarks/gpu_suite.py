@@ -194,7 +194,7 @@ def sentence_transformer_step(folder: str, batch_size: int, device: torch.device
         MultipleNegativesRankingLoss,
     )
 
-    from hf_xlsr.sentence_transformers import CachedMomentumQueueLoss, MomentumQueueLoss
+    from hf_xlsr.losses import CachedMomentumQueueLoss, MomentumQueueLoss
 
     model = bf16_forward(SentenceTransformer(folder, device=str(device)))
     model.max_seq_length = max_length
@@ -449,7 +449,7 @@ def queue_floor(args, device: torch.device, seconds: float) -> dict:
     """The time the queue adds to a step, both directions (each query side against the other side's queue, forward
     and backward), against its floor: the matrix products of the same shapes that scoring a bfloat16 queue needs
     (the logits, and the queries' gradient through them), bfloat16 inputs accumulating in float32."""
-    from hf_xlsr.modeling.losses import float32_product, info_nce
+    from hf_xlsr.modeling.functional import float32_product, info_nce
 
     batch, dim = (8, 32) if args.dry_run else (256, 384)
     sizes = [256] if args.dry_run else [65_536, 409_600]
@@ -750,9 +750,12 @@ def queue_vs_batch_summary(report: dict) -> str:
         time_ratio = stats[queue]["train_seconds"][0] / stats[best]["train_seconds"][0]
         memory_ratio = stats[queue]["peak_mb"][0] / stats[best]["peak_mb"][0]
         spread = f", seed spread {noise:.2f}" if enough else ""
-        lines.append(f"\nThe queue ({queue}) against the best peer on the tuning pairs ({best}): {lead:+.2f} points "
-                     f"held-out{spread}: {word}; in {time_ratio:.2f} x its training time and "
-                     f"{memory_ratio:.2f} x its peak memory.")  # fmt: skip
+        others = ", ".join(f"{stats[queue]['peak_mb'][0] / stats[peer]['peak_mb'][0]:.2f} x {peer}'s"
+                           for peer in peers if peer != best)  # fmt: skip
+        tuned = "" if report["parts"]["queue_vs_batch"].get("grid") else " (every arm at one learning rate, no grid)"
+        lines.append(f"\nThe queue ({queue}) against the best peer on the tuning pairs ({best}){tuned}: {lead:+.2f} "
+                     f"points held-out{spread}: {word}; in {time_ratio:.2f} x its training time and "
+                     f"{memory_ratio:.2f} x its peak memory" + (f" ({others})." if others else "."))  # fmt: skip
     return "\n".join(lines) + "\n"
 
 

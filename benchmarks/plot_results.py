@@ -33,7 +33,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from common import mean_and_spread  # noqa: E402
 
-from hf_xlsr.modeling.losses import QUEUE_BLOCK_SIZE  # noqa: E402
+from hf_xlsr.modeling.functional import QUEUE_BLOCK_SIZE  # noqa: E402
 
 HERE = Path(__file__).parent
 RESULTS, PLOTS = HERE / "results", HERE.parent / "docs" / "benchmarks" / "plots"

@@ -12,7 +12,7 @@ from sentence_transformers.sentence_transformer.training_args import SentenceTra
 
 from hf_xlsr.data import load_bible, resolve_reference
 from hf_xlsr.evaluation import RetrievalEvaluator
-from hf_xlsr.sentence_transformers import MomentumQueueLoss
+from hf_xlsr.losses import MomentumQueueLoss
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--max-steps", type=int, default=640)

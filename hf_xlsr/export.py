@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Trained encoder -> one sentence-transformers folder made of stock modules.
 
 A model whose languages share the encoder and every head exports to ``Transformer -> Pooling -> Normalize`` (plus

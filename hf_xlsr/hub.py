@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Model cards and publishing to the Hugging Face Hub.
 
 ``push_to_hub`` exports a trained model to one sentence-transformers folder (a model with one encoder per language

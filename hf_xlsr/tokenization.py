@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Saving and loading the tokenizers of a model, keyed by language code.
 
 A model whose languages share one tokenizer keeps it at the top of its folder (``AutoTokenizer.from_pretrained

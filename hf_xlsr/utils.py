@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Small helpers shared across hf_xlsr."""
 
 from __future__ import annotations

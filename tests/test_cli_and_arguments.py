@@ -34,29 +34,38 @@ def test_paper_defaults_fill_what_the_run_does_not_set(tmp_path):
     assert data_args.languages == ["en", "fr"] and model_args.model_type == "dual_momentum"
 
 
-def test_one_rule_for_training_values_explicit_then_run_config_then_paper(tmp_path):
-    """Command line > a training field in the file > the file's model_config > the paper's default, in
-    ``hf-xlsr train``; and in Python, ``XlsrTrainingArguments.for_model``: explicit arguments > the model's
-    configuration > the paper."""
+def test_one_rule_for_training_values_explicit_then_the_papers_recipe(tmp_path):
+    """Command line > a training field in the file > the paper's recipe, in ``hf-xlsr train``; in Python,
+    ``XlsrTrainingArguments.from_paper``: explicit arguments > the paper's recipe. A model configuration holds no
+    training value: one under ``model_config`` is refused, one in a saved 0.2.0 configuration is dropped."""
     from hf_xlsr import DualMomentumConfig
     from hf_xlsr.trainers import XlsrTrainingArguments
-    from hf_xlsr.trainers.trainer import paper_training_values
 
-    config = write_config(tmp_path / "run.yaml", output_dir=str(tmp_path), encoder_x=MINILM, weight_decay=0.3,
-                          model_config={"learning_rate": 1e-4, "weight_decay": 0.2, "warmup_steps": 9,
-                                        "train_batch_size": 64})  # fmt: skip
+    config = write_config(tmp_path / "run.yaml", output_dir=str(tmp_path), encoder_x=MINILM, weight_decay=0.3)
     _, _, args = parse_run_arguments(config, ["--warmup_steps", "7"])
     assert args.warmup_steps == 7  # command line
     assert args.weight_decay == 0.3  # a training field of the file
-    assert args.learning_rate == 1e-4  # model_config (Table 9 says 4e-5)
-    assert args.per_device_train_batch_size == 64  # model_config's total batch, one process
-    assert args.max_grad_norm == 10.0 and args.lr_scheduler_type == "cosine"  # Table 9
-    assert paper_training_values(DualMomentumConfig(), set(), world_size=2)["per_device_train_batch_size"] == 512
-    model_config = DualMomentumConfig(learning_rate=2e-4)
-    python = XlsrTrainingArguments.for_model(model_config, output_dir=str(tmp_path), weight_decay=0.5)
-    assert (python.learning_rate, python.weight_decay, python.max_grad_norm) == (2e-4, 0.5, 10.0)
+    assert (args.learning_rate, args.max_grad_norm, args.lr_scheduler_type) == (4e-5, 10.0, "cosine")  # Table 9
+    assert args.per_device_train_batch_size == 1024
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("WORLD_SIZE", "2")
+        shared = XlsrTrainingArguments.from_paper(DualMomentumConfig(), output_dir=str(tmp_path))
+    assert shared.per_device_train_batch_size == 512  # Table 9's 1,024 over two processes
+    python = XlsrTrainingArguments.from_paper(DualMomentumConfig(), output_dir=str(tmp_path), weight_decay=0.5)
+    assert (python.learning_rate, python.weight_decay, python.max_grad_norm) == (4e-5, 0.5, 10.0)
     assert python.per_device_train_batch_size == 1024 and python.warmup_steps == 400
+    assert python.paper_values >= {"learning_rate", "warmup_steps"} and "weight_decay" not in python.paper_values
+    assert XlsrTrainingArguments.from_paper("xlsr_cmlm", output_dir=str(tmp_path)).learning_rate == 1e-3
     assert XlsrTrainingArguments(output_dir=str(tmp_path)).learning_rate == 5e-5  # the plain class: no paper value
+    inside = write_config(tmp_path / "inside.yaml", output_dir=str(tmp_path), model_config={"learning_rate": 1e-4})
+    with pytest.raises(
+        ConfigFileError,
+        match=r"inside\.yaml: model_config: learning_rate is a training argument, "
+        r"not a field of DualMomentumConfig: set it beside model_config",
+    ):
+        parse_run_arguments(inside)
+    saved = DualMomentumConfig.from_dict({**DualMomentumConfig().to_dict(), "learning_rate": 4e-5, "max_length": 9})
+    assert "learning_rate" not in saved.to_dict() and "max_length" not in saved.to_dict()
 
 
 def test_model_config_values_are_checked_and_coerced(tmp_path):

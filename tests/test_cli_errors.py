@@ -85,7 +85,7 @@ def test_the_runs_default_values_are_logged_once_it_is_valid_never_before_an_err
     assert "values the run does not set" not in caplog.text
     with caplog.at_level("INFO", logger="hf_xlsr.trainers.arguments"):
         parse_run_arguments(run_config(tmp_path / "good.yaml"))
-    assert "values the run does not set, from the model configuration" in caplog.text
+    assert "values the run does not set, from the paper's recipe" in caplog.text
 
 
 @pytest.mark.parametrize("field", ["output_dir", "export_dir"])

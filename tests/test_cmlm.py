@@ -17,9 +17,10 @@ from hf_xlsr.data import load_bible, load_bible_adjacent
 from hf_xlsr.evaluation import as_encoder
 from hf_xlsr.evaluation.pcr import fit_language_components
 from hf_xlsr.export import export_sentence_transformers
-from hf_xlsr.modeling.losses import additive_margin_retrieval_loss
+from hf_xlsr.modeling.functional import additive_margin_retrieval_loss
 from hf_xlsr.modeling.modeling_cmlm import NEW_HEAD_WARMUP_STEPS
 from hf_xlsr.trainers import CmlmCollator, StageCallback, XlsrTrainer, XlsrTrainingArguments
+from hf_xlsr.trainers.recipes import paper_recipe
 
 
 def tiny_cmlm(**fields) -> CmlmModel:
@@ -39,7 +40,13 @@ def test_config_defaults_are_the_papers():
     assert config.schedule == "cmlm->cmlm+br" and config.head_warmup_steps == 0
     assert config.mlm_probability == pytest.approx(80 / 256) and config.swap_probability == 0.5
     assert (config.mask_replace_prob, config.random_replace_prob, config.projection_multiplier) == (0.8, 0.1, 2)
-    assert (config.train_batch_size, config.learning_rate, config.warmup_steps) == (2048, 1e-3, 10000)
+    recipe = paper_recipe(config.model_type)  # Section 3: batch 2048, 1e-3, 10k warm-up steps, then linear decay
+    assert (recipe["per_device_train_batch_size"], recipe["learning_rate"], recipe["warmup_steps"]) == (
+        2048,
+        1e-3,
+        10000,
+    )
+    assert "max_length" not in config.to_dict()  # the run's max_length truncates; the configuration holds none
 
 
 def test_adjacent_pairs_are_consecutive_verses(adjacent):
@@ -159,10 +166,24 @@ def test_schedules_switch_losses_at_the_second_stage(schedule, alias, first, sec
             assert out.loss.item() == pytest.approx(out.loss_br.item(), rel=1e-6)  # BR alone, weight 1
 
 
+def test_the_trainer_switches_stages_of_the_models_that_declare_them(tmp_path, tokenizer):
+    """``XlsrTrainer`` reads what a model declares (`TrainingDeclarations`): CMLM's schedule gets the StageCallback,
+    a model without stages (any ``transformers`` model) none."""
+    from transformers import BertConfig, BertForMaskedLM
+
+    args = XlsrTrainingArguments(output_dir=str(tmp_path), report_to="none")
+    staged = XlsrTrainer(model=tiny_cmlm(schedule="cmlm->br", second_stage_step=10), args=args, tokenizers=tokenizer)
+    assert any(isinstance(callback, StageCallback) for callback in staged.callback_handler.callbacks)
+    plain = BertForMaskedLM(BertConfig(vocab_size=99, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                                       intermediate_size=16))  # fmt: skip
+    trainer = XlsrTrainer(model=plain, args=args, tokenizers=tokenizer)
+    assert not any(isinstance(callback, StageCallback) for callback in trainer.callback_handler.callbacks)
+
+
 def test_masked_token_loss_scores_only_masked_positions_as_full_scoring_would():
     """The head on the masked positions only: the loss written out in float64 over every position's logits."""
     from hf_xlsr.modeling.common import masked_lm_head
-    from hf_xlsr.modeling.losses import masked_token_loss
+    from hf_xlsr.modeling.functional import masked_token_loss
 
     model = tiny_cmlm()
     torch.manual_seed(4)

@@ -15,7 +15,7 @@ import torch
 from conftest import batch_of, tiny_dual_momentum
 from test_trainer import StopAt, make_trainer
 
-from hf_xlsr.modeling.losses import info_nce, queue_logsumexp
+from hf_xlsr.modeling.functional import info_nce, queue_logsumexp
 
 pytestmark = pytest.mark.cuda
 

@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,17 @@ def test_the_site_builds_strictly(tmp_path):
     assert "threshold: float | None" in signatures  # signatures show their types
     roles = re.findall(r":(?:meth|class|func|mod|attr|data):", api)  # Sphinx roles render raw: docstrings are Markdown
     assert not roles, roles
+    # every Args: section parsed into a table of parameters, no reStructuredText left raw (grid tables, "::")
+    assert "Args:" not in signatures and "+----" not in api and not re.search(r"<p>\s*::\s*</p>", api)
+    for method in ("HictlForPreTraining.forward", "CmlmModel.forward", "LightweightDualTransformer.forward"):
+        section = api[api.index(f'id="hf_xlsr.{method}"') :]
+        assert re.search(r"<td>\s*<code>source_input_ids</code>", section[: section.index("</table>")]), method
+    # a table's code spans show their | (GitHub's tables need it escaped; the site's must not show the backslash)
+    pages = [path.read_text() for path in (tmp_path / "site").rglob("*.html")]
+    escaped = [code for page in pages for code in re.findall(r"<code>[^<]*</code>", page) if "\\|" in code]
+    assert not escaped, escaped[:3]
+    mining = (tmp_path / "site" / "benchmarks" / "mining" / "index.html").read_text()
+    assert "<code>IVF316,RaBitQ|nprobe=16</code>" in mining
 
 
 def pages_to_run() -> list[Path]:
@@ -111,3 +123,22 @@ def test_one_transformers_for_every_install():
     assert any(d.startswith("transformers") for d in project["dependencies"])
     for extra, requirements in project["optional-dependencies"].items():
         assert not any(r.startswith("transformers") for r in requirements), extra
+
+
+FORWARD_EXAMPLES = ["DualMomentumModel", "CmlmModel", "HictlForPreTraining", "LightweightDualTransformer"]
+
+
+@pytest.mark.parametrize("model", FORWARD_EXAMPLES)
+def test_each_models_forward_example_runs(model):
+    """The ``Example:`` of each model's ``forward`` docstring, run as written: a real batch from the model's
+    collator, a loss."""
+    import contextlib
+    import io
+
+    import hf_xlsr
+
+    code = re.search(r"```python\n(.*?)```", getattr(hf_xlsr, model).forward.__doc__, re.S).group(1)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(textwrap.dedent(code), {})  # noqa: S102
+    assert printed.getvalue().strip().splitlines()[-1] in ("torch.Size([])", "True True")

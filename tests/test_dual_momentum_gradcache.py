@@ -139,6 +139,21 @@ def test_the_cached_model_refuses_the_nli_head_and_a_mini_batch_below_one():
         tiny_dual_momentum(mini_batch_size=0)
 
 
+def test_the_trainer_runs_a_cached_model_under_ddp_without_the_search_for_unused_parameters(tmp_path, tokenizer):
+    """The cached model declares GradCache (``uses_gradcache``): every weight gets its gradient in the backward hook,
+    so ``XlsrTrainer`` turns DDP's search for unused parameters off, and refuses a run that turns it on."""
+    from hf_xlsr.trainers import XlsrTrainer, XlsrTrainingArguments
+
+    def arguments(**options):
+        return XlsrTrainingArguments(output_dir=str(tmp_path), report_to="none", use_cpu=True, **options)
+
+    cached = tiny_dual_momentum(shared_encoder=True, queue_size=24, mini_batch_size=4)
+    assert cached.uses_gradcache and not tiny_dual_momentum(shared_encoder=True, queue_size=24).uses_gradcache
+    assert XlsrTrainer(model=cached, args=arguments(), tokenizers=tokenizer).args.ddp_find_unused_parameters is False
+    with pytest.raises(ValueError, match="mini_batch_size trains under DDP with ddp_find_unused_parameters=False"):
+        XlsrTrainer(model=cached, args=arguments(ddp_find_unused_parameters=True), tokenizers=tokenizer)
+
+
 def test_xlsr_trainer_with_accumulation_trains_the_cached_model_as_the_uncached_one(tmp_path, tokenizer, bible_pairs):
     from hf_xlsr.trainers import BitextCollator, XlsrTrainer, XlsrTrainingArguments
 

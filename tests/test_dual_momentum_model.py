@@ -18,6 +18,7 @@ import hf_xlsr
 from hf_xlsr import DualMomentumConfig, DualMomentumModel
 from hf_xlsr.modeling.ema import momentum_pairs
 from hf_xlsr.modeling.pooling import pool
+from hf_xlsr.trainers.recipes import paper_recipe
 
 
 def test_auto_classes_resolve_the_model_type(tmp_path):
@@ -31,8 +32,14 @@ def test_auto_classes_resolve_the_model_type(tmp_path):
 def test_config_defaults_are_the_papers():
     config = DualMomentumConfig()
     assert (config.queue_size, config.temperature, config.momentum) == (409600, 0.04, 0.999)
-    assert (config.learning_rate, config.max_grad_norm, config.warmup_steps) == (4e-5, 10.0, 400)
-    assert (config.train_batch_size, config.weight_decay, config.num_train_epochs) == (1024, 1e-4, 15)
+    recipe = paper_recipe(config.model_type, world_size=4)  # Table 9, its batch of 1,024 shared by 4 processes
+    assert (recipe["learning_rate"], recipe["max_grad_norm"], recipe["warmup_steps"]) == (4e-5, 10.0, 400)
+    assert (recipe["per_device_train_batch_size"], recipe["weight_decay"], recipe["num_train_epochs"]) == (
+        256,
+        1e-4,
+        15,
+    )
+    assert recipe["lr_scheduler_type"] == "cosine" and "learning_rate" not in config.to_dict()
     assert config.pooling == "mean" and config.dropout == 0.1
     assert (config.nli_hidden_size, config.nli_num_labels, config.nli_weight) == (256, 3, 0.1)
 

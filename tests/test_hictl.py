@@ -16,7 +16,7 @@ from hf_xlsr.data import load_bible
 from hf_xlsr.evaluation import as_encoder
 from hf_xlsr.evaluation.translation import translate
 from hf_xlsr.export import export_sentence_transformers
-from hf_xlsr.modeling.losses import sample_word_negatives, sentence_contrastive_loss, word_contrastive_loss
+from hf_xlsr.modeling.functional import sample_word_negatives, sentence_contrastive_loss, word_contrastive_loss
 from hf_xlsr.trainers import HictlCollator, XlsrTrainer, XlsrTrainingArguments
 from hf_xlsr.trainers.collators import reorder
 

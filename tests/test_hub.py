@@ -87,7 +87,7 @@ def test_push_calls_huggingface_hub_once_per_repository(tmp_path, tokenizer, mon
     assert "README.md" in uploaded and "modules.json" in uploaded
     for name in ("checkpoint/config.json", "checkpoint/model.safetensors", "checkpoint/modeling_dual_momentum.py",
                  "checkpoint/configuration_dual_momentum.py", "checkpoint/queue.py", "checkpoint/momentum.py",
-                 "checkpoint/ema.py", "checkpoint/distributed.py", "checkpoint/losses.py",
+                 "checkpoint/ema.py", "checkpoint/distributed.py", "checkpoint/functional.py",
                  "checkpoint/pooling.py", "checkpoint/tokenizer.json"):  # fmt: skip
         assert name in uploaded, name
 

@@ -20,14 +20,6 @@ import yaml
 from conftest import MINILM, tiny_dual_momentum
 from transformers import Trainer, TrainingArguments
 
-import hf_xlsr
-import hf_xlsr.data
-import hf_xlsr.evaluation
-import hf_xlsr.export
-import hf_xlsr.hub
-import hf_xlsr.sentence_transformers
-import hf_xlsr.tokenization
-import hf_xlsr.trainers
 from hf_xlsr import DualMomentumModel
 from hf_xlsr.evaluation.loading import load_trained_model
 from hf_xlsr.export import base_model_reference, export_sentence_transformers
@@ -87,10 +79,10 @@ def test_docstrings_of_the_public_api_name_the_arguments_the_signatures_take():
 
 def public_callables():
     """Every class and function the package exports, with the public methods of its classes."""
-    import hf_xlsr.modeling.losses  # rendered in the API page
+    import hf_xlsr.modeling.functional  # rendered in the API page
 
     modules = [hf_xlsr, hf_xlsr.data, hf_xlsr.evaluation, hf_xlsr.trainers, hf_xlsr.tokenization, hf_xlsr.export,
-               hf_xlsr.hub, hf_xlsr.sentence_transformers, hf_xlsr.modeling.losses]  # fmt: skip
+               hf_xlsr.hub, hf_xlsr.losses, hf_xlsr.modeling.functional]  # fmt: skip
     seen = {}
     for module in modules:
         for name in getattr(module, "__all__", [n for n in vars(module) if not n.startswith("_")]):
@@ -150,9 +142,12 @@ def test_a_checkpoint_written_by_0_2_0_loads_with_one_warning_per_old_name(tmp_p
     with pytest.warns(FutureWarning) as caught:
         model, tokenizers = load_trained_model(folder)
     messages = [str(w.message) for w in caught if issubclass(w.category, FutureWarning)]
-    assert len(messages) == 2, messages
-    assert "nli_language: 'y'" in messages[0] and "write nli_language: fr" in messages[0]
-    assert "tokenizer_x/ and tokenizer_y/" in messages[1] and "tokenizer_en/ and tokenizer_fr/" in messages[1]
+    assert len(messages) == 3, messages
+    assert messages[0] == ("DualMomentumConfig: learning_rate, train_batch_size, warmup_steps, num_train_epochs, "
+                           "lr_scheduler_type, max_grad_norm, weight_decay ignored: training settings belong to the "
+                           "training arguments (XlsrTrainingArguments.from_paper gives the paper's)")  # fmt: skip
+    assert "nli_language: 'y'" in messages[1] and "write nli_language: fr" in messages[1]
+    assert "tokenizer_x/ and tokenizer_y/" in messages[2] and "tokenizer_en/ and tokenizer_fr/" in messages[2]
     assert model.config.nli_language == "fr" and list(tokenizers) == ["en", "fr"]
     # tokenizer_x/ was the first language's: its vocabulary is English, tokenizer_y/'s French
     assert tokenizers["en"].convert_tokens_to_ids(["cat", "chat"]) == [5, 1]
@@ -168,6 +163,7 @@ def test_a_checkpoint_written_by_0_2_0_loads_with_one_warning_per_old_name(tmp_p
     # saved again, it is written the new way and loads without a warning
     model.save_pretrained(tmp_path / "new")
     save_tokenizers(tokenizers, tmp_path / "new")
+    assert "learning_rate" not in json.loads((tmp_path / "new" / "config.json").read_text())
     assert sorted(p.name for p in (tmp_path / "new").glob("tokenizer_*")) == ["tokenizer_en", "tokenizer_fr"]
     with warnings.catch_warnings():
         warnings.simplefilter("error", FutureWarning)
@@ -296,14 +292,19 @@ def test_an_encoders_value_that_is_not_a_mapping_is_one_line(tmp_path):
         parse_run_arguments(None, ["--encoders", MINILM, "--output_dir", str(tmp_path)])
 
 
-def test_the_loss_imports_from_its_0_2_0_module_with_a_warning():
-    import importlib
+def test_the_losses_import_from_0_2_0s_module_one_loss_per_file():
+    """``from hf_xlsr.losses import MomentumQueueLoss`` (0.2.0's import) is the package of the losses again, with no
+    warning; each loss lives in a module of its own name, as in ``sentence_transformers.losses``."""
+    import subprocess
     import sys
 
-    sys.modules.pop("hf_xlsr.losses", None)
-    with pytest.warns(FutureWarning, match="import MomentumQueueLoss from hf_xlsr.sentence_transformers"):
-        old = importlib.import_module("hf_xlsr.losses")
-    assert old.MomentumQueueLoss is hf_xlsr.sentence_transformers.MomentumQueueLoss
+    code = ("import warnings; warnings.simplefilter('error')\n"
+            "from hf_xlsr.losses import CachedMomentumQueueLoss, MomentumQueueCallback, MomentumQueueLoss\n"
+            "print(MomentumQueueLoss.__module__, CachedMomentumQueueLoss.__module__,"
+            " MomentumQueueCallback.__module__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["hf_xlsr.losses.MomentumQueueLoss", "hf_xlsr.losses.CachedMomentumQueueLoss",
+                   "hf_xlsr.losses.MomentumQueueCallback"]  # fmt: skip
 
 
 def test_adapters_saved_by_0_2_0_load_with_a_warning(tmp_path):

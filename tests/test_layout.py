@@ -97,3 +97,9 @@ def test_every_configuration_field_is_documented_where_help_and_the_api_page_sho
         documented = re.findall(r"^        (\w+) \(`", configuration.__doc__, re.MULTILINE)
         assert own and documented == own, (configuration.__name__, set(own) ^ set(documented))
         assert "defaults to `" in configuration.__doc__
+
+
+def test_every_source_file_opens_with_its_licence():
+    header = "# Copyright 2026 The hf_xlsr Authors.\n# SPDX-License-Identifier: Apache-2.0\n"
+    files = [*PACKAGE.rglob("*.py"), PACKAGE.parent / "hf_xlsr_cli.py"]
+    assert [str(path) for path in files if not path.read_text().startswith(header)] == []

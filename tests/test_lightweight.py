@@ -14,13 +14,14 @@ from hf_xlsr.data import load_bible, resolve_reference
 from hf_xlsr.data.tokenizer_training import tokenizer_from_sentencepiece
 from hf_xlsr.evaluation import as_encoder
 from hf_xlsr.export import export_sentence_transformers
-from hf_xlsr.modeling.losses import (
+from hf_xlsr.modeling.functional import (
     bag_of_words,
     in_batch_alignment_loss,
     in_batch_similarity_loss,
     unified_generative_target,
 )
 from hf_xlsr.trainers import PairMaskingCollator
+from hf_xlsr.trainers.recipes import paper_recipe
 
 
 def test_ugt_target_with_repeated_and_coinciding_tokens():
@@ -137,7 +138,13 @@ def test_config_defaults_are_the_papers():
     )
     assert (config.hidden_dropout_prob, config.vocab_size, config.generative_task) == (0.1, 50000, "ugt")
     assert (config.generative_weight, config.align_weight, config.sim_weight) == (1.0, 2.0, 2.0)
-    assert (config.learning_rate, config.train_batch_size, config.num_train_epochs) == (1e-3, 128, 12)
+    recipe = paper_recipe(config.model_type)  # Section 4.1: Adam 1e-3, batch 128, 12 epochs of which 3 warm up
+    assert (recipe["learning_rate"], recipe["per_device_train_batch_size"], recipe["num_train_epochs"]) == (
+        1e-3,
+        128,
+        12,
+    )
+    assert recipe["warmup_steps"] == pytest.approx(3 / 12)
 
 
 @pytest.mark.parametrize("task", ["ugt", "smlm", "xtr", "mlm", "mlm_xtr"])

@@ -28,7 +28,7 @@ from hf_xlsr.data.multilingual import (
     sampling_weights,
     stack_pairs,
 )
-from hf_xlsr.modeling.losses import in_batch_alignment_loss
+from hf_xlsr.modeling.functional import in_batch_alignment_loss
 from hf_xlsr_cli import main
 
 

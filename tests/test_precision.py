@@ -9,7 +9,7 @@ from conftest import batch_of, tiny_dual_momentum
 from test_queue_extension import build
 from test_trainer import make_trainer
 
-from hf_xlsr.modeling.losses import (
+from hf_xlsr.modeling.functional import (
     additive_margin_retrieval_loss,
     in_batch_alignment_loss,
     in_batch_similarity_loss,

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from conftest import batch_of, tiny_dual_momentum
 
-from hf_xlsr.modeling.losses import info_nce, queue_logsumexp
+from hf_xlsr.modeling.functional import info_nce, queue_logsumexp
 from hf_xlsr.modeling.queue import MemoryQueue
 
 

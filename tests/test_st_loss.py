@@ -16,7 +16,7 @@ from test_trainer import StopAt
 from transformers import BertConfig, BertModel
 
 from hf_xlsr.data import load_bible
-from hf_xlsr.sentence_transformers import MomentumQueueLoss
+from hf_xlsr.losses import MomentumQueueLoss
 
 
 @pytest.fixture(scope="module")

@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Data: parallel corpora from files, datasets and the Hub; the offline corpora; the MLDoc-like Bible task."""
 
 from ..references import package_file, resolve_reference

@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Parallel corpora into ``datasets.Dataset``: TSV and JSONL files, ``Dataset`` objects, Hub dataset ids.
 
 Files are validated line by line; a bad line raises `BitextFormatError` naming the file and the line.

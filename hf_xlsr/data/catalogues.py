@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Software localisation catalogues as parallel text: the same message in many languages, aligned by its key.
 
 A catalogue folder is one of
@@ -159,6 +161,11 @@ def catalogue_files(folder: Path) -> dict[str, list[Path]]:
         raise BitextFormatError(f"{folder}: no catalogue here (<language>.json, <language>.po or "
                                 "<locale>/LC_MESSAGES/*.mo files)")  # fmt: skip
     return found
+
+
+def catalogue_languages(folder: str | os.PathLike) -> list[str]:
+    """The language codes a catalogue folder has, English included (its ``en.json``, or the msgids)."""
+    return sorted({*catalogue_files(Path(folder)), PIVOT})
 
 
 def read_messages(paths: Iterable[Path]) -> dict[str, str]:

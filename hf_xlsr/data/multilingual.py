@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Many languages, one space: language pairs, their data with one id per meaning, and the sampler that mixes them.
 
 A run names its ``languages`` (the first is the pivot) and, optionally, its ``language_pairs``; by default the pairs
@@ -24,7 +26,7 @@ import torch
 from torch.utils.data import Sampler
 
 from .bitext import JSONL_SUFFIXES, TSV_SUFFIXES, BitextFormatError, load_bitext, read_jsonl, read_tsv
-from .catalogues import read_catalogues
+from .catalogues import catalogue_languages, read_catalogues
 
 logger = logging.getLogger(__name__)
 
@@ -118,7 +120,7 @@ def describe_sources(
 ) -> dict[str, str]:
     """Where each language's sentences come from, with their licence, for a model card: ``{"fr": "Bible: Louis
     Segond 1910 (public domain)", ...}``."""
-    from .corpora import BIBLE_TRANSLATIONS, DEFAULT_BIBLE_TRANSLATIONS
+    from .corpora import BIBLE_TRANSLATIONS, DEFAULT_BIBLE_TRANSLATIONS, corpus_languages
 
     def bible(language: str) -> str:
         codes = (translations or {}).get(language) or DEFAULT_BIBLE_TRANSLATIONS[language]
@@ -128,16 +130,21 @@ def describe_sources(
             for t in names
         )
 
+    def one(entry, language: str) -> str:
+        if entry == "bible":
+            return bible(language)
+        return "HSK sentences (hsk-sentences-audio, CC-BY-SA-4.0)" if entry == "hsk" else str(entry)
+
     described = {}
     for pair in pairs:
         entry = source.get(pair_name(pair)) if isinstance(source, Mapping) else source
         for language in pair:
-            if entry == "bible":
-                described.setdefault(language, bible(language))
-            elif entry == "hsk":
-                described.setdefault(language, "HSK sentences (hsk-sentences-audio, CC-BY-SA-4.0)")
+            if isinstance(entry, (list, tuple)):  # the sources that have the language, joined
+                have = [item for item in entry if corpus_languages(item) is None or language in corpus_languages(item)
+                        or (item == "bible" and language in (translations or {}))]  # fmt: skip
+                described.setdefault(language, "; ".join(one(item, language) for item in have))
             else:
-                described.setdefault(language, str(entry))
+                described.setdefault(language, one(entry, language))
     return described
 
 
@@ -181,7 +188,7 @@ def shared_meanings(
 
     first_nodes: dict[str, list] = {}
     for name, part in parts.items():
-        languages = name.split("-")
+        languages = name.partition("#")[0].split("-")  # "en-fr", or "en-fr#1": the pair's part from a second source
         texts = [part[language][:] for language in languages]  # lists: a row read from the table costs far more
         namespace = namespaces.get(name)
         ids = part["example_id"][:] if namespace is not None else [None] * len(part)
@@ -224,6 +231,8 @@ def load_pair_datasets(
     training starts.
     """
     names = [pair_name(pair) for pair in pairs]
+    if isinstance(source, (list, tuple)):
+        return _joined_sources(source, pairs, split, translations)
     if isinstance(source, Mapping):
         unknown = [key for key in source if key not in names]
         if unknown:
@@ -264,6 +273,55 @@ def load_pair_datasets(
                 raise BitextFormatError(f"{source}: no line has both {pair[0]} and {pair[1]} (language pair {name})")
     namespace = source if source in ("bible", "hsk") else str(source)
     return _checked(shared_meanings(parts, dict.fromkeys(names, namespace)), pairs)
+
+
+def _joined_sources(
+    sources: Sequence[str | os.PathLike],
+    pairs: Sequence[tuple[str, str]],
+    split: str,
+    translations: Mapping[str, str | list[str]] | None,
+) -> datasets.DatasetDict:
+    """Each pair's rows from every one of ``sources`` that has the pair (an offline corpus with both languages, a
+    multi-way file or catalogue folder with lines in both), one source after the other: two kinds of text for one
+    pair, the Bible's verses and a catalogue's interface strings. Meanings are shared across the sources
+    (`shared_meanings`). A pair that no source has fails here, naming it and the sources."""
+    from .corpora import corpus_languages
+
+    if not sources:
+        raise BitextFormatError("train data is an empty list of sources")
+    languages = list(dict.fromkeys(code for pair in pairs for code in pair))
+    parts, namespaces = {}, {}
+    for index, source in enumerate(sources):
+        if not isinstance(source, (str, os.PathLike)):
+            raise BitextFormatError(f"train data: source {index + 1} of the list is a {type(source).__name__}; "
+                                    "a list holds corpus names (bible, hsk), multi-way files and catalogue "
+                                    "folders")  # fmt: skip
+        have = corpus_languages(source)
+        if have is not None:
+            have = [*have, *(translations or {})] if source == "bible" else have
+            held = [pair for pair in pairs if all(code in have for code in pair)]
+            loaded = load_pair_datasets(source, held, split, translations) if held else {}
+        else:  # a catalogue folder is read for the languages it has; a file has an empty cell where it has none
+            codes = [code for code in languages if code in catalogue_languages(source)] if Path(source).is_dir() \
+                else languages  # fmt: skip
+            table = read_multiway(source, codes)
+            loaded = {pair_name(pair): table.filter(lambda row, pair=pair: all(row[code] for code in pair))
+                      .select_columns([*pair, "example_id"]) for pair in pairs if set(pair) <= set(codes)}  # fmt: skip
+        for name, part in loaded.items():
+            if len(part):
+                parts[f"{name}#{index}"] = part
+                namespaces[f"{name}#{index}"] = str(source)
+    found = {key.partition("#")[0] for key in parts}
+    missing = [pair_name(pair) for pair in pairs if pair_name(pair) not in found]
+    if missing:
+        raise BitextFormatError(f"no source of {[str(source) for source in sources]} has the language pair "
+                                f"{missing[0]}")  # fmt: skip
+    shared = shared_meanings(parts, namespaces)
+    joined = {}
+    for key, part in shared.items():
+        name = key.partition("#")[0]
+        joined[name] = datasets.concatenate_datasets([joined[name], part]) if name in joined else part
+    return _checked(datasets.DatasetDict({pair_name(pair): joined[pair_name(pair)] for pair in pairs}), pairs)
 
 
 def _checked(parts: datasets.DatasetDict, pairs: Sequence[tuple[str, str]]) -> datasets.DatasetDict:

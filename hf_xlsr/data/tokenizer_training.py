@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Shared subword vocabularies: train a SentencePiece-style Unigram tokenizer on a corpus, or load a SentencePiece
 model, as a ``transformers`` fast tokenizer with BERT-style special tokens ([CLS] sentence [SEP])."""
 

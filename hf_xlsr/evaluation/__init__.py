@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Evaluation: retrieval (Tatoeba-style), margin-based mining (BUCC-style), STS, linear probe, language-bias
 analysis, MTEB tasks, and the encoder interface every evaluator shares.
 

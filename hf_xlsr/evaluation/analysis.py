@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """How language-agnostic is the space? Language bias of retrieval, and a 2-D picture of parallel sentences.
 
 ``language_bias`` is the CMLM paper's Figure 2: pool the same sentences in several languages, retrieve each

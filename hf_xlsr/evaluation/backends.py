@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Where encoding runs: the ``backend`` of `as_encoder` and of ``hf-xlsr encode``,
 ``mine`` and ``evaluate``.
 

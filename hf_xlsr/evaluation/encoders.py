@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """One interface for every model an evaluator can score: ``encoder(sentences, language) -> float32 array``.
 
 `as_encoder` turns an hf_xlsr model (with its tokenizers), a ``SentenceTransformer`` (an hf_xlsr export of a

@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Language codes: the ISO 639-1 codes hf_xlsr uses, and MTEB's ISO 639-3 + script codes."""
 
 # ISO 639-1 -> MTEB's ISO 639-3 + script, for the languages of the offline corpora; other languages can be given

@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Load whatever a user points an evaluation at: an hf_xlsr model folder or a sentence-transformers folder (an
 hf_xlsr export among them)."""
 

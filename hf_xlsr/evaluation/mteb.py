@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """MTEB for hf_xlsr models: local tasks built from files or ``datasets`` objects, and a model adapter.
 
 ``mteb`` ships no task data, and standard tasks load theirs from the Hub, so offline evaluation needs tasks

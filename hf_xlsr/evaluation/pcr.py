@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Principal-component removal (PCR), Yang et al. (EMNLP 2021), Section 5.2.
 
 For a language l, ``c_l`` is the first right singular vector of the matrix ``M_l`` whose rows are embeddings of

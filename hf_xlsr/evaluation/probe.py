@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Linear probe on frozen sentence embeddings (SentEval / MLDoc style), with zero-shot cross-lingual transfer.
 
 A logistic-regression classifier is trained on the embeddings of one language and tested on the embeddings of

@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Tatoeba-style parallel-sentence retrieval: for each sentence, is its translation the nearest neighbour?
 
 Nearest neighbours are found with faiss by inner product of L2-normalised vectors (cosine similarity), in both

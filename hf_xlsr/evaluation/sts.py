@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Semantic textual similarity: Spearman correlation between cosine similarity and gold scores.
 
 A dataset may hold several subsets (STS12 has five, for instance). Following Gao et al. (2021), as the MoCo-BERT

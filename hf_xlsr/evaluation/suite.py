@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """The evaluation suite behind ``hf-xlsr evaluate``: named tasks with offline defaults, one JSON of results.
 
 Tasks (``--tasks``, comma-separated):

@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Tatoeba (Artetxe and Schwenk, 2019): up to 1,000 sentences of each of 112 languages with their English
 translations, scored as MTEB's ``Tatoeba`` task scores them: each sentence of a language is a query, its nearest
 English sentence by cosine (top 1) its prediction, and the score the F1 of those predictions weighted by support

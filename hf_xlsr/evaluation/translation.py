@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Translation quality of a sequence-to-sequence model (HICTL's fine-tuning path): BLEU and chrF by sacreBLEU
 (``pip install 'hf_xlsr[eval]'``)."""
 

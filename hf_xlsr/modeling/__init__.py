@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Models of hf_xlsr, one configuration_*.py + modeling_*.py pair per paper (transformers style).
 
 Files here import only torch, transformers and each other (relative imports), so a checkpoint pushed with its

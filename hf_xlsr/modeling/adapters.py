@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """LoRA (Hu et al., 2022) on the encoders of every hf_xlsr model, and the frozen parameters that go with it.
 
 ``config.lora`` holds the fields of a ``peft.LoraConfig`` (``r``, ``lora_alpha``, ``target_modules``, ...). The

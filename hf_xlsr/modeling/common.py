@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """What every hf_xlsr model shares, whatever its paper: the `PreTrainedModel` base (attention backends, gradient
 checkpointing, weight initialisation), what the evaluators and the export need, and the prediction head of a masked
 LM, which CMLM and HICTL apply to the masked positions only."""
@@ -12,7 +14,16 @@ from transformers import initialization as init
 from .momentum import init_momentum_state
 
 
-class XlsrPreTrainedModel(PreTrainedModel):
+class TrainingDeclarations:
+    """What `XlsrTrainer` needs to know of a model beyond its momentum encoder (`MomentumMixin`), declared by the
+    model, never probed: a model that declares nothing (any ``transformers`` model) trains as declared here."""
+
+    has_stages = False  # a schedule switched at an optimizer step: StageCallback sets the model's ``stage``
+    uses_gradcache = False  # GradCache's backward hook gives the gradients: DDP without its search for unused ones
+    encoder_frozen_steps = 0  # optimizer steps trained with the encoder frozen (EncoderFreezeCallback)
+
+
+class XlsrPreTrainedModel(TrainingDeclarations, PreTrainedModel):
     """The base of the four models' ``PreTrainedModel`` classes: SDPA attention and gradient checkpointing where the
     encoders support them, and ``_init_weights`` for what a model adds to its encoders (new linear layers from a
     normal of ``initializer_range``, empty queues, zero counters); a model's class adds its own buffers."""

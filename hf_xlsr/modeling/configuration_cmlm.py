@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Configuration of `CmlmModel` (Yang et al., EMNLP 2021, "Universal Sentence Representation Learning with
 Conditional Masked Language Model")."""
 
@@ -8,7 +10,7 @@ from transformers import AutoConfig, PreTrainedConfig
 from transformers.configuration_utils import SubConfigSpec
 
 from .adapters import lora_config
-from .configuration_dual_momentum import take_languages, validate_languages, validate_queue
+from .configuration_dual_momentum import take_saved_fields, validate_languages, validate_queue
 
 # Schedules by what they do: "a->b" trains a for second_stage_step optimizer steps, then b; "+" trains both.
 SCHEDULES = ("cmlm", "br", "cmlm+br", "cmlm->br", "cmlm->cmlm+br")
@@ -48,8 +50,6 @@ class CmlmConfig(PreTrainedConfig):
             ... 10% a random token, 10% unchanged.
         swap_probability (`float`, *optional*, defaults to `0.5`):
             the order of s1 and s2 is swapped half of the time.
-        max_length (`int`, *optional*, defaults to `256`):
-            length of s1 and s2, in tokens.
         br_margin (`float`, *optional*, defaults to `0.3`):
             additive margin m.
         br_weight (`float`, *optional*, defaults to `0.2`):
@@ -75,14 +75,6 @@ class CmlmConfig(PreTrainedConfig):
             Classes of the NLI head (entailment, neutral, contradiction).
         pcr_components (`int`, *optional*, defaults to `0`):
             components removed per language at inference (the paper removes 1); 0: off.
-        learning_rate (`float`, *optional*, defaults to `1e-3`):
-            LAMB in the paper; AdamW here (transformers has no LAMB).
-        train_batch_size (`int`, *optional*, defaults to `2048`):
-            Batch size over all devices (Section 4.1).
-        warmup_steps (`int`, *optional*, defaults to `10_000`):
-            then linear decay.
-        max_steps (`int`, *optional*, defaults to `2_500_000`):
-            S3: 1.5M + 1M steps (not a trainer default: it would override a run's epochs).
     """
 
     model_type = "xlsr_cmlm"
@@ -101,7 +93,6 @@ class CmlmConfig(PreTrainedConfig):
     mask_replace_prob: float = 0.8
     random_replace_prob: float = 0.1
     swap_probability: float = 0.5
-    max_length: int = 256
 
     # Bitext retrieval and schedules (Section 4.2)
     br_margin: float = 0.3
@@ -129,12 +120,6 @@ class CmlmConfig(PreTrainedConfig):
     # Principal-component removal (Section 5.2)
     pcr_components: int = 0
 
-    # Training hyperparameters (Section 3): the trainer takes them where a run does not set its own
-    learning_rate: float = 1e-3
-    train_batch_size: int = 2048
-    warmup_steps: int = 10_000
-    max_steps: int = 2_500_000
-
     @property
     def shared_encoder(self) -> bool:
         return True  # one encoder embeds both sentences and both languages
@@ -143,16 +128,8 @@ class CmlmConfig(PreTrainedConfig):
     def hidden_size(self) -> int:
         return self.encoder.hidden_size
 
-    @property
-    def training_defaults(self) -> dict[str, float | int | str]:
-        return {
-            "learning_rate": self.learning_rate,
-            "warmup_steps": self.warmup_steps,
-            "lr_scheduler_type": "linear",
-        }
-
     def __post_init__(self, **kwargs):
-        take_languages(self, kwargs)
+        take_saved_fields(self, kwargs)
         super().__post_init__(**kwargs)
         self.schedule = SCHEDULE_ALIASES.get(self.schedule, self.schedule)
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Configuration of `DualMomentumModel` (Wang, Zhao and Liu, EMNLP 2021, "MoCo-BERT")."""
 
 import copy
@@ -14,10 +16,23 @@ from .adapters import lora_config
 DROPOUT_FIELDS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "dropout", "attention_dropout")
 
 
-def take_languages(config: PreTrainedConfig, kwargs: dict) -> None:
-    """Set ``config.languages``, the language codes of a model (the first is the pivot of English-centric pairs):
-    from the field, else from the ``language_x`` / ``language_y`` fields of configurations saved before it
-    (popped from ``kwargs``), else the placeholders ``["x", "y"]``."""
+# Training settings a configuration saved by hf_xlsr 0.2.0 holds: they belong to the training arguments now
+# (``hf_xlsr.trainers.recipes``); such a configuration loads without them, with a warning that names them.
+FORMER_TRAINING_FIELDS = ("learning_rate", "train_batch_size", "warmup_steps", "warmup_epochs", "max_steps",
+                          "num_train_epochs", "lr_scheduler_type", "max_grad_norm", "weight_decay",
+                          "max_length")  # fmt: skip
+
+
+def take_saved_fields(config: PreTrainedConfig, kwargs: dict) -> None:
+    """Read what older saved configurations name otherwise: set ``config.languages``, the language codes of a
+    model (the first is the pivot of English-centric pairs), from the field, else from the ``language_x`` /
+    ``language_y`` fields of configurations saved before it (popped from ``kwargs``), else the placeholders
+    ``["x", "y"]``; and drop `FORMER_TRAINING_FIELDS` from ``kwargs``."""
+    dropped = [name for name in FORMER_TRAINING_FIELDS if kwargs.pop(name, None) is not None]
+    if dropped:
+        warnings.warn(f"{type(config).__name__}: {', '.join(dropped)} ignored: training settings belong to the "
+                      "training arguments (XlsrTrainingArguments.from_paper gives the paper's)", FutureWarning,
+                      stacklevel=3)  # fmt: skip
     legacy = [kwargs.pop("language_x", None), kwargs.pop("language_y", None)]
     if config.languages is None:
         config.languages = [legacy[0] or "x", legacy[1] or "y"]
@@ -97,20 +112,6 @@ class DualMomentumConfig(PreTrainedConfig):
             alpha in Eq. 5.
         nli_language (`str`, *optional*, defaults to `None`):
             the language whose encoder embeds premise and hypothesis (default: the first).
-        num_train_epochs (`int`, *optional*, defaults to `15`):
-            epochs.
-        learning_rate (`float`, *optional*, defaults to `4e-5`):
-            peak learning rate of AdamW.
-        lr_scheduler_type (`str`, *optional*, defaults to `"cosine"`):
-            "cosine decay".
-        warmup_steps (`int`, *optional*, defaults to `400`):
-            warmup steps.
-        max_grad_norm (`float`, *optional*, defaults to `10.0`):
-            gradient clip.
-        train_batch_size (`int`, *optional*, defaults to `1024`):
-            batch size, over all devices.
-        weight_decay (`float`, *optional*, defaults to `1e-4`):
-            weight decay.
         dropout (`float`, *optional*, defaults to `0.1`):
             written into the encoders' dropout fields; None keeps the encoders' own.
     """
@@ -146,18 +147,11 @@ class DualMomentumConfig(PreTrainedConfig):
     nli_weight: float = 0.1
     nli_language: str | None = None
 
-    # Training hyperparameters (Table 9): the trainer takes them where a run does not set its own
-    num_train_epochs: int = 15
-    learning_rate: float = 4e-5
-    lr_scheduler_type: str = "cosine"
-    warmup_steps: int = 400
-    max_grad_norm: float = 10.0
-    train_batch_size: int = 1024
-    weight_decay: float = 1e-4
+    # Encoders' dropout (Table 9)
     dropout: float | None = 0.1
 
     def __post_init__(self, **kwargs):
-        take_languages(self, kwargs)
+        take_saved_fields(self, kwargs)
         if self.nli_language in ("x", "y") and self.nli_language not in self.languages:  # hf_xlsr 0.2.0's sides
             code = self.languages["xy".index(self.nli_language) % len(self.languages)]
             warnings.warn(f"nli_language: {self.nli_language!r} names a side of hf_xlsr 0.2.0; it is the language "
@@ -177,18 +171,6 @@ class DualMomentumConfig(PreTrainedConfig):
     def encoders(self) -> list[PreTrainedConfig]:
         """The query encoders' configurations: ``[encoder_x]`` when shared, else ``[encoder_x, encoder_y]``."""
         return [self.encoder_x] if self.shared_encoder else [self.encoder_x, self.encoder_y]
-
-    @property
-    def training_defaults(self) -> dict[str, float | int | str]:
-        """Table 9 as ``TrainingArguments`` fields (batch size per device is derived by the trainer)."""
-        return {
-            "num_train_epochs": self.num_train_epochs,
-            "learning_rate": self.learning_rate,
-            "lr_scheduler_type": self.lr_scheduler_type,
-            "warmup_steps": self.warmup_steps,
-            "max_grad_norm": self.max_grad_norm,
-            "weight_decay": self.weight_decay,
-        }
 
     def validate_dual_momentum(self):
         validate_languages(self)
@@ -218,4 +200,4 @@ class DualMomentumConfig(PreTrainedConfig):
             raise ValueError(f"encoder_x and encoder_y must have the same hidden_size to share queues, got {hidden}")
 
 
-__all__ = ["DualMomentumConfig", "take_languages", "validate_languages", "validate_queue"]
+__all__ = ["DualMomentumConfig", "take_saved_fields", "validate_languages", "validate_queue"]

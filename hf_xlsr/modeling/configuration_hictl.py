@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Configurations of `HictlForPreTraining` and `HictlForTranslation` (Wei et al., ICLR 2021, "On
 Learning Universal Representations Across Languages")."""
 
@@ -8,7 +10,7 @@ from transformers import AutoConfig, EncoderDecoderConfig, PreTrainedConfig
 from transformers.configuration_utils import SubConfigSpec
 
 from .adapters import lora_config
-from .configuration_dual_momentum import take_languages, validate_languages, validate_queue
+from .configuration_dual_momentum import take_saved_fields, validate_languages, validate_queue
 
 
 @strict
@@ -60,12 +62,6 @@ class HictlConfig(PreTrainedConfig):
             tau of the queued loss (MoCo-BERT's best, its Table 4).
         lora (`dict`, *optional*, defaults to `None`):
             peft.LoraConfig fields (r, lora_alpha, target_modules, ...); None: full fine-tuning.
-        learning_rate (`float`, *optional*, defaults to `2.5e-5`):
-            Adam, "invert linear decay".
-        train_batch_size (`int`, *optional*, defaults to `1024`):
-            Batch size over all devices (Section 4.1).
-        max_length (`int`, *optional*, defaults to `128`):
-            Longest input in tokens (Section 4.1).
     """
 
     model_type = "xlsr_hictl"
@@ -96,11 +92,6 @@ class HictlConfig(PreTrainedConfig):
     # LoRA (hf_xlsr's extension): adapters on the encoder, the only encoder weights that train
     lora: dict | None = None
 
-    # Pre-training hyperparameters (Section 4.1): the trainer takes them where a run does not set its own
-    learning_rate: float = 2.5e-5
-    train_batch_size: int = 1024
-    max_length: int = 128
-
     @property
     def shared_encoder(self) -> bool:
         return True
@@ -113,12 +104,8 @@ class HictlConfig(PreTrainedConfig):
     def embedding_size(self) -> int:
         return self.projection_size or self.encoder.hidden_size
 
-    @property
-    def training_defaults(self) -> dict[str, float | int | str]:
-        return {"learning_rate": self.learning_rate, "lr_scheduler_type": "linear"}
-
     def __post_init__(self, **kwargs):
-        take_languages(self, kwargs)
+        take_saved_fields(self, kwargs)
         super().__post_init__(**kwargs)
 
     def validate_hictl(self):

@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Configuration of `LightweightDualTransformer` (Mao et al., 2021, "Lightweight Cross-Lingual Sentence
 Representation Learning")."""
 
@@ -7,7 +9,7 @@ from huggingface_hub.dataclasses import strict
 from transformers import BertConfig, PreTrainedConfig
 
 from .adapters import lora_config
-from .configuration_dual_momentum import take_languages, validate_languages, validate_queue
+from .configuration_dual_momentum import take_saved_fields, validate_languages, validate_queue
 
 GENERATIVE_TASKS = ("ugt", "smlm", "xtr", "mlm", "mlm_xtr", "none")
 
@@ -76,14 +78,6 @@ class LightweightDualTransformerConfig(PreTrainedConfig):
             tau of the queued loss (MoCo-BERT's best, its Table 4).
         lora (`dict`, *optional*, defaults to `None`):
             peft.LoraConfig fields (r, lora_alpha, target_modules, ...); None: full fine-tuning.
-        learning_rate (`float`, *optional*, defaults to `1e-3`):
-            Adam.
-        train_batch_size (`int`, *optional*, defaults to `128`):
-            paired sentences per batch.
-        num_train_epochs (`int`, *optional*, defaults to `12`):
-            12 epochs (30 for en-it).
-        warmup_epochs (`int`, *optional*, defaults to `3`):
-            warm-up for 3 epochs (6 for en-it).
     """
 
     model_type = "xlsr_lightweight"
@@ -124,28 +118,9 @@ class LightweightDualTransformerConfig(PreTrainedConfig):
     # LoRA (hf_xlsr's extension): adapters on the encoder, the only encoder weights that train
     lora: dict | None = None
 
-    # Training hyperparameters (Section 4.1): the trainer takes them where a run does not set its own
-    learning_rate: float = 1e-3
-    train_batch_size: int = 128
-    num_train_epochs: int = 12
-    warmup_epochs: int = 3
-
     @property
     def shared_encoder(self) -> bool:
         return True  # Section 3.1: the two encoders share every parameter
-
-    @property
-    def training_defaults(self) -> dict[str, float | int | str]:
-        """Section 4.1 as ``TrainingArguments`` fields. The paper names a warm-up but not the decay after it;
-        inverse square root, the usual companion of transformer warm-up, is assumed."""
-        return {
-            "learning_rate": self.learning_rate,
-            "num_train_epochs": self.num_train_epochs,
-            "warmup_steps": self.warmup_epochs / self.num_train_epochs,  # a float below 1 is a ratio of training
-            "lr_scheduler_type": "inverse_sqrt",
-            "weight_decay": 0.0,
-            "max_grad_norm": 1.0,
-        }
 
     def encoder_config(self) -> BertConfig:
         """The transformer encoder as a BERT configuration (no pooler, one token type)."""
@@ -165,7 +140,7 @@ class LightweightDualTransformerConfig(PreTrainedConfig):
         )
 
     def __post_init__(self, **kwargs):
-        take_languages(self, kwargs)
+        take_saved_fields(self, kwargs)
         super().__post_init__(**kwargs)
 
     def validate_lightweight(self):

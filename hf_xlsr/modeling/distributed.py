@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Keys from every process: the one gather a queue makes per micro-batch, and keeping the momentum state out of
 ``DistributedDataParallel``'s buffer broadcast. Only torch is imported (``trust_remote_code``)."""
 

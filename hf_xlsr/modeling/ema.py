@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """The momentum (EMA) copy of a module and its update (MoCo-BERT, Eq. 1), in float32 whatever the precision the live
 module trains in. Only torch is imported (``trust_remote_code``)."""
 

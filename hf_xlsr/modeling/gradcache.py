@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """GradCache (Gao, Zhang, Han and Callan, 2021) inside a model's forward: a loss over a large batch at the activation
 memory of one mini-batch, with the same loss and gradients as the whole batch at once.
 

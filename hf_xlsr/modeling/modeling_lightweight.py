@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Lightweight dual transformer: Mao, Gupta, Wang, Chu, Jaggi and Kurohashi, "Lightweight Cross-Lingual Sentence
 Representation Learning", ACL 2021.
 
@@ -48,7 +50,7 @@ from .adapters import FrozenParametersMixin
 from .common import SentenceEncoderMixin, XlsrPreTrainedModel
 from .configuration_lightweight import LightweightDualTransformerConfig
 from .distributed import keep_momentum_state_out_of_ddp
-from .losses import (
+from .functional import (
     bag_of_words,
     in_batch_alignment_loss,
     in_batch_similarity_loss,
@@ -218,6 +220,7 @@ class LightweightDualTransformer(
         return_loss: bool = True,
     ) -> LightweightDualTransformerOutput:
         r"""Encode the pairs; with `return_loss`, compute Eq. 7.
+
         Args:
             source_input_ids (`torch.LongTensor` of shape `(batch_size, source_length)`, *optional*):
                 Token ids of the source sentences.
@@ -248,6 +251,22 @@ class LightweightDualTransformer(
 
         Returns:
             `LightweightDualTransformerOutput`: the loss, its parts and the sentence vectors.
+
+        Example:
+            ```python
+            from hf_xlsr import LightweightDualTransformer
+            from hf_xlsr.data import load_bible
+            from hf_xlsr.data.tokenizer_training import train_unigram_tokenizer
+            from hf_xlsr.trainers import PairMaskingCollator
+
+            verses = load_bible(["en", "fr"], split="train").select(range(500))
+            tokenizer = train_unigram_tokenizer([*verses["en"], *verses["fr"]], vocab_size=1000)
+            model = LightweightDualTransformer.from_tokenizer(tokenizer, languages=["en", "fr"], hidden_size=64,
+                                                              intermediate_size=128, num_attention_heads=2)
+            collator = PairMaskingCollator(tokenizer, languages=["en", "fr"], max_length=32)
+            outputs = model(**collator([verses[i] for i in range(4)]))  # UGT + L_align + L_sim (Eq. 7)
+            print(outputs.loss.shape)
+            ```
         """
         states_x = states_y = u = v = None
         if source_input_ids is not None:

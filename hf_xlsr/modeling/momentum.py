@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Momentum-contrast machinery: a memory queue of keys, the EMA update, the cross-process gather, the scoring of
 queries against a queue in blocks, and the momentum methods every model with a momentum encoder shares.
 
@@ -39,7 +41,7 @@ from transformers import initialization as init
 
 from .distributed import gather_rows
 from .ema import ema_update_, momentum_copy
-from .losses import ContrastiveTerms, info_nce
+from .functional import ContrastiveTerms, info_nce
 from .pooling import l2_normalize
 from .queue import HostIntegers, MemoryQueue
 
@@ -189,7 +191,7 @@ class MomentumContrast(HostIntegers, nn.Module):
 
 class MomentumMixin:
     """The momentum methods of everything that holds a `MomentumContrast` as ``self.momentum_contrast``
-    (None when it has none): the models and `hf_xlsr.sentence_transformers.MomentumQueueLoss`.
+    (None when it has none): the models and `hf_xlsr.losses.MomentumQueueLoss`.
 
     The owner provides ``momentum_coefficient`` (the EMA's m, None without a momentum encoder), ``_key_modules()``
     (the live modules the momentum copies follow, by name) and ``_key_vector(modules, *inputs)`` (the sentence vector

@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Sentence pooling shared by every hf_xlsr model.
 
 The three modes match ``sentence_transformers``' ``Pooling`` module exactly, so an exported model computes the

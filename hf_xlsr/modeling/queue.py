@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """A memory queue of keys (He et al., 2020): the ``size`` most recent keys with their meaning ids, and the undo
 record of the keys an optimizer step has not committed yet. Its pointers and counters are also kept on the host
 (`HostIntegers`), so that reading them never waits for a GPU. Only torch is imported (``trust_remote_code``)."""

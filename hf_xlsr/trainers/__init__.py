@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Training: the Trainer subclass, its callbacks, collators, run arguments and the run pipeline."""
 
 from .arguments import ConfigFileError, DataArguments, ModelArguments, parse_run_arguments

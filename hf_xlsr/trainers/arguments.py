@@ -1,12 +1,12 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Run arguments: dataclasses for ``HfArgumentParser``, read from a YAML/JSON file plus ``--key value`` overrides.
 
 A config file is flat: model, data and ``TrainingArguments`` fields side by side, the model configuration's
-fields under ``model_config``. One rule sets each training hyperparameter (``paper_training_values``): a
-``TrainingArguments`` field given explicitly (command line over file) wins; otherwise the model configuration's
-value is used -- the one under ``model_config`` (or in the checkpoint being continued) if the run sets it, else
-the paper's default. So ``model_config: {learning_rate: 1e-4}`` trains at 1e-4, and a config that names only the
-data trains with the paper's recipe.
-"""
+fields (architecture and method) under ``model_config``. One rule sets each training hyperparameter: a
+``TrainingArguments`` field given explicitly (command line over file) wins; otherwise the paper's value
+(`hf_xlsr.trainers.recipes`), else ``TrainingArguments``' default. So a config that names only the data trains
+with the paper's recipe."""
 
 from __future__ import annotations
 
@@ -37,7 +37,8 @@ from .checks import (
     check_reference,
     inputs_beside_the_file,
 )
-from .trainer import XlsrTrainingArguments, paper_training_values
+from .recipes import paper_recipe
+from .trainer import XlsrTrainingArguments
 
 logger = logging.getLogger(__name__)
 
@@ -123,8 +124,9 @@ class DataArguments:
     # a mapping in a YAML file, or a JSON object on the command line, names a source per language pair
     train_data: str = field(
         default="bible",
-        metadata={"help": "'bible', 'hsk', a multi-way .tsv/.jsonl file (a column per language), a Hub dataset id, "
-                          "or a mapping from language pair ('en-fr') to its own source (JSON)"},
+        metadata={"help": "'bible', 'hsk', a multi-way .tsv/.jsonl file (a column per language), a folder of software "
+                          "catalogues, a Hub dataset id, a mapping from language pair ('en-fr') to its own source "
+                          "(JSON), or a list of sources joined pair by pair (JSON: [\"bible\", \"strings.jsonl\"])"},
     )  # fmt: skip
     languages: list[str] = field(
         default_factory=lambda: ["en", "fr"],
@@ -222,8 +224,12 @@ def coerce_config_values(config_class: type[PreTrainedConfig], values: dict, whe
     YAML reads ``1e-4`` as a string and ``1`` as an int; strict configs want floats where the field says so.
     """
     fields = {f.name: f for f in dataclasses.fields(config_class)}
+    training = {f.name for f in dataclasses.fields(XlsrTrainingArguments)}
     coerced = {}
     for name, value in values.items():
+        if name not in fields and name in training:
+            raise ConfigFileError(f"{where}: {name} is a training argument, not a field of {config_class.__name__}: "
+                                  "set it beside model_config")  # fmt: skip
         if name not in fields:
             raise ConfigFileError(f"{where}: {config_class.__name__} has no field {name!r}")
         allowed = _field_types(fields[name].type)
@@ -302,20 +308,6 @@ def _model_config(config_class, values: dict, overrides: list[str], where) -> di
     return coerce_config_values(config_class, raw or {}, f"{where}: model_config")
 
 
-def _run_model_configuration(config_class, values: dict, model_config: dict):
-    """The model configuration the run will train: the checkpoint's (``model_name_or_path``) or the class
-    defaults, with the run's ``model_config`` on top. Only its training values are read here."""
-    from ..references import resolve_reference
-
-    checkpoint = values.get("model_name_or_path")
-    if checkpoint:
-        try:
-            return config_class.from_pretrained(resolve_reference(checkpoint), **model_config)
-        except OSError as error:
-            raise ConfigFileError(f"model_name_or_path {checkpoint!r}: {str(error).splitlines()[0]}") from None
-    return config_class(**model_config)
-
-
 def parse_run_arguments(
     config_path: str | os.PathLike | None, overrides: list[str] | None = None
 ) -> tuple[ModelArguments, DataArguments, XlsrTrainingArguments]:
@@ -333,7 +325,7 @@ def parse_run_arguments(
     model_config = _model_config(config_class, values, overrides, config_path)
     values["model_config"] = model_config
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    paper = paper_training_values(_run_model_configuration(config_class, values, model_config), given, world_size)
+    paper = paper_recipe(config_class.model_type, given, world_size)
     values.update(paper)
     if "use_cpu" not in given and world_size > 1 and not torch.cuda.is_available():
         # Several processes and no GPU: without use_cpu, Trainer would run them as independent single processes.
@@ -358,7 +350,7 @@ def parse_run_arguments(
         data_args.bible_translations = json.loads(data_args.bible_translations)
     for name in ("train_data", "eval_data"):
         value = getattr(data_args, name)
-        if isinstance(value, str) and value.lstrip().startswith("{"):
+        if isinstance(value, str) and value.lstrip().startswith(("{", "[")):
             setattr(data_args, name, json.loads(value))
     where = config_path or "the command line"
     try:
@@ -401,6 +393,6 @@ def parse_run_arguments(
                 raise ConfigFileError(f"{where}: {error}") from None
     listed = {name: value for name, value in paper.items() if name != "warmup_steps"}  # the trainer logs the warm-up
     if listed:  # once the run is known to be valid: an error is never preceded by it
-        logger.info("values the run does not set, from the model configuration (the paper's unless model_config sets "
-                    "them): %s", ", ".join(f"{name}={value}" for name, value in sorted(listed.items())))  # fmt: skip
+        logger.info("values the run does not set, from the paper's recipe: %s",
+                    ", ".join(f"{name}={value}" for name, value in sorted(listed.items())))  # fmt: skip
     return model_args, data_args, training_args

@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Trainer callbacks for momentum contrast: when the momentum encoders change."""
 
 from __future__ import annotations
@@ -41,12 +43,12 @@ class MomentumCallback(TrainerCallback):
     callback itself; with a plain ``transformers.Trainer`` pass it in ``callbacks=[MomentumCallback()]``.
 
     ``XlsrTrainer`` hands over the gradient norm it computes for clipping (``gradient_norm``); under another
-    trainer (``SentenceTransformerTrainer`` with `hf_xlsr.sentence_transformers.MomentumQueueLoss`) the callback
+    trainer (``SentenceTransformerTrainer`` with `hf_xlsr.losses.MomentumQueueLoss`) the callback
     computes it.
 
     ``target`` is what holds the momentum encoder (``momentum_coefficient``, ``momentum_update``,
     ``discard_momentum_step``, ``momentum_contrast``): the trainer's model when None, or another object such as
-    `hf_xlsr.sentence_transformers.MomentumQueueLoss`.
+    `hf_xlsr.losses.MomentumQueueLoss`.
     """
 
     def __init__(self, schedule: str = "constant", target: nn.Module | None = None):

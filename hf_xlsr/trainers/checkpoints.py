@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Checkpoints a run resumes from: the newest whole one (a folder left half-written by a killed process or an older
 version is skipped with one warning line), checked before anything trains, so that a broken file is one line naming
 the file and what is wrong."""

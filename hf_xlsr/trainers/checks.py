@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """The checks a run's arguments pass before any data or model loads: input paths beside the configuration file,
 numbers in range, models and tokenizers that exist here, languages the offline corpora have. Each failure is one
 `ConfigFileError` line naming the file (or the command line) and the field."""
@@ -25,6 +27,8 @@ def inputs_beside_the_file(values: dict, path: Path) -> dict:
     def resolved(name: str, value):
         if isinstance(value, dict):
             return {key: resolved(f"{name}.{key}", item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [resolved(f"{name}[{index}]", item) for index, item in enumerate(value)]
         if not isinstance(value, str) or ":" in value or Path(value).expanduser().is_absolute():
             return value
         beside = path.parent / value
@@ -81,6 +85,8 @@ def check_languages_have_data(data_args, where) -> None:
     datasets are checked when they are read, naming the file."""
     from ..data.corpora import corpus_languages
 
+    if isinstance(data_args.train_data, list):
+        return  # a list of sources: each gives the pairs it has, and a pair that none has is named when they load
     sources = data_args.train_data.values() if isinstance(data_args.train_data, dict) else [data_args.train_data]
     named = data_args.bible_translations if isinstance(data_args.bible_translations, dict) else {}
     for source in sources:

@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Data collators: raw text rows in, model inputs out. Tokenisation happens here, per batch, per language."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """One training run from parsed arguments: the code behind ``hf-xlsr train`` and ``examples/train.py``.
 
 Each model type has a recipe: its configuration class, how to build the model and tokenizers from the run's
@@ -412,7 +414,7 @@ def run_record(model_args, data_args, training_args, trainer, parts, eval_source
 def training_files(source) -> dict[str, str]:
     """``{path: SHA-256}`` of each local file a run trains on (``train_data``, or each language pair's): what
     ``hf-xlsr evaluate`` reads to tell that it is asked to score the training data."""
-    sources = source.values() if isinstance(source, dict) else [source]
+    sources = source.values() if isinstance(source, dict) else source if isinstance(source, list) else [source]
     return {str(path): file_digest(path) for path in sources if isinstance(path, str) and Path(path).is_file()}
 
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """``XlsrTrainer``: the ``transformers.Trainer`` for every hf_xlsr model.
 
 It extends the Trainer only through its documented hooks and callbacks:
@@ -32,6 +34,8 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, rotate_checkpoints
 
 from ..data.multilingual import LANGUAGE_BATCHES, LANGUAGE_SAMPLING_ALPHA, LanguagePairSampler
 from ..evaluation.encoders import as_encoder
+from ..modeling.common import TrainingDeclarations
+from ..modeling.momentum import MomentumMixin
 from ..tokenization import save_tokenizers, tokenizers_by_language
 from ..utils import atomic_directory
 from .callbacks import (
@@ -43,6 +47,7 @@ from .callbacks import (
     StageCallback,
 )
 from .checkpoints import check_checkpoint, last_whole_checkpoint
+from .recipes import paper_recipe
 
 logger = logging.getLogger(__name__)
 
@@ -52,23 +57,9 @@ LOGGING_STEPS_CAP = 500  # TrainingArguments' logging_steps: the interval of a l
 STAGING_FOLDER = ".partial-checkpoints"
 
 
-def paper_training_values(config, given: set[str], world_size: int = 1) -> dict:
-    """The training values a model's configuration holds (``config.training_defaults``: the paper's recipe, or what
-    the user set in the configuration) for every field not in ``given``; the batch size per device is the
-    configuration's total batch size shared over ``world_size`` processes.
-
-    This is hf_xlsr's one rule for training hyperparameters: explicit arguments > the model configuration (where a
-    run's ``model_config`` lands) > the paper's defaults (the configuration's own defaults).
-    """
-    values = {name: value for name, value in config.training_defaults.items() if name not in given}
-    if "per_device_train_batch_size" not in given and hasattr(config, "train_batch_size"):
-        values["per_device_train_batch_size"] = max(1, config.train_batch_size // world_size)
-    return values
-
-
 @dataclass
 class XlsrTrainingArguments(TrainingArguments):
-    """``TrainingArguments`` plus the hf_xlsr options. `for_model` fills in the paper's recipe."""
+    """``TrainingArguments`` plus the hf_xlsr options. `from_paper` fills in the paper's recipe."""
 
     momentum_schedule: str = field(
         default="constant",
@@ -125,16 +116,23 @@ class XlsrTrainingArguments(TrainingArguments):
             self.dataloader_pin_memory = False  # pinned memory serves copies to a GPU; without one torch warns
 
     @classmethod
-    def for_model(cls, model, **arguments) -> XlsrTrainingArguments:
-        """Arguments for training ``model`` (or a configuration): those given here, then the training values of the
-        model's configuration (the paper's, e.g. MoCo-BERT's Table 9, unless the configuration was given others),
-        then ``TrainingArguments``' own defaults. ``XlsrTrainingArguments(...)`` itself applies no paper value.
+    def from_paper(cls, model, **arguments) -> XlsrTrainingArguments:
+        """Arguments for training ``model`` (a model, its configuration or its ``model_type``) by its paper's recipe
+        (`hf_xlsr.trainers.recipes`, e.g. MoCo-BERT's Table 9): the ``arguments`` given here, then the paper's
+        values, then ``TrainingArguments``' own defaults. The paper's total batch is shared over ``WORLD_SIZE``
+        processes. ``XlsrTrainingArguments(...)`` itself applies no paper value.
 
-        ``XlsrTrainingArguments.for_model(model, output_dir="run", max_steps=1000)``
+        Example:
+
+        ```python
+        >>> args = XlsrTrainingArguments.from_paper("xlsr_dual_momentum", output_dir="run", learning_rate=1e-4)
+        >>> args.learning_rate, args.warmup_steps, args.per_device_train_batch_size
+        (0.0001, 400, 1024)
+        ```
         """
-        config = getattr(model, "config", model)
+        model_type = model if isinstance(model, str) else getattr(model, "config", model).model_type
         world_size = int(os.environ.get("WORLD_SIZE", "1"))
-        paper = paper_training_values(config, set(arguments), world_size)
+        paper = paper_recipe(model_type, set(arguments), world_size)
         made = cls(**{**paper, **arguments})
         made.paper_values = frozenset(paper)
         return made
@@ -163,16 +161,17 @@ class XlsrTrainer(Trainer):
         if args is not None and args.remove_unused_columns:
             # Collators tokenise raw text columns, which Trainer would otherwise drop.
             args.remove_unused_columns = False
-        if args is not None and args.ddp_find_unused_parameters is None and getattr(model, "encoder_frozen_steps", 0):
+        declared = model if isinstance(model, TrainingDeclarations) else TrainingDeclarations()
+        if args is not None and args.ddp_find_unused_parameters is None and declared.encoder_frozen_steps:
             args.ddp_find_unused_parameters = True  # a frozen encoder has no gradients for DDP to reduce
-        if args is not None and getattr(getattr(model, "config", None), "mini_batch_size", None):
+        if args is not None and declared.uses_gradcache:
             # GradCache's loss reaches the weights only through its backward hook, which DDP's search for unused
             # parameters cannot see from the forward's output: every weight gets its gradient in that hook instead
             if args.ddp_find_unused_parameters:
                 raise ValueError("mini_batch_size trains under DDP with ddp_find_unused_parameters=False (every "
                                  "weight gets its gradient in GradCache's backward hook)")  # fmt: skip
             args.ddp_find_unused_parameters = False
-        contrast = getattr(model, "momentum_contrast", None)
+        contrast = model.momentum_contrast if isinstance(model, MomentumMixin) else None
         if contrast is not None and isinstance(kwargs.get("train_dataset"), datasets.Dataset):
             kwargs["train_dataset"] = number_examples(kwargs["train_dataset"], contrast.queue_size)
         placeholder = eval_dataset is None and self.evaluators
@@ -185,16 +184,16 @@ class XlsrTrainer(Trainer):
         languages = getattr(getattr(self.model, "config", None), "languages", None) or []
         self.tokenizers = tokenizers_by_language(tokenizers, languages) if tokenizers is not None else {}
         self._momentum_callback = None
-        if getattr(self.model, "momentum_coefficient", None) is not None:  # a momentum encoder to update
+        if isinstance(self.model, MomentumMixin) and self.model.momentum_coefficient is not None:  # an EMA to run
             self.refuse_sharded_parameters()
             self._momentum_callback = MomentumCallback(getattr(self.args, "momentum_schedule", "constant"))
             self.add_callback(self._momentum_callback)
         self.add_callback(RunLengthCallback(LOGGING_STEPS_CAP))
         self.preemption = PreemptionCallback()  # after RunLengthCallback: a signal's checkpoint is always saved
         self.add_callback(self.preemption)
-        if hasattr(self.model, "stage"):
+        if declared.has_stages:
             self.add_callback(StageCallback())
-        if getattr(self.model, "encoder_frozen_steps", 0):
+        if declared.encoder_frozen_steps:
             self.add_callback(EncoderFreezeCallback())
         self._output_parts: dict[str, list[torch.Tensor]] = defaultdict(list)
         self._staging_dir: str | None = None
@@ -232,7 +231,7 @@ class XlsrTrainer(Trainer):
         return grad_norm
 
     def create_scheduler(self, num_training_steps: int, optimizer=None):
-        """The paper's warm-up fits the paper's run: where it came from the model configuration (the run set no
+        """The paper's warm-up fits the paper's run: where it came from the paper's recipe (the run set no
         ``warmup_steps``) and would take more than `WARMUP_SHARE` of this run, the run warms up for that share
         of its own steps instead, and says so."""
         paper = getattr(self.args, "paper_values", frozenset())
@@ -244,7 +243,7 @@ class XlsrTrainer(Trainer):
                         100 * WARMUP_SHARE, warmup)  # fmt: skip
             self.args.warmup_steps = fitted
         elif "warmup_steps" in paper:
-            logger.info("warm-up: the model configuration's %s of this run's %d steps", warmup, num_training_steps)
+            logger.info("warm-up: the paper's %s of this run's %d steps", warmup, num_training_steps)
         return super().create_scheduler(num_training_steps, optimizer)
 
     # ------------------------------------------------------------------------------------------------------------

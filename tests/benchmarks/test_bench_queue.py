@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from hf_xlsr.modeling import losses
+from hf_xlsr.modeling import functional
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def bench(monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    monkeypatch.setattr(losses, "QUEUE_BLOCK_SIZE", losses.QUEUE_BLOCK_SIZE)  # the bench sets it; put back after
+    monkeypatch.setattr(functional, "QUEUE_BLOCK_SIZE", functional.QUEUE_BLOCK_SIZE)  # put back after the bench
     import bench_queue
 
     return bench_queue
@@ -28,14 +28,14 @@ def test_a_blocked_row_scores_the_queue_in_its_own_blocks(bench, monkeypatch, bl
     """A queue of 3,000 keys scored in blocks of 512 or 1,536 (the last one shorter): every gradient product of the
     queue has the row's block width or the remainder, whatever the library's default block."""
     widths = []
-    product = losses.float32_product
+    product = functional.float32_product
 
     def spy(a, b):
         if b.shape[1] == bench.D:  # the queries' gradient, (n x block) @ (block x d)
             widths.append(b.shape[0])
         return product(a, b)
 
-    monkeypatch.setattr(losses, "float32_product", spy)
+    monkeypatch.setattr(functional, "float32_product", spy)
     result = bench.one_configuration("blocked", 3000, 4, "float32", 2, block)
     assert set(widths) == {block, 3000 % block}
     assert result["ratio_to_floor"] > 0 and result["floor_width"] in (1024, 2048, 4096, 8192)

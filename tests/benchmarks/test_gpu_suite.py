@@ -208,8 +208,11 @@ def test_the_queue_summary_names_the_best_peer_on_the_tuning_pairs_and_its_verdi
     # by hand: the best peer on the tuning pairs is cmnrl (95 > 90), though mnrl is above it on held-out (87); the
     # queue's mean 91.00 against 85.00, the spreads stdev(90, 92) = 1.41 and 0; time 11 / 11, memory 300 / 200
     assert "| mql_K256B | 8 | 64 | 2 | 91.00 ± 1.41 | 97.00 | 11 | 300 |" in text
-    assert "(cmnrl_8B_sqrtlr): +6.00 points held-out, seed spread 1.41: holds; in 1.00 x its training time and " \
-           "1.50 x its peak memory" in text  # fmt: skip
+    # memory against every peer, the best and the others (300 / 100 = 3.00 x MNRL's); no grid in the report: said
+    assert "(cmnrl_8B_sqrtlr) (every arm at one learning rate, no grid): +6.00 points held-out, seed spread 1.41: " \
+           "holds; in 1.00 x its training time and 1.50 x its peak memory (3.00 x mnrl_B's)." in text  # fmt: skip
+    gridded = {**report, "parts": {"queue_vs_batch": {"rows": rows, "grid": {"rates": [1e-4, 2e-4]}}}}
+    assert "(cmnrl_8B_sqrtlr): +6.00" in gpu_suite.queue_vs_batch_summary(gridded)
     close = [{**r, "bible": 0.855} if r["arm"] == "mql_K256B" else r for r in rows]
     assert "+0.50 points held-out, seed spread 0.00: holds" in gpu_suite.queue_vs_batch_summary(
         {**report, "parts": {"queue_vs_batch": {"rows": close}}})  # fmt: skip

@@ -205,7 +205,7 @@ def test_an_arm_timed_but_not_trained_is_shown_as_its_gradcache_twin(bench):
 def test_the_cached_queue_arm_and_the_learning_rate_grid(bench, minilm, tmp_path):
     """CachedMomentumQueueLoss at batch 8B in mini-batches of B with the queue of the arm at B, and the learning
     rate of a batch k times B as is, times sqrt(k) or times k."""
-    from hf_xlsr.sentence_transformers import CachedMomentumQueueLoss
+    from hf_xlsr.losses import CachedMomentumQueueLoss
 
     train = bench.training_pairs(["en", "fr"], 0, 64)
     trainer, _ = bench.build("cmql_8B_K256B_klr", minilm, train, ["en", "fr"], 1, 1e-4, str(tmp_path / "c"), 0, 32,

@@ -11,7 +11,7 @@ from sentence_transformers.sentence_transformer.modules import Pooling, Transfor
 from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
 
 from hf_xlsr.data import load_bible
-from hf_xlsr.sentence_transformers import CachedMomentumQueueLoss, MomentumQueueLoss
+from hf_xlsr.losses import CachedMomentumQueueLoss, MomentumQueueLoss
 
 encoder_dir, out, cached = sys.argv[1], sys.argv[2], sys.argv[3:] == ["cached"]
 torch.manual_seed(0)

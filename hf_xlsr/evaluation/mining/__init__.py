@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Bitext mining: which index searches (`index`), nearest neighbours with faiss (`search`; its inverted lists scanned
 by `scan`, its vectors normalised and centred by `vectors`) or on a GPU (`device`), margin scores and one-to-one
 pairs (`margin`), the search as a resumable job in shards split over processes (`job`), two files of any size

@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Nearest neighbours on a GPU by matrix products. A GPU scores a block of queries against a whole corpus at once:
 there, searching every vector is quicker than any index's search on the CPU up to tens of millions of sentences a
 side, and it misses nothing an index misses. So ``auto`` (`search.index_spec`) searches every vector on a CUDA device

@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """BUCC-style evaluation of mining: known pairs hidden among unpaired sentences (`hide_pairs`), the threshold chosen
 on a development split and F1 measured on a test split (`MiningEvaluator`)."""
 

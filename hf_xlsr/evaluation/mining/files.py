@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Mining two text files of any size: embeddings go to memory-mapped files, texts are read back from the input files
 by offset as the pairs are written."""
 

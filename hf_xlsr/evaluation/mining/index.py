@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Which faiss index a mining search uses (`index_spec`): exact search, inverted lists of PCA-mapped vectors,
 compressed codes where memory is short, every vector on a GPU, or any ``index_factory`` string; and the check that
 faiss can build the one asked for (`check_index`)."""

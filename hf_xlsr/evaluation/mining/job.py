@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """The search of a mining job in stages on disk, resumable and split over processes: the trained index
 (``index.faiss``, written once by the first process), then the neighbours of each shard of queries in each direction
 (``neighbours-<direction>-NNNNN.npz``, each renamed into place only once whole), beside a manifest naming the search.

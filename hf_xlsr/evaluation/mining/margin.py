@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Margin-based bitext mining (Artetxe and Schwenk, 2019): the score of a candidate pair is a margin between its cosine
 and the mean cosine of each side's k nearest neighbours in the other language (MoCo-BERT paper, Eq. 4)::
 

@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """The list scanner: inverted lists of full vectors (``IVF<lists>,Flat``, alone or behind a linear map such as
 ``PCA128``) searched by `scan_lists`, the queries that probe a list scored against all of its vectors in one matrix
 product, in int8 or bfloat16 where this CPU multiplies them natively (`_products_dtype`). The corpus is laid out once

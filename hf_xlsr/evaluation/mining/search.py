@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Nearest neighbours for mining with faiss: exact inner-product search below `IVF_THRESHOLD` sentences, inverted lists
 above, or any faiss ``index_factory`` string (`index_spec`). One index, trained on a sample of both sides, serves both
 directions; vectors are added and queries searched in blocks (no ``n x n`` matrix). Inverted lists of full vectors

@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """A corpus embedded in shards: ``shard-NNNNN.npy`` files of ``shard_size`` sentences each (float32, L2-normalised,
 memory-mapped while written), each renamed into place only once whole, beside a manifest (``shards.json``) naming the
 corpus, the model and the sizes. A job stopped at any point resumes from its finished shards; processes (one per GPU

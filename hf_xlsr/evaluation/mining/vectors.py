@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """The vectors a mining search compares: L2-normalised in float32, and for an approximate index each side centred on
 its own mean (`side_centre`), so that the two languages share inverted lists."""
 

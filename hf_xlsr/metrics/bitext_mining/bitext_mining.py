@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """BUCC-style bitext mining precision, recall and F1 as an ``evaluate`` metric, loadable offline:
 
     import evaluate

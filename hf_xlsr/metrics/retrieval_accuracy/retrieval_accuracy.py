@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Tatoeba-style retrieval accuracy as an ``evaluate`` metric, loadable offline:
 
     import evaluate

@@ -1,3 +1,5 @@
+# Copyright 2026 The hf_xlsr Authors.
+# SPDX-License-Identifier: Apache-2.0
 """Loss functions shared by the hf_xlsr models: pure functions of tensors, no state.
 
 Every contrastive score is computed in float32, whatever the autocast dtype of the encoders, so that the softmax
