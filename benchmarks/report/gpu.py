@@ -1,0 +1,155 @@
+"""The blocks of the GPU pages (docs/benchmarks/gpu.md, gpu_claims.md) and README's GPU verdicts."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from . import shared
+
+
+def gpu_suite_table(results: str) -> str:
+    """A GPU suite's report (``gpu_suite.py``'s own Markdown), its title as a line of text."""
+    sys.path.insert(0, str(shared.HERE))
+    from gpu_suite import markdown
+
+    title, body = markdown(shared.load(results)).split("\n", 1)
+    return title.removeprefix("# GPU suite: ") + f" (`benchmarks/results/{results}`)\n" + body
+
+
+GPU_REPORTS = ("gpu_suite.json", "gpu_suite_h200.json")
+
+
+def gpu_seed_table() -> str:
+    """The GPU queue comparison's accuracy over the seeds of every GPU suite report."""
+    sys.path.insert(0, str(shared.HERE))
+    from gpu_suite import seed_table
+
+    return seed_table([shared.load(name) for name in GPU_REPORTS])
+
+
+def gpu_queue_summary(name: str = "gpu_queue_vs_batch_h200_bf16.json") -> str:
+    """The GPU queue-against-batch comparison in bf16: each arm over its seeds, and the verdict."""
+    sys.path.insert(0, str(shared.HERE))
+    from gpu_suite import queue_vs_batch_summary
+
+    return queue_vs_batch_summary(shared.load(name))
+
+
+def gpu_queue_headline(name: str = "gpu_queue_vs_batch_h200_bf16.json") -> str:
+    """The GPU queue-against-batch comparison's verdicts alone, one line per hf_xlsr arm, after its device and date."""
+    lines = gpu_queue_summary(name).splitlines()
+    where = lines[0].removesuffix(": mean over seeds ± spread.") + ", mean over seeds:"
+    return "\n".join([where] + [f"- {line}" for line in lines if line.startswith("The queue (")]) + "\n"
+
+
+def gpu_step_summary(name: str = "gpu_suite_h200_bf16.json") -> str:
+    """A training step's time and peak memory against MNRL's, per arm, from a GPU suite report (bf16)."""
+    report = shared.load(name)
+    rows = report["parts"]["training_step"]["rows"]
+    groups = sorted({(row["encoder"], row["batch"]) for row in rows}, key=lambda g: (g[0] != "minilm", g[1]))
+    arms = list(dict.fromkeys((row["arm"], row["queue_size"]) for row in rows if row["arm"] != "mnrl"))
+    peaks = {(r["encoder"], r["batch"]): r["peak_mb"] for r in rows if r["arm"] == "mnrl"}
+    head = "| arm | " + " | ".join(f"{e} {b}" for e, b in groups) + " |"
+    lines = [f"{report['device']}, {report['date'].split(',')[0]}: seconds per step × MNRL's (peak memory × MNRL's), "
+             "every arm in bf16 and train mode, timed interleaved (`benchmarks/gpu_suite.py`).", "", head,
+             "| --- |" + " ---: |" * len(groups)]  # fmt: skip
+    for arm, queue in arms:
+        cells = []
+        for encoder, batch in groups:
+            row = next((r for r in rows if (r["encoder"], r["batch"], r["arm"], r["queue_size"]) ==
+                        (encoder, batch, arm, queue)), None)  # fmt: skip
+            ratio = row and row.get("ratio_to_mnrl")
+            memory = row and row.get("peak_mb") and row["peak_mb"] / peaks[(encoder, batch)]
+            cells.append(f"{ratio:.2f} ({memory:.2f})" if ratio and memory else "—")
+        label = arm + (f", K = {queue:,}" if queue else "")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def gpu_step_findings(name: str = "gpu_suite_h200_bf16.json") -> str:
+    """What a GPU suite report's step, cached-memory and queue-floor parts show, as the report's bullets: each arm's
+    range of seconds per step and peak memory against MNRL's (or CachedMNRL's) over the encoders and batches."""
+    parts = shared.load(name)["parts"]
+    rows = parts["training_step"]["rows"]
+
+    def span(values) -> str:
+        low, high = min(values), max(values)
+        return f"{low:.2f}" if f"{low:.2f}" == f"{high:.2f}" else f"{low:.2f} to {high:.2f}"
+
+    def ratios(arm: str, **where) -> list[float]:
+        return [row["ratio_to_mnrl"] for row in rows if row["arm"].startswith(arm) and "ratio_to_mnrl" in row
+                and all(row[key] == value for key, value in where.items())]  # fmt: skip
+
+    first = [row for row in rows if row["queue_size"] in (None, 0, 65536)]  # each arm at its first queue size
+    peak = {(row["encoder"], row["batch"], row["arm"]): row["peak_mb"] for row in first}
+    step = {(row["encoder"], row["batch"], row["arm"]): row["seconds_per_step"] for row in first}
+    dual = [row for row in rows if row["arm"].startswith("dual_momentum")]
+    memory = [row["peak_mb"] / peak[(row["encoder"], row["batch"], "mnrl")] for row in dual]
+    groups = [(encoder, batch) for encoder, batch, arm in peak if arm == "cached_mql"]
+    cached = [peak[(*group, "cached_mql")] / peak[(*group, "cached_mnrl")] for group in groups]
+    cached_time = [step[(*group, "cached_mql")] / step[(*group, "cached_mnrl")] for group in groups]
+    lines = [
+        f"- **A `DualMomentumModel` step in bf16 costs {span(ratios('dual_momentum'))} times MNRL's** (one shared "
+        f"encoder: {span(ratios('dual_momentum_shared'))}; one per language: "
+        f"{span(ratios('dual_momentum_per_language'))}), `MomentumQueueLoss`'s {span(ratios('mql'))} times; with "
+        f"65,536 keys at batch 1,024, {span(ratios('dual_momentum', batch=1024, queue_size=65536))}. Its peak memory "
+        f"is {span(memory)} times MNRL's.",
+        f"- **`CachedMomentumQueueLoss` costs {span(cached_time)} times `CachedMultipleNegativesRankingLoss`'s step** "
+        f"(its key encoder's forward in mini-batches on top of GradCache's two passes), at {span(cached)} times its "
+        "peak memory, which holds the queues and the momentum copy",
+    ]
+    if "cached_memory" in parts:
+        held = parts["cached_memory"]
+        lines[-1] += (f" (`cached_memory`: {held['ratio_beyond_queue']:.2f} times CachedMNRL's beyond the queue's "
+                      f"{held['queue_mb']:.0f} MB)")  # fmt: skip
+    lines[-1] += "."
+    if "queue_floor" in parts:
+        floor = parts["queue_floor"]["rows"]
+        lines.append("- **The queue's own time against its floor** (the bfloat16 products of the same shapes, both "
+                     "directions): " + "; ".join(f"{1e3 * row['added_seconds']:.1f} ms added per step at "
+                                                 f"{row['queue_size']:,} keys, {row['times_floor']:.1f} times"
+                                                 for row in floor) + ".")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+TABLES: dict[str, Callable[[], str]] = {
+    "gpu-suite-h200": lambda: gpu_suite_table("gpu_suite_h200.json"),
+    "gpu-suite-h200-bf16": lambda: gpu_suite_table("gpu_suite_h200_bf16.json"),
+    "gpu-queue-seeds": gpu_seed_table,
+    "gpu-queue-vs-batch-bf16": gpu_queue_summary,
+    "lightweight-lsim-h100-contrasts": lambda: shared.claim_contrasts(
+        "claim_lightweight_fullsize_h100.json",
+        [("ugt+align+sim@sim_weight=0.015625", "ugt+align"), ("ugt+align+sim", "ugt+align")],
+        ("bible", "bible_en2fr", "bible_fr2en", "probe_en2en", "probe_en2fr"),
+        2,
+    ),
+    "lightweight-table6-h100-contrasts": lambda: shared.claim_contrasts(
+        "claim_lightweight_table6_h100.json",
+        [("mlm_xtr", "ugt"), ("ugt", "xtr"), ("xtr", "mlm"), ("mlm", "smlm")],
+        places=2,
+    ),
+    "gpu-step-summary": gpu_step_summary,
+    "gpu-queue-headline": gpu_queue_headline,
+    "gpu-step-findings": gpu_step_findings,
+    "lightweight-lsim-h100": lambda: shared.claim_table(
+        "claim_lightweight_fullsize_h100.json",
+        "| arm (H100; width 512, batch 128, 394 steps) | L_sim weight | seeds | en→fr | fr→en "
+        "| retrieval mean ± spread | probe en→en | probe en→fr |",
+        shared.lsim_rows("0.015625", 128),
+        ["seeds", "en→fr", "fr→en", "mean", "probe en→en", "probe en→fr"],
+    ),
+    "lightweight-table6-h100": lambda: shared.claim_table(
+        "claim_lightweight_table6_h100.json",
+        "| arm (H100; width 512, batch 128, 1,182 steps) | seeds | en→fr | fr→en | retrieval mean ± spread | per seed "
+        "| probe en→en | probe en→fr |",
+        [
+            ("mlm", "`mlm`"),
+            ("smlm", "`smlm`"),
+            ("xtr", "`xtr`"),
+            ("mlm_xtr", "`mlm_xtr` (MLM ⊕ XTR)"),
+            ("ugt", "`ugt` (SMLM ⊕ XTR)"),
+        ],
+        shared.LIGHTWEIGHT,
+    ),
+}

@@ -1,0 +1,83 @@
+"""The blocks of the queue pages (docs/benchmarks/queue.md, queue_1000.md) and README's queue verdicts: the tuning
+grid, the queue against large batches, MomentumQueueLoss under SentenceTransformerTrainer."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from . import shared
+
+
+def queue_table(name: str = "queue_vs_batch.json", timing_name: str | None = None) -> str:
+    """A queue-against-batch results file's table and verdict, timed by ``timing_name`` (default: its own
+    ``_timing`` file)."""
+    sys.path.insert(0, str(shared.HERE))
+    from bench_queue_vs_batch import languages_label, report, timing_of, verdict
+
+    results = shared.load(name)
+    timing = timing_of(shared.RESULTS / name, shared.RESULTS / timing_name if timing_name else None)
+    setup = results["setup"]
+    heldout = f", {setup['heldout']:,} held-out verses per language" if "heldout" in setup else ""
+    if setup.get("whole_test"):
+        heldout = f", every held-out verse but the {setup['heldout']:,} tuning ones"
+    head = (f"{setup['encoder']}, {languages_label(setup['languages'])}, B = {setup['B']}, {setup['pairs']:,} "
+            f"training pairs per arm{heldout}, {setup['machine']}.\n\n")  # fmt: skip
+    return head + report(results, timing) + "\n\n" + verdict(results, timing) + "\n"
+
+
+def st_loss_table() -> str:
+    """`MomentumQueueLoss` under `SentenceTransformerTrainer` against sentence-transformers' losses
+    (``bench_st_loss.py``)."""
+    sys.path.insert(0, str(shared.HERE))
+    from bench_st_loss import report
+
+    timing = shared.load("st_loss_timing.json")["rows"]
+    return report(shared.load("st_loss.json"), timing, shared.load("claim_moco_minilm_en_fr.json"))
+
+
+HEADLINE = ("- best", "- equal compute", "- equal time", "- memory held", "- training memory")
+
+
+def queue_headline(name: str) -> str:
+    """The headline verdicts of a queue-against-batch results file, without its table: the arms, and the verdicts at
+    equal compute, at equal time and on memory."""
+    sys.path.insert(0, str(shared.HERE))
+    from bench_queue_vs_batch import timing_of, verdict
+
+    lines = verdict(shared.load(name), timing_of(shared.RESULTS / name)).splitlines()
+    return "\n".join(line for line in lines if line.startswith(HEADLINE)) + "\n"
+
+
+GRID_ARMS = ("mnrl_B", "cmnrl_8B_sqrtlr", "mql_K256B", "cmql_8B_K256B_sqrtlr", "dmm_K256B")
+
+
+def grid_table(name: str = "queue_vs_batch_grid.json") -> str:
+    """The queue against large batches, every arm under the tuning protocol: its grid, pick and test score."""
+    sys.path.insert(0, str(shared.HERE))
+    from bench_queue_vs_batch import HF_XLSR, LABELS, spec
+    from protocol import grid_table as table
+
+    labels = {arm: LABELS[spec(arm)["base"]] + spec(arm)["rate"] for arm in GRID_ARMS}
+    ours = [arm for arm in GRID_ARMS if spec(arm)["loss"] in HF_XLSR]
+    return table(shared.load(name)["runs"], GRID_ARMS, labels, ours)
+
+
+def grid_verdict() -> str:
+    """The grid's verdict lines alone, for README's first screen."""
+    return "\n".join(line for line in grid_table().splitlines() if line.startswith("- ")) + "\n"
+
+
+TABLES: dict[str, Callable[[], str]] = {
+    "queue-vs-batch-grid-verdict": grid_verdict,
+    "queue-vs-batch-grid": grid_table,
+    "queue-vs-batch": queue_table,
+    "queue-vs-batch-e5": lambda: queue_table("queue_vs_batch_e5.json"),
+    "queue-vs-batch-e5-22": lambda: queue_table("queue_vs_batch_e5_22.json"),
+    "queue-vs-batch-e5-22-whole": lambda: queue_table(
+        "queue_vs_batch_e5_22_whole.json", "queue_vs_batch_e5_22_timing.json"
+    ),
+    "st-loss": st_loss_table,
+    "queue-vs-batch-whole-headline": lambda: queue_headline("queue_vs_batch_whole.json"),
+    "queue-vs-batch-whole": lambda: queue_table("queue_vs_batch_whole.json"),
+}
