@@ -662,11 +662,14 @@ def plot(results: dict, timing_rows: dict | None, out: str) -> None:
             axes[0][1].plot(seconds, ys, style, marker="o", label=LABELS[base])
     axes[0][0].set_xlabel("sentences through the trainable encoder (forward and backward)")
     axes[0][0].set_ylabel("held-out retrieval accuracy (%)")
-    axes[0][0].legend(fontsize=7)
+    axes[0][0].legend(fontsize=9)
     if timing_rows:
         axes[0][1].set_xlabel("training seconds (pairs × the arm's interleaved seconds per pair)")
-    figure.suptitle(f"{results['setup']['encoder']}, {languages_label(results['setup']['languages'])}, B = "
-                    f"{results['setup']['B']}: the queue against large batches")  # fmt: skip
+    setup = results["setup"]
+    heldout = setup.get("heldout", 1000)  # older files held 1,000 out, the only size then
+    scored = "every held-out pair but the tuning ones" if setup.get("whole_test") else f"{heldout:,} held-out"
+    figure.suptitle(f"{setup['encoder']}, {languages_label(setup['languages'])}, B = {setup['B']}, {scored}: "
+                    "the queue against large batches")  # fmt: skip
     figure.tight_layout()
     figure.savefig(out, dpi=110)
 

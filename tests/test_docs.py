@@ -64,6 +64,11 @@ def test_the_site_builds_strictly(tmp_path):
     assert not escaped, escaped[:3]
     mining = (tmp_path / "site" / "benchmarks" / "mining" / "index.html").read_text()
     assert "<code>IVF316,RaBitQ|nprobe=16</code>" in mining
+    # the papers' equations are math (MathJax), not code
+    for model in ("dual_momentum", "cmlm", "hictl", "lightweight"):
+        page = (tmp_path / "site" / "models" / model / "index.html").read_text()
+        assert '<span class="arithmatex">' in page and "mathjax" in page, model
+        assert not re.search(r"<code>[^<]*(?:Σ|−log|← m)", page), model
 
 
 def pages_to_run() -> list[Path]:
