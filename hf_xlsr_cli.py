@@ -83,7 +83,8 @@ def train_help() -> str:
 
     from transformers import HfArgumentParser, TrainingArguments
 
-    from hf_xlsr.trainers.arguments import MODEL_CONFIGS, DataArguments, ModelArguments, XlsrTrainingArguments
+    from hf_xlsr.trainers import XlsrTrainingArguments
+    from hf_xlsr.trainers.arguments import MODEL_CONFIGS, DataArguments, ModelArguments
     from hf_xlsr.trainers.recipes import paper_recipe
     from hf_xlsr.trainers.trainer import WARMUP_SHARE
 
@@ -671,8 +672,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from hf_xlsr.data.bitext import BitextFormatError
     from hf_xlsr.evaluation.loading import ModelLoadError
     from hf_xlsr.hub import PushError
-    from hf_xlsr.trainers.arguments import ConfigFileError
     from hf_xlsr.trainers.checkpoints import CheckpointError
+    from hf_xlsr.trainers.checks import ConfigFileError
 
     try:
         if getattr(args, "model", None):  # package:<name>/<path>, as a run configuration names a model

@@ -59,7 +59,7 @@ from pathlib import Path
 
 import torch
 from common import ENCODERS, Results, machine, mean_and_spread, mean_text, memory_mb, reset_peak
-from protocol import next_jobs, split_rows
+from protocol import run_grid, split_rows
 
 BATCH = 8  # B
 DIMENSION = 384  # the sentence vectors of MiniLM-L6 and of e5-small
@@ -739,13 +739,7 @@ def main() -> None:
     for arm in args.grid or []:
         spec(arm)
     jobs = list(args.jobs)
-    for arm in args.grid or []:  # a stage's jobs, then the next stage's, which the results so far decide
-        previous = None
-        while pending := next_jobs(results.runs(), arm):
-            if pending[0] == previous:
-                raise SystemExit(f"{previous}: run, yet still to run by {results.path}")
-            previous = pending[0]
-            run_jobs(args, results, pending[:1])
+    run_grid(results.runs, args.grid or [], lambda job: run_jobs(args, results, [job]))
     run_jobs(args, results, jobs)
 
 

@@ -66,12 +66,12 @@ def training_arguments(args, output_dir: str, seed: int) -> dict:
     )  # fmt: skip
 
 
-def english_pairs():
-    """The 21 pairs stacked: rows ``source`` (English), ``target``, ``target_language``, ``example_id`` (the
-    verse)."""
+def english_pairs(args):
+    """The run's pairs (``args.languages``, each with English, from ``args.train_data``) stacked: rows ``source``
+    (English), ``target``, ``target_language``, ``example_id`` (the meaning)."""
     from hf_xlsr.data.multilingual import load_pair_datasets, resolve_language_pairs, stack_pairs
 
-    return stack_pairs(load_pair_datasets("bible", resolve_language_pairs(LANGUAGES), "train"))
+    return stack_pairs(load_pair_datasets(args.train_data, resolve_language_pairs(args.languages), "train"))
 
 
 def sentence_model(args, seed: int):
@@ -116,7 +116,8 @@ def train_hf_xlsr(args, seed: int, output_dir: str):
     from hf_xlsr.trainers import parse_run_arguments, run_training
 
     config = {
-        "model_type": "dual_momentum", "encoder": ENCODERS["e5"], "languages": LANGUAGES, "train_data": "bible",
+        "model_type": "dual_momentum", "encoder": ENCODERS["e5"], "languages": args.languages,
+        "train_data": args.train_data,
         "model_config": {"shared_encoder": True, "queue_size": args.queue_size, "momentum": args.momentum,
                          "temperature": args.temperature},
         "max_eval_pairs": 0, "max_length": args.max_length, "export_dir": f"{output_dir}/export",
@@ -233,6 +234,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--report", action="store_true", help="print the tables of a results file (--out) and stop")
     parser.add_argument("--out", required=True)
+    parser.set_defaults(languages=LANGUAGES, train_data="bible")  # what the training functions read
     args = parser.parse_args()
     if args.report:
         print("\n\n".join(report(args.out)))
@@ -266,7 +268,7 @@ def main() -> None:
                 elif arm == "hf_xlsr":
                     model, trainer = train_hf_xlsr(args, seed, output_dir)
                 else:
-                    pairs = pairs if pairs is not None else english_pairs()
+                    pairs = pairs if pairs is not None else english_pairs(args)
                     model = train_sentence_transformers(arm, args, seed, output_dir, pairs)
                 trained_seconds = round(time.time() - began)
                 model[0].max_seq_length = 128  # every model scored with the same truncation

@@ -15,7 +15,7 @@ words):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 LEARNING_RATES = (5e-5, 1e-4, 2e-4, 4e-4)
 TEMPERATURES = (0.04, 0.05)  # scale 25 (MoCo-BERT's temperature), 20 (MultipleNegativesRankingLoss's default)
@@ -36,7 +36,8 @@ def split_rows(total: int, size: int, whole: bool = False) -> dict[str, list[int
 
 def tune_view(runs: Iterable[Mapping]) -> list[dict]:
     """What a choice is handed of each run: its arm, seed, rate, temperature and ``tune`` score, nothing of test."""
-    return [{name: run[name] for name in CHOOSER_FIELDS if name in run} for run in runs if "superseded" not in run]
+    return [{name: run[name] for name in CHOOSER_FIELDS if name in run} for run in runs
+            if "superseded" not in run and "tune" in run]  # fmt: skip
 
 
 def pick(runs: Iterable[Mapping], arm: str) -> dict | None:
@@ -75,6 +76,18 @@ def next_jobs(runs: Iterable[Mapping], arm: str) -> list[str]:
     return [job(arm, seed, rate, temperature) for seed in SEEDS if (seed, rate, temperature) not in done]
 
 
+def run_grid(runs: Callable[[], list], arms: Iterable[str], run_job: Callable[[str], None]) -> None:
+    """Each of ``arms`` under the protocol, one job at a time: a stage's jobs, then the next stage's, which the runs
+    so far (``runs()``, read again after every job) decide. A job still to run after it ran is an error."""
+    for arm in arms:
+        previous = None
+        while pending := next_jobs(runs(), arm):
+            if pending[0] == previous:
+                raise SystemExit(f"{previous}: run, yet still to run")
+            previous = pending[0]
+            run_job(pending[0])
+
+
 def grid_rows(runs: list[Mapping], arms: Iterable[str]) -> list[dict]:
     """For each arm: its seed-0 grid (``{(rate, temperature): tune}``), its pick and the tune score that chose it, and
     the ``test`` scores (``bible``) of every seed at the pick."""
@@ -83,10 +96,10 @@ def grid_rows(runs: list[Mapping], arms: Iterable[str]) -> list[dict]:
         chosen = pick(runs, arm)
         grid = {point(run): run["tune"] for run in tune_view(runs) if run["arm"] == arm and run["seed"] == PICK_SEED}
         tests = [run["bible"] for run in runs if run["arm"] == arm and "superseded" not in run and chosen
-                 and point(run) == point(chosen)]  # fmt: skip
+                 and "bible" in run and point(run) == point(chosen)]  # fmt: skip
         rows.append({"arm": arm, "grid": grid, "pick": point(chosen) if chosen else None,
                      "pick_tune": chosen["tune"] if chosen else None, "test": tests,
-                     "complete": not next_jobs(runs, arm)})  # fmt: skip
+                     "complete": not next_jobs(runs, arm) and len(tests) >= len(SEEDS)})  # fmt: skip
     return rows
 
 

@@ -78,12 +78,12 @@ def test_a_language_the_corpus_lacks_lists_the_corpus_languages(tmp_path, capsys
 
 
 def test_the_runs_default_values_are_logged_once_it_is_valid_never_before_an_error(tmp_path, capsys, caplog):
-    from hf_xlsr.trainers.arguments import parse_run_arguments
+    from hf_xlsr.trainers import parse_run_arguments
 
-    with caplog.at_level("INFO", logger="hf_xlsr.trainers.arguments"):
+    with caplog.at_level("INFO", logger="hf_xlsr.trainers.config_file"):
         one_line_error(capsys, ["train", str(run_config(tmp_path / "bad.yaml", languages=["en", "xx"]))])
     assert "values the run does not set" not in caplog.text
-    with caplog.at_level("INFO", logger="hf_xlsr.trainers.arguments"):
+    with caplog.at_level("INFO", logger="hf_xlsr.trainers.config_file"):
         parse_run_arguments(run_config(tmp_path / "good.yaml"))
     assert "values the run does not set, from the paper's recipe" in caplog.text
 

@@ -24,8 +24,7 @@ from hf_xlsr import DualMomentumModel
 from hf_xlsr.evaluation.loading import load_trained_model
 from hf_xlsr.export import base_model_reference, export_sentence_transformers
 from hf_xlsr.tokenization import LanguageTokenizers, load_tokenizers, save_tokenizers
-from hf_xlsr.trainers import BitextCollator, XlsrTrainer, XlsrTrainingArguments, parse_run_arguments
-from hf_xlsr.trainers.arguments import ConfigFileError
+from hf_xlsr.trainers import BitextCollator, ConfigFileError, XlsrTrainer, XlsrTrainingArguments, parse_run_arguments
 from hf_xlsr_cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,6 +78,7 @@ def test_docstrings_of_the_public_api_name_the_arguments_the_signatures_take():
 
 def public_callables():
     """Every class and function the package exports, with the public methods of its classes."""
+    import hf_xlsr.losses  # the losses for SentenceTransformerTrainer (imports sentence-transformers)
     import hf_xlsr.modeling.functional  # rendered in the API page
 
     modules = [hf_xlsr, hf_xlsr.data, hf_xlsr.evaluation, hf_xlsr.trainers, hf_xlsr.tokenization, hf_xlsr.export,

@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """Training: the Trainer subclass, its callbacks, collators, run arguments and the run pipeline."""
 
-from .arguments import ConfigFileError, DataArguments, ModelArguments, parse_run_arguments
+from .arguments import DataArguments, ModelArguments
 from .callbacks import EncoderFreezeCallback, MomentumCallback, StageCallback, scheduled_momentum
+from .checks import ConfigFileError
 from .collators import BitextCollator, CmlmCollator, HictlCollator, PairMaskingCollator
+from .config_file import parse_run_arguments
 from .run import MODEL_RECIPES, load_pairs, run_training
 from .trainer import XlsrTrainer, XlsrTrainingArguments
 

@@ -48,7 +48,8 @@ from ..modeling import (
 from ..references import resolve_reference
 from ..tokenization import load_tokenizers
 from ..utils import atomic_directory, file_digest
-from .arguments import ConfigFileError, DataArguments, ModelArguments
+from .arguments import DataArguments, ModelArguments
+from .checks import ConfigFileError
 from .collators import BitextCollator, CmlmCollator, HictlCollator, PairMaskingCollator
 from .trainer import XlsrTrainer, XlsrTrainingArguments
 

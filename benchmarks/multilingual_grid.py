@@ -1,0 +1,134 @@
+"""multilingual-e5-small trained on many languages by hf_xlsr's queue (``DualMomentumModel``) and by
+sentence-transformers' ``MultipleNegativesRankingLoss``, each arm at its best under the tuning protocol
+(``protocol.py``): seed 0 runs the grid of learning rates and temperatures and is scored on *tune* rows; seeds 1 and 2
+run at the pick; the pick's three models are scored on *test* rows.
+
+Data: ``--train-data`` (the Bible by default; a JSON list joins sources pair by pair, e.g. the Bible and a catalogue
+corpus: ``'["bible", "corpus.jsonl"]'``) in ``--languages`` (the Bible's 22 by default), each paired with English;
+the recipe of ``multilingual_final.py`` (steps, batch, warm-up and cosine decay, 64 tokens). Rows: the held-out
+Bible verses present in every one of the run's Bible languages, drawn in one order (``split_rows``): the
+``--tune-rows`` after the first ``--tune-rows`` tune, every other one tests. Every model is saved (``--models``), so
+that the grid's test figure of seed 0 is scored once its pick is known, and Tatoeba (test data only, never a choice)
+is scored on the three models of each pick afterwards by ``benchmarks/tatoeba.py``.
+
+    HF_HUB_OFFLINE=1 python benchmarks/multilingual_grid.py --threads 1 --grid mnrl hf_xlsr \\
+        --models runs/multilingual_grid --out benchmarks/results/multilingual_grid.json   # resumable
+    python benchmarks/multilingual_grid.py --report --out benchmarks/results/multilingual_grid.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from bench_queue_vs_batch import accuracy, evaluators
+from common import Results, machine
+from multilingual_final import LANGUAGES, english_pairs, train_hf_xlsr, train_sentence_transformers
+from protocol import PICK_SEED, grid_table, pick, point, run_grid
+
+ARMS = ("mnrl", "hf_xlsr")
+LABELS = {"mnrl": "MNRL, batch B", "hf_xlsr": "DualMomentumModel (one encoder, a queue of momentum keys)"}
+
+
+def job_parts(job: str) -> tuple[str, int, float, float]:
+    arm, seed, rate, temperature = job.split(":")
+    return arm, int(seed), float(rate), float(temperature)
+
+
+def test_scores(model, test) -> dict:
+    """The reported figures on the test rows: each language against English both ways (their mean), and the pairs
+    of two other languages (never trained together)."""
+    metrics = test(model)
+    return {"bible": accuracy(metrics), "zero_shot": metrics.get("retrieval_zero_shot_accuracy"), "test": metrics}
+
+
+def run_job(args, results: Results, job: str, rows: dict) -> None:
+    """Train one grid point (``ARM:SEED:RATE:TEMPERATURE``), save the model, score it on tune; a seed other than the
+    pick seed runs at the pick only, so it is scored on test too."""
+    arm, seed, rate, temperature = job_parts(job)
+    if results.done(arm, seed, base_learning_rate=rate, temperature=temperature):
+        return
+    settings = argparse.Namespace(**{**vars(args), "learning_rate": rate, "temperature": temperature})
+    began = time.time()
+    with tempfile.TemporaryDirectory() as output_dir:
+        if arm == "hf_xlsr":
+            model, _ = train_hf_xlsr(settings, seed, output_dir)
+        else:
+            model = train_sentence_transformers(arm, settings, seed, output_dir, english_pairs(settings))
+    seconds = round(time.time() - began)
+    model[0].max_seq_length = 128  # every model scored with the same truncation
+    folder = Path(args.models) / job.replace(":", "_")
+    model.save(str(folder))
+    run = {"arm": arm, "seed": seed, "base_learning_rate": rate, "learning_rate": rate, "temperature": temperature,
+           "train_seconds": seconds, "model": str(folder), "tune": accuracy(rows["tune"](model))}  # fmt: skip
+    if seed != PICK_SEED:
+        run.update(test_scores(model, rows["bible"]))
+    results.add(run)
+    print(json.dumps({key: value for key, value in run.items() if key != "test"}), flush=True)
+
+
+def test_the_pick(results: Results, arm: str, test) -> None:
+    """Seed 0's pick scored on test, from its saved model: the grid's other points are never scored on test."""
+    from sentence_transformers import SentenceTransformer
+
+    chosen = pick(results.runs(), arm)
+    at_pick = [run for run in results.runs() if run["arm"] == arm and run["seed"] == PICK_SEED
+               and "superseded" not in run and point(run) == point(chosen)]  # fmt: skip
+    if any("bible" in run for run in at_pick):
+        return
+    saved = next(run for run in at_pick if "model" in run)
+    model = SentenceTransformer(saved["model"], device="cpu")
+    results.add({"arm": arm, "seed": PICK_SEED, "base_learning_rate": saved["base_learning_rate"],
+                 "temperature": saved["temperature"], "model": saved["model"],
+                 **test_scores(model, test)})  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--grid", nargs="+", choices=ARMS, default=list(ARMS))
+    parser.add_argument("--train-data", default="bible", help="a source, or a JSON list of sources")
+    parser.add_argument("--languages", nargs="+", default=LANGUAGES, help="the first is the pivot")
+    parser.add_argument("--tune-rows", type=int, default=300, help="held-out verses to tune (as many come first)")
+    parser.add_argument("--whole-test", action=argparse.BooleanOptionalAction, default=True,
+                        help="test on every held-out verse but the tuning ones (--no-whole-test: the first "
+                             "--tune-rows)")  # fmt: skip
+    parser.add_argument("--steps", type=int, default=320)
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--max-length", type=int, default=64)
+    parser.add_argument("--queue-size", type=int, default=1024)
+    parser.add_argument("--momentum", type=float, default=0.99)
+    parser.add_argument("--language-batches", default="mixed")
+    parser.add_argument("--models", default="runs/multilingual_grid", help="where every trained model is saved")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--report", action="store_true", help="print the grid's table of --out and stop")
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    if args.train_data.lstrip().startswith("["):
+        args.train_data = json.loads(args.train_data)
+    if args.report:
+        runs = json.loads(Path(args.out).read_text())["runs"]
+        print(grid_table(runs, args.grid, LABELS, ["hf_xlsr"]))
+        return
+    torch.set_num_threads(args.threads)
+    bible_languages = [code for code in args.languages if code in LANGUAGES]
+    rows = evaluators(bible_languages, args.tune_rows, whole=args.whole_test)  # {"tune": ..., "bible": test}
+    setup = {"script": "benchmarks/multilingual_grid.py", "languages": args.languages, "train_data": args.train_data,
+             "steps": args.steps, "batch_size": args.batch_size, "max_length": args.max_length,
+             "queue_size": args.queue_size, "momentum": args.momentum, "machine": machine(),
+             "split": {"train": f"{args.train_data}: training part",
+                       "tune": f"held-out Bible verses in {len(bible_languages)} languages, rows {args.tune_rows}-"
+                               f"{2 * args.tune_rows - 1} of one draw (seed 0)",
+                       "test": f"the other held-out verses ({len(rows['bible'].sentences['en'])})"}}  # fmt: skip
+    results = Results(args.out, setup)
+    run_grid(results.runs, args.grid, lambda job: run_job(args, results, job, rows))
+    for arm in args.grid:
+        test_the_pick(results, arm, rows["bible"])
+    print(grid_table(results.runs(), args.grid, LABELS, ["hf_xlsr"]))
+
+
+if __name__ == "__main__":
+    main()
