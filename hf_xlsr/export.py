@@ -32,6 +32,7 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Router, Transformer
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from .data.multilingual import source_list
 from .modeling.adapters import merged_copy
 from .tokenization import tokenizer_for
 from .utils import atomic_directory
@@ -130,13 +131,13 @@ def base_model_reference(model: PreTrainedModel, run_info: Mapping) -> tuple[str
 def mteb_training_datasets(train_data: str | Mapping[str, str] | None) -> list[str] | None:
     """The MTEB tasks whose data a run trained on (its Hub dataset is an MTEB task's), so that mteb flags those
     tasks as not zero-shot; [] for hf_xlsr's offline corpora and local files; None when unknown. ``train_data`` is
-    one source, or a mapping from language pair to source (the union of their tasks)."""
+    one source, a list of sources, or a mapping from language pair to source (the union of their tasks)."""
     if not train_data:
         return None
-    if isinstance(train_data, Mapping):
-        per_pair = [mteb_training_datasets(source) for source in train_data.values()]
-        return None if None in per_pair else sorted({task for tasks in per_pair for task in tasks})
-    if train_data in ("bible", "hsk") or Path(train_data).suffix in (".tsv", ".jsonl"):
+    if not isinstance(train_data, str):  # a list of sources, or a source per pair: the union of their tasks
+        per_source = [mteb_training_datasets(source) for source in source_list(train_data)]
+        return None if None in per_source else sorted({task for tasks in per_source for task in tasks})
+    if train_data in ("bible", "hsk") or Path(train_data).suffix in (".tsv", ".jsonl") or Path(train_data).is_dir():
         return []  # hf_xlsr's local MTEB tasks score the held-out books and topics, never the training ones
     try:
         import mteb

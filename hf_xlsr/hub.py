@@ -25,6 +25,7 @@ import jinja2
 from huggingface_hub import EvalResult, HfApi, ModelCard, ModelCardData
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from .data.multilingual import source_list
 from .evaluation.languages import MTEB_LANGUAGES
 from .evaluation.loading import looks_like_a_hub_id, offline
 from .export import MTEB_META, base_model_reference, export_sentence_transformers, routes, starting_encoder
@@ -102,7 +103,7 @@ def render_model_card(
     reference = starting_encoder(run_info)
     package = reference[len("package:") :].split("/")[0] if reference.startswith("package:") else None
     train_data = run_info.get("train_data")
-    data_kinds = set(train_data.values() if isinstance(train_data, Mapping) else [train_data])
+    data_kinds = set(source_list(train_data)) if train_data else set()
     hub_datasets = sorted(
         v for v in data_kinds if isinstance(v, str) and looks_like_a_hub_id(v) and v not in ("bible", "hsk")
     )  # the sources that are Hub datasets: the card's datasets metadata

@@ -399,7 +399,7 @@ MUTATIONS = [
              "        alpha: float = LANGUAGE_SAMPLING_ALPHA,", "        alpha: float = 1.0,",
              "tests/test_multilingual.py::test_one_default_sampling_temperature_whatever_the_arguments"),
     Mutation("export_reads_one_training_source", "hf_xlsr/export.py::mteb_training_datasets",
-             "    if isinstance(train_data, Mapping):",
+             "    if not isinstance(train_data, str):",
              "    if False:",
              "tests/test_cli_and_arguments.py::test_a_run_on_per_pair_files_exports_with_its_training_datasets"),
     Mutation("statistics_of_an_empty_queue_logged", "hf_xlsr/trainers/trainer.py::XlsrTrainer.log",
@@ -1105,6 +1105,12 @@ MUTATIONS = [
              'if "superseded" not in run and "tune" in run]', 'if "superseded" not in run]',
              "tests/benchmarks/test_multilingual_grid.py::"
              "test_only_the_picks_model_is_scored_on_test_and_the_chooser_never_reads_it"),
+    Mutation("card_of_a_list_of_sources", "hf_xlsr/hub.py::render_model_card",
+             "set(source_list(train_data))", "set([train_data])",
+             CATALOGUES + "test_hf_xlsr_train_takes_a_list_of_sources_and_says_where_each_language_came_from"),
+    Mutation("mteb_meta_of_a_list_of_sources", "hf_xlsr/export.py::mteb_training_datasets",
+             "if not isinstance(train_data, str):", "if isinstance(train_data, dict):",
+             CATALOGUES + "test_hf_xlsr_train_takes_a_list_of_sources_and_says_where_each_language_came_from"),
     # The site as a reader sees it
     Mutation("site_table_code_keeps_its_backslash", "docs/hooks.py::on_page_markdown",
              'span.group(0).replace("\\\\|", "|")', "span.group(0)",

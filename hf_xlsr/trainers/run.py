@@ -28,6 +28,7 @@ from ..data.multilingual import (
     load_pair_datasets,
     pair_name,
     shared_meanings,
+    source_list,
     stack_pairs,
 )
 from ..data.tokenizer_training import tokenizer_from_sentencepiece, train_unigram_tokenizer
@@ -415,8 +416,8 @@ def run_record(model_args, data_args, training_args, trainer, parts, eval_source
 def training_files(source) -> dict[str, str]:
     """``{path: SHA-256}`` of each local file a run trains on (``train_data``, or each language pair's): what
     ``hf-xlsr evaluate`` reads to tell that it is asked to score the training data."""
-    sources = source.values() if isinstance(source, dict) else source if isinstance(source, list) else [source]
-    return {str(path): file_digest(path) for path in sources if isinstance(path, str) and Path(path).is_file()}
+    return {str(path): file_digest(path) for path in source_list(source) if isinstance(path, str)
+            and Path(path).is_file()}  # fmt: skip
 
 
 def framework_versions() -> dict[str, str]:
