@@ -1111,6 +1111,9 @@ MUTATIONS = [
     Mutation("mteb_meta_of_a_list_of_sources", "hf_xlsr/export.py::mteb_training_datasets",
              "if not isinstance(train_data, str):", "if isinstance(train_data, dict):",
              CATALOGUES + "test_hf_xlsr_train_takes_a_list_of_sources_and_says_where_each_language_came_from"),
+    Mutation("a_pairs_list_of_sources_unread", "hf_xlsr/data/multilingual.py::load_pair_datasets",
+             "elif isinstance(entry, (list, tuple)):", "elif False:",
+             CATALOGUES + "test_a_list_of_sources_joins_each_pairs_verses_and_interface_strings"),
     # The site as a reader sees it
     Mutation("site_table_code_keeps_its_backslash", "docs/hooks.py::on_page_markdown",
              'span.group(0).replace("\\\\|", "|")', "span.group(0)",

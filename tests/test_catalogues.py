@@ -183,6 +183,12 @@ def test_a_list_of_sources_joins_each_pairs_verses_and_interface_strings(tmp_pat
     assert not set(french.values()) & set(parts["en-fr"]["example_id"][:verses])
     with pytest.raises(BitextFormatError, match=r"no source of \['bible', '.*i18n'\] has the language pair en-xx"):
         load_pair_datasets(["bible", folder], [("en", "fr"), ("en", "xx")])
+    # a pair's own list, in a mapping from pair to source: the same rows as the list for every pair
+    per_pair = load_pair_datasets({"en-fr": ["bible", folder], "en-eu": folder}, [("en", "fr"), ("en", "eu")])
+    assert per_pair["en-fr"]["fr"] == parts["en-fr"]["fr"] and per_pair["en-eu"]["eu"] == parts["en-eu"]["eu"]
+    french = dict(zip(per_pair["en-fr"]["en"][verses:], per_pair["en-fr"]["example_id"][verses:], strict=True))
+    basque = dict(zip(per_pair["en-eu"]["en"], per_pair["en-eu"]["example_id"], strict=True))
+    assert french["Save page"] == basque["Save page"]
 
 
 def test_hf_xlsr_train_takes_a_catalogue_folder_beside_its_configuration(tmp_path, caplog):

@@ -254,6 +254,9 @@ def load_pair_datasets(
             if isinstance(entry, str) and entry in ("bible", "hsk"):
                 parts[name] = load_pair_datasets(entry, [pair], split, translations)[name]
                 namespaces[name] = entry
+            elif isinstance(entry, (list, tuple)):  # the pair's own list of sources, joined
+                parts[name] = _joined_sources(entry, [pair], split, translations)[name]
+                namespaces[name] = f"sources of {name}"
             elif isinstance(entry, (str, os.PathLike)) and Path(entry).is_dir():  # software catalogues
                 rows = read_catalogues(entry, list(pair))
                 parts[name] = rows.filter(lambda row, pair=pair: all(row[code] for code in pair))
