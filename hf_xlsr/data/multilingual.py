@@ -313,8 +313,8 @@ def _joined_sources(
             held = [pair for pair in pairs if all(code in have for code in pair)]
             loaded = load_pair_datasets(source, held, split, translations) if held else {}
         else:  # a catalogue folder is read for the languages it has; a file has an empty cell where it has none
-            codes = [code for code in languages if code in catalogue_languages(source)] if Path(source).is_dir() \
-                else languages  # fmt: skip
+            has = catalogue_languages(source) if Path(source).is_dir() else languages
+            codes = [code for code in languages if code in has]
             table = read_multiway(source, codes)
             loaded = {pair_name(pair): table.filter(lambda row, pair=pair: all(row[code] for code in pair))
                       .select_columns([*pair, "example_id"]) for pair in pairs if set(pair) <= set(codes)}  # fmt: skip
