@@ -85,6 +85,44 @@ def one_language_coverage_table() -> str:
     return table([run for name in ONE_LANGUAGE_PROBES for run in shared.load(name)["runs"]])
 
 
+RECALL_TOLERANCE = 0.005  # gold recall within half a point counts as equal
+
+
+def engines_table(data: dict) -> str:
+    """The list scanner against faiss's IVF search of the same lists (``bench_mining_engines.py``): at each size,
+    each engine's median seconds and peak memory over the rounds, its time over the scanner's, its gold pairs within
+    k against exact search's; then the verdict at each size: the scanner stays where it is at least
+    ``SPEEDUP_GOAL`` times as fast as every faiss engine whose gold recall is within `RECALL_TOLERANCE` of its own
+    or above."""
+    from statistics import median
+
+    sys.path.insert(0, str(shared.HERE))
+    from bench_mining_engines import ARMS, SPEEDUP_GOAL
+
+    setup, runs = data["setup"], data["runs"]
+    lines = ["| sentences a side | engine | index | seconds | × scanner's | peak MB | gold within k | exact's |",
+             "| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    verdicts = []
+    for size in sorted({run["size"] for run in runs}):
+        rows = {arm: [run for run in runs if run["size"] == size and run["engine"] == arm] for arm in ARMS}
+        seconds = {arm: median(run["seconds"] for run in rows[arm]) for arm in ARMS}
+        recall = {arm: rows[arm][0]["gold_within_k"] for arm in ARMS}
+        for arm in ARMS:
+            memory = median(run["peak_added_mb"] for run in rows[arm])
+            cells = [f"{size:,}", arm, f"`{rows[arm][0]['index']}`", f"{seconds[arm]:.1f}",
+                     f"{seconds[arm] / seconds['scanner']:.2f}", f"{memory:.0f}", f"{100 * recall[arm]:.2f}",
+                     f"{100 * rows[arm][0]['exact_gold_within_k']:.2f}"]  # fmt: skip
+            lines.append("| " + " | ".join(cells) + " |")
+        equal = [arm for arm in ARMS[1:] if recall[arm] >= recall["scanner"] - RECALL_TOLERANCE]
+        lead = min(seconds[arm] / seconds["scanner"] for arm in equal)
+        held = "holds" if lead >= SPEEDUP_GOAL else "does not hold"
+        verdicts.append(f"at {size:,} a side: {lead:.2f}x the time of the scanner for the fastest faiss engine at "
+                        f"equal gold recall: the scanner's lead of {SPEEDUP_GOAL}x {held}")  # fmt: skip
+    caption = (f"\n{setup['queries']:,} source sentences searched in the targets, {setup['rounds']} rounds, one "
+               f"thread, {setup['machine']}; {setup['date']}; `python {setup['script']}`.\n\n")  # fmt: skip
+    return "\n".join(lines) + caption + "Verdict " + "; ".join(verdicts) + ".\n"
+
+
 TABLES: dict[str, Callable[[], str]] = {
     "mining-sweep": lambda: mining_table("sweep"),
     "mining-scaling": lambda: mining_table("scaling"),
