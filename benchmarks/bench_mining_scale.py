@@ -1,8 +1,8 @@
 """Bitext mining's search at the sizes people mine: hf_xlsr's ``mine(index="auto")`` against the sentence-transformers
 mining example (``mining_corpus.peer_mine``) from 100,000 to 2,000,000 sentences a side, on this CPU, one thread each.
 
-Data: USE-m3 embeddings of the Bible corpus of ``mining_corpus.py`` (``bench_mining_search.py``'s cache: embed it
-first with ``bench_mining_search.py --model use-m3 --threads 1 --embed-only --sizes 409226``). Up to 409,226
+Data: USE-m3 embeddings of the Bible corpus of ``mining_corpus.py`` (``use_m3_embeddings``, cached: embedded the
+first time a size needs them, about half an hour of one core for the whole corpus). Up to 409,226
 sentences a side the sides are real (``mining_corpus.subsample``). The Bible holds no more, so a larger side is the
 409,226 real sentences (5,000 gold pairs among them) and added distractors: each the normalised sum of two different
 real sentences of its side that are not gold, drawn at random (seeded by the side: a larger size holds the
@@ -52,9 +52,8 @@ from pathlib import Path
 from unittest import mock
 
 import numpy as np
-from bench_mining_search import USE_M3, embeddings
 from common import AnonymousPeak, Results, machine
-from mining_corpus import CACHE, peer_mine, scored, subsample
+from mining_corpus import CACHE, USE_M3, peer_mine, scored, subsample, use_m3_embeddings
 
 REAL = 409_226  # sentences a side the corpus holds
 K = 4
@@ -72,7 +71,7 @@ def sides(size: int, seed: int = 0) -> tuple[Path, Path, set[tuple[int, int]]]:
     if all(path.is_file() for path in paths):
         return *paths, gold
     SCALE.mkdir(parents=True, exist_ok=True)
-    full = embeddings(USE_M3, "numpy", 1, (source_rows, target_rows))
+    full = use_m3_embeddings((source_rows, target_rows))
     gold_rows = ({s for s, _ in gold}, {t for _, t in gold})
     for side, (rows, path) in enumerate(zip((source_rows, target_rows), paths, strict=True)):
         real = np.asarray(full[side][rows], dtype=np.float32)

