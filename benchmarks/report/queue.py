@@ -1,5 +1,5 @@
-"""The blocks of the queue pages (docs/benchmarks/queue.md, queue_1000.md) and README's queue verdicts: the tuning
-grid, the queue against large batches, MomentumQueueLoss under SentenceTransformerTrainer."""
+"""The blocks of the queue pages (docs/benchmarks/queue.md) and README's queue verdicts: the tuning
+grid and the queue against large batches."""
 
 from __future__ import annotations
 
@@ -9,14 +9,13 @@ from collections.abc import Callable
 from . import shared
 
 
-def queue_table(name: str = "queue_vs_batch.json", timing_name: str | None = None) -> str:
-    """A queue-against-batch results file's table and verdict, timed by ``timing_name`` (default: its own
-    ``_timing`` file)."""
+def queue_table(name: str) -> str:
+    """A queue-against-batch results file's table and verdict, timed by its own ``_timing`` file."""
     sys.path.insert(0, str(shared.HERE))
     from bench_queue_vs_batch import languages_label, report, timing_of, verdict
 
     results = shared.load(name)
-    timing = timing_of(shared.RESULTS / name, shared.RESULTS / timing_name if timing_name else None)
+    timing = timing_of(shared.RESULTS / name)
     setup = results["setup"]
     heldout = f", {setup['heldout']:,} held-out verses per language" if "heldout" in setup else ""
     if setup.get("whole_test"):
@@ -24,16 +23,6 @@ def queue_table(name: str = "queue_vs_batch.json", timing_name: str | None = Non
     head = (f"{setup['encoder']}, {languages_label(setup['languages'])}, B = {setup['B']}, {setup['pairs']:,} "
             f"training pairs per arm{heldout}, {setup['machine']}.\n\n")  # fmt: skip
     return head + report(results, timing) + "\n\n" + verdict(results, timing) + "\n"
-
-
-def st_loss_table() -> str:
-    """`MomentumQueueLoss` under `SentenceTransformerTrainer` against sentence-transformers' losses
-    (``bench_st_loss.py``)."""
-    sys.path.insert(0, str(shared.HERE))
-    from bench_st_loss import report
-
-    timing = shared.load("st_loss_timing.json")["rows"]
-    return report(shared.load("st_loss.json"), timing, shared.load("claim_moco_minilm_en_fr.json"))
 
 
 HEADLINE = ("- best", "- equal compute", "- equal time", "- memory held", "- training memory")
@@ -71,13 +60,6 @@ def grid_verdict() -> str:
 TABLES: dict[str, Callable[[], str]] = {
     "queue-vs-batch-grid-verdict": grid_verdict,
     "queue-vs-batch-grid": grid_table,
-    "queue-vs-batch": queue_table,
-    "queue-vs-batch-e5": lambda: queue_table("queue_vs_batch_e5.json"),
-    "queue-vs-batch-e5-22": lambda: queue_table("queue_vs_batch_e5_22.json"),
-    "queue-vs-batch-e5-22-whole": lambda: queue_table(
-        "queue_vs_batch_e5_22_whole.json", "queue_vs_batch_e5_22_timing.json"
-    ),
-    "st-loss": st_loss_table,
     "queue-vs-batch-whole-headline": lambda: queue_headline("queue_vs_batch_whole.json"),
     "queue-vs-batch-whole": lambda: queue_table("queue_vs_batch_whole.json"),
 }
