@@ -23,6 +23,7 @@ from report import (
     index,
     languages,
     mining,
+    mining_scale,
     papers,
     papers_cmlm_hictl,
     papers_lightweight,
@@ -32,7 +33,8 @@ from report import (
 HERE = Path(__file__).resolve().parent
 DOCUMENTS = [HERE.parent / "README.md", *sorted((HERE.parent / "docs" / "benchmarks").glob("*.md"))]
 BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /generated -->)", re.DOTALL)
-PAGES = (index, queue, papers, papers_lightweight, papers_cmlm_hictl, languages, cost, encoding, mining, gpu)
+PAGES = (index, queue, papers, papers_lightweight, papers_cmlm_hictl, languages, cost, encoding, mining, mining_scale,
+         gpu)  # fmt: skip
 TABLES = {name: make for page in PAGES for name, make in page.TABLES.items()}
 
 

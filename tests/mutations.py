@@ -592,14 +592,14 @@ MUTATIONS = [
              "seeds = sorted(by_side[0].keys() & by_side[1].keys())",
              "seeds = sorted(by_side[0].keys() | by_side[1].keys())",
              "tests/benchmarks/test_readme_tables.py::test_a_claims_contrast_pairs_runs_by_seed_on_the_seeds_both_arms_ran"),
-    Mutation("superseded_mining_runs_reported", "benchmarks/bench_mining_scale.py::current",
+    Mutation("superseded_mining_runs_reported", "benchmarks/report/mining_scale.py::current",
              'return [run for run in runs if "superseded" not in run]', "return runs",
              "tests/benchmarks/test_bench_mining_scale.py::"
              "test_a_superseded_run_stays_in_the_file_and_leaves_the_table_and_the_fit"),
     Mutation("momentum_copy_copies_the_tokenizer", "hf_xlsr/modeling/ema.py::momentum_copy",
              "                shared[id(tokenizer)] = tokenizer", "                pass",
              "tests/test_st_loss.py::test_the_momentum_copy_owns_its_weights_and_shares_the_tokenizer"),
-    Mutation("mining_measurement_paired_by_size_alone", "benchmarks/bench_mining_scale.py::measurements",
+    Mutation("mining_measurement_paired_by_size_alone", "benchmarks/report/mining_scale.py::measurements",
              'grouped.setdefault((run["size"], run.get("seed", 0)), {})', 'grouped.setdefault((run["size"], 0), {})',
              "tests/benchmarks/test_bench_mining_scale.py::"
              "test_a_size_measured_again_shows_each_measurement_with_its_own_peer"),
@@ -703,7 +703,7 @@ MUTATIONS = [
              'stored_ratios = [a / f for a, f in zip(added, times["stored"], strict=True)]',
              "stored_ratios = [a / f for a, f in zip(added, floor_times, strict=True)]",
              STORED + "test_the_third_ratio_is_the_added_time_over_the_stored_products_time"),
-    Mutation("rule_rows_hide_their_products", "benchmarks/bench_mining_scale.py::rule_table",
+    Mutation("rule_rows_hide_their_products", "benchmarks/report/mining_scale.py::rule_table",
              "products\" if len(shown) > 1 else \"\"", "products\" if False else \"\"",
              "tests/benchmarks/test_bench_mining_scale.py::"
              "test_a_rule_table_of_two_product_dtypes_names_each_rows_dtype_and_sets_it_against_the_first"),
@@ -822,7 +822,7 @@ MUTATIONS = [
              "for arm in ARMS[:: 1 if repeat % 2 == 0 else -1]:", "for arm in ARMS:",
              "tests/benchmarks/test_bench_mining_engines.py::"
              "test_every_engine_searches_the_same_lists_in_rounds_of_reversed_order"),
-    Mutation("engines_verdict_against_a_lossier_faiss", "benchmarks/report/mining.py::engines_table",
+    Mutation("engines_verdict_against_a_lossier_faiss", "benchmarks/report/mining_scale.py::engines_table",
              'if recall[arm] >= recall["scanner"] - RECALL_TOLERANCE]', "]",
              "tests/benchmarks/test_bench_mining_engines.py::"
              "test_the_verdict_compares_the_scanner_with_faiss_at_equal_recall"),

@@ -95,6 +95,6 @@ def runs_of(seconds: dict, recall: dict) -> dict:
 )
 def test_the_verdict_compares_the_scanner_with_faiss_at_equal_recall(seconds, recall, verdict, monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    from report.mining import engines_table
+    from report.mining_scale import engines_table
 
     assert verdict in engines_table(runs_of(seconds, recall))

@@ -1,5 +1,6 @@
-"""``benchmarks/bench_mining_scale.py``: recall against exact search read from the neighbours, the memory an arm
-allocates, the growth of the time fitted, and the goal's verdict, against hand-worked numbers."""
+"""``benchmarks/bench_mining_scale.py`` and its report (``report/mining_scale.py``): recall against exact search
+read from the neighbours, the memory an arm allocates, the growth of the time fitted, and the goal's verdict, against
+hand-worked numbers."""
 
 from __future__ import annotations
 
@@ -18,6 +19,14 @@ def bench(monkeypatch):
     import bench_mining_scale
 
     return bench_mining_scale
+
+
+@pytest.fixture
+def report(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    from report import mining_scale
+
+    return mining_scale
 
 
 def test_recall_against_exact_search_counts_gold_within_k_and_the_neighbours_found(bench, monkeypatch):
@@ -49,21 +58,21 @@ def test_the_memory_an_arm_allocates_is_counted_and_the_files_it_maps_are_not(be
     assert mapped.mb < 8 and 120 < allocated.mb < 150
 
 
-def test_the_growth_of_the_time_is_the_slope_of_a_log_log_fit(bench):
+def test_the_growth_of_the_time_is_the_slope_of_a_log_log_fit(report):
     runs = [{"arm": f"peer {n}", "size": n, "seconds": 3e-4 * n} for n in (10**5, 10**6)]
     runs += [{"arm": f"hf_xlsr {n}", "size": n, "seconds": 2e-9 * n**1.5} for n in (10**5, 4 * 10**5, 10**6)]
-    assert bench.growth(runs, "peer") == pytest.approx(1.0)
-    assert bench.growth(runs, "hf_xlsr") == pytest.approx(1.5)
+    assert report.growth(runs, "peer") == pytest.approx(1.0)
+    assert report.growth(runs, "hf_xlsr") == pytest.approx(1.5)
 
 
 @pytest.mark.parametrize(
     ("seconds", "memory", "within", "reading"),
     [(50, 100, 0.990, "met"), (51, 100, 0.990, "not met"), (50, 101, 0.990, "not met"), (50, 100, 0.989, "not met")],
 )
-def test_the_goal_is_half_the_time_and_memory_and_a_point_of_recall(bench, seconds, memory, within, reading):
+def test_the_goal_is_half_the_time_and_memory_and_a_point_of_recall(report, seconds, memory, within, reading):
     peer = {"seconds": 100, "peak_added_mb": 200}
     ours = {"seconds": seconds, "peak_added_mb": memory, "exact_gold_within_k": 1.0, "gold_within_k": within}
-    assert bench.verdict(ours, peer) == reading
+    assert report.verdict(ours, peer) == reading
 
 
 def test_a_rule_setting_fills_its_lists_and_probes_and_their_multiples(bench):
@@ -75,7 +84,7 @@ def test_a_rule_setting_fills_its_lists_and_probes_and_their_multiples(bench):
     assert bench.rule_spec("IVF{4r},Flat|nprobe={0.75p}", 150_000) == "IVF1548,Flat|nprobe=24"
 
 
-def test_a_superseded_run_stays_in_the_file_and_leaves_the_table_and_the_fit(bench):
+def test_a_superseded_run_stays_in_the_file_and_leaves_the_table_and_the_fit(report):
     """A size re-measured: the earlier runs keep their place in the results file, marked ``superseded``, and the
     table, the summary and the fitted growth read the later ones alone."""
     recall = {"recall": 0.5, "exact_gold_within_k": 0.7, "gold_within_k": 0.7, "neighbour_recall": 0.9}
@@ -85,28 +94,28 @@ def test_a_superseded_run_stays_in_the_file_and_leaves_the_table_and_the_fit(ben
         {**run, "seconds": 10 * run["seconds"], "superseded": "re-measured"} for run in runs if run["size"] == 10**6
     ]
     data = {"setup": {"threads": 1, "machine": "m"}, "runs": runs}  # the superseded ones last: read, they would win
-    table = bench.scale_table(data)
+    table = report.scale_table(data)
     assert "| 1,000,000 | hf_xlsr `auto` | `x` | 400.0 | 0.40 |" in table and "4000.0" not in table
     assert "n^1.00" in table and "n^2.00" not in table  # both fits over the current runs: exponent 1
-    assert "| 1,000,000 | 0.40× the example's |" in bench.scale_summary(data)
+    assert "| 1,000,000 | 0.40× the example's |" in report.scale_summary(data)
 
 
-def test_a_rule_table_of_two_product_dtypes_names_each_rows_dtype_and_sets_it_against_the_first(bench):
+def test_a_rule_table_of_two_product_dtypes_names_each_rows_dtype_and_sets_it_against_the_first(report):
     """``--rule --products bfloat16 int8``: each row names the dtype its lists were scored in, and its seconds are
     read against the size's first row; a table of one dtype names none."""
     recall = {"exact_gold_within_k": 0.682, "gold_within_k": 0.6718, "neighbour_recall": 0.862}
     runs = [{"size": 700_000, "seed": 1, "index": "PCA128,IVF836,Flat|nprobe=64", "products": kind, "seconds": seconds,
              **recall} for kind, seconds in (("bfloat16", 120.0), ("int8", 90.0))]  # fmt: skip
     setup = {"threads": 1, "machine": "m", "date": "d"}
-    table = bench.rule_table({"setup": setup, "runs": runs})
+    table = report.rule_table({"setup": setup, "runs": runs})
     assert "| 700,000 (distractors of seed 1) | `PCA128,IVF836,Flat\\|nprobe=64`, int8 products | 90.0 | 0.75 |" in (
         table
     )
     assert "`, bfloat16 products | 120.0 | 1.00 | 68.2 | 67.2 | 86.2 |" in table
-    assert "products" not in bench.rule_table({"setup": setup, "runs": runs[1:]})
+    assert "products" not in report.rule_table({"setup": setup, "runs": runs[1:]})
 
 
-def test_a_size_measured_again_shows_each_measurement_with_its_own_peer(bench):
+def test_a_size_measured_again_shows_each_measurement_with_its_own_peer(report):
     """``--repeat 1``: a second measurement of a size (its runs' ``seed``) is a row of its own in the table and a
     second value in each cell of the summary's line, each hf_xlsr run read against the peer run of its own
     measurement, whatever their order in the file. Here 540 / 1,000 s = 0.54 (not met), 430 / 900 s = 0.48 (met)."""
@@ -119,12 +128,12 @@ def test_a_size_measured_again_shows_each_measurement_with_its_own_peer(bench):
         {"arm": "hf_xlsr 1000000", "size": 10**6, "seed": 0, "seconds": 540.0, **run},
     ]
     data = {"setup": {"threads": 1, "machine": "m"}, "runs": runs}
-    summary = bench.scale_summary(data)
+    summary = report.scale_summary(data)
     assert "| 1,000,000 | 0.54×, 0.48× the example's | 0.10× | 0.0 | 50.0 | 50.0 | met in 1 of 2 runs |" in summary
-    table = bench.scale_table(data)
+    table = report.scale_table(data)
     assert "| 1,000,000 (run 1) | hf_xlsr `auto` | `x` | 540.0 | 0.54 |" in table
     assert "| 1,000,000 (run 2) | hf_xlsr `auto` | `x` | 430.0 | 0.48 |" in table
     assert "| 1,000,000 (run 2) | sentence-transformers example | `x` | 900.0 | 1.00 |" in table
-    one = bench.scale_summary({**data, "runs": [runs[0], runs[3]]})  # one measurement: one value, no run number
+    one = report.scale_summary({**data, "runs": [runs[0], runs[3]]})  # one measurement: one value, no run number
     assert "| 1,000,000 | 0.54× the example's | 0.10× | 0.0 | 50.0 | 50.0 | not met |" in one
-    assert "(run 1)" not in bench.scale_table({**data, "runs": [runs[0], runs[3]]})
+    assert "(run 1)" not in report.scale_table({**data, "runs": [runs[0], runs[3]]})
