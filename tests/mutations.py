@@ -778,7 +778,7 @@ MUTATIONS = [
              "vectors = stored[bounds[list_id] + 1 : bounds[list_id] + 1 + width]", SCAN),
     Mutation("list_layout_left_in_corpus_order", "hf_xlsr/evaluation/mining/scan.py::list_layout",
              "_rows(unit, members, out=stored[: len(unit)])", "stored[: len(unit)] = unit", SCAN),
-    Mutation("search_again_against_the_whole_job", "benchmarks/bench_mining_e2e.py::e2e_table",
+    Mutation("search_again_against_the_whole_job", "benchmarks/report/mining.py::e2e_table",
              "searched = f\"{run['search_seconds']:.1f} | {run['search_seconds'] / peer['search_seconds']:.2f}\"",
              "searched = f\"{run['search_seconds']:.1f} | {run['search_seconds'] / peer['seconds']:.2f}\"",
              "tests/benchmarks/test_bench_mining_e2e.py::test_an_end_to_end_size_is_searched_again_and_its_rows_name_the_index"),

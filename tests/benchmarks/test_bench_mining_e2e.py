@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_an_end_to_end_size_is_searched_again_and_its_rows_name_the_index(monkeypatch, tmp_path):
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     import bench_mining_e2e
+    from report.mining import e2e_table
 
     rng = np.random.default_rng(1)
     x = rng.standard_normal((600, 16)).astype(np.float32)
@@ -29,7 +30,7 @@ def test_an_end_to_end_size_is_searched_again_and_its_rows_name_the_index(monkey
     peer = {"arm": "peer 600", "size": 600, "seconds": 10.0, "encode_seconds": 8.0, "search_seconds": 2.0,
             "peak_added_mb": 100.0, "recall": 0.5, "best_f1": 0.5, "f1_at_1.06": 0.5}  # fmt: skip
     again = {"arm": "search IVF8 600", "size": 600, **every_list, "search_seconds": 0.5}
-    table = bench_mining_e2e.e2e_table({"setup": {"model": "m", "backend": "bf16", "threads": 1, "machine": "here"},
+    table = e2e_table({"setup": {"model": "m", "backend": "bf16", "threads": 1, "machine": "here"},
                                         "runs": [peer, again]})  # fmt: skip
     assert (
         "| 600 | hf_xlsr's embeddings searched again: `IVF8,Flat\\|nprobe=8` | — | — | — | 0.5 | 0.25 | — | 100.0 |"
@@ -46,6 +47,7 @@ def test_both_arms_mine_one_encoding_timed_once(monkeypatch, tmp_path, minilm_pa
 
     import bench_mining_e2e
     from common import Results
+    from report.mining import e2e_table
     from sentence_transformers import SentenceTransformer
 
     source = [" ".join(text.split()[:10]) for text in bible_train.select(range(1000))["en"]]  # short, to be quick
@@ -72,7 +74,7 @@ def test_both_arms_mine_one_encoding_timed_once(monkeypatch, tmp_path, minilm_pa
         assert run["shared_encoding"] and run["encode_seconds"] == encoded
         assert run["seconds"] == pytest.approx(encoded + run["search_seconds"])
         assert run["recall"] == runs["exact 1000"]["recall"] > 0.1  # one list for the peer: both search exactly
-    table = bench_mining_e2e.e2e_table(results.data)
+    table = e2e_table(results.data)
     assert "At 1,000 sentences per side both arms mine one encoding" in table
     assert "| 1,000 | sentence-transformers example | " in table
     assert "| 1,000 | exact search on the shared encoding (reference) |" in table
