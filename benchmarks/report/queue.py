@@ -12,7 +12,7 @@ from . import shared
 def queue_table(name: str) -> str:
     """A queue-against-batch results file's table and verdict, timed by its own ``_timing`` file."""
     sys.path.insert(0, str(shared.HERE))
-    from bench_queue_vs_batch import languages_label, report, timing_of, verdict
+    from .queue_vs_batch import languages_label, report, timing_of, verdict
 
     results = shared.load(name)
     timing = timing_of(shared.RESULTS / name)
@@ -32,7 +32,7 @@ def queue_headline(name: str) -> str:
     """The headline verdicts of a queue-against-batch results file, without its table: the arms, and the verdicts at
     equal compute, at equal time and on memory."""
     sys.path.insert(0, str(shared.HERE))
-    from bench_queue_vs_batch import timing_of, verdict
+    from .queue_vs_batch import timing_of, verdict
 
     lines = verdict(shared.load(name), timing_of(shared.RESULTS / name)).splitlines()
     return "\n".join(line for line in lines if line.startswith(HEADLINE)) + "\n"

@@ -79,6 +79,7 @@ def test_each_micro_batch_is_scored_against_itself_and_the_banked_pairs_of_both_
 def test_the_arm_accumulates_micro_batches_of_b_into_one_step_and_keeps_its_bank_across_steps(benchmarks, tmp_path):
     import bench_queue_vs_batch as bench
     from contaccum import ContAccumLoss
+    from report.queue_vs_batch import negatives_per_query
 
     from hf_xlsr.data import resolve_reference
 
@@ -92,7 +93,7 @@ def test_the_arm_accumulates_micro_batches_of_b_into_one_step_and_keeps_its_bank
     assert trainer.args.learning_rate == pytest.approx(1e-4 * 8**0.5)
     trainer.train()
     assert trainer.state.global_step == 2 and len(loss.queries) == len(loss.documents) == 16
-    assert bench.negatives_per_query("contaccum_8B", 64, 8 * 64) == "519"  # 7 in its micro-batch, 512 banked
+    assert negatives_per_query("contaccum_8B", 64, 8 * 64) == "519"  # 7 in its micro-batch, 512 banked
     ids = train.add_column("example_id", [row // 2 for row in range(len(train))])  # each verse in two pairs
     trainer, _ = bench.build("contaccum_8B", minilm, ids, ["en", "fr"], 1, 1e-4, str(tmp_path / "i"), 0, 32, base=2,
                              bf16=True)  # fmt: skip

@@ -20,6 +20,14 @@ def bench(monkeypatch):
     return bench_queue_vs_batch
 
 
+@pytest.fixture
+def qreport(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    from report import queue_vs_batch
+
+    return queue_vs_batch
+
+
 @pytest.fixture(scope="module")
 def minilm():
     from hf_xlsr.data import resolve_reference
@@ -83,36 +91,36 @@ def test_the_many_language_figure_is_the_mean_over_each_language_with_the_first(
     assert abs(expected - zero_shot) > 1e-3  # the de-fr pair, never trained, is not in the figure
 
 
-def test_a_results_file_is_reported_with_its_own_timing_only(bench, tmp_path):
+def test_a_results_file_is_reported_with_its_own_timing_only(qreport, tmp_path):
     import json
 
     setup = {"encoder": "e5", "languages": LANGUAGES, "B": 8, "pairs": 3840}
     results = tmp_path / "queue_vs_batch_e5_22.json"
     results.write_text(json.dumps({"setup": setup, "runs": []}))
-    assert bench.timing_of(results) is None  # no timing file beside it: no time panel, no timed rows
+    assert qreport.timing_of(results) is None  # no timing file beside it: no time panel, no timed rows
     timing = tmp_path / "queue_vs_batch_e5_22_timing.json"
     timing.write_text(json.dumps({"setup": setup, "rows": {"mnrl_B": {"seconds_per_pair": 1.0}}}))
-    assert bench.timing_of(results) == {"mnrl_B": {"seconds_per_pair": 1.0}}
+    assert qreport.timing_of(results) == {"mnrl_B": {"seconds_per_pair": 1.0}}
     timing.write_text(json.dumps({"setup": {**setup, "encoder": "minilm"}, "rows": {}}))  # another model's seconds
     with pytest.raises(SystemExit, match="timed for another setup"):
-        bench.timing_of(results)
+        qreport.timing_of(results)
     # a whole-test file of the same setup names the timing of its other test; another setup's is refused all the same
     whole = tmp_path / "queue_vs_batch_e5_22_whole.json"
     whole.write_text(json.dumps({"setup": {**setup, "whole_test": True}, "runs": []}))
     other = tmp_path / "other_timing.json"
     other.write_text(json.dumps({"setup": setup, "rows": {"mnrl_B": {"seconds_per_pair": 2.0}}}))
-    assert bench.timing_of(whole) is None
-    assert bench.timing_of(whole, other) == {"mnrl_B": {"seconds_per_pair": 2.0}}
+    assert qreport.timing_of(whole) is None
+    assert qreport.timing_of(whole, other) == {"mnrl_B": {"seconds_per_pair": 2.0}}
     with pytest.raises(SystemExit, match="timed for another setup"):
-        bench.timing_of(whole, timing)
+        qreport.timing_of(whole, timing)
 
 
-def test_runs_scored_only_at_their_end_leave_half_the_compute_and_equal_time_unmeasured(bench):
+def test_runs_scored_only_at_their_end_leave_half_the_compute_and_equal_time_unmeasured(qreport):
     """One point per run (an expensive test): the verdict says what it cannot read instead of inventing it."""
     runs = [{**run, "curve": run["curve"][-1:]} for run in queue_and_peer_runs()]
     timing = {"mql_K256B": {"training_mb": 1.0, "seconds_per_pair": 0.12},
               "cmnrl_8B": {"training_mb": 1.0, "seconds_per_pair": 0.10}}  # fmt: skip
-    lines = bench.verdict({"runs": runs, "setup": {"B": 8}}, timing).splitlines()
+    lines = qreport.verdict({"runs": runs, "setup": {"B": 8}}, timing).splitlines()
     assert lines[2] == "- half the compute: no point at half the budget inside the hf_xlsr runs, not measured."
     assert lines[3].endswith("at 83% of its pairs, before its first measured point: not measured.")
 
@@ -171,11 +179,11 @@ def test_timing_interleaves_the_arms_and_keeps_each_finished_round(bench, monkey
     assert written["rows"]["mql_K256B"]["time_ratio_to_mnrl_B"] == 1.5
 
 
-def test_the_memory_verdict_sets_the_weights_state_apart(bench):
+def test_the_memory_verdict_sets_the_weights_state_apart(qreport):
     runs = queue_and_peer_runs()
     timing = {"mql_K256B": {"training_mb": 700.0, "state_mb": 400.0, "seconds_per_pair": 0.1},
               "cmnrl_8B": {"training_mb": 1000.0, "state_mb": 400.0, "seconds_per_pair": 0.1}}  # fmt: skip
-    lines = bench.verdict({"runs": runs, "setup": {"B": 8}}, timing).splitlines()
+    lines = qreport.verdict({"runs": runs, "setup": {"B": 8}}, timing).splitlines()
     assert ("- training memory: 700 MB against 1000 MB (0.70×; goal at most the peer's): not decided: measured after "
             "the arm was built, without its momentum copy and queues.") in lines  # fmt: skip
     # the rest, 300 MB against 600 MB: the ratio of what the losses themselves hold
@@ -185,7 +193,7 @@ def test_the_memory_verdict_sets_the_weights_state_apart(bench):
     )
 
 
-def test_an_arm_timed_but_not_trained_is_shown_as_its_gradcache_twin(bench):
+def test_an_arm_timed_but_not_trained_is_shown_as_its_gradcache_twin(qreport):
     """MNRL and the queue at 8B have the gradients of CachedMNRL and the cached queue at 8B: with a timing row and no
     runs each has a row that points to its twin, its own negatives, steps, memory and time."""
     shape = {"mql_K256B": {"batch": 8, "queue": 2048, "steps": 80}, "cmnrl_8B_sqrtlr": {"batch": 64, "queue": 0,
@@ -194,11 +202,11 @@ def test_an_arm_timed_but_not_trained_is_shown_as_its_gradcache_twin(bench):
     timed = {"state_mb": 400.0, "training_mb": 1.0, "time_ratio_to_mnrl_B": 1.0}
     timing = {"mnrl_8B": {"held_mb": 5000.0, "seconds_per_pair": 0.1, **timed},
               "mql_8B_K256B": {"held_mb": 6000.0, "seconds_per_pair": 0.2, **timed}}  # fmt: skip
-    lines = bench.report({"runs": runs, "setup": {"B": 8, "pairs": 640}}, timing).splitlines()
+    lines = qreport.report({"runs": runs, "setup": {"B": 8, "pairs": 640}}, timing).splitlines()
     assert "| MNRL, batch 8B | 64 | 63 | 10 | as CachedMNRL 8B | — | — | 5000 | 0.100 (1.00×) |" in lines
     assert ("| MomentumQueueLoss, batch 8B, K = 256B | 64 | 2,111 | 10 | as CachedMomentumQueueLoss 8B | — | — | 6000 "
             "| 0.200 (1.00×) |") in lines  # fmt: skip
-    assert not any(line.startswith("| MNRL, batch 8B") for line in bench.report(
+    assert not any(line.startswith("| MNRL, batch 8B") for line in qreport.report(
         {"runs": runs, "setup": {"B": 8, "pairs": 640}}, {}).splitlines())  # fmt: skip
 
 
@@ -254,16 +262,16 @@ def test_the_memory_a_queue_arm_holds_counts_its_momentum_copy(tmp_path):
     assert row["held_mb"] - row["training_mb"] >= copy_mb + queues_mb, row
 
 
-def test_the_memory_verdict_prefers_what_an_arm_holds(bench):
+def test_the_memory_verdict_prefers_what_an_arm_holds(qreport):
     runs = queue_and_peer_runs()
     timed = {"state_mb": 400.0, "seconds_per_pair": 0.1}
     timing = {"mql_K256B": {"training_mb": 700.0, "held_mb": 900.0, **timed},
               "cmnrl_8B": {"training_mb": 1000.0, "held_mb": 1100.0, **timed}}  # fmt: skip
-    lines = bench.verdict({"runs": runs, "setup": {"B": 8}}, timing).splitlines()
+    lines = qreport.verdict({"runs": runs, "setup": {"B": 8}}, timing).splitlines()
     assert "- memory held: 900 MB against 1100 MB (0.82×; goal at most the peer's): holds." in lines
 
 
-def test_the_equal_time_verdict_reads_each_run_where_it_has_spent_the_peers_time(bench):
+def test_the_equal_time_verdict_reads_each_run_where_it_has_spent_the_peers_time(qreport):
     def run(arm, seed, values, tune):
         points = zip((1280, 2560, 3840, 5120), values, strict=True)
         curve = [{"pairs": pairs, "bible": value + seed / 1000} for pairs, value in points]
@@ -277,7 +285,7 @@ def test_the_equal_time_verdict_reads_each_run_where_it_has_spent_the_peers_time
     def lines(ours_seconds, peer_seconds):
         timing = {"mql_K256B": {"training_mb": 1.0, "seconds_per_pair": ours_seconds},
                   "cmnrl_8B": {"training_mb": 1.0, "seconds_per_pair": peer_seconds}}  # fmt: skip
-        return bench.verdict({"runs": runs, "setup": {"B": 8}}, timing).splitlines()
+        return qreport.verdict({"runs": runs, "setup": {"B": 8}}, timing).splitlines()
 
     # 1.5x the peer's seconds per pair: at the peer's time the queue has seen 2/3 of its pairs, between the points at
     # 1/2 (70%) and 3/4 (80%): 70 + 10 x (2/3 - 1/2) / (1/4) = 76.67%, plus the seeds' 0.1 on average
@@ -291,12 +299,12 @@ def test_the_equal_time_verdict_reads_each_run_where_it_has_spent_the_peers_time
     assert lines(0.5, 0.1)[3].endswith("at 20% of its pairs, before its first measured point: not measured.")
 
 
-def test_the_cached_queue_is_held_against_cachedmnrl_plus_the_queues_own_state(bench):
+def test_the_cached_queue_is_held_against_cachedmnrl_plus_the_queues_own_state(qreport):
     # the momentum copy: a third of AdamW's float32 state (gradient and two moments), 300 / 3 = 100 MB; two queues of
     # 2,048 keys of 384 float32: 6 MB; CachedMNRL's 700 MB plus 106 MB against the cached queue's 850 MB
-    line = bench.cached_queue_memory({"held_mb": 850.0}, {"held_mb": 700.0, "state_mb": 300.0}, 2048)
+    line = qreport.cached_queue_memory({"held_mb": 850.0}, {"held_mb": 700.0, "state_mb": 300.0}, 2048)
     assert line == ("- the cached queue at 8B (mini-batches of B): 850 MB against CachedMNRL's 700 MB (1.21×); "
                     "against CachedMNRL's plus the queue's own state (106 MB: the momentum copy and two queues of "
                     "2,048 keys) 1.05× (goal at most 1.1×): holds.")  # fmt: skip
-    assert bench.cached_queue_memory({"held_mb": 900.0}, {"held_mb": 700.0, "state_mb": 300.0}, 2048).endswith(
+    assert qreport.cached_queue_memory({"held_mb": 900.0}, {"held_mb": 700.0, "state_mb": 300.0}, 2048).endswith(
         "1.12× (goal at most 1.1×): does not hold.")  # fmt: skip
