@@ -103,11 +103,15 @@ def grid_rows(runs: list[Mapping], arms: Iterable[str]) -> list[dict]:
     return rows
 
 
-def grid_table(runs: list[Mapping], arms: Iterable[str], labels: Mapping[str, str], hf_xlsr: Iterable[str]) -> str:
+def grid_table(runs: list[Mapping], arms: Iterable[str], labels: Mapping[str, str], hf_xlsr: Iterable[str],
+               cost: Mapping[str, Mapping] | None = None) -> str:  # fmt: skip
     """The report's table of a grid: each arm's tune score at every rate (first temperature) and at the other
     temperature(s) at its best rate, its pick and the tune score that chose it, and its test score over the seeds at
     the pick; then the verdict of the best arm of each side (``hf_xlsr``: ours), each chosen on tune at seed 0,
-    compared by test mean: "holds" where ours leads by more than the larger seed spread at 3 seeds each."""
+    compared by test mean: "holds" where ours leads by more than the larger seed spread at 3 seeds each. With
+    ``cost`` (an arm's timed ``seconds_per_pair`` and the memory it holds, ``held_mb``, which the rate and temperature
+    do not change), the two arms' ratios, and the verdict at equal time: ours read at its whole budget where it takes
+    no more time per pair than the peer (the runs are scored at their end only), else "cannot show"."""
     from statistics import fmean, stdev
 
     rows = grid_rows(list(runs), arms)
@@ -141,11 +145,21 @@ def grid_table(runs: list[Mapping], arms: Iterable[str], labels: Mapping[str, st
             if len(done) == len(rows)
             else f"the {len(done)} arms done ({'; '.join(labels.get(row['arm'], row['arm']) for row in done)})"
         )
+        holds = difference > spread
         lines.append(
             f"- each side's best on tune among {among}, each at its pick: {labels.get(ours['arm'], ours['arm'])}"
             f" against {labels.get(peer['arm'], peer['arm'])}: {100 * difference:+.1f} points on test, the "
-            f"larger seed spread {100 * spread:.1f}: {'holds' if difference > spread else 'does not hold'}."
+            f"larger seed spread {100 * spread:.1f}: {'holds' if holds else 'does not hold'}."
         )
+        if cost and ours["arm"] in cost and peer["arm"] in cost:
+            ours_cost, peer_cost = cost[ours["arm"]], cost[peer["arm"]]
+            time = ours_cost["seconds_per_pair"] / peer_cost["seconds_per_pair"]
+            memory = ours_cost["held_mb"] / peer_cost["held_mb"]
+            at_equal_time = (("holds" if holds else "does not hold") + ", read at its whole budget" if time <= 1
+                             else "cannot show: the runs are scored at their end only")  # fmt: skip
+            lines.append(f"- {time:.2f}× the peer's seconds per training pair and {memory:.2f}× the memory it holds "
+                         f"({ours_cost['held_mb']:.0f} MB against {peer_cost['held_mb']:.0f} MB, everything each "
+                         f"holds); at equal time: {at_equal_time}.")  # fmt: skip
     if len(done) < len(rows):
         lines.append(f"- {len(rows) - len(done)} of {len(rows)} arms without their whole grid and 3 seeds at their "
                      "pick: the verdict over every arm cannot show before they have them.")  # fmt: skip

@@ -826,6 +826,9 @@ MUTATIONS = [
              'if recall[arm] >= recall["scanner"] - RECALL_TOLERANCE]', "]",
              "tests/benchmarks/test_bench_mining_engines.py::"
              "test_the_verdict_compares_the_scanner_with_faiss_at_equal_recall"),
+    Mutation("grid_equal_time_read_whatever_the_time", "benchmarks/protocol.py::grid_table",
+             "if time <= 1", "if True",
+             "tests/benchmarks/test_protocol.py::test_the_verdict_reads_the_arms_done_and_says_the_rest_cannot_show_yet"),
     Mutation("pairing_loop_ignores_the_rounds", "hf_xlsr/evaluation/mining/margin.py::greedy_one_to_one",
              "if not used_source[s] and not used_target[t]:", "if True:", PAIRING),
     # the queue against large batches, many languages

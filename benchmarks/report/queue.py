@@ -38,6 +38,8 @@ def queue_headline(name: str) -> str:
     return "\n".join(line for line in lines if line.startswith(HEADLINE)) + "\n"
 
 
+# the steps of the grid's setup timed interleaved (encoder, languages, B and pairs: `timing_of` checks them)
+GRID_TIMING = "queue_vs_batch_whole_timing.json"
 GRID_ARMS = ("mnrl_B", "cmnrl_8B_sqrtlr", "mql_K256B", "cmql_8B_K256B_sqrtlr", "dmm_K256B")
 
 
@@ -47,9 +49,16 @@ def grid_table(name: str = "queue_vs_batch_grid.json") -> str:
     from bench_queue_vs_batch import HF_XLSR, LABELS, spec
     from protocol import grid_table as table
 
+    from .queue_vs_batch import timing_of
+
     labels = {arm: LABELS[spec(arm)["base"]] + spec(arm)["rate"] for arm in GRID_ARMS}
     ours = [arm for arm in GRID_ARMS if spec(arm)["loss"] in HF_XLSR]
-    return table(shared.load(name)["runs"], GRID_ARMS, labels, ours)
+    timed = timing_of(shared.RESULTS / name, shared.RESULTS / GRID_TIMING)
+    cost = {arm: timed[spec(arm)["base"]] for arm in GRID_ARMS if spec(arm)["base"] in timed}
+    setup = shared.load(GRID_TIMING)["setup"]
+    caption = (f"\nTime and memory: `benchmarks/results/{GRID_TIMING}`, every arm's steps timed in "
+               f"{setup['rounds']} interleaved rounds of {setup['timed_steps']}; {setup['machine']}; {setup['date']}.\n")  # fmt: skip
+    return table(shared.load(name)["runs"], GRID_ARMS, labels, ours, cost) + caption
 
 
 def grid_verdict() -> str:

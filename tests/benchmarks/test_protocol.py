@@ -125,3 +125,14 @@ def test_the_verdict_reads_the_arms_done_and_says_the_rest_cannot_show_yet():
                                      "pick: queue against MNRL: +16.0 points on test, the larger seed spread 1.0: "
                                      "holds.")  # fmt: skip
     assert text.splitlines()[-1].startswith("- 1 of 3 arms without their whole grid")
+    # the cost of the two arms the verdict names: 0.9 / 0.1 s per pair is 0.90x, 900 / 600 MB 1.50x; a faster queue
+    # is read at its whole budget, a slower one cannot be read at the peer's time from runs scored at their end
+    cost = {"mql_K256B": {"seconds_per_pair": 0.09, "held_mb": 900.0},
+            "mnrl_B": {"seconds_per_pair": 0.1, "held_mb": 600.0}}  # fmt: skip
+    line = protocol.grid_table(runs, ["mnrl_B", "mql_K256B", "cmnrl_8B"], labels, ["mql_K256B"], cost).splitlines()
+    assert line[-2] == ("- 0.90× the peer's seconds per training pair and 1.50× the memory it holds (900 MB against "
+                        "600 MB, everything each holds); at equal time: holds, read at its whole budget.")  # fmt: skip
+    cost["mql_K256B"]["seconds_per_pair"] = 0.12
+    line = protocol.grid_table(runs, ["mnrl_B", "mql_K256B", "cmnrl_8B"], labels, ["mql_K256B"], cost).splitlines()
+    assert line[-2].startswith("- 1.20× the peer's") and line[-2].endswith("cannot show: the runs are scored at their "
+                                                                            "end only.")  # fmt: skip
