@@ -25,19 +25,6 @@ def queue_table(name: str) -> str:
     return head + report(results, timing) + "\n\n" + verdict(results, timing) + "\n"
 
 
-HEADLINE = ("- best", "- equal compute", "- equal time", "- memory held", "- training memory")
-
-
-def queue_headline(name: str) -> str:
-    """The headline verdicts of a queue-against-batch results file, without its table: the arms, and the verdicts at
-    equal compute, at equal time and on memory."""
-    sys.path.insert(0, str(shared.HERE))
-    from .queue_vs_batch import timing_of, verdict
-
-    lines = verdict(shared.load(name), timing_of(shared.RESULTS / name)).splitlines()
-    return "\n".join(line for line in lines if line.startswith(HEADLINE)) + "\n"
-
-
 # the steps of the grid's setup timed interleaved (encoder, languages, B and pairs: `timing_of` checks them)
 GRID_TIMING = "queue_vs_batch_whole_timing.json"
 GRID_ARMS = ("mnrl_B", "cmnrl_8B_sqrtlr", "mql_K256B", "cmql_8B_K256B_sqrtlr", "dmm_K256B")
@@ -56,8 +43,8 @@ def grid_table(name: str = "queue_vs_batch_grid.json") -> str:
     timed = timing_of(shared.RESULTS / name, shared.RESULTS / GRID_TIMING)
     cost = {arm: timed[spec(arm)["base"]] for arm in GRID_ARMS if spec(arm)["base"] in timed}
     setup = shared.load(GRID_TIMING)["setup"]
-    caption = (f"\nTime and memory: `benchmarks/results/{GRID_TIMING}`, every arm's steps timed in "
-               f"{setup['rounds']} interleaved rounds of {setup['timed_steps']}; {setup['machine']}; {setup['date']}.\n")  # fmt: skip
+    caption = (f"\nTime and memory: `benchmarks/results/{GRID_TIMING}`, every arm's steps timed in {setup['rounds']} "
+               f"interleaved rounds of {setup['timed_steps']}; {setup['machine']}; {setup['date']}.\n")  # fmt: skip
     return table(shared.load(name)["runs"], GRID_ARMS, labels, ours, cost) + caption
 
 
@@ -69,6 +56,5 @@ def grid_verdict() -> str:
 TABLES: dict[str, Callable[[], str]] = {
     "queue-vs-batch-grid-verdict": grid_verdict,
     "queue-vs-batch-grid": grid_table,
-    "queue-vs-batch-whole-headline": lambda: queue_headline("queue_vs_batch_whole.json"),
     "queue-vs-batch-whole": lambda: queue_table("queue_vs_batch_whole.json"),
 }
