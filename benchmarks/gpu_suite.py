@@ -388,7 +388,7 @@ def queue_vs_batch(args, device: torch.device, seconds: float) -> dict:
     import tempfile
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from bench_queue_vs_batch import build, evaluators, spec
+    from queue_arms import build, evaluators, spec
 
     from hf_xlsr.data import load_bible
 

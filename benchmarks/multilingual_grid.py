@@ -25,10 +25,10 @@ import time
 from pathlib import Path
 
 import torch
-from bench_queue_vs_batch import accuracy, evaluators
 from common import Results, machine
 from multilingual_final import LANGUAGES, english_pairs, train_hf_xlsr, train_sentence_transformers
 from protocol import PICK_SEED, grid_table, pick, point, run_grid
+from queue_arms import accuracy, evaluators
 
 ARMS = ("mnrl", "hf_xlsr")
 LABELS = {"mnrl": "MNRL, batch B", "hf_xlsr": "DualMomentumModel (one encoder, a queue of momentum keys)"}

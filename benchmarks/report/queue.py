@@ -33,8 +33,8 @@ GRID_ARMS = ("mnrl_B", "cmnrl_8B_sqrtlr", "mql_K256B", "cmql_8B_K256B_sqrtlr", "
 def grid_table(name: str = "queue_vs_batch_grid.json") -> str:
     """The queue against large batches, every arm under the tuning protocol: its grid, pick and test score."""
     sys.path.insert(0, str(shared.HERE))
-    from bench_queue_vs_batch import HF_XLSR, LABELS, spec
     from protocol import grid_table as table
+    from queue_arms import HF_XLSR, LABELS, spec
 
     from .queue_vs_batch import timing_of
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from . import shared
 
 sys.path.insert(0, str(shared.HERE))
-from bench_queue_vs_batch import ARMS, BATCH, CACHED_TWIN, DIMENSION, HF_XLSR, LABELS, spec  # noqa: E402
 from common import mean_and_spread, mean_text  # noqa: E402
+from queue_arms import ARMS, BATCH, CACHED_TWIN, DIMENSION, HF_XLSR, LABELS, spec  # noqa: E402
 
 
 def timing_of(results_path: Path, path: Path | None = None) -> dict | None:

@@ -77,7 +77,7 @@ def test_each_micro_batch_is_scored_against_itself_and_the_banked_pairs_of_both_
 
 
 def test_the_arm_accumulates_micro_batches_of_b_into_one_step_and_keeps_its_bank_across_steps(benchmarks, tmp_path):
-    import bench_queue_vs_batch as bench
+    import queue_arms as bench
     from contaccum import ContAccumLoss
     from report.queue_vs_batch import negatives_per_query
 

