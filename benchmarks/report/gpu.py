@@ -7,6 +7,9 @@ from collections.abc import Callable
 
 from . import shared
 
+sys.path.insert(0, str(shared.HERE))
+from common import mean_and_spread, mean_text  # noqa: E402
+
 
 def gpu_suite_table(results: str) -> str:
     """A GPU suite's report (``gpu_suite.py``'s own Markdown), its title as a line of text."""
@@ -20,19 +23,79 @@ def gpu_suite_table(results: str) -> str:
 GPU_REPORTS = ("gpu_suite.json", "gpu_suite_h200.json")
 
 
+def seed_table(reports: list[dict]) -> str:
+    """``queue_vs_batch``'s held-out accuracy of each arm over every seed of these reports, on any device (the
+    accuracy after a fixed number of pairs depends on the device only through rounding; its time and memory do)."""
+    runs: dict[str, list[tuple[int, float, str]]] = {}
+    for report in reports:
+        for row in report["parts"].get("queue_vs_batch", {}).get("rows", []):
+            if "bible" in row:
+                runs.setdefault(row["arm"], []).append((row.get("seed", 0), row["bible"], report["device"]))
+    lines = ["| arm | seeds | held-out accuracy | mean ± spread | devices |", "| --- | ---: | --- | ---: | --- |"]
+    for arm, seeds in runs.items():
+        seeds.sort()
+        scores = [100 * score for _, score, _ in seeds]
+        mean, spread, n = mean_and_spread(scores)
+        each = ", ".join(f"{score:.2f} (seed {seed})" for (seed, _, _), score in zip(seeds, scores, strict=True))
+        devices = ", ".join(dict.fromkeys(device for _, _, device in seeds))
+        lines.append(f"| {arm} | {n} | {each} | {mean:.2f} ± {spread:.2f} | {devices} |")
+    return "\n".join(lines) + "\n"
+
+
+# hf_xlsr's arms in queue_vs_batch; the others are sentence-transformers'
+QUEUE_ARMS = ("mql_K256B", "cmql_8B_K256B_sqrtlr")
+
+
+def queue_vs_batch_summary(report: dict) -> str:
+    """``queue_vs_batch`` of one report as a table of each arm's mean over its seeds (± sample standard deviation):
+    held-out and tuning accuracy, training seconds and peak memory; then the verdict. The best peer is the
+    sentence-transformers arm with the highest tuning accuracy; the queue's lead "holds" where it exceeds the larger
+    of the two arms' spreads over at least two seeds each, and its memory is given as a multiple of that peer's."""
+    rows = [row for row in report["parts"]["queue_vs_batch"]["rows"] if "bible" in row]
+    arms = list(dict.fromkeys(row["arm"] for row in rows))
+    stats = {}
+    for arm in arms:
+        runs = [row for row in rows if row["arm"] == arm]
+        stats[arm] = {key: mean_and_spread([row[key] for row in runs])
+                      for key in ("bible", "tune", "train_seconds", "peak_mb")}  # fmt: skip
+    lines = [f"{report['device']}, bf16, `benchmarks/gpu_suite.py --parts queue_vs_batch` "
+             f"({report['date']}): mean over seeds ± spread.", "",
+             "| arm | batch | K | seeds | held-out accuracy (4,801 pairs) | tuning pairs | train s | peak MB |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    for arm in arms:
+        first = next(row for row in rows if row["arm"] == arm)
+        (_, _, n), tune, seconds, memory = (stats[arm][k] for k in ("bible", "tune", "train_seconds", "peak_mb"))
+        shown = mean_text([row["bible"] for row in rows if row["arm"] == arm], places=2)
+        lines.append(f"| {arm} | {first['batch']} | {first['queue'] or '—'} | {n} | {shown} | {100 * tune[0]:.2f} | "
+                     f"{seconds[0]:.0f} | {memory[0]:,.0f} |")  # fmt: skip
+    peers = [arm for arm in arms if arm not in QUEUE_ARMS]
+    for queue in (arm for arm in arms if arm in QUEUE_ARMS):
+        if not peers:
+            break
+        best = max(peers, key=lambda arm: stats[arm]["tune"][0])
+        (q, q_spread, q_n), (p, p_spread, p_n) = stats[queue]["bible"], stats[best]["bible"]
+        lead, noise = 100 * (q - p), 100 * max(q_spread, p_spread)
+        enough = min(q_n, p_n) >= 2
+        word = ("holds" if lead > noise else "does not hold") if enough else "cannot show with one seed"
+        time_ratio = stats[queue]["train_seconds"][0] / stats[best]["train_seconds"][0]
+        memory_ratio = stats[queue]["peak_mb"][0] / stats[best]["peak_mb"][0]
+        spread = f", seed spread {noise:.2f}" if enough else ""
+        others = ", ".join(f"{stats[queue]['peak_mb'][0] / stats[peer]['peak_mb'][0]:.2f} x {peer}'s"
+                           for peer in peers if peer != best)  # fmt: skip
+        tuned = "" if report["parts"]["queue_vs_batch"].get("grid") else " (every arm at one learning rate, no grid)"
+        lines.append(f"\nThe queue ({queue}) against the best peer on the tuning pairs ({best}){tuned}: {lead:+.2f} "
+                     f"points held-out{spread}: {word}; in {time_ratio:.2f} x its training time and "
+                     f"{memory_ratio:.2f} x its peak memory" + (f" ({others})." if others else "."))  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
 def gpu_seed_table() -> str:
     """The GPU queue comparison's accuracy over the seeds of every GPU suite report."""
-    sys.path.insert(0, str(shared.HERE))
-    from gpu_suite import seed_table
-
     return seed_table([shared.load(name) for name in GPU_REPORTS])
 
 
 def gpu_queue_summary(name: str = "gpu_queue_vs_batch_h200_bf16.json") -> str:
     """The GPU queue-against-batch comparison in bf16: each arm over its seeds, and the verdict."""
-    sys.path.insert(0, str(shared.HERE))
-    from gpu_suite import queue_vs_batch_summary
-
     return queue_vs_batch_summary(shared.load(name))
 
 

@@ -170,6 +170,7 @@ def test_reports_of_two_calls_join_into_one(monkeypatch):
 def test_seeds_of_two_calls_join_and_pool_over_devices(monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     import gpu_suite
+    from report.gpu import seed_table
 
     def call(device: str, date: str, rows: list, skipped: list) -> dict:
         part = {"status": "done", "rows": rows, "skipped": skipped, "seconds": 10.0}
@@ -185,7 +186,7 @@ def test_seeds_of_two_calls_join_and_pool_over_devices(monkeypatch):
     assert [(r["arm"], r["seed"]) for r in joined["rows"]] == [("q", 1), ("c", 1), ("q", 2)]
     assert joined["skipped"] == ["c seed 2"] and joined["seconds"] == 20.0 and joined["date"] == "d1, d2"
     older = call("H100", "d0", [row("q", 0, 1.0)], [])
-    table = gpu_suite.seed_table([older, gpu_suite.join([first, second])])
+    table = seed_table([older, gpu_suite.join([first, second])])
     # q: 100, 50, 75 -> mean 75, sample standard deviation 25; c: one seed, no spread
     assert "| q | 3 | 100.00 (seed 0), 50.00 (seed 1), 75.00 (seed 2) | 75.00 ± 25.00 | H100, H200 |" in table
     assert "| c | 1 | 25.00 (seed 1) | 25.00 ± nan | H200 |" in table
@@ -193,7 +194,7 @@ def test_seeds_of_two_calls_join_and_pool_over_devices(monkeypatch):
 
 def test_the_queue_summary_names_the_best_peer_on_the_tuning_pairs_and_its_verdict(monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    import gpu_suite
+    from report.gpu import queue_vs_batch_summary
 
     def row(arm: str, seed: int, bible: float, tune: float, seconds: float, memory: float) -> dict:
         return {"arm": arm, "seed": seed, "batch": 8, "queue": 64 if arm == "mql_K256B" else 0, "bible": bible,
@@ -204,7 +205,7 @@ def test_the_queue_summary_names_the_best_peer_on_the_tuning_pairs_and_its_verdi
             row("cmnrl_8B_sqrtlr", 0, 0.85, 0.95, 11, 200),
             row("cmnrl_8B_sqrtlr", 1, 0.85, 0.95, 11, 200)]  # fmt: skip
     report = {"device": "H200", "date": "d", "parts": {"queue_vs_batch": {"rows": rows}}}
-    text = gpu_suite.queue_vs_batch_summary(report)
+    text = queue_vs_batch_summary(report)
     # by hand: the best peer on the tuning pairs is cmnrl (95 > 90), though mnrl is above it on held-out (87); the
     # queue's mean 91.00 against 85.00, the spreads stdev(90, 92) = 1.41 and 0; time 11 / 11, memory 300 / 200
     assert "| mql_K256B | 8 | 64 | 2 | 91.00 ± 1.41 | 97.00 | 11 | 300 |" in text
@@ -212,10 +213,10 @@ def test_the_queue_summary_names_the_best_peer_on_the_tuning_pairs_and_its_verdi
     assert "(cmnrl_8B_sqrtlr) (every arm at one learning rate, no grid): +6.00 points held-out, seed spread 1.41: " \
            "holds; in 1.00 x its training time and 1.50 x its peak memory (3.00 x mnrl_B's)." in text  # fmt: skip
     gridded = {**report, "parts": {"queue_vs_batch": {"rows": rows, "grid": {"rates": [1e-4, 2e-4]}}}}
-    assert "(cmnrl_8B_sqrtlr): +6.00" in gpu_suite.queue_vs_batch_summary(gridded)
+    assert "(cmnrl_8B_sqrtlr): +6.00" in queue_vs_batch_summary(gridded)
     close = [{**r, "bible": 0.855} if r["arm"] == "mql_K256B" else r for r in rows]
-    assert "+0.50 points held-out, seed spread 0.00: holds" in gpu_suite.queue_vs_batch_summary(
+    assert "+0.50 points held-out, seed spread 0.00: holds" in queue_vs_batch_summary(
         {**report, "parts": {"queue_vs_batch": {"rows": close}}})  # fmt: skip
     one = [r for r in rows if r["seed"] == 0]
-    assert "cannot show with one seed" in gpu_suite.queue_vs_batch_summary(
+    assert "cannot show with one seed" in queue_vs_batch_summary(
         {**report, "parts": {"queue_vs_batch": {"rows": one}}})  # fmt: skip
