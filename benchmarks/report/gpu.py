@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 
@@ -13,11 +14,62 @@ from common import mean_and_spread, mean_text  # noqa: E402
 
 def gpu_suite_table(results: str) -> str:
     """A GPU suite's report (``gpu_suite.py``'s own Markdown), its title as a line of text."""
-    sys.path.insert(0, str(shared.HERE))
-    from gpu_suite import markdown
-
     title, body = markdown(shared.load(results)).split("\n", 1)
     return title.removeprefix("# GPU suite: ") + f" (`benchmarks/results/{results}`)\n" + body
+
+
+# a part's entries not printed in its row of figures: its status, its time, its call, and what has a table of its own
+SHOWN_APART = ("status", "seconds", "rows", "traceback", "command", "date", "sentences_per_second", "ratio", "mining")
+
+
+def markdown(report: dict) -> str:
+    lines = [f"# GPU suite: {report['device']}, {report['date']}", "", "| part | status | seconds | figures |",
+             "| --- | --- | ---: | --- |"]  # fmt: skip
+    for name, part in report["parts"].items():
+        shown = {k: v for k, v in part.items() if k not in SHOWN_APART}
+        figures = json.dumps(shown)[:300]
+        lines.append(f"| {name} | {part['status']} | {part.get('seconds', 0):.0f} | {figures} |")
+    steps = report["parts"].get("training_step", {}).get("rows", [])
+    if steps:
+        lines += ["", "| encoder | batch | arm | K | s / step | × MNRL | peak MB | EMA share |",
+                  "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+        for row in steps:
+            cells = [row.get("seconds_per_step"), row.get("ratio_to_mnrl"), row.get("peak_mb"), row.get("ema_share")]
+            shown = [f"{value:.3g}" if isinstance(value, float) else (row.get("error") or "—") for value in cells]
+            lines.append(f"| {row['encoder']} | {row['batch']} | {row['arm']} | {row['queue_size'] or '—'} | "
+                         + " | ".join(shown) + " |")  # fmt: skip
+    arms = report["parts"].get("queue_vs_batch", {}).get("rows", [])
+    if arms:
+        lines += ["", "| arm | seed | batch | K | steps | train s | peak MB | held-out accuracy | tuning pairs |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+        for row in arms:
+            cells = [row.get("train_seconds"), row.get("peak_mb"), row.get("bible"), row.get("tune")]
+            shown = [f"{value:.4g}" if isinstance(value, float) else (row.get("error") or "—") for value in cells]
+            head = [row["arm"], row.get("seed", 0), row["batch"], row["queue"] or "—", row["steps"]]
+            lines.append("| " + " | ".join(map(str, head + shown)) + " |")
+    for row in report["parts"].get("queue_floor", {}).get("rows", []):
+        lines.append(f"\nqueue K = {row['queue_size']:,}: {row['added_seconds']:.4f} s added, "
+                     f"{row['times_floor']:.2f} × its bfloat16 floor, both directions")  # fmt: skip
+    encoding = report["parts"].get("encoding", {})
+    if "sentences_per_second" in encoding:
+        rates = encoding["sentences_per_second"]
+        lines += ["", f"| encoding {encoding['sentences']:,} verses | sentences / s |", "| --- | ---: |"]
+        older = {"sentence-transformers": "sentence-transformers, float32"}  # the one peer of the suite before bf16
+        lines += [f"| {older.get(name, name)} | {rate:,.0f} |" for name, rate in rates.items()]
+        peer = rates.get("sentence-transformers_bf16")  # a report before the bf16 peer has none
+        if peer:
+            lines.append(f"\nhf_xlsr's bf16 at {rates['hf_xlsr_bf16'] / peer:.2f} × sentence-transformers' bf16")
+    mining = encoding.get("mining")
+    if mining and "skipped" in mining:
+        lines.append(f"\nmining skipped: {mining['skipped']}")
+    elif mining:
+        gold = (f", {mining['gold_found']:.1%} of the gold pairs found" if "gold_found" in mining
+                else ", the Bible's verses repeated (no gold pairs)")  # fmt: skip
+        lines.append(
+            f"\nmining {mining['per_side']:,} sentences per side: {mining['encode_seconds']:.0f} s encoding "
+            f"(GPU), {mining['search_seconds']:.0f} s search (on the {mining['faiss']}){gold}"
+        )
+    return "\n".join(lines) + "\n"
 
 
 GPU_REPORTS = ("gpu_suite.json", "gpu_suite_h200.json")

@@ -13,7 +13,8 @@ import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[2]
-EVERY_PART = ["cuda_tests", "training_step", "queue_vs_batch", "queue_floor", "encoding", "demo"]  # in this order
+# in this order
+EVERY_PART = ["cuda_tests", "training_step", "cached_memory", "queue_vs_batch", "queue_floor", "encoding", "demo"]
 
 
 def dry_run(tmp_path: Path, *parts: str) -> tuple[dict, Path]:
@@ -76,7 +77,7 @@ def test_an_arm_out_of_memory_is_a_row_and_the_others_are_timed_interleaved(monk
     """An arm that does not fit is a row with its error and the arms after it still run (the part is not lost);
     the others are timed in rounds, one arm after the other within each round."""
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    import gpu_suite
+    import gpu_steps
 
     calls = []
 
@@ -88,10 +89,10 @@ def test_an_arm_out_of_memory_is_a_row_and_the_others_are_timed_interleaved(monk
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 4.00 GiB")
         return (lambda: calls.append("dual_momentum_per_language")), (lambda: None)
 
-    monkeypatch.setattr(gpu_suite, "encoder_folder", lambda kind, scratch: str(scratch))
-    monkeypatch.setattr(gpu_suite, "sentence_transformer_step", sentence_transformer_step)
-    monkeypatch.setattr(gpu_suite, "dual_momentum_step", dual_momentum_step)
-    result = gpu_suite.training_step(argparse.Namespace(dry_run=True), torch.device("cpu"), seconds=60)
+    monkeypatch.setattr(gpu_steps, "encoder_folder", lambda kind, scratch: str(scratch))
+    monkeypatch.setattr(gpu_steps, "sentence_transformer_step", sentence_transformer_step)
+    monkeypatch.setattr(gpu_steps, "dual_momentum_step", dual_momentum_step)
+    result = gpu_steps.training_step(argparse.Namespace(dry_run=True), torch.device("cpu"), seconds=60)
     rows = result["rows"]
     timed = ["mnrl", "cached_mnrl", "mql", "cached_mql", "dual_momentum_per_language"]
     assert [row["arm"] for row in rows] == (["dual_momentum_shared", "dual_momentum_cached"] + timed) * 2
@@ -105,25 +106,25 @@ def test_an_arm_out_of_memory_is_a_row_and_the_others_are_timed_interleaved(monk
 
 def test_mining_sides_are_distinct_sentences_whose_gold_pairs_are_translations(monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    import gpu_suite
+    import gpu_encoding
 
     verses = {"en": [f"e{i}" for i in range(7)], "fr": [f"f{i}" for i in range(7)]}
-    source, target, gold = gpu_suite.mining_sides(verses, 42)  # all n (n - 1) joins of 7 verses
+    source, target, gold = gpu_encoding.mining_sides(verses, 42)  # all n (n - 1) joins of 7 verses
     assert len(set(source)) == len(set(target)) == 42
     assert all(target[gold[i]] == text.replace("e", "f") for i, text in enumerate(source))
     assert sorted(gold.tolist()) == list(range(42)) and gold.tolist() != list(range(42))  # shuffled
     with pytest.raises(ValueError, match="43 sentences per side: 7 verses join into 42 distinct ones"):
-        gpu_suite.mining_sides(verses, 43)
+        gpu_encoding.mining_sides(verses, 43)
 
 
 def test_the_mining_takes_as_many_sentences_as_the_parts_time_holds(monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    import gpu_suite
+    import gpu_encoding
 
     # 8,000 verses a second: 4 / 8,000 s to encode a sentence of two verses on both sides, 1.5e-4 s to search it
-    assert gpu_suite.mining_size(100, 8000) == 153_600  # 100 / 6.5e-4 = 153,846, down to a multiple of 1,024
-    assert gpu_suite.mining_size(10_000, 8000) == 409_600
-    assert gpu_suite.mining_size(5, 8000) == 7168
+    assert gpu_encoding.mining_size(100, 8000) == 153_600  # 100 / 6.5e-4 = 153,846, down to a multiple of 1,024
+    assert gpu_encoding.mining_size(10_000, 8000) == 409_600
+    assert gpu_encoding.mining_size(5, 8000) == 7168
 
 
 def test_a_call_cut_short_keeps_the_parts_it_finished(monkeypatch, tmp_path):
