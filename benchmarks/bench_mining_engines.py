@@ -4,7 +4,8 @@ At each size of ``--sizes`` (the sides of ``bench_mining_scale.py``: USE-m3 embe
 distractors beyond its 409,226 sentences a side), ``auto``'s index (``index_spec``: ``PCA128,IVF√n,Flat``, a quarter of
 the lists probed, at most 64, 8k candidates re-scored) is trained once on both sides, and the same ``--queries``
 source sentences (every gold pair's source, then random ones) are searched in the targets three ways, each re-scoring
-its candidates by their exact cosine as ``knn`` does:
+its candidates by their exact cosine as ``knn`` does (``--queries``: 32,768, two of the scanner's blocks of 16,384
+queries, so that its lists are read as a whole run reads them):
 
 * ``scanner``: ``knn`` on the lists laid out for ``scan_lists`` (``list_layout``), hf_xlsr's engine;
 * ``faiss Flat``: the same trained index, its lists filled with the full (mapped) vectors and searched by faiss;
@@ -95,7 +96,7 @@ def measure(size: int, count: int, rounds: int) -> list[dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[409_226, 2_000_000])
-    parser.add_argument("--queries", type=int, default=2**17, help="source sentences searched at each size")
+    parser.add_argument("--queries", type=int, default=2**15, help="source sentences searched at each size")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
