@@ -12,10 +12,16 @@ sys.path.insert(0, str(shared.HERE))
 from common import mean_and_spread, mean_text  # noqa: E402
 
 
+def days(dates: str) -> str:
+    """The days of a report's ``date`` (its calls' times, joined), without the times: ``2026-11-27, 2026-11-28``."""
+    return ", ".join(dict.fromkeys(date.strip()[:10] for date in dates.split(",")))
+
+
 def gpu_suite_table(results: str) -> str:
-    """A GPU suite's report (``gpu_suite.py``'s own Markdown), its title as a line of text."""
-    title, body = markdown(shared.load(results)).split("\n", 1)
-    return title.removeprefix("# GPU suite: ") + f" (`benchmarks/results/{results}`)\n" + body
+    """A GPU suite's report (``gpu_suite.py``'s own Markdown) under a line naming its device, days and file."""
+    report = shared.load(results)
+    body = markdown(report).split("\n", 1)[1]
+    return f"{report['device']}, {days(report['date'])} (`benchmarks/results/{results}`)\n" + body
 
 
 # a part's entries not printed in its row of figures: its status, its time, its call, and what has a table of its own
@@ -111,7 +117,7 @@ def queue_vs_batch_summary(report: dict) -> str:
         stats[arm] = {key: mean_and_spread([row[key] for row in runs])
                       for key in ("bible", "tune", "train_seconds", "peak_mb")}  # fmt: skip
     lines = [f"{report['device']}, bf16, `benchmarks/gpu_suite.py --parts queue_vs_batch` "
-             f"({report['date']}): mean over seeds ± spread.", "",
+             f"({days(report['date'])}): mean over seeds ± spread.", "",
              "| arm | batch | K | seeds | held-out accuracy (4,801 pairs) | tuning pairs | train s | peak MB |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
     for arm in arms:
@@ -166,7 +172,7 @@ def gpu_step_summary(name: str = "gpu_suite_h200_bf16.json") -> str:
     arms = list(dict.fromkeys((row["arm"], row["queue_size"]) for row in rows if row["arm"] != "mnrl"))
     peaks = {(r["encoder"], r["batch"]): r["peak_mb"] for r in rows if r["arm"] == "mnrl"}
     head = "| arm | " + " | ".join(f"{e} {b}" for e, b in groups) + " |"
-    lines = [f"{report['device']}, {report['date'].split(',')[0]}: seconds per step × MNRL's (peak memory × MNRL's), "
+    lines = [f"{report['device']}, {days(report['date'])}: seconds per step × MNRL's (peak memory × MNRL's), "
              "every arm in bf16 and train mode, timed interleaved (`benchmarks/gpu_suite.py`).", "", head,
              "| --- |" + " ---: |" * len(groups)]  # fmt: skip
     for arm, queue in arms:

@@ -221,3 +221,11 @@ def test_the_queue_summary_names_the_best_peer_on_the_tuning_pairs_and_its_verdi
     one = [r for r in rows if r["seed"] == 0]
     assert "cannot show with one seed" in queue_vs_batch_summary(
         {**report, "parts": {"queue_vs_batch": {"rows": one}}})  # fmt: skip
+
+
+def test_a_reports_days_leave_out_the_times_and_name_each_day_once(monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    from report.gpu import days
+
+    assert days("2026-11-27 19:27 UTC, 2026-11-27 19:34 UTC, 2026-11-28 07:30 UTC") == "2026-11-27, 2026-11-28"
+    assert days("2026-11-26 19:56 UTC") == "2026-11-26"
