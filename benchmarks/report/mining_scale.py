@@ -176,24 +176,24 @@ RECALL_TOLERANCE = 0.005  # gold recall within half a point counts as equal
 
 def engines_table(data: dict) -> str:
     """The list scanner against faiss's IVF search of the same lists (``bench_mining_engines.py``): at each size,
-    each engine's median seconds and peak memory over the rounds, its time over the scanner's, its gold pairs within
-    k against exact search's; then the verdict at each size: the scanner stays where it is at least
+    each engine's median seconds over the rounds, its time over the scanner's, its gold pairs within k against exact
+    search's; then the verdict at each size: the scanner stays where it is at least
     ``SPEEDUP_GOAL`` times as fast as every faiss engine whose gold recall is within `RECALL_TOLERANCE` of its own
     or above."""
     from statistics import median
 
     setup, runs = data["setup"], data["runs"]
-    lines = ["| sentences a side | engine | index | seconds | × scanner's | peak MB | gold within k | exact's |",
-             "| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    lines = ["| sentences a side | engine | index | seconds | × scanner's | gold within k | exact's |",
+             "| ---: | --- | --- | ---: | ---: | ---: | ---: |"]  # fmt: skip
     verdicts = []
     for size in sorted({run["size"] for run in runs}):
         rows = {arm: [run for run in runs if run["size"] == size and run["engine"] == arm] for arm in ENGINES}
         seconds = {arm: median(run["seconds"] for run in rows[arm]) for arm in ENGINES}
         recall = {arm: rows[arm][0]["gold_within_k"] for arm in ENGINES}
         for arm in ENGINES:
-            memory = median(run["peak_added_mb"] for run in rows[arm])
-            cells = [f"{size:,}", arm, f"`{rows[arm][0]['index']}`", f"{seconds[arm]:.1f}",
-                     f"{seconds[arm] / seconds['scanner']:.2f}", f"{memory:.0f}", f"{100 * recall[arm]:.2f}",
+            index = rows[arm][0]["index"].replace("|", "\\|")
+            cells = [f"{size:,}", arm, f"`{index}`", f"{seconds[arm]:.1f}",
+                     f"{seconds[arm] / seconds['scanner']:.2f}", f"{100 * recall[arm]:.2f}",
                      f"{100 * rows[arm][0]['exact_gold_within_k']:.2f}"]  # fmt: skip
             lines.append("| " + " | ".join(cells) + " |")
         equal = [arm for arm in ENGINES[1:] if recall[arm] >= recall["scanner"] - RECALL_TOLERANCE]

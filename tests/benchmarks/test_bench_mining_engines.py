@@ -65,7 +65,6 @@ def runs_of(seconds: dict, recall: dict) -> dict:
             "size": 1000,
             "engine": arm,
             "seconds": s,
-            "peak_added_mb": 1.0,
             "gold_within_k": recall[arm],
             "exact_gold_within_k": 0.9,
             "index": "IVF31,Flat|nprobe=8,k_factor=8",
