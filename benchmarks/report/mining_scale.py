@@ -201,12 +201,13 @@ def engines_table(data: dict) -> str:
         held = "holds" if lead >= SPEEDUP_GOAL else "does not hold"
         verdicts.append(f"at {size:,} a side: {lead:.2f}x the time of the scanner for the fastest faiss engine at "
                         f"equal gold recall: the scanner's lead of {SPEEDUP_GOAL}x {held}")  # fmt: skip
-    caption = (f"\n{setup['queries']:,} source sentences searched in the targets, {setup['rounds']} rounds, one "
+    caption = (f"\n\n{setup['queries']:,} source sentences searched in the targets, {setup['rounds']} rounds, one "
                f"thread, {setup['machine']}; {setup['date']}; `python {setup['script']}`.\n\n")  # fmt: skip
     return "\n".join(lines) + caption + "Verdict " + "; ".join(verdicts) + ".\n"
 
 
 TABLES: dict[str, Callable[[], str]] = {
+    "mining-engines": lambda: engines_table(shared.load("mining_engines.json")),
     "mining-scale": lambda: scale_table(shared.load("mining_scale.json")),
     "mining-scale-summary": lambda: scale_summary(shared.load("mining_scale.json")),
     "mining-scale-rule": lambda: rule_table(shared.load("mining_scale_rule.json")),
