@@ -52,19 +52,29 @@ def run_job(args, results: Results, job: str, rows: dict) -> None:
     arm, seed, rate, temperature = job_parts(job)
     if results.done(arm, seed, base_learning_rate=rate, temperature=temperature):
         return
-    settings = argparse.Namespace(**{**vars(args), "learning_rate": rate, "temperature": temperature})
-    began = time.time()
-    with tempfile.TemporaryDirectory() as output_dir:
-        if arm == "hf_xlsr":
-            model, _ = train_hf_xlsr(settings, seed, output_dir)
-        else:
-            model = train_sentence_transformers(arm, settings, seed, output_dir, english_pairs(settings))
-    seconds = round(time.time() - began)
-    model[0].max_seq_length = 128  # every model scored with the same truncation
     folder = Path(args.models) / job.replace(":", "_")
-    model.save(str(folder))
+    seconds = None
+    if folder.is_dir():  # trained and saved whole (a save goes to a side folder, renamed when complete): score it
+        from sentence_transformers import SentenceTransformer
+
+        model = SentenceTransformer(str(folder), device="cpu")
+    else:
+        settings = argparse.Namespace(**{**vars(args), "learning_rate": rate, "temperature": temperature})
+        began = time.time()
+        with tempfile.TemporaryDirectory() as output_dir:
+            if arm == "hf_xlsr":
+                model, _ = train_hf_xlsr(settings, seed, output_dir)
+            else:
+                model = train_sentence_transformers(arm, settings, seed, output_dir, english_pairs(settings))
+        seconds = round(time.time() - began)
+        model[0].max_seq_length = 128  # every model scored with the same truncation
+        partial = folder.with_name(folder.name + ".partial")
+        model.save(str(partial))
+        partial.rename(folder)
     run = {"arm": arm, "seed": seed, "base_learning_rate": rate, "learning_rate": rate, "temperature": temperature,
-           "train_seconds": seconds, "model": str(folder), "tune": accuracy(rows["tune"](model))}  # fmt: skip
+           "model": str(folder), "tune": accuracy(rows["tune"](model))}  # fmt: skip
+    if seconds is not None:
+        run["train_seconds"] = seconds
     if seed != PICK_SEED:
         run.update(test_scores(model, rows["bible"]))
     results.add(run)
