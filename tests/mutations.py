@@ -1114,8 +1114,9 @@ MUTATIONS = [
 ]  # fmt: skip
 
 
-def run(mutation: Mutation | None, tests: list[str], python: str) -> tuple[int, float]:
-    """Apply ``mutation`` (None: none) to a scratch copy and run ``tests`` there; pytest's exit code and seconds."""
+def run(mutation: Mutation | None, tests: list[str], python: str) -> tuple[int, float, str]:
+    """Apply ``mutation`` (None: none) to a scratch copy and run ``tests`` there; pytest's exit code, seconds and
+    the last lines of its report."""
     with tempfile.TemporaryDirectory() as scratch:
         copy = Path(scratch) / "repo"
         shutil.copytree(
@@ -1134,7 +1135,7 @@ def run(mutation: Mutation | None, tests: list[str], python: str) -> tuple[int, 
             [python, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-n", "0", "-m", "", *tests],  # slow too
             cwd=copy, capture_output=True, text=True, env={**_environment(), "PYTHONPATH": str(copy)},
         )  # fmt: skip
-        return result.returncode, time.time() - start
+        return result.returncode, time.time() - start, "\n".join(result.stdout.splitlines()[-25:])
 
 
 def _environment() -> dict:
@@ -1149,13 +1150,13 @@ def main() -> int:
     args = parser.parse_args()
     chosen = [m for m in MUTATIONS if not args.only or m.name in args.only]
     tests = list(dict.fromkeys(m.test for m in chosen))
-    code, seconds = run(None, tests, sys.executable)  # the unmutated copy must pass them all
+    code, seconds, report = run(None, tests, sys.executable)  # the unmutated copy must pass them all
     if code != 0:
-        raise SystemExit(f"the tests fail without any mutation (pytest exit {code}): fix them first")
+        raise SystemExit(f"{report}\nthe tests fail without any mutation (pytest exit {code}): fix them first")
     print(f"{len(tests)} tests pass unmutated ({seconds:.0f} s)", flush=True)
     survivors = []
     for mutation in chosen:
-        code, seconds = run(mutation, [mutation.test], sys.executable)
+        code, seconds, _ = run(mutation, [mutation.test], sys.executable)
         caught = code == 1  # failed tests; 2-5 would be an interrupted or broken run, not a caught mutation
         print(
             f"{'caught  ' if caught else 'SURVIVED'} {mutation.name:<40} {seconds:5.0f} s  {mutation.test}", flush=True
