@@ -12,20 +12,6 @@ from pathlib import Path
 from . import shared
 
 
-def final_model_table() -> str:
-    """The fine-tuned e5-small against its start and USE-m3 (``final_model.py``): held-out retrieval per pair."""
-    results = shared.load("final_model.json")["results"]
-    lines = ["| model | Bible en→fr | Bible fr→en | Bible en-fr | Bible en-zh (en→zh / zh→en) | "
-             "HSK en-zh (en→zh / zh→en) |", "| --- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
-    for model, row in results.items():
-        cells = [f"{100 * row[key]:.1f}" for key in ("bible_en2fr", "bible_fr2en", "bible")]
-        for pair in ("bible_en_zh", "hsk_en_zh"):
-            both = f"{100 * row[pair + '_en2zh']:.1f} / {100 * row[pair + '_zh2en']:.1f}"
-            cells.append(f"{100 * row[pair]:.1f} ({both})")
-        lines.append(f"| {model} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
-
-
 def multilingual_summary(name: str = "multilingual_final.json") -> str:
     """The 22-language model against its start and its peers: each arm's mean over seeds (± spread)."""
     sys.path.insert(0, str(shared.HERE))
@@ -244,7 +230,6 @@ def catalogue_corpus(name: str = "catalogue_corpus.json") -> str:
 
 TABLES: dict[str, Callable[[], str]] = {
     "catalogue-corpus": catalogue_corpus,
-    "final-model": final_model_table,
     "multilingual-summary": multilingual_summary,
     "multilingual-paired": multilingual_paired,
     "sampling-paired": sampling_paired,

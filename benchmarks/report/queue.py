@@ -26,7 +26,7 @@ def queue_table(name: str) -> str:
 
 
 # the steps of the grid's setup timed interleaved (encoder, languages, B and pairs: `timing_of` checks them)
-GRID_TIMING = "queue_vs_batch_whole_timing.json"
+GRID_TIMING = "queue_vs_batch_grid_timing.json"
 GRID_ARMS = ("mnrl_B", "cmnrl_8B_sqrtlr", "mql_K256B", "cmql_8B_K256B_sqrtlr", "dmm_K256B")
 
 
