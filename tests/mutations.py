@@ -1115,6 +1115,9 @@ MUTATIONS = [
              'config["resume_from_checkpoint"] = "latest"', "pass",
              "tests/benchmarks/test_multilingual_grid.py::"
              "test_a_run_killed_after_a_checkpoint_goes_on_from_it_to_the_weights_of_a_run_never_killed[hf_xlsr]"),
+    Mutation("tatoeba_trained_reads_the_bibles_codes_only", "hf_xlsr/evaluation/tatoeba.py::TatoebaEvaluator.__init__",
+             "ALL_TATOEBA_CODES.get(c) in self.sets", "TATOEBA_CODES.get(c) in self.sets",
+             "tests/test_tatoeba.py::test_the_score_is_the_weighted_f1_of_the_nearest_english_sentence"),
     # The site as a reader sees it
     Mutation("site_table_code_keeps_its_backslash", "docs/hooks.py::on_page_markdown",
              'span.group(0).replace("\\\\|", "|")', "span.group(0)",

@@ -51,6 +51,14 @@ def test_the_score_is_the_weighted_f1_of_the_nearest_english_sentence(tmp_path):
     assert metrics["tatoeba_f1"] == pytest.approx((metrics["tatoeba_fra_f1"] + 100) / 2)
     assert metrics["tatoeba_trained_f1"] == pytest.approx(metrics["tatoeba_fra_f1"])  # fr trained, de not
     assert metrics["tatoeba_languages"] == 2
+    # a catalogue's code names its set as hf_xlsr's does; two codes of one set count it once
+    both = TatoebaEvaluator(tmp_path, trained=["en", "fr", "de", "zh-hans", "zh-hant"]).evaluate(encoder)
+    assert both["tatoeba_trained_f1"] == pytest.approx(metrics["tatoeba_f1"])  # fra and deu, no cmn set here
+    write_set(tmp_path, "eus", ["b0", "b1"], ["g0", "g1"])
+    table.update({"b0": (0, 1), "b1": (1, 0)})  # every Basque sentence finds the other's translation: F1 0
+    basque = TatoebaEvaluator(tmp_path, trained=["fr", "eu", "eu"]).evaluate(encoder)
+    assert basque["tatoeba_eus_f1"] == 0.0
+    assert basque["tatoeba_trained_f1"] == pytest.approx(metrics["tatoeba_fra_f1"] / 2)
 
 
 def test_the_shared_test_sets_load_112_languages_of_aligned_lines(tatoeba_dir):

