@@ -28,13 +28,14 @@ from report import (
     papers_cmlm_hictl,
     papers_lightweight,
     queue,
+    tatoeba,
 )
 
 HERE = Path(__file__).resolve().parent
 DOCUMENTS = [HERE.parent / "README.md", *sorted((HERE.parent / "docs" / "benchmarks").glob("*.md"))]
 BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /generated -->)", re.DOTALL)
-PAGES = (index, queue, papers, papers_lightweight, papers_cmlm_hictl, languages, cost, encoding, mining, mining_scale,
-         gpu)  # fmt: skip
+PAGES = (index, queue, papers, papers_lightweight, papers_cmlm_hictl, languages, tatoeba, cost, encoding, mining,
+         mining_scale, gpu)  # fmt: skip
 TABLES = {name: make for page in PAGES for name, make in page.TABLES.items()}
 
 

@@ -606,16 +606,16 @@ MUTATIONS = [
     Mutation("superseded_run_counted_as_done", "benchmarks/common.py::Results.done",
              'and "superseded" not in run\n', '\n',
              RESULTS_FILE + "test_a_superseded_run_is_run_again_and_the_file_keeps_both"),
-    Mutation("tatoeba_mean_over_part_of_the_languages", "benchmarks/report/languages.py::tatoeba_means",
+    Mutation("tatoeba_mean_over_part_of_the_languages", "benchmarks/report/tatoeba.py::tatoeba_means",
              "if len(values) == len(codes or range(112)) else None", "if values else None",
              "tests/benchmarks/test_readme_tables.py::"
              "test_the_tatoeba_table_averages_each_model_over_the_languages_it_shares_with_each_column"),
-    Mutation("tatoeba_row_of_one_seed", "benchmarks/report/languages.py::tatoeba_means",
+    Mutation("tatoeba_row_of_one_seed", "benchmarks/report/tatoeba.py::tatoeba_runs",
              'files = sorted(shared.RESULTS.glob(f"{stem}_seed*.json")) or',
              'files = sorted(shared.RESULTS.glob(f"{stem}_seed*.json"))[:1] or',
              "tests/benchmarks/test_readme_tables.py::"
              "test_a_trained_model_s_tatoeba_row_is_over_its_seeds_and_hf_xlsr_meets_mnrl_seed_by_seed"),
-    Mutation("tatoeba_seeds_paired_by_position", "benchmarks/report/languages.py::tatoeba_paired",
+    Mutation("tatoeba_seeds_paired_by_position", "benchmarks/report/tatoeba.py::tatoeba_paired",
              "differences = [ours[seed][column] - theirs[seed][column] for seed in seeds]",
              "differences = [a[column] - b[column] for a, b in zip(ours.values(), theirs.values())]",
              "tests/benchmarks/test_readme_tables.py::"
@@ -1118,6 +1118,14 @@ MUTATIONS = [
     Mutation("tatoeba_trained_reads_the_bibles_codes_only", "hf_xlsr/evaluation/tatoeba.py::TatoebaEvaluator.__init__",
              "ALL_TATOEBA_CODES.get(c) in self.sets", "TATOEBA_CODES.get(c) in self.sets",
              "tests/test_tatoeba.py::test_the_score_is_the_weighted_f1_of_the_nearest_english_sentence"),
+    Mutation("tatoeba_trained_sets_not_read", "benchmarks/report/tatoeba.py::trained_sets",
+             'record.get("trained_sets", TATOEBA_CODES.values())', "TATOEBA_CODES.values()",
+             "tests/benchmarks/test_readme_tables.py::"
+             "test_the_per_language_tatoeba_table_marks_what_each_model_trained_on_and_names_those_below_the_start"),
+    Mutation("tatoeba_language_of_one_seed", "benchmarks/report/tatoeba.py::tatoeba_languages",
+             "for _, scores in runs.values())", "for _, scores in list(runs.values())[:1])",
+             "tests/benchmarks/test_readme_tables.py::"
+             "test_the_per_language_tatoeba_table_marks_what_each_model_trained_on_and_names_those_below_the_start"),
     # The site as a reader sees it
     Mutation("site_table_code_keeps_its_backslash", "docs/hooks.py::on_page_markdown",
              'span.group(0).replace("\\\\|", "|")', "span.group(0)",

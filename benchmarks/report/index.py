@@ -7,7 +7,7 @@ import statistics
 import sys
 from collections.abc import Callable
 
-from . import languages, shared
+from . import shared, tatoeba
 
 
 def tatoeba_verdict() -> tuple[str, str]:
@@ -17,7 +17,7 @@ def tatoeba_verdict() -> tuple[str, str]:
     sys.path.insert(0, str(shared.HERE))
     from common import mean_and_spread, mean_text
 
-    ours, theirs, seeds = languages.tatoeba_seeds_of_both()
+    ours, theirs, seeds = tatoeba.tatoeba_seeds_of_both()
     if not seeds:
         return "no seed of both", "not measured"
     ours_f1, theirs_f1 = ([runs[seed]["112"] for seed in seeds] for runs in (ours, theirs))
@@ -85,7 +85,7 @@ def questions_summary() -> str:
          f"{-largest:.1f} points)", "the default", f"[sampling]({drawing})"),
         ("The 22-language model above MNRL trained the same way (one learning rate for both, no grid), out of the "
          "Bible's domain (Tatoeba, 112 languages)",
-         *tatoeba_verdict(), "[Tatoeba](languages.md#tatoeba-112-languages-against-english)"),
+         *tatoeba_verdict(), "[Tatoeba](tatoeba.md)"),
         ("A step on 22 languages costs what a bilingual step costs", f"{step:.2f}× (goal ≤ 1.05×)",
          "holds" if step <= 1.05 else "does not hold",
          "[step](languages.md#a-step-on-22-languages-against-a-bilingual-step)"),

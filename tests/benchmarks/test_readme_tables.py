@@ -110,7 +110,8 @@ def test_the_tatoeba_table_averages_each_model_over_the_languages_it_shares_with
     import json
 
     sys.path.insert(0, str(BENCHMARKS))
-    from report import languages, shared
+    from report import shared
+    from report import tatoeba as tatoeba_report
     from tatoeba import USE_TATOEBA
 
     from hf_xlsr.evaluation.tatoeba import TATOEBA_CODES
@@ -127,7 +128,7 @@ def test_the_tatoeba_table_averages_each_model_over_the_languages_it_shares_with
     monkeypatch.setattr(shared, "RESULTS", tmp_path)
     both = len(bible & set(USE_TATOEBA))  # the Bible's languages among USE's: 100 each, the other 50
     over_bible = (100.0 * both + 50.0 * (21 - both)) / 21
-    rows = languages.tatoeba_table().splitlines()[2:]
+    rows = tatoeba_report.tatoeba_table().splitlines()[2:]
     assert rows == [
         f"| hf_xlsr's 22-language model (seed 0) | 112 | {100 * 14 / 112 + 50 * (21 - both) / 112:.1f} | "
         f"{over_bible:.1f} | 100.0 |",
@@ -142,7 +143,8 @@ def test_a_trained_model_s_tatoeba_row_is_over_its_seeds_and_hf_xlsr_meets_mnrl_
     import math
 
     sys.path.insert(0, str(BENCHMARKS))
-    from report import languages, shared
+    from report import shared
+    from report import tatoeba as tatoeba_report
     from scipy.stats import ttest_1samp
     from tatoeba import USE_TATOEBA
 
@@ -173,14 +175,14 @@ def test_a_trained_model_s_tatoeba_row_is_over_its_seeds_and_hf_xlsr_meets_mnrl_
         mean = sum(values) / len(values)
         return f"{mean:.1f} ± {math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1)):.1f}"
 
-    rows = languages.tatoeba_table().splitlines()[2:]
+    rows = tatoeba_report.tatoeba_table().splitlines()[2:]
     assert rows == [
         f"| MNRL, 22 languages from e5-small (3 seeds) | 112 | {stated([over_112(*v) for v in theirs.values()])} | "
         f"{stated([over_bible(*v) for v in theirs.values()])} | {stated([v[0] for v in theirs.values()])} |",
         f"| hf_xlsr's 22-language model (3 seeds) | 112 | {stated([over_112(*v) for v in ours.values()])} | "
         f"{stated([over_bible(*v) for v in ours.values()])} | {stated([v[0] for v in ours.values()])} |",
     ]
-    line = languages.tatoeba_paired()
+    line = tatoeba_report.tatoeba_paired()
     # seeds 1 and 2 only: over USE's 14 +4 and +1, mean 2.5, spread sqrt((1.5^2 + 1.5^2) / 1) = 2.12
     assert "paired by seed (2 seeds)" in line
     assert f"over USE-m3's 14 +2.50 ± 2.12 (ahead on 2 of 2 seeds, p = {ttest_1samp([4, 1], 0).pvalue:.3f})" in line
@@ -226,3 +228,41 @@ def test_the_tatoeba_verdict_needs_three_seeds_a_gap_beyond_both_spreads_and_eve
     assert verdict([75.0, 75.0, 70.0], [70.0, 70.0, 71.0])[1] == "within the seeds' spread"
     assert verdict([73.0, 74.0], [70.0, 70.5])[1] == "indicative"  # 2 seeds
     assert verdict([73.0], []) == ("no seed of both", "not measured")
+
+
+def test_the_per_language_tatoeba_table_marks_what_each_model_trained_on_and_names_those_below_the_start(
+    tmp_path, monkeypatch
+):
+    """Each set's start beside each trained model's mean over its seeds (hand-computed), bold where the model's
+    recorded ``trained_sets`` hold it (files without the field: the Bible's sets); then the trained sets below the
+    start, lowest first."""
+    import json
+
+    sys.path.insert(0, str(BENCHMARKS))
+    from report import shared
+    from report import tatoeba as tatoeba_report
+
+    def write(name: str, scores: dict, **record) -> None:
+        metrics = {f"tatoeba_{code}_f1": value for code, value in scores.items()}
+        (tmp_path / name).write_text(json.dumps({"metrics": metrics, **record}))
+
+    write("tatoeba_e5_all.json", {"eus": 60.0, "fra": 90.0, "kzj": 10.0})
+    write("tatoeba_hf_xlsr_22_seed0.json", {"eus": 70.0, "fra": 89.0, "kzj": 20.0}, trained_sets=["eus", "fra"])
+    write("tatoeba_hf_xlsr_22_seed1.json", {"eus": 74.0, "fra": 89.6, "kzj": 12.0}, trained_sets=["eus", "fra"])
+    write("tatoeba_mnrl_22_seed0.json", {"eus": 50.0, "fra": 91.0, "kzj": 5.0})  # written before the field
+    write("tatoeba_use_m3.json", {"fra": 80.0})  # not trained here: no column
+    monkeypatch.setattr(shared, "RESULTS", tmp_path)
+    lines = tatoeba_report.tatoeba_languages().splitlines()
+    assert (
+        lines[0]
+        == "| language | start | MNRL, 22 languages from e5-small (1 seed) | hf_xlsr's 22-language model (2 seeds) |"
+    )
+    assert lines[2:5] == ["| eus | 60.0 | 50.0 | **72.0** |", "| fra | 90.0 | **91.0** | **89.3** |",
+                          "| kzj | 10.0 | 5.0 | 16.0 |"]  # fmt: skip
+    assert (
+        lines[-2] == "- MNRL, 22 languages from e5-small: trained on 1 of the 3 sets; of those, below the start: none."
+    )
+    assert (
+        lines[-1]
+        == "- hf_xlsr's 22-language model: trained on 2 of the 3 sets; of those, below the start: fra (-0.7)."
+    )
