@@ -65,7 +65,7 @@ def questions_summary() -> str:
     def zero_shot(arm: str) -> str:  # the mean alone
         return f"{100 * statistics.fmean(run['zero_shot'] for run in final if run['arm'] == arm):.1f}"
 
-    languages = "languages.md#22-languages-moco-bert-from-multilingual-e5-small-against-its-peers"
+    languages = "languages.md#22-languages-at-one-learning-rate-moco-bert-from-multilingual-e5-small-against-its-peers"
     drawing = "languages.md#drawing-the-language-pairs-temperature-and-mixed-batches"
     rows = [
         ("One model for 22 languages above every peer trained the same way",

@@ -119,6 +119,22 @@ def multilingual_step_table() -> str:
     return report(shared.load("multilingual_step.json")) + "\n"
 
 
+def multilingual_grid(name: str = "multilingual_grid.json") -> str:
+    """The 22-language grid (``multilingual_grid.py``): each arm's tune scores, pick and test score under the
+    tuning protocol, the verdict once both arms have it, and the caption from the results file."""
+    sys.path.insert(0, str(shared.HERE))
+    from multilingual_grid import ARMS, LABELS
+    from protocol import grid_table
+
+    record = shared.load(name)
+    setup, runs = record["setup"], record["runs"]
+    days = sorted({run["finished"][:10] for run in runs if "finished" in run})
+    caption = (f"\n`benchmarks/results/{name}`: {len(setup['languages'])} languages, {setup['steps']} steps of "
+               f"{setup['batch_size']} pairs; tune: {setup['split']['tune']}; test: {setup['split']['test']}; "
+               f"{setup['machine']}; {', '.join(days)}.\n")  # fmt: skip
+    return grid_table(runs, ARMS, LABELS, ["hf_xlsr"]) + caption
+
+
 def catalogue_corpus(name: str = "catalogue_corpus.json") -> str:
     """The software-catalogue corpus per source: languages, Tatoeba's among them, pairs."""
     sys.path.insert(0, str(shared.HERE))
@@ -130,6 +146,7 @@ def catalogue_corpus(name: str = "catalogue_corpus.json") -> str:
 
 TABLES: dict[str, Callable[[], str]] = {
     "catalogue-corpus": catalogue_corpus,
+    "multilingual-grid": multilingual_grid,
     "multilingual-summary": multilingual_summary,
     "multilingual-paired": multilingual_paired,
     "sampling-paired": sampling_paired,
