@@ -10,6 +10,7 @@ The text is read at run time and never committed (its licences); the counts per 
     HF_HUB_OFFLINE=1 python benchmarks/catalogue_corpus.py --packages mediawiki gimp-data vlc-l10n --installed \\
         --exclude ../shared/tatoeba --work /tmp/catalogues --out /tmp/catalogues/corpus.jsonl \\
         --counts benchmarks/results/catalogue_corpus.json
+    python benchmarks/catalogue_corpus.py --print-languages 100   # the languages a run for Tatoeba trains on
 """
 
 from __future__ import annotations
@@ -85,6 +86,16 @@ def summary(record: dict) -> str:
     return "\n".join(lines) + f"\n\nTatoeba's languages with no catalogue here: {112 - len(reached)}.\n"
 
 
+def training_languages(record: dict, min_pairs: int) -> list[str]:
+    """What a run for Tatoeba trains on: English first, the Bible's 21 other languages, and every catalogue language
+    that names one of Tatoeba's sets with at least ``min_pairs`` pairs with English (the catalogues' codes)."""
+    from hf_xlsr.evaluation.tatoeba import CATALOGUE_TATOEBA_CODES, TATOEBA_CODES
+
+    reached = [code for code, by in record["pairs"].items()
+               if code in CATALOGUE_TATOEBA_CODES and sum(by.values()) >= min_pairs]  # fmt: skip
+    return [PIVOT, *TATOEBA_CODES, *sorted(set(reached) - set(TATOEBA_CODES))]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--packages", nargs="*", default=["mediawiki", "gimp-data", "vlc-l10n"])
@@ -93,7 +104,12 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("catalogues"))
     parser.add_argument("--out", type=Path, default=Path("catalogues/corpus.jsonl"))
     parser.add_argument("--counts", type=Path, default=Path("benchmarks/results/catalogue_corpus.json"))
+    parser.add_argument("--print-languages", type=int, metavar="MIN_PAIRS",
+                        help="print the languages a run for Tatoeba trains on, and stop")  # fmt: skip
     args = parser.parse_args()
+    if args.print_languages is not None:
+        print(" ".join(training_languages(json.loads(args.counts.read_text()), args.print_languages)))
+        return
     if args.packages and not (shutil.which("apt-get") and shutil.which("dpkg-deb")):
         raise SystemExit("catalogue_corpus.py: apt-get and dpkg-deb are not here (a Debian or Ubuntu machine has "
                          "them): give --packages with no names and --installed, or run it where they are")  # fmt: skip

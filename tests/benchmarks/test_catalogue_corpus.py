@@ -40,6 +40,14 @@ def test_sources_become_one_jsonl_that_training_reads_and_counts_per_language_an
     table = catalogue_corpus.summary(record).splitlines()
     assert table[2] == "| wiki | 2 | 2 | 5 | 0 |" and table[3] == "| app | 2 | 2 | 2 | 0 |"
     assert table[4] == "| all | 3 | 3 | 7 | 0 |" and table[-1] == "Tatoeba's languages with no catalogue here: 109."
+    # the languages of a run for Tatoeba: the Bible's 22 (English first; fr and de among them), then each other
+    # catalogue language of a Tatoeba set with enough pairs (af has 1); a code that names no Tatoeba set (aae) is left
+    record["pairs"] |= {"eu": {"wiki": 3}, "zh-hant": {"app": 2}, "aae": {"wiki": 9}}
+    chosen = catalogue_corpus.training_languages(record, min_pairs=2)
+    assert chosen[:3] == ["en", "ar", "bn"] and len(set(chosen)) == len(chosen) == 22 + 2
+    assert chosen[22:] == ["eu", "zh-hant"] and {"fr", "de"} <= set(chosen[:22])
+    assert catalogue_corpus.training_languages(record, min_pairs=1)[22:] == ["af", "eu", "zh-hant"]
+    assert catalogue_corpus.training_languages(record, min_pairs=3)[22:] == ["eu"]
 
 
 def test_without_apt_it_stops_in_one_line_before_any_work(tmp_path, monkeypatch, capsys):
