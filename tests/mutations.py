@@ -1126,6 +1126,9 @@ MUTATIONS = [
              "for _, scores in runs.values())", "for _, scores in list(runs.values())[:1])",
              "tests/benchmarks/test_readme_tables.py::"
              "test_the_per_language_tatoeba_table_marks_what_each_model_trained_on_and_names_those_below_the_start"),
+    Mutation("claim_caption_of_every_run", "benchmarks/report/shared.py::claim_table",
+             'caption(name, record["setup"], shown)', 'caption(name, record["setup"], runs)',
+             "tests/benchmarks/test_readme_tables.py::test_a_claim_table_summarises_each_arms_first_seeds"),
     # The site as a reader sees it
     Mutation("site_table_code_keeps_its_backslash", "docs/hooks.py::on_page_markdown",
              'span.group(0).replace("\\\\|", "|")', "span.group(0)",

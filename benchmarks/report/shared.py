@@ -120,14 +120,17 @@ def claim_table(name: str, header: str, rows: list[tuple], columns: list[str], s
     sys.path.insert(0, str(HERE))
     from common import mean_and_spread
 
-    runs = load(name)["runs"]
+    record = load(name)
+    runs = record["runs"]
     elsewhere = load(other)["runs"] if other else []
     kinds = [CLAIM_COLUMNS[c][1] for c in columns]
+    shown = []
     leading = len(rows[0]) - 2 - trailing
     numbers = ["---" if k in ("each", "seconds") else "---:" for k in kinds]
     lines = [header, "| " + " | ".join(["---"] * (1 + leading) + numbers + ["---:"] * trailing) + " |"]
     for arm, label, *text in rows:
         group = sorted((r for r in runs if r["arm"] == arm), key=lambda r: r["seed"])[:seeds]
+        shown += group
         cells = []
         for column in columns:
             key, kind = CLAIM_COLUMNS[column]
@@ -162,7 +165,13 @@ def claim_table(name: str, header: str, rows: list[tuple], columns: list[str], s
                 cells.append(f"{100 * mean:.{places}f}" + (f" ± {100 * spread:.{places}f}" if n > 1 else ""))
         after = text[len(text) - trailing :] if trailing else []
         lines.append("| " + " | ".join([label, *text[: len(text) - trailing], *cells, *after]) + " |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + caption(name, record["setup"], shown)
+
+
+def caption(name: str, setup: dict, runs: list[dict]) -> str:
+    """A generated table's last line: its results file, the machine and the days its ``runs`` finished."""
+    finished = sorted({run["finished"][:10] for run in runs if "finished" in run})
+    return f"\n`benchmarks/results/{name}`; {setup['machine']}; {', '.join(finished) or 'no date recorded'}.\n"
 
 
 LIGHTWEIGHT = ["seeds", "en→fr", "fr→en", "mean", "per seed", "probe en→en", "probe en→fr"]

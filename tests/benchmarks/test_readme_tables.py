@@ -70,14 +70,20 @@ def test_a_claim_table_summarises_each_arms_first_seeds(monkeypatch):
                 "probe_en2en": 0.5, "probe_en2fr": 0.25, "train_seconds": seconds}  # fmt: skip
 
     runs = [run("a", 2, 0.70, 1500), run("a", 0, 0.60, 1000), run("a", 1, 0.65, 1200), run("b", 0, 0.123, 90)]
-    monkeypatch.setattr(shared, "load", lambda name: {"runs": runs})
+    for one, day in zip(
+        runs, ("2026-11-30 10:00", "2026-11-22 09:00", "2026-11-23 23:59", "2026-11-22 18:00"), strict=True
+    ):
+        one["finished"] = day
+    monkeypatch.setattr(shared, "load", lambda name: {"setup": {"machine": "the CPU"}, "runs": runs})
     table = shared.claim_table("x.json", "| arm | what | seeds | mean | per seed | train s |",
                                       [("a", "`a`", "first"), ("b", "`b`", "second")],
                                       ["seeds", "mean", "per seed", "train s"], seeds=2).splitlines()  # fmt: skip
     # seeds 0 and 1 of a (not 2): mean 62.5, sample standard deviation 3.5355 -> 3.5; b: one seed, no spread
     assert table[1:] == ["| --- | --- | ---: | ---: | --- | --- |",
                          "| `a` | first | 2 | 62.5 ± 3.5 | 60, 65 | 1,000, 1,200 |",
-                         "| `b` | second | 1 | 12.3 | 12.3 | 90 |"]  # fmt: skip
+                         "| `b` | second | 1 | 12.3 | 12.3 | 90 |", "",
+                         "`benchmarks/results/x.json`; the CPU; 2026-11-22, 2026-11-23."]  # fmt: skip
+    # the caption's days are those of the runs shown (seed 2 of a, finished on 2026-11-30, is not), without times
 
 
 def test_a_claims_contrast_pairs_runs_by_seed_on_the_seeds_both_arms_ran(tmp_path, monkeypatch):
