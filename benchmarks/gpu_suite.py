@@ -55,6 +55,7 @@ from pathlib import Path
 
 import torch
 from gpu_encoding import demo, encoding
+from gpu_grid import GRID_ARMS, queue_grid
 from gpu_steps import cached_memory, encoder_folder, peak_mb, reset_peak, timed, training_step
 from report.gpu import markdown
 
@@ -63,7 +64,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # training_step and cached_memory on one H200, 2026-11-27); a part the budget cannot hold after the later parts'
 # estimates is skipped
 ESTIMATES = {"cuda_tests": 25, "training_step": 265, "cached_memory": 20, "queue_vs_batch": 340, "queue_floor": 15,
-             "encoding": 155, "demo": 60}  # fmt: skip
+             "encoding": 155, "demo": 60, "queue_grid": 300}  # fmt: skip
 # queue_vs_batch: training pairs per arm, and the seconds an arm is expected to take on one H200 in bf16, scoring
 # included (the first three measured there, 2026-11-27; the cached queue at CachedMNRL's x 1.4; the 32 B arm at four
 # times the 8 B arm's training; ContAccum, run only when named, at MNRL's time per pair and a third more)
@@ -198,8 +199,8 @@ def queue_floor(args, device: torch.device, seconds: float) -> dict:
 
 
 PARTS = {"cuda_tests": cuda_tests, "training_step": training_step, "cached_memory": cached_memory,
-         "queue_vs_batch": queue_vs_batch,
-         "queue_floor": queue_floor, "encoding": encoding, "demo": demo}  # fmt: skip
+         "queue_vs_batch": queue_vs_batch, "queue_floor": queue_floor, "encoding": encoding, "demo": demo,
+         "queue_grid": queue_grid}  # fmt: skip
 
 
 def join(reports: list[dict]) -> dict:
@@ -249,16 +250,12 @@ def main() -> int:
     parser.add_argument("--dry-run", action="store_true", help="every part at toy size, on the CPU")
     parser.add_argument("--budget", type=float, default=540, help="seconds for the parts asked for")
     parser.add_argument("--parts", nargs="+", choices=list(PARTS), default=list(PARTS))
-    parser.add_argument(
-        "--seeds", nargs="+", type=int, default=[0], help="queue_vs_batch: one run of each arm per seed"
-    )
-    parser.add_argument(
-        "--arms",
-        nargs="+",
-        choices=list(ARM_SECONDS),
-        default=DEFAULT_ARMS,
-        help="queue_vs_batch: the arms to run",
-    )
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0], help="queue_vs_batch: a run of each arm per seed")
+    parser.add_argument("--arms", nargs="+", choices=list(ARM_SECONDS), default=DEFAULT_ARMS,
+                        help="queue_vs_batch: the arms to run")  # fmt: skip
+    parser.add_argument("--grid-arms", nargs="+", choices=list(ARM_SECONDS), default=GRID_ARMS, help="queue_grid's")
+    parser.add_argument("--grid-pairs", type=int, default=2**14, help="queue_grid: training pairs per run")
+    parser.add_argument("--grid-out", help="queue_grid's results file, resumable (default: --out's name + _grid)")
     parser.add_argument("--out", required=True, help="JSON file; the Markdown table goes beside it (.md)")
     args = parser.parse_args()
     if args.report:

@@ -25,7 +25,8 @@ def gpu_suite_table(results: str) -> str:
 
 
 # a part's entries not printed in its row of figures: its status, its time, its call, and what has a table of its own
-SHOWN_APART = ("status", "seconds", "rows", "traceback", "command", "date", "sentences_per_second", "ratio", "mining")
+SHOWN_APART = ("status", "seconds", "rows", "traceback", "command", "date", "sentences_per_second", "ratio", "mining",
+               "table")  # fmt: skip
 
 
 def markdown(report: dict) -> str:
@@ -53,6 +54,8 @@ def markdown(report: dict) -> str:
             shown = [f"{value:.4g}" if isinstance(value, float) else (row.get("error") or "—") for value in cells]
             head = [row["arm"], row.get("seed", 0), row["batch"], row["queue"] or "—", row["steps"]]
             lines.append("| " + " | ".join(map(str, head + shown)) + " |")
+    if "table" in report["parts"].get("queue_grid", {}):
+        lines += ["", report["parts"]["queue_grid"]["table"]]
     for row in report["parts"].get("queue_floor", {}).get("rows", []):
         lines.append(f"\nqueue K = {row['queue_size']:,}: {row['added_seconds']:.4f} s added, "
                      f"{row['times_floor']:.2f} × its bfloat16 floor, both directions")  # fmt: skip

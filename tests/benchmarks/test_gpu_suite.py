@@ -14,7 +14,8 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[2]
 # in this order
-EVERY_PART = ["cuda_tests", "training_step", "cached_memory", "queue_vs_batch", "queue_floor", "encoding", "demo"]
+EVERY_PART = ["cuda_tests", "training_step", "cached_memory", "queue_vs_batch", "queue_floor", "encoding", "demo",
+              "queue_grid"]  # fmt: skip
 
 
 def dry_run(tmp_path: Path, *parts: str) -> tuple[dict, Path]:
@@ -229,3 +230,33 @@ def test_a_reports_days_leave_out_the_times_and_name_each_day_once(monkeypatch):
 
     assert days("2026-11-27 19:27 UTC, 2026-11-27 19:34 UTC, 2026-11-28 07:30 UTC") == "2026-11-27, 2026-11-28"
     assert days("2026-11-26 19:56 UTC") == "2026-11-26"
+
+
+@pytest.mark.slow  # seven toy runs: about a minute
+def test_the_grid_part_runs_the_protocol_scores_tune_and_test_and_goes_on_where_it_stopped(tmp_path):
+    """``queue_grid`` at toy size: an arm's four rates at 0.04, then 0.05 at the best on tune, then seeds 1 and 2 at
+    the pick, each run trained at its own rate and temperature and scored on both row sets; a call with no time
+    runs nothing and says what is left; a call after the grid is done runs nothing more."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import gpu_grid
+    from protocol import pick, point
+
+    args = argparse.Namespace(dry_run=True, grid_pairs=0, grid_arms=["mnrl_B"], grid_out=None,
+                              out=str(tmp_path / "suite.json"))  # fmt: skip
+    stopped = gpu_grid.queue_grid(args, torch.device("cpu"), seconds=0)
+    assert stopped["rows"] == [] and stopped["left"]["mnrl_B"][0] == "mnrl_B:0:5e-05:0.04"
+    result = gpu_grid.queue_grid(args, torch.device("cpu"), seconds=600)
+    runs = result["rows"]
+    assert [(run["seed"], run["base_learning_rate"], run["temperature"]) for run in runs[:4]] == [
+        (0, rate, 0.04) for rate in (5e-5, 1e-4, 2e-4, 4e-4)]  # fmt: skip
+    best_rate = max(runs[:4], key=lambda run: run["tune"])["base_learning_rate"]
+    assert point(runs[4]) == (best_rate, 0.05) and runs[4]["seed"] == 0
+    assert [(run["seed"], point(run)) for run in runs[5:]] == [
+        (1, point(pick(runs, "mnrl_B"))),
+        (2, point(pick(runs, "mnrl_B"))),
+    ]
+    assert all(0 <= run["tune"] <= 1 and 0 <= run["bible"] <= 1 and run["steps"] == 32 for run in runs)
+    assert len({run["tune"] for run in runs[:4]}) > 1  # the rate reaches the trainer
+    assert result["left"] == {} and "| MNRL, batch B |" in result["table"]
+    assert (tmp_path / "suite_grid.json").is_file()
+    assert gpu_grid.queue_grid(args, torch.device("cpu"), seconds=600)["rows"] == runs  # nothing run again
