@@ -1129,6 +1129,10 @@ MUTATIONS = [
     Mutation("claim_caption_of_every_run", "benchmarks/report/shared.py::claim_table",
              'caption(name, record["setup"], shown)', 'caption(name, record["setup"], runs)',
              "tests/benchmarks/test_readme_tables.py::test_a_claim_table_summarises_each_arms_first_seeds"),
+    Mutation("gpu_grid_one_rate_for_every_point", "benchmarks/gpu_grid.py::queue_grid",
+             "pairs // batch, float(rate),", "pairs // batch, 2e-4,",
+             "tests/benchmarks/test_gpu_suite.py::"
+             "test_the_grid_part_runs_the_protocol_scores_tune_and_test_and_goes_on_where_it_stopped"),
     # The site as a reader sees it
     Mutation("site_table_code_keeps_its_backslash", "docs/hooks.py::on_page_markdown",
              'span.group(0).replace("\\\\|", "|")', "span.group(0)",
