@@ -38,7 +38,7 @@ def lora_table() -> str:
             + ", ".join(f"{round(100 * v, 2):g}" for v in of(arm, "bible"))
             + " |"
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + shared.caption("lora.json", data["setup"], data["runs"])
 
 
 def memory_table() -> str:

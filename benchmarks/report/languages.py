@@ -100,7 +100,9 @@ def multilingual_table(which: int) -> str:
     sys.path.insert(0, str(shared.HERE))
     from multilingual_final import report
 
-    return report(str(shared.RESULTS / "multilingual_final.json"))[which] + "\n"
+    record = shared.load("multilingual_final.json")
+    table = report(str(shared.RESULTS / "multilingual_final.json"))[which] + "\n"
+    return table + (shared.caption("multilingual_final.json", record["setup"], record["runs"]) if which == 0 else "")
 
 
 def sampling_table() -> str:
@@ -108,7 +110,8 @@ def sampling_table() -> str:
     sys.path.insert(0, str(shared.HERE))
     from multilingual_sampling import report
 
-    return report(shared.load("multilingual_sampling.json")) + "\n"
+    record = shared.load("multilingual_sampling.json")
+    return report(record) + "\n" + shared.caption("multilingual_sampling.json", record["setup"], record["runs"])
 
 
 def multilingual_step_table() -> str:
@@ -128,11 +131,9 @@ def multilingual_grid(name: str = "multilingual_grid.json") -> str:
 
     record = shared.load(name)
     setup, runs = record["setup"], record["runs"]
-    days = sorted({run["finished"][:10] for run in runs if "finished" in run})
-    caption = (f"\n`benchmarks/results/{name}`: {len(setup['languages'])} languages, {setup['steps']} steps of "
-               f"{setup['batch_size']} pairs; tune: {setup['split']['tune']}; test: {setup['split']['test']}; "
-               f"{setup['machine']}; {', '.join(days)}.\n")  # fmt: skip
-    return grid_table(runs, ARMS, LABELS, ["hf_xlsr"]) + caption
+    rows = (f"\n{len(setup['languages'])} languages, {setup['steps']} steps of {setup['batch_size']} pairs; tune: "
+            f"{setup['split']['tune']}; test: {setup['split']['test']}.\n")  # fmt: skip
+    return grid_table(runs, ARMS, LABELS, ["hf_xlsr"]) + rows + shared.caption(name, setup, runs)
 
 
 def catalogue_corpus(name: str = "catalogue_corpus.json") -> str:

@@ -21,8 +21,9 @@ def queue_table(name: str) -> str:
     if setup.get("whole_test"):
         heldout = f", every held-out verse but the {setup['heldout']:,} tuning ones"
     head = (f"{setup['encoder']}, {languages_label(setup['languages'])}, B = {setup['B']}, {setup['pairs']:,} "
-            f"training pairs per arm{heldout}, {setup['machine']}.\n\n")  # fmt: skip
-    return head + report(results, timing) + "\n\n" + verdict(results, timing) + "\n"
+            f"training pairs per arm{heldout}.\n\n")  # fmt: skip
+    table = report(results, timing) + "\n\n" + verdict(results, timing) + "\n"
+    return head + table + shared.caption(name, setup, results["runs"])
 
 
 # the steps of the grid's setup timed interleaved (encoder, languages, B and pairs: `timing_of` checks them)
