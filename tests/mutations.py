@@ -1133,6 +1133,9 @@ MUTATIONS = [
              "pairs // batch, float(rate),", "pairs // batch, 2e-4,",
              "tests/benchmarks/test_gpu_suite.py::"
              "test_the_grid_part_runs_the_protocol_scores_tune_and_test_and_goes_on_where_it_stopped"),
+    Mutation("multiway_rows_with_one_side", "hf_xlsr/data/multilingual.py::rows_with",
+             "[all(row) for row in", "[any(row) for row in",
+             "tests/test_multilingual.py::test_a_multiway_file_with_empty_cells_and_per_pair_files"),
     # The site as a reader sees it
     Mutation("site_table_code_keeps_its_backslash", "docs/hooks.py::on_page_markdown",
              'span.group(0).replace("\\\\|", "|")', "span.group(0)",
