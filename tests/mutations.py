@@ -176,6 +176,7 @@ FIRST_LOG = "tests/test_trainer.py::test_the_first_log_line_of_a_queue_holds_no_
 FIRST_HOUR = "tests/test_first_hour.py::"
 FAULTS = "tests/test_faults.py::"
 CATALOGUES = "tests/test_catalogues.py::"
+HYPHENS = "tests/test_multilingual.py::test_codes_with_hyphens_name_their_pairs_and_stack"
 MUTATIONS = [
     # MoCo-BERT and every queue
     Mutation("moco_positive_from_query_encoder", M + "modeling_dual_momentum.py::DualMomentumModel.forward",
@@ -1136,6 +1137,12 @@ MUTATIONS = [
     Mutation("multiway_rows_with_one_side", "hf_xlsr/data/multilingual.py::rows_with",
              "[all(row) for row in", "[any(row) for row in",
              "tests/test_multilingual.py::test_a_multiway_file_with_empty_cells_and_per_pair_files"),
+    Mutation("pair_names_split_at_every_hyphen_when_stacked", "hf_xlsr/data/multilingual.py::stack_pairs",
+             "first, second = pair_of(name, part.column_names)", 'first, second = name.split("-")', HYPHENS),
+    Mutation("pair_names_split_at_every_hyphen_for_meanings", "hf_xlsr/data/multilingual.py::shared_meanings",
+             "languages = pair_of(name, part.column_names)", 'languages = name.partition("#")[0].split("-")', HYPHENS),
+    Mutation("users_pair_split_at_every_hyphen", "hf_xlsr/data/multilingual.py::resolve_language_pairs",
+             "pair = pair_of(entry, languages)", 'pair = tuple(entry.split("-"))', HYPHENS),
     # The site as a reader sees it
     Mutation("site_table_code_keeps_its_backslash", "docs/hooks.py::on_page_markdown",
              'span.group(0).replace("\\\\|", "|")', "span.group(0)",

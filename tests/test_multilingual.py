@@ -80,6 +80,30 @@ def test_a_multiway_file_with_empty_cells_and_per_pair_files(tmp_path):
     assert load_pair_datasets(dataset_dict, [("en", "fr")])["en-fr"]["example_id"] == [0]
 
 
+def test_codes_with_hyphens_name_their_pairs_and_stack(tmp_path):
+    """The catalogues' codes hold hyphens (zh-hans, pt-br, cbk-zam): a pair's name reads back as its two codes
+    against the languages it is made of, from the user's list of pairs to the stacked training rows."""
+    from hf_xlsr.data.multilingual import pair_of
+
+    assert pair_of("en-zh-hans", ["en", "zh-hans"]) == ("en", "zh-hans")
+    assert pair_of("pt-br-cbk-zam#1", ["cbk-zam", "pt-br", "en"]) == ("pt-br", "cbk-zam")
+    with pytest.raises(ValueError, match="'en-fr': no way to read it as two of the languages"):
+        pair_of("en-fr", ["en", "de"])
+    with pytest.raises(ValueError, match="more than one way"):
+        pair_of("a-b-c", ["a", "b-c", "a-b", "c"])
+    languages = ["en", "zh-hans", "pt-br"]
+    assert resolve_language_pairs(languages, ["en-zh-hans", "pt-br-zh-hans"]) == [("en", "zh-hans"),
+                                                                                 ("pt-br", "zh-hans")]  # fmt: skip
+    multiway = tmp_path / "catalogue.jsonl"
+    lines = [{"en": "Save", "zh-hans": "保存", "pt-br": "Salvar"}, {"en": "Open the file", "zh-hans": "打开文件"}]
+    multiway.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
+    parts = load_pair_datasets(str(multiway), resolve_language_pairs(languages))
+    assert parts["en-zh-hans"]["zh-hans"] == ["保存", "打开文件"] and parts["en-pt-br"]["pt-br"] == ["Salvar"]
+    stacked = stack_pairs(parts)
+    assert stacked["target_language"] == ["zh-hans", "zh-hans", "pt-br"] and stacked["target"][2] == "Salvar"
+    assert stacked["example_id"][0] == stacked["example_id"][2]  # one line, one meaning
+
+
 def test_bad_multilingual_data_fails_naming_the_pair_file_or_language(tmp_path):
     empty = tmp_path / "empty.tsv"
     empty.write_text("", encoding="utf-8")

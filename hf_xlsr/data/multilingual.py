@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import math
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import datasets
@@ -39,6 +39,19 @@ def pair_name(pair: Sequence[str]) -> str:
     return f"{pair[0]}-{pair[1]}"
 
 
+def pair_of(name: str, languages: Iterable[str]) -> tuple[str, str]:
+    """The two codes of a pair's name (``en-fr``; ``en-zh-hans``: a code may hold a hyphen; ``en-fr#1``: the pair's
+    part from a second source), read against the ``languages`` it is made of. A name that splits into two known
+    codes no way, or more than one way, is a ``ValueError`` naming it."""
+    name, known = name.partition("#")[0], set(languages)
+    splits = [(name[:i], name[i + 1 :]) for i, char in enumerate(name)
+              if char == "-" and name[:i] in known and name[i + 1 :] in known]  # fmt: skip
+    if len(splits) != 1:
+        raise ValueError(f"language pair {name!r}: {'no' if not splits else 'more than one'} way to read it as two of "
+                         f"the languages ({', '.join(sorted(known))})")  # fmt: skip
+    return splits[0]
+
+
 def resolve_language_pairs(
     languages: Sequence[str], language_pairs: Sequence[Sequence[str] | str] | None = None
 ) -> list[tuple[str, str]]:
@@ -54,7 +67,13 @@ def resolve_language_pairs(
         return [(languages[0], language) for language in languages[1:]]
     pairs = []
     for entry in language_pairs:
-        pair = tuple(entry.split("-")) if isinstance(entry, str) else tuple(entry)
+        if isinstance(entry, str):
+            try:
+                pair = pair_of(entry, languages)
+            except ValueError:  # not two of the languages: said below, naming what is wrong
+                pair = tuple(entry.split("-"))
+        else:
+            pair = tuple(entry)
         if len(pair) != 2 or pair[0] == pair[1]:
             raise ValueError(f"language pair {entry!r}: name two different languages, as [en, fr] or 'en-fr'")
         unknown = [code for code in pair if code not in languages]
@@ -203,7 +222,7 @@ def shared_meanings(
 
     first_nodes: dict[str, list] = {}
     for name, part in parts.items():
-        languages = name.partition("#")[0].split("-")  # "en-fr", or "en-fr#1": the pair's part from a second source
+        languages = pair_of(name, part.column_names)  # "en-fr", or "en-fr#1": the pair's part from a second source
         texts = [part[language][:] for language in languages]  # lists: a row read from the table costs far more
         namespace = namespaces.get(name)
         ids = part["example_id"][:] if namespace is not None else [None] * len(part)
@@ -362,7 +381,7 @@ def stack_pairs(parts: Mapping[str, datasets.Dataset]) -> datasets.Dataset:
     stacked = []
     shared = set.intersection(*(set(part.column_names) for part in parts.values()))
     for index, (name, part) in enumerate(parts.items()):
-        first, second = name.split("-")
+        first, second = pair_of(name, part.column_names)
         extra = sorted(shared - {first, second, "example_id", *PAIR_COLUMNS})
         part = part.select_columns([first, second, "example_id", *extra])
         if first in extra or second in extra:
@@ -442,6 +461,7 @@ __all__ = [
     "load_pair_datasets",
     "shared_meanings",
     "pair_name",
+    "pair_of",
     "read_multiway",
     "resolve_language_pairs",
     "sampling_weights",

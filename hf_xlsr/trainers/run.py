@@ -27,6 +27,7 @@ from ..data.multilingual import (
     load_multiway,
     load_pair_datasets,
     pair_name,
+    pair_of,
     shared_meanings,
     source_list,
     stack_pairs,
@@ -225,7 +226,7 @@ def load_cmlm_data(source, split: str, data_args: DataArguments) -> datasets.Dat
         source = {pair_name(pairs[0]): source}
     if not isinstance(source, dict):
         raise ConfigFileError("cmlm trains on 'bible' or on one file of first / second / language columns per pair")
-    parts = {name: load_bitext(path, ["first", "second", *name.split("-")], split=split)
+    parts = {name: load_bitext(path, ["first", "second", *pair_of(name, data_args.languages)], split=split)
              for name, path in source.items()}  # fmt: skip
     return shared_meanings(parts, {name: "user" if "example_id" in part.column_names else None
                                    for name, part in parts.items()})  # fmt: skip
@@ -274,7 +275,7 @@ def heldout_evaluators(data_args: DataArguments) -> tuple[list, str | None]:
         parts = load_pairs(source, data_args.eval_split, data_args)
         evaluators = [
             RetrievalEvaluator.from_dataset(
-                part, name.split("-"), name=f"retrieval_{name.replace('-', '_')}", **options
+                part, pair_of(name, data_args.languages), name=f"retrieval_{name.replace('-', '_')}", **options
             )
             for name, part in parts.items()
         ]
