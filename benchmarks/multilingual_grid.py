@@ -14,6 +14,12 @@ again; with ``--checkpoint-steps N`` a point killed halfway goes on from its new
 
     HF_HUB_OFFLINE=1 python benchmarks/multilingual_grid.py --threads 1 --grid mnrl hf_xlsr \\
         --models runs/multilingual_grid --out benchmarks/results/multilingual_grid.json   # resumable
+    # Tatoeba's languages from the Bible and the catalogues, each arm's 3 seeds at the 22-language grid's pick:
+    HF_HUB_OFFLINE=1 python benchmarks/multilingual_grid.py --threads 1 --grid mnrl --checkpoint-steps 40 \\
+        --train-data '["bible", "catalogues/corpus.jsonl"]' \\
+        --languages $(python benchmarks/catalogue_corpus.py --print-languages 100) \\
+        --picks-from benchmarks/results/multilingual_grid.json --models runs/tatoeba_118 \\
+        --out benchmarks/results/multilingual_118.json                     # and --grid hf_xlsr
     python benchmarks/multilingual_grid.py --report --out benchmarks/results/multilingual_grid.json
 """
 
@@ -30,7 +36,7 @@ from pathlib import Path
 import torch
 from common import Results, machine
 from multilingual_final import LANGUAGES, english_pairs, train_hf_xlsr, train_sentence_transformers
-from protocol import PICK_SEED, grid_table, pick, point, run_grid
+from protocol import PICK_SEED, SEEDS, grid_table, job, pick, point, run_grid
 from queue_arms import accuracy, evaluators
 
 ARMS = ("mnrl", "hf_xlsr")
@@ -112,6 +118,18 @@ def test_the_pick(results: Results, arm: str, test) -> None:
                  **test_scores(model, test)})  # fmt: skip
 
 
+def run_at_picks(args, results: Results, rows: dict) -> None:
+    """Each arm's 3 seeds at the pick of ``--picks-from`` (a grid's results file, read through `pick`: its tune
+    scores alone), for a run whose own grid would cost too much; an arm that file has not picked stops the run."""
+    chosen = {arm: pick(json.loads(args.picks_from.read_text())["runs"], arm) for arm in args.grid}
+    missing = [arm for arm, run in chosen.items() if run is None]
+    if missing:
+        raise SystemExit(f"{args.picks_from}: no pick for {', '.join(missing)} yet")
+    for arm, run in chosen.items():
+        for seed in SEEDS:
+            run_job(args, results, job(arm, seed, *point(run)), rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--grid", nargs="+", choices=ARMS, default=list(ARMS))
@@ -130,6 +148,8 @@ def main() -> None:
     parser.add_argument("--models", default="runs/multilingual_grid", help="where every trained model is saved")
     parser.add_argument("--checkpoint-steps", type=int, default=0,
                         help="a checkpoint every N steps, from which a killed run goes on (0: none)")  # fmt: skip
+    parser.add_argument("--picks-from", type=Path,
+                        help="run no grid: each arm's 3 seeds at its pick in this grid's results file")  # fmt: skip
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--report", action="store_true", help="print the grid's table of --out and stop")
     parser.add_argument("--out", required=True)
@@ -150,8 +170,13 @@ def main() -> None:
                        "tune": f"held-out Bible verses in {len(bible_languages)} languages, rows {args.tune_rows}-"
                                f"{2 * args.tune_rows - 1} of one draw (seed 0)",
                        "test": f"the other held-out verses ({len(rows['bible'].sentences['en'])})"}}  # fmt: skip
+    if args.picks_from:
+        setup["picks_from"] = str(args.picks_from)
     results = Results(args.out, setup)
-    run_grid(results.runs, args.grid, lambda job: run_job(args, results, job, rows))
+    if args.picks_from:
+        run_at_picks(args, results, rows)
+    else:
+        run_grid(results.runs, args.grid, lambda job: run_job(args, results, job, rows))
     for arm in args.grid:
         test_the_pick(results, arm, rows["bible"])
     print(grid_table(results.runs(), args.grid, LABELS, ["hf_xlsr"]))

@@ -1143,6 +1143,12 @@ MUTATIONS = [
              "languages = pair_of(name, part.column_names)", 'languages = name.partition("#")[0].split("-")', HYPHENS),
     Mutation("users_pair_split_at_every_hyphen", "hf_xlsr/data/multilingual.py::resolve_language_pairs",
              "pair = pair_of(entry, languages)", 'pair = tuple(entry.split("-"))', HYPHENS),
+    Mutation("picks_from_read_on_test", "benchmarks/multilingual_grid.py::run_at_picks",
+             'chosen = {arm: pick(json.loads(args.picks_from.read_text())["runs"], arm) for arm in args.grid}',
+             'chosen = {arm: max((r for r in json.loads(args.picks_from.read_text())["runs"] if r["arm"] == arm), '
+             'key=lambda r: r.get("bible", 0), default=None) for arm in args.grid}',
+             "tests/benchmarks/test_multilingual_grid.py::"
+             "test_a_run_at_another_grids_picks_takes_each_arms_pick_on_tune_and_runs_three_seeds"),
     # The site as a reader sees it
     Mutation("site_table_code_keeps_its_backslash", "docs/hooks.py::on_page_markdown",
              'span.group(0).replace("\\\\|", "|")', "span.group(0)",

@@ -106,3 +106,31 @@ def test_a_run_killed_after_a_checkpoint_goes_on_from_it_to_the_weights_of_a_run
     assert steps == [4, 5]  # steps 5 and 6, from the checkpoint of step 4
     for name, value in never_killed.state_dict().items():
         torch.testing.assert_close(resumed.state_dict()[name], value, rtol=0, atol=1e-6, msg=name)
+
+
+def test_a_run_at_another_grids_picks_takes_each_arms_pick_on_tune_and_runs_three_seeds(tmp_path, monkeypatch):
+    """``--picks-from``: each arm's rate and temperature are the other grid's pick, read from its tune scores alone
+    (a better test score elsewhere does not move it); seeds 0, 1 and 2 run there; an arm without a pick stops the run
+    before anything trains."""
+    import argparse
+    import json
+
+    import multilingual_grid
+    from common import Results
+
+    grid = tmp_path / "grid.json"
+    runs = [{"arm": "mnrl", "seed": 0, "base_learning_rate": 1e-4, "temperature": 0.04, "tune": 0.9, "bible": 0.5},
+            {"arm": "mnrl", "seed": 0, "base_learning_rate": 2e-4, "temperature": 0.05, "tune": 0.8, "bible": 0.99},
+            {"arm": "hf_xlsr", "seed": 0, "base_learning_rate": 5e-5, "temperature": 0.05, "tune": 0.7}]  # fmt: skip
+    grid.write_text(json.dumps({"setup": {}, "runs": runs}))
+    ran = []
+    monkeypatch.setattr(multilingual_grid, "run_job", lambda args, results, job, rows: ran.append(job))
+    args = argparse.Namespace(picks_from=grid, grid=["mnrl", "hf_xlsr"])
+    multilingual_grid.run_at_picks(args, Results(tmp_path / "out.json", {}), rows={})
+    assert ran == ["mnrl:0:0.0001:0.04", "mnrl:1:0.0001:0.04", "mnrl:2:0.0001:0.04",
+                   "hf_xlsr:0:5e-05:0.05", "hf_xlsr:1:5e-05:0.05", "hf_xlsr:2:5e-05:0.05"]  # fmt: skip
+    grid.write_text(json.dumps({"setup": {}, "runs": runs[:2]}))
+    ran.clear()
+    with pytest.raises(SystemExit, match="no pick for hf_xlsr yet"):
+        multilingual_grid.run_at_picks(args, Results(tmp_path / "out.json", {}), rows={})
+    assert ran == []
