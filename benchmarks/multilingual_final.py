@@ -36,10 +36,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import yaml
-from common import ENCODERS, Results, machine
+from common import Results, machine
+from multilingual_grid import LANGUAGES, english_pairs, sentence_model, train_hf_xlsr, train_sentence_transformers
 
-LANGUAGES = "en fr de es it pt ru uk pl ro tr ar fa hi bn id vi tl sw ja ko zh".split()  # the Bible's 22
 USE_LANGUAGES = ["en", "ar", "de", "es", "fr", "it", "ja", "ko", "pl", "pt", "ru", "tr", "zh"]  # USE-m3's own list
 TRAINED = ["mnrl", "distill", "hf_xlsr"]
 ORDER = ["e5-small", "use-m3", "mnrl", "hf_xlsr", "distill"]
@@ -55,102 +54,6 @@ ZERO_SHOT_SHOWN = [
     ("tr", "ar"),
     ("sw", "vi"),
 ]  # pairs never trained directly, for the report
-
-
-def training_arguments(args, output_dir: str, seed: int, checkpoint_steps: int = 0) -> dict:
-    """The recipe's Trainer arguments; with ``checkpoint_steps``, a checkpoint every that many steps (the newest
-    kept), from which the same call goes on (`last_checkpoint`)."""
-    saving = {"save_strategy": "no"}
-    if checkpoint_steps:
-        saving = {"save_strategy": "steps", "save_steps": checkpoint_steps, "save_total_limit": 1}
-    return dict(
-        output_dir=output_dir, max_steps=args.steps, per_device_train_batch_size=args.batch_size,
-        learning_rate=args.learning_rate, warmup_steps=args.steps // 10, lr_scheduler_type="cosine",
-        weight_decay=1e-4, max_grad_norm=10.0, seed=seed, report_to="none", disable_tqdm=True,
-        logging_steps=40, use_cpu=not torch.cuda.is_available(), **saving,
-    )  # fmt: skip
-
-
-def last_checkpoint(output_dir: str) -> str | None:
-    """The newest whole checkpoint a killed run left in ``output_dir`` (one half-written is passed over), or None."""
-    from hf_xlsr.trainers.checkpoints import CheckpointError, last_whole_checkpoint
-
-    try:
-        return last_whole_checkpoint(output_dir)
-    except CheckpointError:
-        return None
-
-
-def english_pairs(args):
-    """The run's pairs (``args.languages``, each with English, from ``args.train_data``) stacked: rows ``source``
-    (English), ``target``, ``target_language``, ``example_id`` (the meaning)."""
-    from hf_xlsr.data.multilingual import load_pair_datasets, resolve_language_pairs, stack_pairs
-
-    return stack_pairs(load_pair_datasets(args.train_data, resolve_language_pairs(args.languages), "train"))
-
-
-def sentence_model(args, seed: int):
-    from sentence_transformers import SentenceTransformer
-
-    from hf_xlsr.data import resolve_reference
-
-    torch.manual_seed(seed)
-    model = SentenceTransformer(resolve_reference(ENCODERS["e5"]), device="cpu")
-    model[0].max_seq_length = args.max_length
-    return model
-
-
-def train_sentence_transformers(arm: str, args, seed: int, output_dir: str, pairs, checkpoint_steps: int = 0):
-    from sentence_transformers import SentenceTransformerTrainer
-    from sentence_transformers.sentence_transformer.losses import MSELoss, MultipleNegativesRankingLoss
-    from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
-
-    model = sentence_model(args, seed)
-    # the pairs one run sees, steps x batch of them, drawn from all pairs (hf_xlsr's sampler draws as many)
-    pairs = pairs.shuffle(seed=seed).select(range(args.steps * args.batch_size))
-    if arm == "mnrl":
-        loss = MultipleNegativesRankingLoss(model, scale=1 / args.temperature, partition_mode="per_direction",
-                                            directions=("query_to_doc", "doc_to_query"))  # fmt: skip
-        train = pairs.select_columns(["source", "target"]).rename_columns({"source": "anchor", "target": "positive"})
-    else:  # the make_multilingual recipe: both sentences onto the teacher's vector of the English one
-        teacher = sentence_model(args, seed)  # the start itself
-        vectors = teacher.encode(pairs["source"], batch_size=64, convert_to_numpy=True, show_progress_bar=False)
-        train = pairs.select_columns(["source", "target"])
-        train = train.rename_columns({"source": "english", "target": "non_english"})
-        train = train.add_column("label", vectors.tolist())
-        loss = MSELoss(model)
-    arguments = SentenceTransformerTrainingArguments(**training_arguments(args, output_dir, seed, checkpoint_steps))
-    trainer = SentenceTransformerTrainer(model=model, args=arguments, train_dataset=train, loss=loss)
-    trainer.train(resume_from_checkpoint=last_checkpoint(output_dir))
-    return model
-
-
-def train_hf_xlsr(args, seed: int, output_dir: str, checkpoint_steps: int = 0):
-    """Through ``hf-xlsr train``'s pipeline; returns the export, loaded by sentence-transformers, and the trainer.
-    A run stopped by SIGTERM or SIGINT saves a checkpoint and stops the script; the same call goes on from it."""
-    from sentence_transformers import SentenceTransformer
-
-    from hf_xlsr.trainers import parse_run_arguments, run_training
-
-    config = {
-        "model_type": "dual_momentum", "encoder": ENCODERS["e5"], "languages": args.languages,
-        "train_data": args.train_data,
-        "model_config": {"shared_encoder": True, "queue_size": args.queue_size, "momentum": args.momentum,
-                         "temperature": args.temperature},
-        "max_eval_pairs": 0, "max_length": args.max_length, "export_dir": f"{output_dir}/export",
-        "language_batches": args.language_batches,
-        **training_arguments(args, output_dir, seed, checkpoint_steps),
-    }  # fmt: skip
-    if last_checkpoint(output_dir):
-        config["resume_from_checkpoint"] = "latest"
-    Path(output_dir).mkdir(parents=True, exist_ok=True)
-    path = Path(output_dir) / "run.yaml"
-    path.write_text(yaml.safe_dump(config))
-    trainer, _ = run_training(*parse_run_arguments(path))
-    if trainer.preemption.stopped_by:
-        raise SystemExit(f"stopped by {trainer.preemption.stopped_by} at step {trainer.state.global_step}, its "
-                         f"checkpoint in {output_dir}: the same command goes on from it")  # fmt: skip
-    return SentenceTransformer(f"{output_dir}/export", device="cpu"), trainer
 
 
 def keep(trainer, output_dir: str, scores: dict, folder: str, evaluation_data: str) -> None:

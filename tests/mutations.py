@@ -1108,11 +1108,11 @@ MUTATIONS = [
     Mutation("a_pairs_list_of_sources_unread", "hf_xlsr/data/multilingual.py::load_pair_datasets",
              "elif isinstance(entry, (list, tuple)):", "elif False:",
              CATALOGUES + "test_a_list_of_sources_joins_each_pairs_verses_and_interface_strings"),
-    Mutation("grid_mnrl_starts_again_after_a_kill", "benchmarks/multilingual_final.py::train_sentence_transformers",
+    Mutation("grid_mnrl_starts_again_after_a_kill", "benchmarks/multilingual_grid.py::train_sentence_transformers",
              "trainer.train(resume_from_checkpoint=last_checkpoint(output_dir))", "trainer.train()",
              "tests/benchmarks/test_multilingual_grid.py::"
              "test_a_run_killed_after_a_checkpoint_goes_on_from_it_to_the_weights_of_a_run_never_killed[mnrl]"),
-    Mutation("grid_hf_xlsr_starts_again_after_a_kill", "benchmarks/multilingual_final.py::train_hf_xlsr",
+    Mutation("grid_hf_xlsr_starts_again_after_a_kill", "benchmarks/multilingual_grid.py::train_hf_xlsr",
              'config["resume_from_checkpoint"] = "latest"', "pass",
              "tests/benchmarks/test_multilingual_grid.py::"
              "test_a_run_killed_after_a_checkpoint_goes_on_from_it_to_the_weights_of_a_run_never_killed[hf_xlsr]"),

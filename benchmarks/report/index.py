@@ -39,7 +39,7 @@ def questions_summary() -> str:
     section."""
     sys.path.insert(0, str(shared.HERE))
     from common import mean_and_spread, mean_text
-    from multilingual_final import LANGUAGES
+    from multilingual_grid import LANGUAGES
 
     def stat(runs: list[dict], arm: str, key: str, places: int) -> str:
         return mean_text(shared.arm_values(runs, arm, key), places=places)

