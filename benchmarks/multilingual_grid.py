@@ -172,7 +172,7 @@ def run_job(args, results: Results, job: str, rows: dict) -> None:
     if results.done(arm, seed, base_learning_rate=rate, temperature=temperature):
         return
     folder = Path(args.models) / job.replace(":", "_")
-    seconds = None
+    seconds = resumed = None
     if folder.is_dir():  # trained and saved whole (a save goes to a side folder, renamed when complete): score it
         from sentence_transformers import SentenceTransformer
 
@@ -181,8 +181,9 @@ def run_job(args, results: Results, job: str, rows: dict) -> None:
         settings = argparse.Namespace(**{**vars(args), "learning_rate": rate, "temperature": temperature})
         began = time.time()
         run_dir = folder.with_name(folder.name + ".run")
+        resumed = last_checkpoint(str(run_dir)) if run_dir.is_dir() else None
         model = train(settings, arm, seed, run_dir)
-        seconds = round(time.time() - began)
+        seconds = None if resumed else round(time.time() - began)  # a resumed run's time is not the whole run's
         model[0].max_seq_length = 128  # every model scored with the same truncation
         partial = folder.with_name(folder.name + ".partial")
         shutil.rmtree(partial, ignore_errors=True)  # what a process killed while saving left
@@ -193,6 +194,8 @@ def run_job(args, results: Results, job: str, rows: dict) -> None:
            "model": str(folder), "tune": accuracy(rows["tune"](model))}  # fmt: skip
     if seconds is not None:
         run["train_seconds"] = seconds
+    if resumed:
+        run["resumed_from"] = Path(resumed).name
     if seed != PICK_SEED:
         run.update(test_scores(model, rows["bible"]))
     results.add(run)
