@@ -247,3 +247,21 @@ def load_hsk(split: str | None = None, heldout_topics: Sequence[str] = HSK_HELDO
             "topic": [r["topic"] for r in records],
         }
     )
+
+
+def bible_pair(pair: Sequence[str], split: str, translations=None) -> datasets.Dataset:
+    """The offline Bible's verses of one language pair, with the verse as each row's ``example_id`` (its meaning)."""
+    verses = load_bible(list(pair), translations, split=split)
+    if "example_id" not in verses.column_names:  # one translation per language: the verse is the meaning
+        verses = verses.add_column("example_id", verse_ids(verses))
+    return verses.select_columns([*pair, "example_id"])
+
+
+def hsk_pair(pair: Sequence[str], split: str) -> datasets.Dataset:
+    """The HSK sentences as the pair en-zh, each row its own meaning."""
+    from .bitext import BitextFormatError
+
+    if set(pair) != {"en", "zh"}:
+        raise BitextFormatError(f"the HSK corpus has the languages en and zh, not the pair {'-'.join(pair)}")
+    sentences = load_hsk(split)
+    return sentences.add_column("example_id", list(range(len(sentences)))).select_columns([*pair, "example_id"])

@@ -27,6 +27,15 @@ from torch.utils.data import Sampler
 
 from .bitext import JSONL_SUFFIXES, TSV_SUFFIXES, BitextFormatError, load_bitext, read_jsonl, read_tsv
 from .catalogues import catalogue_languages, read_catalogues
+from .corpora import (
+    BIBLE_TRANSLATIONS,
+    DEFAULT_BIBLE_TRANSLATIONS,
+    bible_pair,
+    corpus_languages,
+    hsk_pair,
+    load_bible,
+    load_hsk,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -113,23 +122,15 @@ def rows_with(table: datasets.Dataset, languages: Sequence[str]) -> datasets.Dat
                         batched=True, desc=f"lines with {', '.join(languages)}")  # fmt: skip
 
 
-def load_multiway(
-    source: str | os.PathLike,
-    languages: Sequence[str],
-    split: str = "heldout",
-    translations: Mapping[str, str | list[str]] | None = None,
-) -> datasets.Dataset:
+def load_multiway(source: str | os.PathLike, languages: Sequence[str], split: str = "heldout",
+                  translations: Mapping[str, str | list[str]] | None = None) -> datasets.Dataset:  # fmt: skip
     """The same meanings in every one of ``languages``, a column each (held-out sets that encode each language
     once): the Bible's verses present in all of them (of ``split``), HSK's en-zh sentences, or the rows of a
     multi-way file that have every language."""
     languages = list(languages)
     if source == "bible":
-        from .corpora import load_bible
-
         return load_bible(languages, translations, split=split)
     if source == "hsk":
-        from .corpora import load_hsk
-
         if set(languages) != {"en", "zh"}:
             raise BitextFormatError(f"the HSK corpus has the languages en and zh, not {', '.join(languages)}")
         return load_hsk(split)
@@ -154,7 +155,6 @@ def describe_sources(
 ) -> dict[str, str]:
     """Where each language's sentences come from, with their licence, for a model card: ``{"fr": "Bible: Louis
     Segond 1910 (public domain)", ...}``."""
-    from .corpora import BIBLE_TRANSLATIONS, DEFAULT_BIBLE_TRANSLATIONS, corpus_languages
 
     def bible(language: str) -> str:
         codes = (translations or {}).get(language) or DEFAULT_BIBLE_TRANSLATIONS[language]
@@ -180,24 +180,6 @@ def describe_sources(
             else:
                 described.setdefault(language, one(entry, language))
     return described
-
-
-def _bible_pair(pair, split, translations) -> datasets.Dataset:
-    from .corpora import load_bible, verse_ids
-
-    verses = load_bible(list(pair), translations, split=split)
-    if "example_id" not in verses.column_names:  # one translation per language: the verse is the meaning
-        verses = verses.add_column("example_id", verse_ids(verses))
-    return verses.select_columns([*pair, "example_id"])
-
-
-def _hsk_pair(pair, split) -> datasets.Dataset:
-    from .corpora import load_hsk
-
-    if set(pair) != {"en", "zh"}:
-        raise BitextFormatError(f"the HSK corpus has the languages en and zh, not the pair {pair_name(pair)}")
-    sentences = load_hsk(split)
-    return sentences.add_column("example_id", list(range(len(sentences)))).select_columns([*pair, "example_id"])
 
 
 def shared_meanings(
@@ -295,9 +277,9 @@ def load_pair_datasets(
                     raise BitextFormatError(f"{where}: no sentence pairs for {name}")
         return _checked(shared_meanings(parts, namespaces), pairs)
     if source == "bible":
-        parts = {n: _bible_pair(p, split, translations) for n, p in zip(names, pairs, strict=True)}
+        parts = {n: bible_pair(p, split, translations) for n, p in zip(names, pairs, strict=True)}
     elif source == "hsk":
-        parts = {n: _hsk_pair(p, split) for n, p in zip(names, pairs, strict=True)}
+        parts = {n: hsk_pair(p, split) for n, p in zip(names, pairs, strict=True)}
     else:
         languages = list(dict.fromkeys(code for pair in pairs for code in pair))
         table = read_multiway(source, languages)
@@ -320,8 +302,6 @@ def _joined_sources(
     multi-way file or catalogue folder with lines in both), one source after the other: two kinds of text for one
     pair, the Bible's verses and a catalogue's interface strings. Meanings are shared across the sources
     (`shared_meanings`). A pair that no source has fails here, naming it and the sources."""
-    from .corpora import corpus_languages
-
     if not sources:
         raise BitextFormatError("train data is an empty list of sources")
     languages = list(dict.fromkeys(code for pair in pairs for code in pair))
