@@ -35,11 +35,8 @@ def queue_grid(args, device: torch.device, seconds: float) -> dict:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from common import Results
     from gpu_steps import encoder_folder, peak_mb, reset_peak
-    from gpu_suite import datasets_repeat
     from protocol import grid_table, next_jobs, run_grid
-    from queue_arms import HF_XLSR, LABELS, build, evaluators, spec
-
-    from hf_xlsr.data import load_bible
+    from queue_arms import HF_XLSR, LABELS, build, datasets_repeat, evaluators, meaning_verses, spec
 
     base, pairs = (4, 128) if args.dry_run else (256, args.grid_pairs)
     setup = {"script": "benchmarks/gpu_grid.py", "encoder": "tiny" if args.dry_run else "minilm", "B": base,
@@ -47,8 +44,7 @@ def queue_grid(args, device: torch.device, seconds: float) -> dict:
              "split": {"tune": "held-out en-fr pairs 1,000-1,999 of one draw",
                        "test": "every other held-out en-fr pair"}}  # fmt: skip
     results = Results(args.grid_out or Path(args.out).with_name(Path(args.out).stem + "_grid.json"), setup)
-    verses = load_bible(["en", "fr"], split="train").select_columns(["en", "fr"])
-    verses = verses.add_column("example_id", list(range(len(verses))))
+    verses = meaning_verses()
     scorers = evaluators(["en", "fr"], whole=not args.dry_run)
     deadline, spent = time.perf_counter() + seconds, {}
 

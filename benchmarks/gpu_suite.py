@@ -108,13 +108,10 @@ def queue_vs_batch(args, device: torch.device, seconds: float) -> dict:
     import tempfile
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from queue_arms import build, evaluators, spec
-
-    from hf_xlsr.data import load_bible
+    from queue_arms import build, datasets_repeat, evaluators, meaning_verses, spec
 
     base, pairs = (4, 128) if args.dry_run else (256, PAIRS)
-    verses = load_bible(["en", "fr"], split="train").select_columns(["en", "fr"])
-    verses = verses.add_column("example_id", list(range(len(verses))))
+    verses = meaning_verses()
     scorers = evaluators(["en", "fr"], whole=not args.dry_run)
     deadline, rows, skipped = time.perf_counter() + seconds, [], []
     expected = {arm: 0 if args.dry_run else ARM_SECONDS[arm] for arm in args.arms}
@@ -148,14 +145,6 @@ def queue_vs_batch(args, device: torch.device, seconds: float) -> dict:
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     return {"rows": rows, "skipped": skipped}
-
-
-def datasets_repeat(dataset, n: int):
-    """The first ``n`` rows of ``dataset`` repeated as often as it takes (the budget is pairs, not epochs)."""
-    import datasets
-
-    copies = -(-n // len(dataset))
-    return datasets.concatenate_datasets([dataset] * copies).select(range(n))
 
 
 def unit_rows(n: int, dim: int, generator: torch.Generator) -> torch.Tensor:

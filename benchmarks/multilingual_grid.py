@@ -181,7 +181,7 @@ def run_job(args, results: Results, job: str, rows: dict) -> None:
         settings = argparse.Namespace(**{**vars(args), "learning_rate": rate, "temperature": temperature})
         began = time.time()
         run_dir = folder.with_name(folder.name + ".run")
-        resumed = last_checkpoint(str(run_dir)) if run_dir.is_dir() else None
+        resumed = last_checkpoint(str(run_dir))
         model = train(settings, arm, seed, run_dir)
         seconds = None if resumed else round(time.time() - began)  # a resumed run's time is not the whole run's
         model[0].max_seq_length = 128  # every model scored with the same truncation

@@ -240,3 +240,19 @@ def build(arm: str, path: str, train, languages: list[str], steps: int, learning
             model[0].max_seq_length = max_length
 
     return trainer, score
+
+
+def meaning_verses():
+    """The Bible's en-fr training verses, each its own meaning id (``example_id``): the GPU runs' pairs."""
+    from hf_xlsr.data import load_bible
+
+    verses = load_bible(["en", "fr"], split="train").select_columns(["en", "fr"])
+    return verses.add_column("example_id", list(range(len(verses))))
+
+
+def datasets_repeat(dataset, n: int):
+    """The first ``n`` rows of ``dataset`` repeated as often as it takes (the budget is pairs, not epochs)."""
+    import datasets
+
+    copies = -(-n // len(dataset))
+    return datasets.concatenate_datasets([dataset] * copies).select(range(n))
