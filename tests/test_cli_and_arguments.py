@@ -285,6 +285,46 @@ def test_a_run_on_per_pair_files_exports_with_its_training_datasets(tmp_path, ca
     assert mteb_training_datasets({"en-fr": sources["en-fr"], "en-de": "mteb/tatoeba-bitext-mining"}) == ["Tatoeba"]
 
 
+def test_per_pair_files_of_hyphenated_codes_train_and_score_each_pair(tmp_path, capsys):
+    """Catalogue codes hold hyphens (``zh-hans``, ``pt-br``): per-pair training and held-out files named
+    ``en-zh-hans`` and ``pt-br-zh-hans`` train, and each pair gets its own held-out evaluator, whose figure matches
+    retrieval computed here from the exported model (float64, both ways)."""
+    from hf_xlsr_cli import main
+
+    verses = load_bible(["en", "pt", "zh"], split="train").select(range(48))
+    held = load_bible(["en", "pt", "zh"], split="heldout").select(range(12))
+    columns = {"en": "en", "pt-br": "pt", "zh-hans": "zh"}
+    pairs = (("en", "zh-hans"), ("pt-br", "zh-hans"))
+
+    def files(rows, kind: str) -> dict[str, str]:
+        sources = {}
+        for first, second in pairs:
+            path = tmp_path / f"{kind}_{first}_{second}.jsonl"
+            lines = zip(rows[columns[first]], rows[columns[second]], strict=True)
+            path.write_text("".join(json.dumps({first: a, second: b}, ensure_ascii=False) + "\n" for a, b in lines))
+            sources[f"{first}-{second}"] = str(path)
+        return sources
+
+    config = write_config(
+        tmp_path / "run.yaml", model_type="dual_momentum", train_data=files(verses, "train"),
+        eval_data=files(held, "heldout"), languages=["en", "pt-br", "zh-hans"],
+        language_pairs=["en-zh-hans", "pt-br-zh-hans"], max_eval_pairs=12, max_length=24,
+        per_device_train_batch_size=8, max_steps=1, output_dir=str(tmp_path / "run"), save_strategy="no",
+        report_to="none", disable_tqdm=True, export_dir=str(tmp_path / "export"), **TINY_RECIPES["dual_momentum"],
+    )  # fmt: skip
+    assert main(["train", str(config)]) == 0
+    printed = capsys.readouterr().out
+    metrics = json.loads(printed[printed.rindex("{\n") :])
+    model = SentenceTransformer(str(tmp_path / "export"), device="cpu")
+    for first, second in pairs:
+        a, b = (model.encode(held[columns[code]]).astype(np.float64) for code in (first, second))
+        a, b = a / np.linalg.norm(a, axis=1, keepdims=True), b / np.linalg.norm(b, axis=1, keepdims=True)
+        gold = np.arange(len(a))
+        hits = (np.argmax(a @ b.T, axis=1) == gold).mean() + (np.argmax(b @ a.T, axis=1) == gold).mean()
+        name = f"{first}-{second}".replace("-", "_")
+        assert metrics[f"eval_retrieval_{name}_accuracy"] == pytest.approx(hits / 2, abs=1e-9), name
+
+
 @pytest.mark.parametrize("command", ["train", "encode", "embed", "evaluate", "mine", "export"])
 def test_every_command_spells_its_output_and_length_alike(command):
     """One name per idea: each command that writes takes --output, each that tokenises --max-length (train: as run
