@@ -107,7 +107,8 @@ def grid_table(runs: list[Mapping], arms: Iterable[str], labels: Mapping[str, st
                cost: Mapping[str, Mapping] | None = None) -> str:  # fmt: skip
     """The report's table of a grid: each arm's tune score at every rate (first temperature) and at the other
     temperature(s) at its best rate, its pick and the tune score that chose it, and its test score over the seeds at
-    the pick; then the verdict of the best arm of each side (``hf_xlsr``: ours), each chosen on tune at seed 0,
+    the pick; the arms picked at the lowest or the highest of the rates (a better rate may lie beyond); then the
+    verdict of the best arm of each side (``hf_xlsr``: ours), each chosen on tune at seed 0,
     compared by test mean: "holds" where ours leads by more than the larger seed spread at 3 seeds each. With
     ``cost`` (an arm's timed ``seconds_per_pair`` and the memory it holds, ``held_mb``, which the rate and temperature
     do not change), the two arms' ratios, and the verdict at equal time: ours read at its whole budget where it takes
@@ -131,10 +132,16 @@ def grid_table(runs: list[Mapping], arms: Iterable[str], labels: Mapping[str, st
         tune = "—" if row["pick_tune"] is None else f"{100 * row['pick_tune']:.1f}"
         lines.append(f"| {labels.get(row['arm'], row['arm'])} | " + " | ".join(cells)
                      + f" | {chosen} | {tune} | {test} | {len(tests)} |")  # fmt: skip
+    edges = [f"{labels.get(row['arm'], row['arm'])} ({row['pick'][0]:g}, the {end})" for row in rows
+             if row["pick"] and all((rate, first) in row["grid"] for rate in LEARNING_RATES)
+             for end, rate in (("lowest", min(LEARNING_RATES)), ("highest", max(LEARNING_RATES)))
+             if row["pick"][0] == rate]  # fmt: skip
     done = [row for row in rows if row["complete"]]
     ours_side = [row for row in done if row["arm"] in set(hf_xlsr)]
     peer_side = [row for row in done if row["arm"] not in set(hf_xlsr)]
     lines.append("")
+    if edges:
+        lines.append(f"- picked at an end of the grid's rates, no rate beyond it run: {'; '.join(edges)}.")
     if ours_side and peer_side:
         ours = max(ours_side, key=lambda row: row["pick_tune"])
         peer = max(peer_side, key=lambda row: row["pick_tune"])

@@ -1134,6 +1134,9 @@ MUTATIONS = [
              "pairs // batch, float(rate),", "pairs // batch, 2e-4,",
              "tests/benchmarks/test_gpu_suite.py::"
              "test_the_grid_part_runs_the_protocol_scores_tune_and_test_and_goes_on_where_it_stopped"),
+    Mutation("grid_edge_named_before_its_rates_are_run", "benchmarks/protocol.py::grid_table",
+             'if row["pick"] and all((rate, first) in row["grid"] for rate in LEARNING_RATES)', 'if row["pick"]',
+             "tests/benchmarks/test_protocol.py::test_the_table_names_the_arms_picked_at_an_end_of_the_rates"),
     Mutation("multiway_rows_with_one_side", "hf_xlsr/data/multilingual.py::rows_with",
              "[all(row) for row in", "[any(row) for row in",
              "tests/test_multilingual.py::test_a_multiway_file_with_empty_cells_and_per_pair_files"),

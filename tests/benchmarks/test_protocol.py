@@ -99,6 +99,21 @@ def test_the_grid_table_row_holds_the_grid_the_pick_and_every_seeds_test_score()
     assert row["test"] == [0.8, 0.71, 0.72] and len(row["grid"]) == 5
 
 
+def test_the_table_names_the_arms_picked_at_an_end_of_the_rates():
+    """An arm whose best rate is the lowest or the highest of its whole rate grid is named with that end; one whose
+    best is inside, or whose rates are not all run yet, is not."""
+
+    def arm_runs(arm, tunes):
+        return [{"arm": arm, "seed": 0, "base_learning_rate": rate, "temperature": 0.04, "tune": tune}
+                for rate, tune in zip(protocol.LEARNING_RATES, tunes, strict=False)]  # fmt: skip
+
+    runs = arm_runs("low", (0.9, 0.8, 0.7, 0.6)) + arm_runs("high", (0.1, 0.2, 0.3, 0.4))
+    runs += arm_runs("inside", (0.1, 0.5, 0.3, 0.2)) + arm_runs("unfinished", (0.9, 0.8, 0.7))
+    text = protocol.grid_table(runs, ["low", "high", "inside", "unfinished"], {}, ["high"])
+    (line,) = [line for line in text.splitlines() if "an end of the grid's rates" in line]
+    assert line.endswith(": low (5e-05, the lowest); high (0.0004, the highest).")
+
+
 def test_the_verdict_reads_the_arms_done_and_says_the_rest_cannot_show_yet():
     """MNRL and the queue have their whole protocol; CachedMNRL has one point: the verdict is over the two done, by
     the test means at their picks (0.65 and 0.81 over 3 seeds, spreads 0.01), and says one arm is missing."""
