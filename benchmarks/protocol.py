@@ -5,8 +5,9 @@ words):
   (``seed 0``), are cut into ``tune`` rows and ``test`` rows that share no verse (`split_rows`). A choice reads
   ``tune`` only; a reported figure reads ``test`` only.
 * **Grid.** Every arm, ours and the peers', runs the same learning rates (`LEARNING_RATES`, 8x from the lowest to the
-  highest, before an arm's batch rule) at the first temperature, then every other temperature (`TEMPERATURES`: MNRL's
-  scale 25 and its default 20) at its best rate: a coordinate search, the same for every arm, at seed 0.
+  highest, before an arm's batch rule) at the first temperature, and half or twice the best rate while it is the lowest
+  or the highest run (`EXTENSIONS` steps at most), then every other temperature (`TEMPERATURES`: MNRL's scale 25 and
+  its default 20) at its best rate: a coordinate search, the same for every arm, at seed 0.
 * **Pick.** Seed 0's best ``tune`` score picks the arm's rate and temperature (`pick`, which is handed the ``tune``
   scores alone); seeds 1 and 2 run at the pick, and the arm's figure is the mean over the three seeds on ``test``.
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 
 LEARNING_RATES = (5e-5, 1e-4, 2e-4, 4e-4)
+EXTENSIONS = 2  # rates run beyond each end of LEARNING_RATES, at most, while the best rate lies at that end
 TEMPERATURES = (0.04, 0.05)  # scale 25 (MoCo-BERT's temperature), 20 (MultipleNegativesRankingLoss's default)
 PICK_SEED = 0
 SEEDS = (0, 1, 2)
@@ -55,9 +57,20 @@ def job(arm: str, seed: int, rate: float, temperature: float) -> str:
     return f"{arm}:{seed}:{rate:g}:{temperature:g}"
 
 
+def next_rate_beyond(rates: set[float], best: float) -> float | None:
+    """The rate to run next where the best of ``rates`` (at the first temperature) is the lowest or the highest run:
+    half or twice it, at most `EXTENSIONS` steps beyond `LEARNING_RATES`; None where the best lies inside."""
+    if best == min(rates) and best > min(LEARNING_RATES) / 2**EXTENSIONS:
+        return best / 2
+    if best == max(rates) and best < max(LEARNING_RATES) * 2**EXTENSIONS:
+        return best * 2
+    return None
+
+
 def next_jobs(runs: Iterable[Mapping], arm: str) -> list[str]:
     """The jobs ``arm`` still has to run under the protocol, in order, as ``ARM:SEED:RATE:TEMPERATURE``: the rates at
-    the first temperature, then the other temperatures at the best of those, then the other seeds at the pick; empty
+    the first temperature, and one rate beyond at a time while the best is the lowest or the highest run
+    (`next_rate_beyond`), then the other temperatures at the best of those, then the other seeds at the pick; empty
     when the arm is done. Each stage waits for the one before it."""
     runs = tune_view(runs)
     done = {(run["seed"], *point(run)) for run in runs if run["arm"] == arm}
@@ -67,6 +80,9 @@ def next_jobs(runs: Iterable[Mapping], arm: str) -> list[str]:
         return rates
     at_first = [run for run in runs if run["arm"] == arm and run["seed"] == PICK_SEED and run["temperature"] == first]
     best_rate = point(pick(at_first, arm))[0]
+    beyond = next_rate_beyond({point(run)[0] for run in at_first}, best_rate)
+    if beyond is not None:
+        return [job(arm, PICK_SEED, beyond, first)]
     temperatures = [
         job(arm, PICK_SEED, best_rate, t) for t in TEMPERATURES[1:] if (PICK_SEED, best_rate, t) not in done
     ]
@@ -107,23 +123,34 @@ def grid_table(runs: list[Mapping], arms: Iterable[str], labels: Mapping[str, st
                cost: Mapping[str, Mapping] | None = None) -> str:  # fmt: skip
     """The report's table of a grid: each arm's tune score at every rate (first temperature) and at the other
     temperature(s) at its best rate, its pick and the tune score that chose it, and its test score over the seeds at
-    the pick; the arms picked at the lowest or the highest of the rates (a better rate may lie beyond); then the
-    verdict of the best arm of each side (``hf_xlsr``: ours), each chosen on tune at seed 0,
-    compared by test mean: "holds" where ours leads by more than the larger seed spread at 3 seeds each. With
-    ``cost`` (an arm's timed ``seconds_per_pair`` and the memory it holds, ``held_mb``, which the rate and temperature
-    do not change), the two arms' ratios, and the verdict at equal time: ours read at its whole budget where it takes
+    the pick (with a column of the rates run beyond the grid's own, where any arm has one); the arms picked at the
+    lowest or the highest rate that `next_rate_beyond` allows (a better rate may lie beyond); then the verdict of
+    the best arm of each side (``hf_xlsr``: ours), each chosen on tune at seed 0, compared by test mean: "holds"
+    where ours leads by more than the larger seed spread at 3 seeds each. With ``cost`` (an arm's timed
+    ``seconds_per_pair`` and the memory it holds, ``held_mb``, which the rate and temperature do not change), the
+    two arms' ratios, and the verdict at equal time: ours read at its whole budget where it takes
     no more time per pair than the peer (the runs are scored at their end only), else "cannot show"."""
     from statistics import fmean, stdev
 
     rows = grid_rows(list(runs), arms)
     first, others = TEMPERATURES[0], TEMPERATURES[1:]
-    header = ["arm", *(f"lr {rate:g}" for rate in LEARNING_RATES), *(f"T {t:g} at its best lr" for t in others),
-              "pick (lr, T)", "tune at the pick", "test (%)", "seeds"]  # fmt: skip
+    beyond = {row["arm"]: sorted(r for r, t in row["grid"] if t == first and r not in LEARNING_RATES) for row in rows}
+    header = ["arm", *(f"lr {rate:g}" for rate in LEARNING_RATES), *(["lr beyond"] if any(beyond.values()) else []),
+              *(f"T {t:g} at its best lr" for t in others), "pick (lr, T)", "tune at the pick", "test (%)",
+              "seeds"]  # fmt: skip
     lines = ["| " + " | ".join(header) + " |", "| --- |" + " ---: |" * (len(header) - 1)]
+    edges = []
     for row in rows:
         grid = row["grid"]
         best_rate = max((r for r, t in grid if t == first), key=lambda r: grid[(r, first)], default=None)
         cells = [f"{100 * grid[(rate, first)]:.1f}" if (rate, first) in grid else "—" for rate in LEARNING_RATES]
+        if any(beyond.values()):
+            cells.append(", ".join(f"{rate:g}: {100 * grid[(rate, first)]:.1f}" for rate in beyond[row["arm"]]) or "—")
+        rates = {r for r, t in grid if t == first}
+        if rates >= set(LEARNING_RATES) and best_rate in (min(rates), max(rates)):
+            if next_rate_beyond(rates, best_rate) is None:
+                end = "lowest" if best_rate == min(rates) else "highest"
+                edges.append(f"{labels.get(row['arm'], row['arm'])} ({best_rate:g}, the {end})")
         cells += [f"{100 * grid[(best_rate, t)]:.1f}" if (best_rate, t) in grid else "—" for t in others]
         tests = row["test"]
         test = "—" if not tests else f"{100 * fmean(tests):.1f}" + (f" ± {100 * stdev(tests):.1f}" if len(tests) > 1
@@ -132,16 +159,14 @@ def grid_table(runs: list[Mapping], arms: Iterable[str], labels: Mapping[str, st
         tune = "—" if row["pick_tune"] is None else f"{100 * row['pick_tune']:.1f}"
         lines.append(f"| {labels.get(row['arm'], row['arm'])} | " + " | ".join(cells)
                      + f" | {chosen} | {tune} | {test} | {len(tests)} |")  # fmt: skip
-    edges = [f"{labels.get(row['arm'], row['arm'])} ({row['pick'][0]:g}, the {end})" for row in rows
-             if row["pick"] and all((rate, first) in row["grid"] for rate in LEARNING_RATES)
-             for end, rate in (("lowest", min(LEARNING_RATES)), ("highest", max(LEARNING_RATES)))
-             if row["pick"][0] == rate]  # fmt: skip
     done = [row for row in rows if row["complete"]]
     ours_side = [row for row in done if row["arm"] in set(hf_xlsr)]
     peer_side = [row for row in done if row["arm"] not in set(hf_xlsr)]
     lines.append("")
     if edges:
-        lines.append(f"- picked at an end of the grid's rates, no rate beyond it run: {'; '.join(edges)}.")
+        lines.append(
+            f"- picked at an end of the rates run ({2**EXTENSIONS}× beyond the grid's own): {'; '.join(edges)}."
+        )
     if ours_side and peer_side:
         ours = max(ours_side, key=lambda row: row["pick_tune"])
         peer = max(peer_side, key=lambda row: row["pick_tune"])

@@ -177,6 +177,7 @@ FIRST_HOUR = "tests/test_first_hour.py::"
 FAULTS = "tests/test_faults.py::"
 CATALOGUES = "tests/test_catalogues.py::"
 HYPHENS = "tests/test_multilingual.py::test_codes_with_hyphens_name_their_pairs_and_stack"
+EXTENSION = "tests/benchmarks/test_protocol.py::test_a_best_rate_at_an_end_runs_the_rate_beyond_it_up_to_two_steps"
 MUTATIONS = [
     # MoCo-BERT and every queue
     Mutation("moco_positive_from_query_encoder", M + "modeling_dual_momentum.py::DualMomentumModel.forward",
@@ -1134,9 +1135,12 @@ MUTATIONS = [
              "pairs // batch, float(rate),", "pairs // batch, 2e-4,",
              "tests/benchmarks/test_gpu_suite.py::"
              "test_the_grid_part_runs_the_protocol_scores_tune_and_test_and_goes_on_where_it_stopped"),
-    Mutation("grid_edge_named_before_its_rates_are_run", "benchmarks/protocol.py::grid_table",
-             'if row["pick"] and all((rate, first) in row["grid"] for rate in LEARNING_RATES)', 'if row["pick"]',
-             "tests/benchmarks/test_protocol.py::test_the_table_names_the_arms_picked_at_an_end_of_the_rates"),
+    Mutation("grid_rates_beyond_without_end", "benchmarks/protocol.py::next_rate_beyond",
+             "best > min(LEARNING_RATES) / 2**EXTENSIONS", "best > 0", EXTENSION),
+    Mutation("grid_rates_beyond_toward_the_inside", "benchmarks/protocol.py::next_rate_beyond",
+             "return best * 2", "return best / 2", EXTENSION),
+    Mutation("grid_table_hides_the_rates_beyond", "benchmarks/protocol.py::grid_table",
+             "t == first and r not in LEARNING_RATES", "t == first and r in LEARNING_RATES", EXTENSION),
     Mutation("multiway_rows_with_one_side", "hf_xlsr/data/multilingual.py::rows_with",
              "[all(row) for row in", "[any(row) for row in",
              "tests/test_multilingual.py::test_a_multiway_file_with_empty_cells_and_per_pair_files"),

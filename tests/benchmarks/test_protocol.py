@@ -99,19 +99,25 @@ def test_the_grid_table_row_holds_the_grid_the_pick_and_every_seeds_test_score()
     assert row["test"] == [0.8, 0.71, 0.72] and len(row["grid"]) == 5
 
 
-def test_the_table_names_the_arms_picked_at_an_end_of_the_rates():
-    """An arm whose best rate is the lowest or the highest of its whole rate grid is named with that end; one whose
-    best is inside, or whose rates are not all run yet, is not."""
-
-    def arm_runs(arm, tunes):
-        return [{"arm": arm, "seed": 0, "base_learning_rate": rate, "temperature": 0.04, "tune": tune}
-                for rate, tune in zip(protocol.LEARNING_RATES, tunes, strict=False)]  # fmt: skip
-
-    runs = arm_runs("low", (0.9, 0.8, 0.7, 0.6)) + arm_runs("high", (0.1, 0.2, 0.3, 0.4))
-    runs += arm_runs("inside", (0.1, 0.5, 0.3, 0.2)) + arm_runs("unfinished", (0.9, 0.8, 0.7))
-    text = protocol.grid_table(runs, ["low", "high", "inside", "unfinished"], {}, ["high"])
-    (line,) = [line for line in text.splitlines() if "an end of the grid's rates" in line]
-    assert line.endswith(": low (5e-05, the lowest); high (0.0004, the highest).")
+def test_a_best_rate_at_an_end_runs_the_rate_beyond_it_up_to_two_steps():
+    """An arm best at 5e-5 runs 2.5e-5, then 1.25e-5 while each is best, and no lower (two steps); one best at 4e-4
+    runs 8e-4, and, that one worse, goes on to the other temperature at 4e-4; the table shows the rates beyond, and
+    names the arm still best at the last rate allowed."""
+    low, high = "mnrl_B", "mql_K256B"
+    runs = [run(low, 0, r, 0.04, t, 0.0) for r, t in zip(protocol.LEARNING_RATES, (0.9, 0.8, 0.7, 0.6), strict=True)]
+    runs += [run(high, 0, r, 0.04, t, 0.0) for r, t in zip(protocol.LEARNING_RATES, (0.1, 0.2, 0.3, 0.4), strict=True)]
+    assert protocol.next_jobs(runs, low) == [f"{low}:0:2.5e-05:0.04"]
+    assert protocol.next_jobs(runs, high) == [f"{high}:0:0.0008:0.04"]
+    runs += [run(low, 0, 2.5e-5, 0.04, 0.91, 0.0), run(high, 0, 8e-4, 0.04, 0.35, 0.0)]
+    assert protocol.next_jobs(runs, low) == [f"{low}:0:1.25e-05:0.04"]
+    assert protocol.next_jobs(runs, high) == [f"{high}:0:0.0004:0.05"]
+    runs.append(run(low, 0, 1.25e-5, 0.04, 0.92, 0.0))
+    assert protocol.next_jobs(runs, low) == [f"{low}:0:1.25e-05:0.05"]
+    text = protocol.grid_table([dict(r.values) for r in runs], [low, high], {}, [high])  # the table shows test
+    assert f"| {low} | 90.0 | 80.0 | 70.0 | 60.0 | 1.25e-05: 92.0, 2.5e-05: 91.0 | — |" in text
+    assert f"| {high} | 10.0 | 20.0 | 30.0 | 40.0 | 0.0008: 35.0 | — |" in text
+    (line,) = [line for line in text.splitlines() if "an end of the rates run" in line]
+    assert line.endswith(f": {low} (1.25e-05, the lowest).")
 
 
 def test_the_verdict_reads_the_arms_done_and_says_the_rest_cannot_show_yet():
