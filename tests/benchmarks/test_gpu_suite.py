@@ -234,9 +234,10 @@ def test_a_reports_days_leave_out_the_times_and_name_each_day_once(monkeypatch):
 
 @pytest.mark.slow  # seven toy runs: about a minute
 def test_the_grid_part_runs_the_protocol_scores_tune_and_test_and_goes_on_where_it_stopped(tmp_path):
-    """``queue_grid`` at toy size: an arm's four rates at 0.04, then 0.05 at the best on tune, then seeds 1 and 2 at
-    the pick, each run trained at its own rate and temperature and scored on both row sets; a call with no time
-    runs nothing and says what is left; a call after the grid is done runs nothing more."""
+    """``queue_grid`` at toy size: an arm's four rates at 0.04 (and the rates beyond an end that wins), then 0.05 at
+    the best on tune, then seeds 1 and 2 at the pick, each run trained at its own rate and temperature and scored on
+    both row sets; a call with no time runs nothing and says what is left; a call after the grid is done runs
+    nothing more."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import gpu_grid
     from protocol import pick, point
@@ -249,9 +250,11 @@ def test_the_grid_part_runs_the_protocol_scores_tune_and_test_and_goes_on_where_
     runs = result["rows"]
     assert [(run["seed"], run["base_learning_rate"], run["temperature"]) for run in runs[:4]] == [
         (0, rate, 0.04) for rate in (5e-5, 1e-4, 2e-4, 4e-4)]  # fmt: skip
-    best_rate = max(runs[:4], key=lambda run: run["tune"])["base_learning_rate"]
-    assert point(runs[4]) == (best_rate, 0.05) and runs[4]["seed"] == 0
-    assert [(run["seed"], point(run)) for run in runs[5:]] == [
+    beyond = next(i for i, run in enumerate(runs) if run["temperature"] != 0.04)  # rates beyond an end that won
+    assert all(run["base_learning_rate"] not in (5e-5, 1e-4, 2e-4, 4e-4) for run in runs[4:beyond])
+    best_rate = max(runs[:beyond], key=lambda run: run["tune"])["base_learning_rate"]
+    assert point(runs[beyond]) == (best_rate, 0.05) and runs[beyond]["seed"] == 0
+    assert [(run["seed"], point(run)) for run in runs[beyond + 1 :]] == [
         (1, point(pick(runs, "mnrl_B"))),
         (2, point(pick(runs, "mnrl_B"))),
     ]
