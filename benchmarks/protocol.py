@@ -147,10 +147,10 @@ def grid_table(runs: list[Mapping], arms: Iterable[str], labels: Mapping[str, st
         if any(beyond.values()):
             cells.append(", ".join(f"{rate:g}: {100 * grid[(rate, first)]:.1f}" for rate in beyond[row["arm"]]) or "—")
         rates = {r for r, t in grid if t == first}
-        if rates >= set(LEARNING_RATES) and best_rate in (min(rates), max(rates)):
-            if next_rate_beyond(rates, best_rate) is None:
-                end = "lowest" if best_rate == min(rates) else "highest"
-                edges.append(f"{labels.get(row['arm'], row['arm'])} ({best_rate:g}, the {end})")
+        ended = rates >= set(LEARNING_RATES) and best_rate in (min(rates), max(rates))  # at an end of a whole grid
+        if ended and next_rate_beyond(rates, best_rate) is None:
+            end = "lowest" if best_rate == min(rates) else "highest"
+            edges.append(f"{labels.get(row['arm'], row['arm'])} ({best_rate:g}, the {end})")
         cells += [f"{100 * grid[(best_rate, t)]:.1f}" if (best_rate, t) in grid else "—" for t in others]
         tests = row["test"]
         test = "—" if not tests else f"{100 * fmean(tests):.1f}" + (f" ± {100 * stdev(tests):.1f}" if len(tests) > 1
