@@ -42,6 +42,7 @@ from queue_arms import accuracy, evaluators
 LANGUAGES = "en fr de es it pt ru uk pl ro tr ar fa hi bn id vi tl sw ja ko zh".split()  # the Bible's 22
 ARMS = ("mnrl", "hf_xlsr")
 LABELS = {"mnrl": "MNRL, batch B", "hf_xlsr": "DualMomentumModel (one encoder, a queue of momentum keys)"}
+START = "e5-small"  # the untrained start's arm in the results file
 TEST_BACKEND = "bf16"  # every arm's test rows encode in bfloat16 weights: 1.85x float32's speed on one thread here
 
 
@@ -152,6 +153,7 @@ def test_scores(folder, test) -> dict:
     from hf_xlsr.evaluation.loading import load_for_evaluation
 
     model, _ = load_for_evaluation(folder, TEST_BACKEND)
+    model[0].max_seq_length = 128  # every model scored with the same truncation
     metrics = test(model)
     return {"bible": accuracy(metrics), "zero_shot": metrics.get("retrieval_zero_shot_accuracy"), "test": metrics}
 
@@ -219,6 +221,12 @@ def test_the_pick(results: Results, arm: str, test) -> None:
                  **test_scores(saved["model"], test)})  # fmt: skip
 
 
+def test_the_start(results: Results, test) -> None:
+    """The untrained start (``START``) on the test rows, once: what each language had before any arm trained it."""
+    if not any(run["arm"] == START for run in results.runs()):
+        results.add({"arm": START, "seed": PICK_SEED, "model": ENCODERS["e5"], **test_scores(ENCODERS["e5"], test)})
+
+
 def run_at_picks(args, results: Results, rows: dict) -> None:
     """Each arm's 3 seeds at the pick of ``--picks-from`` (a grid's results file, read through `pick`: its tune
     scores alone), for a run whose own grid would cost too much; an arm that file has not picked stops the run."""
@@ -281,6 +289,7 @@ def main() -> None:
         run_grid(results.runs, args.grid, lambda job: run_job(args, results, job, rows))
     for arm in args.grid:
         test_the_pick(results, arm, rows["bible"])
+    test_the_start(results, rows["bible"])
     print(grid_table(results.runs(), args.grid, LABELS, ["hf_xlsr"]))
 
 

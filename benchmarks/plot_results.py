@@ -11,7 +11,6 @@
 * ``cmlm_schedules.png`` -- part B's arms, every seed: CMLM loss against steps (stage switch marked) and bitext
   retrieval loss against the steps since BR began; dashed: each stage its own lr
   schedule (``results/claim_cmlm.json``);
-* ``multilingual_22.png`` -- the 22-language model and its peers, per language (``results/multilingual_final.json``);
 * ``lsim_paired.png`` -- L_sim at 2/128 minus no L_sim, paired by seed, at the lightweight model's full size: each
   seed's difference and the running mean with its 95% t interval as seeds are added, on the CPU and on the H100
   (``results/claim_lightweight_fullsize.json``, ``results/claim_lightweight_fullsize_h100.json``).
@@ -173,45 +172,11 @@ def lsim_paired() -> None:
     fig.savefig(PLOTS / "lsim_paired.png", dpi=120)
 
 
-def multilingual_22() -> None:
-    """Per-language held-out retrieval against English (mean of both directions), each arm's mean over its seeds with
-    the range, and the zero-shot and HSK means in the legend."""
-    data = load("multilingual_final")
-    languages = data["setup"]["languages"][1:]
-    arms = {"e5-small": "e5-small, untrained", "use-m3": "USE-m3 (its 12 languages)", "distill": "distillation",
-            "mnrl": "MNRL", "hf_xlsr": "hf_xlsr (MoCo-BERT)"}  # fmt: skip
-    present = [arm for arm in arms if any(run["arm"] == arm for run in data["runs"])]
-    width = 0.8 / len(present)
-    fig, ax = plt.subplots(figsize=(11, 4))
-    for offset, arm in enumerate(present):
-        label, runs = arms[arm], [run for run in data["runs"] if run["arm"] == arm]
-        shift = (offset - (len(present) - 1) / 2) * width
-        positions = [i + shift for i, language in enumerate(languages) if language in runs[0]]
-        values = [[100 * run[language] for run in runs] for language in languages if language in runs[0]]
-        means = [sum(v) / len(v) for v in values]
-        errors = [[m - min(v) for m, v in zip(means, values, strict=True)],
-                  [max(v) - m for m, v in zip(means, values, strict=True)]]  # fmt: skip
-        zero_shot = sum(run["zero_shot"] for run in runs) / len(runs)
-        seeds = f"{len(runs)} seed{'s' * (len(runs) > 1)}"
-        ax.bar(positions, means, width=width, yerr=errors, capsize=1.5,
-               label=f"{label}, {seeds}; zero-shot {100 * zero_shot:.1f}%")  # fmt: skip
-    ax.set_xticks(range(len(languages)), languages)
-    ax.set(
-        ylim=(55, 100.5),
-        ylabel="held-out retrieval with English, %",
-        title="22 languages: 1,000 held-out Bible verses, each language against English, both directions",
-    )
-    ax.legend(fontsize=7, loc="lower left", ncols=2)
-    fig.tight_layout()
-    fig.savefig(PLOTS / "multilingual_22.png", dpi=120)
-
-
 def main() -> None:
     PLOTS.mkdir(exist_ok=True)
     for plot, needs in ((moco_queue_size, "claim_moco_minilm_en_fr"), (queue_cost, "queue"), (cmlm_loss, "claim_cmlm"),
                         (cmlm_schedules, "claim_cmlm"),
-                        (lsim_paired, "claim_lightweight_fullsize_h100"),
-                        (multilingual_22, "multilingual_final")):  # fmt: skip
+                        (lsim_paired, "claim_lightweight_fullsize_h100")):  # fmt: skip
         if not (RESULTS / f"{needs}.json").is_file():
             print(f"skipped {plot.__name__}: no results/{needs}.json")
             continue

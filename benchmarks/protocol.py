@@ -104,6 +104,13 @@ def run_grid(runs: Callable[[], list], arms: Iterable[str], run_job: Callable[[s
             run_job(pending[0])
 
 
+def at_pick(runs: list[Mapping], arm: str) -> list[Mapping]:
+    """The runs of ``arm`` scored on test (``bible``) at its pick, one a seed: what the arm's reported figures read."""
+    chosen = pick(runs, arm)
+    return [run for run in runs if run["arm"] == arm and "superseded" not in run and chosen
+            and "bible" in run and point(run) == point(chosen)]  # fmt: skip
+
+
 def grid_rows(runs: list[Mapping], arms: Iterable[str]) -> list[dict]:
     """For each arm: its seed-0 grid (``{(rate, temperature): tune}``), its pick and the tune score that chose it, and
     the ``test`` scores (``bible``) of every seed at the pick."""
@@ -111,12 +118,29 @@ def grid_rows(runs: list[Mapping], arms: Iterable[str]) -> list[dict]:
     for arm in arms:
         chosen = pick(runs, arm)
         grid = {point(run): run["tune"] for run in tune_view(runs) if run["arm"] == arm and run["seed"] == PICK_SEED}
-        tests = [run["bible"] for run in runs if run["arm"] == arm and "superseded" not in run and chosen
-                 and "bible" in run and point(run) == point(chosen)]  # fmt: skip
+        tests = [run["bible"] for run in at_pick(runs, arm)]
         rows.append({"arm": arm, "grid": grid, "pick": point(chosen) if chosen else None,
                      "pick_tune": chosen["tune"] if chosen else None, "test": tests,
                      "complete": not next_jobs(runs, arm) and len(tests) >= len(SEEDS)})  # fmt: skip
     return rows
+
+
+def grid_verdict(rows: list[dict], hf_xlsr: Iterable[str]) -> tuple[dict, dict, float, float, bool] | None:
+    """``(ours, peer, difference, spread, holds)`` of `grid_rows`' arms that are complete: the best arm of each side
+    on tune (``hf_xlsr``: ours), the difference of their test means, the larger seed spread, and whether ours leads
+    by more than it; None before each side has a complete arm."""
+    from statistics import fmean, stdev
+
+    done = [row for row in rows if row["complete"]]
+    ours_side = [row for row in done if row["arm"] in set(hf_xlsr)]
+    peer_side = [row for row in done if row["arm"] not in set(hf_xlsr)]
+    if not (ours_side and peer_side):
+        return None
+    ours = max(ours_side, key=lambda row: row["pick_tune"])
+    peer = max(peer_side, key=lambda row: row["pick_tune"])
+    difference = fmean(ours["test"]) - fmean(peer["test"])
+    spread = max(stdev(ours["test"]), stdev(peer["test"]))
+    return ours, peer, difference, spread, difference > spread
 
 
 def grid_table(runs: list[Mapping], arms: Iterable[str], labels: Mapping[str, str], hf_xlsr: Iterable[str],
@@ -160,24 +184,18 @@ def grid_table(runs: list[Mapping], arms: Iterable[str], labels: Mapping[str, st
         lines.append(f"| {labels.get(row['arm'], row['arm'])} | " + " | ".join(cells)
                      + f" | {chosen} | {tune} | {test} | {len(tests)} |")  # fmt: skip
     done = [row for row in rows if row["complete"]]
-    ours_side = [row for row in done if row["arm"] in set(hf_xlsr)]
-    peer_side = [row for row in done if row["arm"] not in set(hf_xlsr)]
     lines.append("")
     if edges:
         lines.append(
             f"- picked at an end of the rates run ({2**EXTENSIONS}× beyond the grid's own): {'; '.join(edges)}."
         )
-    if ours_side and peer_side:
-        ours = max(ours_side, key=lambda row: row["pick_tune"])
-        peer = max(peer_side, key=lambda row: row["pick_tune"])
-        difference = fmean(ours["test"]) - fmean(peer["test"])
-        spread = max(stdev(ours["test"]), stdev(peer["test"]))
+    if verdict := grid_verdict(rows, hf_xlsr):
+        ours, peer, difference, spread, holds = verdict
         among = (
             "every arm"
             if len(done) == len(rows)
             else f"the {len(done)} arms done ({'; '.join(labels.get(row['arm'], row['arm']) for row in done)})"
         )
-        holds = difference > spread
         lines.append(
             f"- each side's best on tune among {among}, each at its pick: {labels.get(ours['arm'], ours['arm'])}"
             f" against {labels.get(peer['arm'], peer['arm'])}: {100 * difference:+.1f} points on test, the "

@@ -178,6 +178,10 @@ FAULTS = "tests/test_faults.py::"
 CATALOGUES = "tests/test_catalogues.py::"
 HYPHENS = "tests/test_multilingual.py::test_codes_with_hyphens_name_their_pairs_and_stack"
 EXTENSION = "tests/benchmarks/test_protocol.py::test_a_best_rate_at_an_end_runs_the_rate_beyond_it_up_to_two_steps"
+GRID_REPORT = (
+    "tests/benchmarks/test_multilingual_grid.py::"
+    "test_the_report_reads_each_language_of_each_seed_at_the_pick_and_pairs_the_arms_by_seed"
+)
 MUTATIONS = [
     # MoCo-BERT and every queue
     Mutation("moco_positive_from_query_encoder", M + "modeling_dual_momentum.py::DualMomentumModel.forward",
@@ -1159,6 +1163,18 @@ MUTATIONS = [
              'key=lambda r: r.get("bible", 0), default=None) for arm in args.grid}',
              "tests/benchmarks/test_multilingual_grid.py::"
              "test_a_run_at_another_grids_picks_takes_each_arms_pick_on_tune_and_runs_three_seeds"),
+    Mutation("grid_verdict_without_the_spread", "benchmarks/protocol.py::grid_verdict",
+             "difference > spread", "difference > 0",
+             "tests/benchmarks/test_protocol.py::test_the_verdict_reads_the_arms_done_and_says_the_rest_cannot_show_yet"),
+    Mutation("grid_report_reads_off_the_pick", "benchmarks/protocol.py::at_pick",
+             'and "bible" in run and point(run) == point(chosen)]', 'and "bible" in run]', GRID_REPORT),
+    Mutation("grid_report_reads_one_direction", "benchmarks/report/languages.py::grid_figures",
+             'return (test[f"retrieval_{en}2{language}_accuracy"] + test[f"retrieval_{language}2{en}_accuracy"]) / 2',
+             'return test[f"retrieval_{en}2{language}_accuracy"]', GRID_REPORT),
+    Mutation("grid_start_scored_at_every_call", "benchmarks/multilingual_grid.py::test_the_start",
+             "if not any(run[\"arm\"] == START for run in results.runs()):", "if True:",
+             "tests/benchmarks/test_multilingual_grid.py::"
+             "test_only_the_picks_model_is_scored_on_test_and_the_chooser_never_reads_it"),
     # The site as a reader sees it
     Mutation("site_table_code_keeps_its_backslash", "docs/hooks.py::on_page_markdown",
              'span.group(0).replace("\\\\|", "|")', "span.group(0)",

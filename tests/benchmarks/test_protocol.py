@@ -157,3 +157,8 @@ def test_the_verdict_reads_the_arms_done_and_says_the_rest_cannot_show_yet():
     line = protocol.grid_table(runs, ["mnrl_B", "mql_K256B", "cmnrl_8B"], labels, ["mql_K256B"], cost).splitlines()
     assert line[-2].startswith("- 1.20× the peer's") and line[-2].endswith("cannot show: the runs are scored at their "
                                                                             "end only.")  # fmt: skip
+    # a lead within the larger seed spread does not hold: the queue at 0.70 ± 0.10 against MNRL at 0.65 ± 0.01
+    close = [run for run in runs if run["arm"] != "mql_K256B"] + arm_runs("mql_K256B", (0.5, 0.6, 0.9, 0.6),
+                                                                           (0.60, 0.70, 0.80))  # fmt: skip
+    line = protocol.grid_table(close, ["mnrl_B", "mql_K256B"], labels, ["mql_K256B"]).splitlines()[-1]
+    assert line.endswith("queue against MNRL: +5.0 points on test, the larger seed spread 10.0: does not hold.")
