@@ -6,7 +6,7 @@ point's learning rate and temperature (``--grid``: the tuning protocol of ``prot
 scored on the same held-out pairs. The budget is compute: every
 arm puts the same number of sentences through the trainable encoder, forward and backward; the script counts them
 with a forward hook on every encoder (``trainable_encodings``), and counts apart the forwards without gradients that
-an arm adds (CachedMNRL's first pass, the momentum encoder's keys, the distillation teacher: ``extra_forwards``).
+an arm adds (CachedMNRL's first pass, the momentum encoder's keys: ``extra_forwards``).
 
 The arms, the pairs they train on and the rows that score them: ``queue_arms.py``.
 
@@ -20,7 +20,7 @@ behind the equal-time comparison.
     HF_HUB_OFFLINE=1 python benchmarks/bench_queue_vs_batch.py --threads 1 --whole-test --eval-points 1.0 \
         --grid mnrl_B mql_K256B --out benchmarks/results/queue_vs_batch_grid.json
     HF_HUB_OFFLINE=1 python benchmarks/bench_queue_vs_batch.py --threads 1 --whole-test --timing \
-        --out benchmarks/results/queue_vs_batch_whole_timing.json
+        --out benchmarks/results/queue_vs_batch_grid_timing.json
 """
 
 from __future__ import annotations
@@ -248,23 +248,11 @@ def main() -> None:
     parser.add_argument("--timing-rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", help="the results file (a grid's, or --timing's)")
-    parser.add_argument("--report", metavar="RESULTS", help="print the table and verdict of a results file, and plot")
-    parser.add_argument("--timing-file", type=Path, help="with --report: its timing (RESULTS_timing.json)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--timing-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if not (args.out or args.report):
+    if not args.out:
         parser.error("--out names the results file")
-    if args.report:
-        from report.queue_vs_batch import plot, report, timing_of, verdict
-
-        results = json.loads(Path(args.report).read_text())
-        rows = timing_of(Path(args.report), args.timing_file)
-        print(report(results, rows))
-        print()
-        print(verdict(results, rows))
-        plot(results, rows, f"docs/benchmarks/plots/{Path(args.report).stem}.png")
-        return
     torch.set_num_threads(args.threads)
     if args.child:
         return child(args)

@@ -67,10 +67,10 @@ ESTIMATES = {"cuda_tests": 25, "training_step": 265, "cached_memory": 20, "queue
              "encoding": 155, "demo": 60, "queue_grid": 300}  # fmt: skip
 # queue_vs_batch: training pairs per arm, and the seconds an arm is expected to take on one H200 in bf16, scoring
 # included (the first three measured there, 2026-11-27; the cached queue at CachedMNRL's x 1.4; the 32 B arm at four
-# times the 8 B arm's training; ContAccum, run only when named, at MNRL's time per pair and a third more)
+# times the 8 B arm's training)
 PAIRS = 2**17
 ARM_SECONDS = {"mnrl_B": 120, "mql_K256B": 120, "cmnrl_8B_sqrtlr": 120, "cmql_8B_K256B_sqrtlr": 155,
-               "cmnrl_32B_sqrtlr": 360, "contaccum_8B_invsqrtlr": 160}  # fmt: skip
+               "cmnrl_32B_sqrtlr": 360}  # fmt: skip
 DEFAULT_ARMS = list(ARM_SECONDS)[:5]
 
 
@@ -96,8 +96,7 @@ def cuda_tests(args, device: torch.device, seconds: float) -> dict:
 def queue_vs_batch(args, device: torch.device, seconds: float) -> dict:
     """The queue against large batches at GPU scale (``bench_queue_vs_batch.py``'s arms, B = 256), every arm in bf16
     and train mode: MNRL at B, MomentumQueueLoss at batch B with K = 256 B = 65,536 keys, CachedMNRL at 8 B = 2,048
-    and 32 B = 8,192 and CachedMomentumQueueLoss at 8 B with the same K (mini-batch B), and when ``--arms`` names it
-    ContAccum at 8 B (micro-batches of B, a bank of 64 of them, meaning ids masked), from MiniLM-L6 on en-fr
+    and 32 B = 8,192 and CachedMomentumQueueLoss at 8 B with the same K (mini-batch B), from MiniLM-L6 on en-fr
     Bible verses, the same ``PAIRS`` training pairs each (about five epochs), for each of ``--seeds`` (the order of
     the pairs and the trainer's seed). Each verse is one meaning id: the queue gets it as ``label`` and
     sentence-transformers' arms draw ``NO_DUPLICATES`` batches, so no copy of a pair's own translation is its

@@ -4,12 +4,9 @@ trains on, the held-out sets that score it, and the trainer that runs it (``buil
 | arm | what |
 | --- | --- |
 | ``mnrl_B`` | ``MultipleNegativesRankingLoss``, batch B |
-| ``mnrl_8B`` | the large batch itself (its loss and gradients are ``cmnrl_8B``'s: GradCache is exact) |
 | ``cmnrl_8B`` / ``cmnrl_32B`` | ``CachedMultipleNegativesRankingLoss``, batch 8B / 32B, mini-batch B |
-| ``distill`` | multilingual distillation (``make_multilingual``), teacher = the start on the pivot side, ``MSELoss`` |
 | ``mql_K32B`` / ``mql_K256B`` | ``MomentumQueueLoss``, batch B, queue of 32B / 256B keys, momentum 0.99 |
 | ``dmm_K32B`` / ``dmm_K256B`` | ``DualMomentumModel`` under ``XlsrTrainer``, batch B, the same queues |
-| ``contaccum_8B`` | ContAccum (``contaccum.py``): micro-batches of B accumulated to 8B, a memory bank of 64B pairs |
 
 With ``--languages`` naming more than two languages (the Bible's 22: ``en fr de ... zh``) the pairs are
 English-centric, the first language with each other one, stacked and drawn from all of them; every row carries its
@@ -20,9 +17,7 @@ sentence twice. The figure is then each language against the first, both ways, a
 (``retrieval_zero_shot_accuracy``, the pairs of two other languages, is kept beside it).
 
 An arm name may end in ``_sqrtlr``: the learning rate times sqrt(batch / B), the usual rule for Adam at a larger
-batch (``_klr``: times batch / B; ``_invsqrtlr`` and ``_tenthlr``: divided by sqrt(batch / B), and a tenth); which rule
-a large-batch arm keeps is chosen on ``tune`` (1,000 held-out pairs the reported ``bible`` figure
-does not use: rows 1,000 to 1,999 of the same draw).
+batch (``_klr``: times batch / B).
 """
 
 from __future__ import annotations
@@ -33,50 +28,36 @@ import torch
 from protocol import split_rows
 
 BATCH = 8  # B
-DIMENSION = 384  # the sentence vectors of MiniLM-L6 and of e5-small
 TEMPERATURE = 0.04
 ARMS = {
     "mnrl_B": {"loss": "mnrl", "batch": 1},
-    "mnrl_8B": {"loss": "mnrl", "batch": 8},
     "cmnrl_8B": {"loss": "cmnrl", "batch": 8},
     "cmnrl_32B": {"loss": "cmnrl", "batch": 32},
-    "distill": {"loss": "distill", "batch": 1},
     "mql_K32B": {"loss": "mql", "batch": 1, "queue": 32},
     "mql_K256B": {"loss": "mql", "batch": 1, "queue": 256},
-    "mql_8B_K256B": {"loss": "mql", "batch": 8, "queue": 256},
     "cmql_8B_K256B": {"loss": "cmql", "batch": 8, "queue": 256},
     "dmm_K32B": {"loss": "dmm", "batch": 1, "queue": 32},
     "dmm_K256B": {"loss": "dmm", "batch": 1, "queue": 256},
-    # ContAccum: 8 micro-batches of B per step; a bank of 64 micro-batches (the authors' cache_size B x 8 steps)
-    "contaccum_8B": {"loss": "contaccum", "batch": 8, "queue": 64},
 }
 LABELS = {
     "mnrl_B": "MNRL, batch B",
-    "mnrl_8B": "MNRL, batch 8B",
     "cmnrl_8B": "CachedMNRL, batch 8B",
     "cmnrl_32B": "CachedMNRL, batch 32B",
-    "distill": "distillation, teacher = start",
     "mql_K32B": "MomentumQueueLoss, K = 32B",
     "mql_K256B": "MomentumQueueLoss, K = 256B",
-    "mql_8B_K256B": "MomentumQueueLoss, batch 8B, K = 256B",
     "cmql_8B_K256B": "CachedMomentumQueueLoss, batch 8B, K = 256B",
     "dmm_K32B": "DualMomentumModel, K = 32B",
     "dmm_K256B": "DualMomentumModel, K = 256B",
-    "contaccum_8B": "ContAccum, batch 8B in micro-batches of B, bank of 64B",
 }
 HF_XLSR = ("mql", "cmql", "dmm")
-# an arm without GradCache whose gradients equal a cached arm's (same batch, same loss): timed, never trained again
-CACHED_TWIN = {"mnrl_8B": "CachedMNRL 8B", "mql_8B_K256B": "CachedMomentumQueueLoss 8B"}
-# an arm's suffix: its rate x f(k) for a batch k times B (``_invsqrtlr`` and ``_tenthlr``: below the base rate, for a
-# peer that diverges at it; 2e-5, a tenth of it, is the rate ContAccum's authors train BERT with)
-LEARNING_RATE_RULES = {"": lambda k: 1.0, "_sqrtlr": math.sqrt, "_klr": float,
-                       "_invsqrtlr": lambda k: 1 / math.sqrt(k), "_tenthlr": lambda k: 0.1}  # fmt: skip
+# an arm's suffix: its rate x f(k) for a batch k times B
+LEARNING_RATE_RULES = {"": lambda k: 1.0, "_sqrtlr": math.sqrt, "_klr": float}
 
 
 def spec(arm: str) -> dict:
     """An arm's settings: its base arm's, and ``lr_factor``, the learning rate's multiple for a batch k times B
-    (``LEARNING_RATE_RULES``: ``_sqrtlr`` sqrt(k), ``_klr`` k, ``_invsqrtlr`` 1 / sqrt(k), ``_tenthlr`` 0.1, no
-    suffix 1), and ``rate``, how the report names it."""
+    (``LEARNING_RATE_RULES``: ``_sqrtlr`` sqrt(k), ``_klr`` k, no suffix 1), and ``rate``, how the report names
+    it."""
     suffix = next((s for s in LEARNING_RATE_RULES if s and arm.endswith(s)), "")
     base = arm.removesuffix(suffix) if suffix else arm
     if base not in ARMS:
@@ -84,8 +65,7 @@ def spec(arm: str) -> dict:
                          f"{', '.join(filter(None, LEARNING_RATE_RULES))}")  # fmt: skip
     k = ARMS[base]["batch"]
     factor = LEARNING_RATE_RULES[suffix](k)
-    rate = {"": "", "_sqrtlr": f" (lr × √{k})", "_klr": f" (lr × {k})", "_invsqrtlr": f" (lr ÷ √{k})",
-            "_tenthlr": " (lr ÷ 10)"}[suffix] if factor != 1 else ""  # fmt: skip
+    rate = {"": "", "_sqrtlr": f" (lr × √{k})", "_klr": f" (lr × {k})"}[suffix] if factor != 1 else ""
     return {**ARMS[base], "base": base, "rate": rate, "lr_factor": factor}
 
 
@@ -142,11 +122,10 @@ def training_pairs(languages: list[str], seed: int, pairs: int):
 
 
 def training_arguments(
-    steps: int, batch: int, learning_rate: float, output_dir: str, seed: int, bf16: bool = False, accumulation: int = 1
+    steps: int, batch: int, learning_rate: float, output_dir: str, seed: int, bf16: bool = False
 ) -> dict:
     return dict(
-        output_dir=output_dir, max_steps=steps, per_device_train_batch_size=batch // accumulation,
-        gradient_accumulation_steps=accumulation, learning_rate=learning_rate,
+        output_dir=output_dir, max_steps=steps, per_device_train_batch_size=batch, learning_rate=learning_rate,
         bf16=bf16, warmup_steps=max(1, steps // 10), lr_scheduler_type="cosine", weight_decay=1e-4, max_grad_norm=10.0,
         seed=seed, save_strategy="no", report_to="none", disable_tqdm=True, logging_steps=max(1, steps // 8),
         use_cpu=not torch.cuda.is_available(), dataloader_pin_memory=False,
@@ -199,7 +178,6 @@ def build(arm: str, path: str, train, languages: list[str], steps: int, learning
     data = train.select_columns(columns)
     callbacks = []
     extra = {}
-    accumulation = 1
     if ids:  # a verse in several pairs: sentence-transformers' sampler for in-batch negatives keeps it once a batch
         from sentence_transformers.base.sampler import BatchSamplers
 
@@ -208,27 +186,15 @@ def build(arm: str, path: str, train, languages: list[str], steps: int, learning
         loss = losses.MultipleNegativesRankingLoss(model, scale=1 / temperature, **both)
     elif s["loss"] == "cmnrl":
         loss = losses.CachedMultipleNegativesRankingLoss(model, scale=1 / temperature, mini_batch_size=base, **both)
-    elif s["loss"] == "contaccum":
-        from contaccum import ContAccumLoss
-
-        loss = ContAccumLoss(model, bank_batches=s["queue"], scale=1 / temperature)
-        accumulation = s["batch"]  # micro-batches of B, one optimizer step per batch
-    elif s["loss"] in ("mql", "cmql"):
+    else:
         options = {"queue_size": base * s["queue"], "momentum": 0.99, "temperature": temperature}
         loss = (MomentumQueueLoss(model, **options) if s["loss"] == "mql"
                 else CachedMomentumQueueLoss(model, mini_batch_size=base, **options))  # fmt: skip
         callbacks = [loss.callback]
-    else:  # make_multilingual: student(pivot) and student(other) regress on teacher(pivot); teacher = the start
-        teacher = SentenceTransformer(path, device="cpu")
-        teacher[0].max_seq_length = max_length
-        labels = teacher.encode(data[columns[0]], batch_size=64, convert_to_numpy=True)
-        del teacher
-        data = data.add_column("label", [row.tolist() for row in labels])
-        loss = losses.MSELoss(model)
-    if ids and s["loss"] in ("mql", "cmql", "contaccum"):  # no queued or banked copy of a query's verse is a negative
+    if ids and s["loss"] in ("mql", "cmql"):  # no queued copy of a query's verse is a negative
         data = data.add_column("label", train["example_id"])
     args = SentenceTransformerTrainingArguments(
-        **training_arguments(steps, batch, learning_rate, output_dir, seed, bf16, accumulation), **extra
+        **training_arguments(steps, batch, learning_rate, output_dir, seed, bf16), **extra
     )
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=data, loss=loss, callbacks=callbacks)
 

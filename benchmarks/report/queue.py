@@ -1,29 +1,29 @@
-"""The blocks of the queue pages (docs/benchmarks/queue.md) and README's queue verdicts: the tuning
-grid and the queue against large batches."""
+"""The blocks of the queue page (docs/benchmarks/queue.md) and README's queue verdict: the queue against large
+batches, every arm under the tuning protocol, timed interleaved."""
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from . import shared
 
 
-def queue_table(name: str) -> str:
-    """A queue-against-batch results file's table and verdict, timed by its own ``_timing`` file."""
-    sys.path.insert(0, str(shared.HERE))
-    from .queue_vs_batch import languages_label, report, timing_of, verdict
-
-    results = shared.load(name)
-    timing = timing_of(shared.RESULTS / name)
-    setup = results["setup"]
-    heldout = f", {setup['heldout']:,} held-out verses per language" if "heldout" in setup else ""
-    if setup.get("whole_test"):
-        heldout = f", every held-out verse but the {setup['heldout']:,} tuning ones"
-    head = (f"{setup['encoder']}, {languages_label(setup['languages'])}, B = {setup['B']}, {setup['pairs']:,} "
-            f"training pairs per arm{heldout}.\n\n")  # fmt: skip
-    table = report(results, timing) + "\n\n" + verdict(results, timing) + "\n"
-    return head + table + shared.caption(name, setup, results["runs"])
+def timing_of(results_path: Path, path: Path | None = None) -> dict | None:
+    """The ``--timing`` rows measured for a results file: ``path``, else ``NAME_timing.json`` beside ``NAME.json``, or
+    none (the steps timed do not depend on the test, so a whole-test file may name the timing of its setup's other
+    test). A timing file of another setup (encoder, languages, B, pairs) is refused: its seconds and memory are
+    another run's."""
+    path = path or results_path.with_name(f"{results_path.stem}_timing.json")
+    if not path.is_file():
+        return None
+    ours, timed = json.loads(results_path.read_text())["setup"], json.loads(path.read_text())
+    keys = ("encoder", "languages", "B", "pairs")
+    if any(ours[key] != timed["setup"][key] for key in keys):
+        raise SystemExit(f"{path}: timed for another setup than {results_path} ({', '.join(keys)} differ)")
+    return timed["rows"]
 
 
 # the steps of the grid's setup timed interleaved (encoder, languages, B and pairs: `timing_of` checks them)
@@ -36,8 +36,6 @@ def grid_table(name: str = "queue_vs_batch_grid.json") -> str:
     sys.path.insert(0, str(shared.HERE))
     from protocol import grid_table as table
     from queue_arms import HF_XLSR, LABELS, spec
-
-    from .queue_vs_batch import timing_of
 
     labels = {arm: LABELS[spec(arm)["base"]] + spec(arm)["rate"] for arm in GRID_ARMS}
     ours = [arm for arm in GRID_ARMS if spec(arm)["loss"] in HF_XLSR]
@@ -57,5 +55,4 @@ def grid_verdict() -> str:
 TABLES: dict[str, Callable[[], str]] = {
     "queue-vs-batch-grid-verdict": grid_verdict,
     "queue-vs-batch-grid": grid_table,
-    "queue-vs-batch-whole": lambda: queue_table("queue_vs_batch_whole.json"),
 }

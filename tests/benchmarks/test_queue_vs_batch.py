@@ -31,9 +31,9 @@ def arms(monkeypatch):
 @pytest.fixture
 def qreport(monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    from report import queue_vs_batch
+    from report import queue
 
-    return queue_vs_batch
+    return queue
 
 
 @pytest.fixture(scope="module")
@@ -123,16 +123,6 @@ def test_a_results_file_is_reported_with_its_own_timing_only(qreport, tmp_path):
         qreport.timing_of(whole, timing)
 
 
-def test_runs_scored_only_at_their_end_leave_half_the_compute_and_equal_time_unmeasured(qreport):
-    """One point per run (an expensive test): the verdict says what it cannot read instead of inventing it."""
-    runs = [{**run, "curve": run["curve"][-1:]} for run in queue_and_peer_runs()]
-    timing = {"mql_K256B": {"training_mb": 1.0, "seconds_per_pair": 0.12},
-              "cmnrl_8B": {"training_mb": 1.0, "seconds_per_pair": 0.10}}  # fmt: skip
-    lines = qreport.verdict({"runs": runs, "setup": {"B": 8}}, timing).splitlines()
-    assert lines[2] == "- half the compute: no point at half the budget inside the hf_xlsr runs, not measured."
-    assert lines[3].endswith("at 83% of its pairs, before its first measured point: not measured.")
-
-
 def test_the_weights_training_state_is_a_gradient_and_two_moments_per_weight(bench, arms, minilm, tmp_path):
     train = arms.training_pairs(["en", "fr"], 0, 8)
     trainer, _ = arms.build("mql_K32B", minilm, train, ["en", "fr"], 1, 1e-4, str(tmp_path / "q"), 0, 32)
@@ -142,17 +132,6 @@ def test_the_weights_training_state_is_a_gradient_and_two_moments_per_weight(ben
     assert weights > 20_000_000
     # float32 AdamW: a gradient, a first and a second moment per weight, 4 bytes each (plus a step count per tensor)
     assert bench.weight_state_mb(trainer) == pytest.approx(3 * 4 * weights / 2**20, rel=1e-4)
-
-
-def queue_and_peer_runs() -> list[dict]:
-    """Three seeds of the queue (90%) and of CachedMNRL at 8B (80%), each curve two points, no memory of their own."""
-
-    def run(arm, seed, bible, tune):
-        curve = [{"pairs": 40, "bible": bible - 0.01}, {"pairs": 80, "bible": bible}]
-        return {"arm": arm, "seed": seed, "bible": bible, "tune": tune, "curve": curve, "training_mb": None}
-
-    return [run(arm, seed, bible + seed / 1000, tune) for seed in range(3)
-            for arm, bible, tune in (("mql_K256B", 0.9, 0.9), ("cmnrl_8B_sqrtlr", 0.8, 0.8))]  # fmt: skip
 
 
 def test_timing_interleaves_the_arms_and_keeps_each_finished_round(bench, monkeypatch, tmp_path):
@@ -187,37 +166,6 @@ def test_timing_interleaves_the_arms_and_keeps_each_finished_round(bench, monkey
     assert written["rows"]["mql_K256B"]["time_ratio_to_mnrl_B"] == 1.5
 
 
-def test_the_memory_verdict_sets_the_weights_state_apart(qreport):
-    runs = queue_and_peer_runs()
-    timing = {"mql_K256B": {"training_mb": 700.0, "state_mb": 400.0, "seconds_per_pair": 0.1},
-              "cmnrl_8B": {"training_mb": 1000.0, "state_mb": 400.0, "seconds_per_pair": 0.1}}  # fmt: skip
-    lines = qreport.verdict({"runs": runs, "setup": {"B": 8}}, timing).splitlines()
-    assert ("- training memory: 700 MB against 1000 MB (0.70×; goal at most the peer's): not decided: measured after "
-            "the arm was built, without its momentum copy and queues.") in lines  # fmt: skip
-    # the rest, 300 MB against 600 MB: the ratio of what the losses themselves hold
-    assert (
-        "- beyond the weights' gradients and AdamW state (400 MB against 400 MB): 300 MB against 600 MB (0.50×)."
-        in lines
-    )
-
-
-def test_an_arm_timed_but_not_trained_is_shown_as_its_gradcache_twin(qreport):
-    """MNRL and the queue at 8B have the gradients of CachedMNRL and the cached queue at 8B: with a timing row and no
-    runs each has a row that points to its twin, its own negatives, steps, memory and time."""
-    shape = {"mql_K256B": {"batch": 8, "queue": 2048, "steps": 80}, "cmnrl_8B_sqrtlr": {"batch": 64, "queue": 0,
-                                                                                       "steps": 10}}  # fmt: skip
-    runs = [{**run, **shape[run["arm"]], "training_mb": 900.0} for run in queue_and_peer_runs()]
-    timed = {"state_mb": 400.0, "training_mb": 1.0, "time_ratio_to_mnrl_B": 1.0}
-    timing = {"mnrl_8B": {"held_mb": 5000.0, "seconds_per_pair": 0.1, **timed},
-              "mql_8B_K256B": {"held_mb": 6000.0, "seconds_per_pair": 0.2, **timed}}  # fmt: skip
-    lines = qreport.report({"runs": runs, "setup": {"B": 8, "pairs": 640}}, timing).splitlines()
-    assert "| MNRL, batch 8B | 64 | 63 | 10 | as CachedMNRL 8B | — | — | 5000 | 0.100 (1.00×) |" in lines
-    assert ("| MomentumQueueLoss, batch 8B, K = 256B | 64 | 2,111 | 10 | as CachedMomentumQueueLoss 8B | — | — | 6000 "
-            "| 0.200 (1.00×) |") in lines  # fmt: skip
-    assert not any(line.startswith("| MNRL, batch 8B") for line in qreport.report(
-        {"runs": runs, "setup": {"B": 8, "pairs": 640}}, {}).splitlines())  # fmt: skip
-
-
 def test_the_cached_queue_arm_and_the_learning_rate_grid(arms, minilm, tmp_path):
     """CachedMomentumQueueLoss at batch 8B in mini-batches of B with the queue of the arm at B, and the learning
     rate of a batch k times B as is, times sqrt(k) or times k."""
@@ -229,21 +177,9 @@ def test_the_cached_queue_arm_and_the_learning_rate_grid(arms, minilm, tmp_path)
     loss = trainer.compute_loss_func or trainer.loss
     assert isinstance(loss, CachedMomentumQueueLoss) and loss.mini_batch_size == 4 and loss.queue_size == 4 * 256
     assert trainer.args.per_device_train_batch_size == 32 and trainer.args.learning_rate == pytest.approx(8e-4)
-    rules = ("", "_sqrtlr", "_klr", "_invsqrtlr", "_tenthlr")
-    assert [arms.spec(f"cmnrl_32B{s}")["lr_factor"] for s in rules] == [
-        1,
-        pytest.approx(32**0.5),
-        32,
-        pytest.approx(32**-0.5),
-        pytest.approx(0.1),
-    ]
-    assert [arms.spec(f"contaccum_8B{s}")["rate"] for s in rules] == [
-        "",
-        " (lr × √8)",
-        " (lr × 8)",
-        " (lr ÷ √8)",
-        " (lr ÷ 10)",
-    ]
+    rules = ("", "_sqrtlr", "_klr")
+    assert [arms.spec(f"cmnrl_32B{s}")["lr_factor"] for s in rules] == [1, pytest.approx(32**0.5), 32]
+    assert [arms.spec(f"cmnrl_8B{s}")["rate"] for s in rules] == ["", " (lr × √8)", " (lr × 8)"]
 
 
 def test_the_whole_test_is_every_held_out_pair_but_the_tuning_ones(arms):
@@ -268,51 +204,3 @@ def test_the_memory_a_queue_arm_holds_counts_its_momentum_copy(tmp_path):
     copy_mb = 22_713_216 * 4 / 2**20  # MiniLM-L6's float32 weights (87 MB), held twice more by the queue arm
     queues_mb = 2 * 256 * 8 * 384 * 4 / 2**20  # two queues of K = 256 B = 2,048 keys
     assert row["held_mb"] - row["training_mb"] >= copy_mb + queues_mb, row
-
-
-def test_the_memory_verdict_prefers_what_an_arm_holds(qreport):
-    runs = queue_and_peer_runs()
-    timed = {"state_mb": 400.0, "seconds_per_pair": 0.1}
-    timing = {"mql_K256B": {"training_mb": 700.0, "held_mb": 900.0, **timed},
-              "cmnrl_8B": {"training_mb": 1000.0, "held_mb": 1100.0, **timed}}  # fmt: skip
-    lines = qreport.verdict({"runs": runs, "setup": {"B": 8}}, timing).splitlines()
-    assert "- memory held: 900 MB against 1100 MB (0.82×; goal at most the peer's): holds." in lines
-
-
-def test_the_equal_time_verdict_reads_each_run_where_it_has_spent_the_peers_time(qreport):
-    def run(arm, seed, values, tune):
-        points = zip((1280, 2560, 3840, 5120), values, strict=True)
-        curve = [{"pairs": pairs, "bible": value + seed / 1000} for pairs, value in points]
-        return {"arm": arm, "seed": seed, "bible": curve[-1]["bible"], "tune": tune, "curve": curve,
-                "training_mb": None}  # fmt: skip
-
-    runs = [run(arm, seed, values, tune) for seed in range(3)
-            for arm, values, tune in (("mql_K256B", (0.6, 0.7, 0.8, 0.9), 0.9),
-                                      ("cmnrl_8B_sqrtlr", (0.5, 0.6, 0.7, 0.75), 0.8))]  # fmt: skip
-
-    def lines(ours_seconds, peer_seconds):
-        timing = {"mql_K256B": {"training_mb": 1.0, "seconds_per_pair": ours_seconds},
-                  "cmnrl_8B": {"training_mb": 1.0, "seconds_per_pair": peer_seconds}}  # fmt: skip
-        return qreport.verdict({"runs": runs, "setup": {"B": 8}}, timing).splitlines()
-
-    # 1.5x the peer's seconds per pair: at the peer's time the queue has seen 2/3 of its pairs, between the points at
-    # 1/2 (70%) and 3/4 (80%): 70 + 10 x (2/3 - 1/2) / (1/4) = 76.67%, plus the seeds' 0.1 on average
-    assert ("- equal time (seconds per training pair 1.50× the peer's): the hf_xlsr run at 67% of its pairs, 76.8%, "
-            "against the peer's 75.1%: holds.") in lines(0.15, 0.10)  # fmt: skip
-    # 1.25x: 80% of its pairs, between 3/4 (80%) and the whole (90%): 80 + 10 x 0.05 / 0.25 = 82%, plus 0.1
-    assert "the hf_xlsr run at 80% of its pairs, 82.1%, against the peer's 75.1%: holds." in lines(0.125, 0.1)[3]
-    # faster than the peer: read at its whole budget
-    assert "the hf_xlsr run at 100% of its pairs, 90.1%, against the peer's 75.1%: holds." in lines(0.05, 0.1)[3]
-    # 5x slower: a fifth of its pairs lies before its first point
-    assert lines(0.5, 0.1)[3].endswith("at 20% of its pairs, before its first measured point: not measured.")
-
-
-def test_the_cached_queue_is_held_against_cachedmnrl_plus_the_queues_own_state(qreport):
-    # the momentum copy: a third of AdamW's float32 state (gradient and two moments), 300 / 3 = 100 MB; two queues of
-    # 2,048 keys of 384 float32: 6 MB; CachedMNRL's 700 MB plus 106 MB against the cached queue's 850 MB
-    line = qreport.cached_queue_memory({"held_mb": 850.0}, {"held_mb": 700.0, "state_mb": 300.0}, 2048)
-    assert line == ("- the cached queue at 8B (mini-batches of B): 850 MB against CachedMNRL's 700 MB (1.21×); "
-                    "against CachedMNRL's plus the queue's own state (106 MB: the momentum copy and two queues of "
-                    "2,048 keys) 1.05× (goal at most 1.1×): holds.")  # fmt: skip
-    assert qreport.cached_queue_memory({"held_mb": 900.0}, {"held_mb": 700.0, "state_mb": 300.0}, 2048).endswith(
-        "1.12× (goal at most 1.1×): does not hold.")  # fmt: skip
