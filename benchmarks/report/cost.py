@@ -57,19 +57,28 @@ def queue_cost_table(name: str) -> str:
     return report(shared.load(name)) + "\n"
 
 
-def step_table(name: str) -> str:
-    """A training step of DualMomentumModel against MNRL's (``bench_dual_momentum_step.py``), with the floor its
-    momentum forward sets where it was timed."""
+def step_cost_table(name: str = "queue_vs_batch_grid_timing.json") -> str:
+    """Every timed arm's seconds per training pair and the memory it holds, each against MNRL at batch B's, from
+    ``bench_queue_vs_batch.py --timing``'s file."""
     sys.path.insert(0, str(shared.HERE))
-    from bench_dual_momentum_step import report
+    from queue_arms import LABELS
 
-    return report(shared.load(name)) + "\n"
+    timed = shared.load(name)
+    rows, peer = timed["rows"], timed["rows"]["mnrl_B"]
+    lines = ["| arm | seconds per pair | × MNRL, batch B | memory held (MB) | × MNRL, batch B |",
+             "| --- | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    for arm, row in rows.items():
+        lines.append(f"| {LABELS[arm]} | {row['seconds_per_pair']:.3f} | "
+                     f"{row['seconds_per_pair'] / peer['seconds_per_pair']:.2f} | {row['held_mb']:,.0f} | "
+                     f"{row['held_mb'] / peer['held_mb']:.2f} |")  # fmt: skip
+    setup = timed["setup"]
+    return ("\n".join(lines) + f"\n\n`benchmarks/results/{name}`, the median of {setup['rounds']} rounds of "
+            f"{setup['timed_steps']} steps; {setup['machine']}; {setup['date']}.\n")  # fmt: skip
 
 
 TABLES: dict[str, Callable[[], str]] = {
     "lora": lora_table,
-    "dual-momentum-step": lambda: step_table("step.json"),
+    "step-cost": step_cost_table,
     "dual-momentum-memory": memory_table,
     "queue-cost": lambda: queue_cost_table("queue.json"),
-    "dual-momentum-step-bf16": lambda: step_table("step_bf16.json"),
 }

@@ -204,3 +204,21 @@ def test_the_memory_a_queue_arm_holds_counts_its_momentum_copy(tmp_path):
     copy_mb = 22_713_216 * 4 / 2**20  # MiniLM-L6's float32 weights (87 MB), held twice more by the queue arm
     queues_mb = 2 * 256 * 8 * 384 * 4 / 2**20  # two queues of K = 256 B = 2,048 keys
     assert row["held_mb"] - row["training_mb"] >= copy_mb + queues_mb, row
+
+
+def test_the_step_cost_table_sets_each_arm_against_mnrl_at_batch_b(monkeypatch, tmp_path):
+    """The cost page's table from a timing file: each arm's seconds per pair and memory held over MNRL at B's."""
+    import json
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    from report import cost, shared
+
+    rows = {"mnrl_B": {"seconds_per_pair": 0.1, "held_mb": 800.0, "training_mb": 400.0},
+            "dmm_K256B": {"seconds_per_pair": 0.13, "held_mb": 1000.0, "training_mb": 300.0}}  # fmt: skip
+    setup = {"rounds": 5, "timed_steps": 2, "machine": "a machine", "date": "2026-01-01"}
+    (tmp_path / "timing.json").write_text(json.dumps({"setup": setup, "rows": rows}))
+    monkeypatch.setattr(shared, "RESULTS", tmp_path)
+    lines = cost.step_cost_table("timing.json").splitlines()
+    assert lines[2:4] == ["| MNRL, batch B | 0.100 | 1.00 | 800 | 1.00 |",
+                          "| DualMomentumModel, K = 256B | 0.130 | 1.30 | 1,000 | 1.25 |"]  # fmt: skip
+    assert lines[-1].endswith("the median of 5 rounds of 2 steps; a machine; 2026-01-01.")
