@@ -580,6 +580,11 @@ MUTATIONS = [
     Mutation("step_cost_memory_against_the_peers_training", "benchmarks/report/cost.py::step_cost_table",
              "{row['held_mb'] / peer['held_mb']:.2f}", "{row['held_mb'] / peer['training_mb']:.2f}",
              "tests/benchmarks/test_queue_vs_batch.py::test_the_step_cost_table_sets_each_arm_against_mnrl_at_batch_b"),
+    Mutation("tatoeba_pairs_the_one_rate_models_first", "benchmarks/report/tatoeba.py::tatoeba_seeds_of_both",
+             "for grid, stems in zip((True, False), PAIRED, strict=True):",
+             "for grid, stems in zip((False, True), PAIRED[::-1], strict=True):",
+             "tests/benchmarks/test_readme_tables.py::"
+             "test_a_trained_model_s_tatoeba_row_is_over_its_seeds_and_hf_xlsr_meets_mnrl_seed_by_seed"),
     Mutation("weight_state_without_the_moments", "benchmarks/bench_queue_vs_batch.py::weight_state_mb",
              "for value in state.values() if torch.is_tensor(value))",
              "for value in state.values() if torch.is_tensor(value) and value.ndim == 0)",

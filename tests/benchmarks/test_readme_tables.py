@@ -198,6 +198,13 @@ def test_a_trained_model_s_tatoeba_row_is_over_its_seeds_and_hf_xlsr_meets_mnrl_
     differences = [over_112(*ours[s]) - over_112(*theirs[s]) for s in (1, 2)]
     mean = sum(differences) / 2
     assert f"over 112 {mean:+.2f} ± {abs(differences[0] - differences[1]) / math.sqrt(2):.2f}" in line
+    assert "(at one learning rate)" in line
+    # the models at the grid's picks, once both arms have a seed, are the ones set against each other
+    write("tatoeba_hf_xlsr_22_grid_seed0.json", 95, 90, 70)
+    write("tatoeba_mnrl_22_grid_seed0.json", 94, 90, 70)
+    line = tatoeba_report.tatoeba_paired()
+    assert line == "hf_xlsr against MNRL on Tatoeba (each at its pick): 1 seed of each, no paired figure.\n"
+    assert tatoeba_report.tatoeba_seeds_of_both()[2:] == ([0], True)
 
 
 def test_the_tatoeba_verdict_needs_three_seeds_a_gap_beyond_both_spreads_and_every_seed_on_one_side(
@@ -220,7 +227,7 @@ def test_the_tatoeba_verdict_needs_three_seeds_a_gap_beyond_both_spreads_and_eve
             for seed, value in enumerate(values):
                 scores = {f"tatoeba_{code}_f1": value for code in codes}
                 (tmp_path / f"{stem}_seed{seed}.json").write_text(json.dumps({"metrics": scores}))
-        return index.tatoeba_verdict()
+        return index.tatoeba_verdict()[1:]
 
     # spreads 1.0 and 0.1; gaps 3, 1 and 2: mean +2 beyond both
     measured, said = verdict([73.0, 72.0, 74.0], [70.0, 71.0, 72.0])
@@ -236,6 +243,7 @@ def test_the_tatoeba_verdict_needs_three_seeds_a_gap_beyond_both_spreads_and_eve
     # +3.0 beyond both spreads (2.89 and 0.58), but a seed behind
     assert verdict([75.0, 75.0, 70.0], [70.0, 70.0, 71.0])[1] == "within the seeds' spread"
     assert verdict([73.0, 74.0], [70.0, 70.5])[1] == "indicative"  # 2 seeds
+    assert "(one learning rate for both, no grid)" in index.tatoeba_verdict()[0]
     assert verdict([73.0], []) == ("no seed of both", "not measured")
 
 
