@@ -643,8 +643,8 @@ MUTATIONS = [
              "tests/benchmarks/test_readme_tables.py::"
              "test_the_tatoeba_verdict_needs_three_seeds_a_gap_beyond_both_spreads_and_every_seed_on_one_side"),
     Mutation("tatoeba_verdict_from_two_seeds", "benchmarks/report/index.py::tatoeba_verdict",
-             "    if len(seeds) < 3:\n        return measured, \"indicative\"",
-             "    if len(seeds) < 2:\n        return measured, \"indicative\"",
+             "    if len(seeds) < 3:\n        return question, measured, \"indicative\"",
+             "    if len(seeds) < 2:\n        return question, measured, \"indicative\"",
              "tests/benchmarks/test_readme_tables.py::"
              "test_the_tatoeba_verdict_needs_three_seeds_a_gap_beyond_both_spreads_and_every_seed_on_one_side"),
     Mutation("tatoeba_prefix_dropped", "benchmarks/tatoeba.py::encoder_of",
@@ -1128,6 +1128,9 @@ MUTATIONS = [
     Mutation("grid_report_reads_one_direction", "benchmarks/report/languages.py::grid_figures",
              'return (test[f"retrieval_{en}2{language}_accuracy"] + test[f"retrieval_{language}2{en}_accuracy"]) / 2',
              'return test[f"retrieval_{en}2{language}_accuracy"]', GRID_REPORT),
+    Mutation("grid_report_pairs_one_seed", "benchmarks/report/languages.py::multilingual_grid_paired",
+             'if len(seeds["hf_xlsr"] & seeds["mnrl"]) < 2:', 'if len(seeds["hf_xlsr"] & seeds["mnrl"]) < 1:',
+             GRID_REPORT),
     Mutation("grid_start_scored_at_every_call", "benchmarks/multilingual_grid.py::test_the_start",
              "if not any(run[\"arm\"] == START for run in results.runs()):", "if True:",
              "tests/benchmarks/test_multilingual_grid.py::"

@@ -118,6 +118,11 @@ def test_the_report_reads_each_language_of_each_seed_at_the_pick_and_pairs_the_a
     assert "ahead on 1 of the 2 languages; least on de -4.00, fr +8.00" in paired
     assert paired.splitlines()[-1] == "- languages below the start: mnrl none; hf_xlsr de."
     assert "cannot show before 3 seeds" in index.questions_summary()  # two seeds a side: no verdict yet
+    # hf_xlsr's seeds 0 and 1 against MNRL's 0 and 2: one seed of both, no paired figure
+    runs[4]["seed"] = 2
+    (tmp_path / "multilingual_grid.json").write_text(json.dumps({"setup": {"languages": ["en", "fr", "de"]},
+                                                                "runs": runs}))  # fmt: skip
+    assert report.multilingual_grid_paired().startswith("- hf_xlsr against MNRL paired by seed: cannot show")
 
 
 class Killed(Exception):
