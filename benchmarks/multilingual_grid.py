@@ -229,13 +229,14 @@ def test_the_start(results: Results, test) -> None:
 
 def run_at_picks(args, results: Results, rows: dict) -> None:
     """Each arm's 3 seeds at the pick of ``--picks-from`` (a grid's results file, read through `pick`: its tune
-    scores alone), for a run whose own grid would cost too much; an arm that file has not picked stops the run."""
+    scores alone), for a run whose own grid would cost too much; an arm that file has not picked stops the run.
+    ``--seeds``: the seeds to run on this call, so that a run of many hours goes in chunks."""
     chosen = {arm: pick(json.loads(args.picks_from.read_text())["runs"], arm) for arm in args.grid}
     missing = [arm for arm, run in chosen.items() if run is None]
     if missing:
         raise SystemExit(f"{args.picks_from}: no pick for {', '.join(missing)} yet")
     for arm, run in chosen.items():
-        for seed in SEEDS:
+        for seed in args.seeds:
             run_job(args, results, job(arm, seed, *point(run)), rows)
 
 
@@ -259,6 +260,8 @@ def main() -> None:
                         help="a checkpoint every N steps, from which a killed run goes on (0: none)")  # fmt: skip
     parser.add_argument("--picks-from", type=Path,
                         help="run no grid: each arm's 3 seeds at its pick in this grid's results file")  # fmt: skip
+    parser.add_argument("--seeds", type=int, nargs="+", choices=SEEDS, default=list(SEEDS),
+                        help="with --picks-from: the seeds to run now (the rest on a later call)")  # fmt: skip
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--report", action="store_true", help="print the grid's table of --out and stop")
     parser.add_argument("--out", required=True)

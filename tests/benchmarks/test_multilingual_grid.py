@@ -176,8 +176,8 @@ def test_a_run_killed_after_a_checkpoint_goes_on_from_it_to_the_weights_of_a_run
 
 def test_a_run_at_another_grids_picks_takes_each_arms_pick_on_tune_and_runs_three_seeds(tmp_path, monkeypatch):
     """``--picks-from``: each arm's rate and temperature are the other grid's pick, read from its tune scores alone
-    (a better test score elsewhere does not move it); seeds 0, 1 and 2 run there; an arm without a pick stops the run
-    before anything trains."""
+    (a better test score elsewhere does not move it); seeds 0, 1 and 2 run there, or those ``--seeds`` names; an arm
+    without a pick stops the run before anything trains."""
     import argparse
     import json
 
@@ -191,10 +191,14 @@ def test_a_run_at_another_grids_picks_takes_each_arms_pick_on_tune_and_runs_thre
     grid.write_text(json.dumps({"setup": {}, "runs": runs}))
     ran = []
     monkeypatch.setattr(multilingual_grid, "run_job", lambda args, results, job, rows: ran.append(job))
-    args = argparse.Namespace(picks_from=grid, grid=["mnrl", "hf_xlsr"])
+    args = argparse.Namespace(picks_from=grid, grid=["mnrl", "hf_xlsr"], seeds=[0, 1, 2])
     multilingual_grid.run_at_picks(args, Results(tmp_path / "out.json", {}), rows={})
     assert ran == ["mnrl:0:0.0001:0.04", "mnrl:1:0.0001:0.04", "mnrl:2:0.0001:0.04",
                    "hf_xlsr:0:5e-05:0.05", "hf_xlsr:1:5e-05:0.05", "hf_xlsr:2:5e-05:0.05"]  # fmt: skip
+    ran.clear()
+    args.seeds = [2]
+    multilingual_grid.run_at_picks(args, Results(tmp_path / "again.json", {}), rows={})
+    assert ran == ["mnrl:2:0.0001:0.04", "hf_xlsr:2:5e-05:0.05"]
     grid.write_text(json.dumps({"setup": {}, "runs": runs[:2]}))
     ran.clear()
     with pytest.raises(SystemExit, match="no pick for hf_xlsr yet"):
