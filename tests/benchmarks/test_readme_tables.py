@@ -191,20 +191,24 @@ def test_a_trained_model_s_tatoeba_row_is_over_its_seeds_and_hf_xlsr_meets_mnrl_
         f"{stated([over_112(*v) for v in ours.values()])} | "
         f"{stated([over_bible(*v) for v in ours.values()])} | {stated([v[0] for v in ours.values()])} |",
     ]
-    line = tatoeba_report.tatoeba_paired()
+    line = tatoeba_report.tatoeba_paired().splitlines()[0]
     # seeds 1 and 2 only: over USE's 14 +4 and +1, mean 2.5, spread sqrt((1.5^2 + 1.5^2) / 1) = 2.12
     assert "paired by seed (2 seeds)" in line
     assert f"over USE-m3's 14 +2.50 ± 2.12 (ahead on 2 of 2 seeds, p = {ttest_1samp([4, 1], 0).pvalue:.3f})" in line
     differences = [over_112(*ours[s]) - over_112(*theirs[s]) for s in (1, 2)]
     mean = sum(differences) / 2
     assert f"over 112 {mean:+.2f} ± {abs(differences[0] - differences[1]) / math.sqrt(2):.2f}" in line
-    assert "(at one learning rate)" in line
+    assert line.startswith("- 22-language models, hf_xlsr against MNRL (at one learning rate (both, no grid)), paired")
+    assert tatoeba_report.tatoeba_paired().splitlines()[1] == (
+        "- 118-language models, hf_xlsr against MNRL (each at the 22-language grid's pick): 0 seed of both, no paired "
+        "figure."
+    )
     # the models at the grid's picks, once both arms have a seed, are the ones set against each other
     write("tatoeba_hf_xlsr_22_grid_seed0.json", 95, 90, 70)
     write("tatoeba_mnrl_22_grid_seed0.json", 94, 90, 70)
-    line = tatoeba_report.tatoeba_paired()
-    assert line == "hf_xlsr against MNRL on Tatoeba (each at its pick): 1 seed of each, no paired figure.\n"
-    assert tatoeba_report.tatoeba_seeds_of_both()[2:] == ([0], True)
+    line = tatoeba_report.tatoeba_paired().splitlines()[0]
+    assert line == "- 22-language models, hf_xlsr against MNRL (each at its pick): 1 seed of both, no paired figure."
+    assert tatoeba_report.tatoeba_seeds_of_both("22-language")[2:] == ([0], "each at its pick")
 
 
 def test_the_tatoeba_verdict_needs_three_seeds_a_gap_beyond_both_spreads_and_every_seed_on_one_side(
@@ -227,7 +231,7 @@ def test_the_tatoeba_verdict_needs_three_seeds_a_gap_beyond_both_spreads_and_eve
             for seed, value in enumerate(values):
                 scores = {f"tatoeba_{code}_f1": value for code in codes}
                 (tmp_path / f"{stem}_seed{seed}.json").write_text(json.dumps({"metrics": scores}))
-        return index.tatoeba_verdict()[1:]
+        return index.tatoeba_verdict("22-language")[1:]
 
     # spreads 1.0 and 0.1; gaps 3, 1 and 2: mean +2 beyond both
     measured, said = verdict([73.0, 72.0, 74.0], [70.0, 71.0, 72.0])
@@ -242,8 +246,8 @@ def test_the_tatoeba_verdict_needs_three_seeds_a_gap_beyond_both_spreads_and_eve
     assert verdict([76.0, 75.0, 77.0], [70.0, 74.0, 76.0])[1] == "within the seeds' spread"
     # +3.0 beyond both spreads (2.89 and 0.58), but a seed behind
     assert verdict([75.0, 75.0, 70.0], [70.0, 70.0, 71.0])[1] == "within the seeds' spread"
-    assert verdict([73.0, 74.0], [70.0, 70.5])[1] == "indicative"  # 2 seeds
-    assert "(one learning rate for both, no grid)" in index.tatoeba_verdict()[0]
+    assert verdict([73.0, 74.0], [70.0, 70.5])[1] == "cannot show before 3 seeds of both"
+    assert "at one learning rate (both, no grid)" in index.tatoeba_verdict("22-language")[0]
     assert verdict([73.0], []) == ("no seed of both", "not measured")
 
 
@@ -276,3 +280,47 @@ def test_the_per_language_tatoeba_table_marks_what_each_model_trained_on_and_nam
                           "| kzj | 10.0 | 5.0 | 16.0 |"]  # fmt: skip
     assert lines[-2] == f"- {theirs}: trained on 1 of the 3 sets; of those, below the start: none."
     assert lines[-1] == f"- {ours}: trained on 2 of the 3 sets; of those, below the start: fra (-0.7)."
+
+
+def test_a_model_at_the_grids_pick_replaces_its_one_rate_row_and_the_118_language_models_are_set_beside_mnrl(
+    tmp_path, monkeypatch
+):
+    """Once hf_xlsr's 22-language model at the grid's pick has a Tatoeba file, its one-rate row leaves the table and
+    the per-language table (MNRL's stays until its own replacement comes); the 118-language models get their rows,
+    their column marked on the sets they trained on, and their own paired line."""
+    import json
+
+    sys.path.insert(0, str(BENCHMARKS))
+    from report import shared
+    from report import tatoeba as tatoeba_report
+
+    def write(name: str, scores: dict, **record) -> None:
+        metrics = {f"tatoeba_{code}_f1": value for code, value in scores.items()}
+        (tmp_path / name).write_text(json.dumps({"metrics": metrics, **record}))
+
+    write("tatoeba_e5_all.json", {"eus": 60.0, "fra": 90.0})
+    write("tatoeba_hf_xlsr_22_seed0.json", {"eus": 61.0, "fra": 91.0})
+    write("tatoeba_mnrl_22_seed0.json", {"eus": 62.0, "fra": 92.0})
+    write("tatoeba_hf_xlsr_22_grid_seed0.json", {"eus": 63.0, "fra": 93.0})
+    for seed, (eus, fra) in enumerate([(70.0, 89.0), (72.0, 90.6)]):
+        write(f"tatoeba_hf_xlsr_118_seed{seed}.json", {"eus": eus, "fra": fra}, trained_sets=["eus", "fra"])
+    write("tatoeba_mnrl_118_seed0.json", {"eus": 66.0, "fra": 90.5}, trained_sets=["eus", "fra"])
+    (tmp_path / "tatoeba_published.json").write_text(json.dumps({"models": []}))
+    monkeypatch.setattr(shared, "RESULTS", tmp_path)
+    label = tatoeba_report.TATOEBA_RUNS
+    assert tatoeba_report.shown() == ["tatoeba_e5_all", "tatoeba_mnrl_22", "tatoeba_hf_xlsr_22_grid",
+                                      "tatoeba_mnrl_118", "tatoeba_hf_xlsr_118"]  # fmt: skip
+    rows = [row.split(" | ")[0][2:] for row in tatoeba_report.tatoeba_table().splitlines()[2:]]
+    assert rows == [label["tatoeba_e5_all"], f"{label['tatoeba_mnrl_22']} (seed 0)",
+                    f"{label['tatoeba_hf_xlsr_22_grid']} (seed 0)", f"{label['tatoeba_mnrl_118']} (seed 0)",
+                    f"{label['tatoeba_hf_xlsr_118']} (2 seeds)"]  # fmt: skip
+    lines = tatoeba_report.tatoeba_languages().splitlines()
+    assert lines[2:4] == ["| eus | 60.0 | 62.0 | 63.0 | **66.0** | **71.0** |",
+                          "| fra | 90.0 | **92.0** | **93.0** | **90.5** | **89.8** |"]  # fmt: skip
+    below = f"- {label['tatoeba_hf_xlsr_118']}: trained on 2 of the 2 sets; of those, below the start: fra (-0.2)."
+    assert lines[-1] == below
+    paired = tatoeba_report.tatoeba_paired().splitlines()
+    assert paired[1] == (
+        "- 118-language models, hf_xlsr against MNRL (each at the 22-language grid's pick): 1 seed of both, no paired "
+        "figure."
+    )
