@@ -160,13 +160,6 @@ def gpu_queue_summary(name: str = "gpu_queue_vs_batch_h200_bf16.json") -> str:
     return queue_vs_batch_summary(shared.load(name))
 
 
-def gpu_queue_headline(name: str = "gpu_queue_vs_batch_h200_bf16.json") -> str:
-    """The GPU queue-against-batch comparison's verdicts alone, one line per hf_xlsr arm, after its device and date."""
-    lines = gpu_queue_summary(name).splitlines()
-    where = lines[0].removesuffix(": mean over seeds ± spread.") + ", mean over seeds:"
-    return "\n".join([where] + [f"- {line}" for line in lines if line.startswith("The queue (")]) + "\n"
-
-
 def gpu_step_summary(name: str = "gpu_suite_h200_bf16.json") -> str:
     """A training step's time and peak memory against MNRL's, per arm, from a GPU suite report (bf16)."""
     report = shared.load(name)
@@ -254,7 +247,6 @@ TABLES: dict[str, Callable[[], str]] = {
         places=2,
     ),
     "gpu-step-summary": gpu_step_summary,
-    "gpu-queue-headline": gpu_queue_headline,
     "gpu-step-findings": gpu_step_findings,
     "lightweight-lsim-h100": lambda: shared.claim_table(
         "claim_lightweight_fullsize_h100.json",

@@ -34,6 +34,12 @@ def tatoeba_verdict(languages: str) -> tuple[str, str, str]:
     return question, measured, ("holds" if gain > 0 else "does not hold") if real else "within the seeds' spread"
 
 
+def tatoeba_verdicts() -> str:
+    """README's first-screen lines of `tatoeba_verdict`, one per comparison."""
+    return "".join(f"- {question}: {measured}: {verdict}.\n"
+                   for question, measured, verdict in map(tatoeba_verdict, tatoeba.COMPARISONS))  # fmt: skip
+
+
 def questions_summary() -> str:
     """What hf_xlsr adds beyond the papers, one row per question: the figures from the results files of the 22-language
     model, the language sampling and the step on 22 languages; the rows whose figures are a whole table name its
@@ -189,5 +195,6 @@ def reliability(name: str = "reliability.json") -> str:
 TABLES: dict[str, Callable[[], str]] = {
     "reliability": reliability,
     "questions-summary": questions_summary,
+    "tatoeba-verdicts": tatoeba_verdicts,
     "claims-summary": claims_summary,
 }

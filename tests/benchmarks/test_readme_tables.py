@@ -239,6 +239,11 @@ def test_the_tatoeba_verdict_needs_three_seeds_a_gap_beyond_both_spreads_and_eve
         said == "holds"
         and measured == "F1 73.0 ± 1.0 against 71.0 ± 1.0 (3 seeds), paired +2.00 points, ahead on 3 of 3"
     )
+    question = index.tatoeba_verdict("22-language")[0]
+    assert index.tatoeba_verdicts().splitlines() == [
+        f"- {question}: {measured}: holds.",
+        f"- {index.tatoeba_verdict('118-language')[0]}: no seed of both: not measured.",
+    ]  # README's first screen
     assert verdict([73.0, 72.0, 74.0], [72.0, 71.0, 74.1])[1] == "within the seeds' spread"  # +0.63 < 1.0
     assert verdict([70.0, 68.0, 69.0], [75.0, 75.1, 74.9])[1] == "does not hold"
     assert verdict([80.0, 70.0, 90.0], [71.0, 71.1, 70.9])[1] == "within the seeds' spread"  # +9 but spread 10
