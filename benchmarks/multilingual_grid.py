@@ -282,7 +282,8 @@ def main() -> None:
              "split": {"train": f"{args.train_data}: training part",
                        "tune": f"held-out Bible verses in {len(bible_languages)} languages, rows {args.tune_rows}-"
                                f"{2 * args.tune_rows - 1} of one draw (seed 0)",
-                       "test": f"the other held-out verses ({len(rows['bible'].sentences['en'])})"}}  # fmt: skip
+                       "test": f"the other held-out verses ({len(rows['bible'].sentences['en'])})" if args.whole_test
+                               else f"rows 0-{args.tune_rows - 1} of the same draw"}}  # fmt: skip
     if args.picks_from:
         setup["picks_from"] = str(args.picks_from)
     results = Results(args.out, setup)

@@ -200,6 +200,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "multilingual-grid-verdict": multilingual_grid_verdict,
     "multilingual-grid-languages": multilingual_grid_languages,
     "multilingual-grid-paired": multilingual_grid_paired,
+    "multilingual-118": multilingual_118,
+    "multilingual-118-languages": lambda: multilingual_grid_languages("multilingual_118.json"),
     "sampling-paired": sampling_paired,
     "multilingual-sampling": sampling_table,
     "multilingual-step": multilingual_step_table,
