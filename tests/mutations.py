@@ -618,6 +618,10 @@ MUTATIONS = [
              "if len(values) == len(codes or range(112)) else None", "if values else None",
              "tests/benchmarks/test_readme_tables.py::"
              "test_the_tatoeba_table_averages_each_model_over_the_languages_it_shares_with_each_column"),
+    Mutation("verdict_of_118_languages_before_three_seeds", "benchmarks/report/languages.py::multilingual_118",
+             '"complete": len(figures) >= len(SEEDS)', '"complete": len(figures) >= 1',
+             "tests/benchmarks/test_multilingual_grid.py::"
+             "test_the_118_language_report_reads_the_bible_languages_at_the_picks_beside_the_start"),
     Mutation("grid_figures_read_the_catalogue_languages", "benchmarks/report/languages.py::grid_figures",
              'languages = [code for code in record["setup"]["languages"] if code in LANGUAGES]',
              'languages = record["setup"]["languages"]',

@@ -161,7 +161,7 @@ def multilingual_118(name: str = "multilingual_118.json") -> str:
     sys.path.insert(0, str(shared.HERE))
     from common import mean_text
     from multilingual_grid import LABELS
-    from protocol import pick
+    from protocol import SEEDS, grid_verdict, pick
 
     record = shared.load(name)
     setup, runs = record["setup"], record["runs"]
@@ -179,6 +179,14 @@ def multilingual_118(name: str = "multilingual_118.json") -> str:
                      f"{len(figures)} | {100 * chosen['tune']:.2f} | "
                      f"{mean_text([run['bible'] for run in figures], 100, 2)} | "
                      f"{mean_text([run['zero_shot'] for run in figures], 100, 2)} |")  # fmt: skip
+    rows = [{"arm": arm, "pick_tune": pick(runs, arm)["tune"], "test": [run["bible"] for run in figures],
+             "complete": len(figures) >= len(SEEDS)} for arm, figures in arms.items() if figures]  # fmt: skip
+    if verdict := grid_verdict(rows, ["hf_xlsr"]):
+        _, _, difference, spread, holds = verdict
+        lines.append(f"\n- hf_xlsr against MNRL: {100 * difference:+.2f} points on test, the larger seed spread "
+                     f"{100 * spread:.2f}: {'holds' if holds else 'does not hold'}.")  # fmt: skip
+    else:
+        lines.append(f"\n- hf_xlsr against MNRL: cannot show before {len(SEEDS)} seeds of each at its pick.")
     said = (f"\n{len(setup['languages'])} languages ({len(languages)} of them in the Bible), {setup['steps']} steps "
             f"of {setup['batch_size']} pairs; tune: {setup['split']['tune']}; test: {setup['split']['test']}, "
             f"encoded in {setup['test_backend']}; picks from `{setup['picks_from']}`.\n")  # fmt: skip

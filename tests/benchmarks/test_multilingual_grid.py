@@ -160,12 +160,19 @@ def test_the_118_language_report_reads_the_bible_languages_at_the_picks_beside_t
         f"| {multilingual_grid.LABELS['mnrl']} | 5e-05, 0.05 | 1 | 60.00 | 75.00 | 40.00 |",
         f"| {multilingual_grid.LABELS['hf_xlsr']} | 5e-05, 0.05 | 2 | 70.00 | 88.00 ± 2.83 | 53.00 ± 4.24 |",
     ]  # hf_xlsr's seeds 0.86 and 0.90 (spread 0.04 / sqrt(2)), zero-shot 0.50 and 0.56
-    assert lines[6].startswith(
+    assert lines[6] == "- hf_xlsr against MNRL: cannot show before 3 seeds of each at its pick."
+    assert lines[8].startswith(
         "5 languages (3 of them in the Bible), 320 steps of 16 pairs; tune: rows A; test: rows B"
     )
     languages = report.multilingual_grid_languages("multilingual_118.json").splitlines()
     assert [line.split(" | ")[0] for line in languages[2:]] == ["| fr", "| de", "| zero-shot pairs"]
     assert languages[2] == "| fr | 60.00 | 85.00 | 93.00 |"
+    # three seeds of each: hf_xlsr 0.86, 0.90, 0.88 (spread 0.02); MNRL 0.75, 0.77, 0.76 (spread 0.01): +12 points
+    runs += [scored("hf_xlsr", 2, (0.88, 0.88), (0.88, 0.88), 0.5), scored("mnrl", 1, (0.77, 0.77), (0.77, 0.77), 0.4),
+             scored("mnrl", 2, (0.76, 0.76), (0.76, 0.76), 0.4)]  # fmt: skip
+    (tmp_path / "multilingual_118.json").write_text(json.dumps({"setup": setup, "runs": runs}))
+    verdict = report.multilingual_118().splitlines()[6]
+    assert verdict == "- hf_xlsr against MNRL: +12.00 points on test, the larger seed spread 2.00: holds."
 
 
 class Killed(Exception):
