@@ -647,8 +647,8 @@ MUTATIONS = [
              "tests/benchmarks/test_readme_tables.py::"
              "test_the_tatoeba_verdict_needs_three_seeds_a_gap_beyond_both_spreads_and_every_seed_on_one_side"),
     Mutation("tatoeba_verdict_from_two_seeds", "benchmarks/report/index.py::tatoeba_verdict",
-             "    if len(seeds) < 3:\n        return question, measured, \"indicative\"",
-             "    if len(seeds) < 2:\n        return question, measured, \"indicative\"",
+             "    if len(seeds) < 3:\n        return question, measured, \"cannot show before 3 seeds of both\"",
+             "    if len(seeds) < 2:\n        return question, measured, \"cannot show before 3 seeds of both\"",
              "tests/benchmarks/test_readme_tables.py::"
              "test_the_tatoeba_verdict_needs_three_seeds_a_gap_beyond_both_spreads_and_every_seed_on_one_side"),
     Mutation("tatoeba_prefix_dropped", "benchmarks/tatoeba.py::encoder_of",
