@@ -622,6 +622,10 @@ MUTATIONS = [
              '"complete": len(figures) >= len(SEEDS)', '"complete": len(figures) >= 1',
              "tests/benchmarks/test_multilingual_grid.py::"
              "test_the_118_language_report_reads_the_bible_languages_at_the_picks_beside_the_start"),
+    Mutation("picks_run_every_seed_whatever_seeds_says", "benchmarks/multilingual_grid.py::run_at_picks",
+             "for seed in args.seeds:", "for seed in SEEDS:",
+             "tests/benchmarks/test_multilingual_grid.py::"
+             "test_a_run_at_another_grids_picks_takes_each_arms_pick_on_tune_and_runs_three_seeds"),
     Mutation("grid_figures_read_the_catalogue_languages", "benchmarks/report/languages.py::grid_figures",
              'languages = [code for code in record["setup"]["languages"] if code in LANGUAGES]',
              'languages = record["setup"]["languages"]',

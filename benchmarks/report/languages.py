@@ -171,16 +171,15 @@ def multilingual_118(name: str = "multilingual_118.json") -> str:
     if start:
         lines.append(f"| the start (multilingual-e5-small) | — | — | — | {100 * start['bible']:.2f} | "
                      f"{100 * start['zero_shot']:.2f} |")  # fmt: skip
+    arms = {arm: figures for arm, figures in arms.items() if figures}
+    chosen = {arm: pick(runs, arm) for arm in arms}  # each arm's one point, seed 0's run
     for arm, figures in arms.items():
-        if not figures:
-            continue
-        chosen = pick(runs, arm)  # its one point, seed 0's run
-        lines.append(f"| {LABELS[arm]} | {chosen['base_learning_rate']:g}, {chosen['temperature']:g} | "
-                     f"{len(figures)} | {100 * chosen['tune']:.2f} | "
+        lines.append(f"| {LABELS[arm]} | {chosen[arm]['base_learning_rate']:g}, {chosen[arm]['temperature']:g} | "
+                     f"{len(figures)} | {100 * chosen[arm]['tune']:.2f} | "
                      f"{mean_text([run['bible'] for run in figures], 100, 2)} | "
                      f"{mean_text([run['zero_shot'] for run in figures], 100, 2)} |")  # fmt: skip
-    rows = [{"arm": arm, "pick_tune": pick(runs, arm)["tune"], "test": [run["bible"] for run in figures],
-             "complete": len(figures) >= len(SEEDS)} for arm, figures in arms.items() if figures]  # fmt: skip
+    rows = [{"arm": arm, "pick_tune": chosen[arm]["tune"], "test": [run["bible"] for run in figures],
+             "complete": len(figures) >= len(SEEDS)} for arm, figures in arms.items()]  # fmt: skip
     if verdict := grid_verdict(rows, ["hf_xlsr"]):
         _, _, difference, spread, holds = verdict
         lines.append(f"\n- hf_xlsr against MNRL: {100 * difference:+.2f} points on test, the larger seed spread "
