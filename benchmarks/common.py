@@ -105,17 +105,17 @@ class Results:
         self.data["setup"] = {**self.data.get("setup", {}), **setup}
 
     def done(self, arm: str, seed: int, **settings) -> bool:
-        """Whether the file on disk holds a current run of ``arm`` at ``seed`` with these ``settings`` (a grid point:
-        ``base_learning_rate=2e-4, temperature=0.05``); one marked ``superseded``, which a later run replaces and the
-        file keeps, is to be run again. When it does, says on stderr that it is skipped."""
+        """Whether the file on disk holds a run of ``arm`` at ``seed`` with these ``settings`` (a grid point:
+        ``base_learning_rate=2e-4, temperature=0.05``); when it does, says on stderr that it is skipped. A run that no
+        longer stands leaves the file (git keeps it), and the next call runs it again."""
         if self.path.is_file():
             self.data["runs"] = json.loads(self.path.read_text())["runs"]
-        found = any(run["arm"] == arm and run["seed"] == seed and "superseded" not in run
+        found = any(run["arm"] == arm and run["seed"] == seed
                     and all(run.get(key) == value for key, value in settings.items())
                     for run in self.data["runs"])  # fmt: skip
         if found:
             print(f"{arm}, seed {seed}{''.join(f', {k} {v}' for k, v in settings.items())}: skipped, {self.path} "
-                  "holds it (mark it superseded to run it again)", file=sys.stderr)  # fmt: skip
+                  "holds it (remove it from the file to run it again)", file=sys.stderr)  # fmt: skip
         return found
 
     def runs(self) -> list[dict]:

@@ -3,7 +3,7 @@ than one 10-minute call holds, so in two calls with ``--parts``)::
 
     HF_HUB_OFFLINE=1 python benchmarks/gpu_suite.py --parts cuda_tests training_step cached_memory queue_floor \
         --out a.json
-    HF_HUB_OFFLINE=1 python benchmarks/gpu_suite.py --parts queue_vs_batch encoding demo --out b.json
+    HF_HUB_OFFLINE=1 python benchmarks/gpu_suite.py --parts encoding demo queue_grid --out b.json
 
 Parts, in this order, each timed; a part that the time left cannot hold is skipped with a note, and a part that
 fails is recorded with its error, so one JSON and one Markdown table always come out, written after every part (a
@@ -19,25 +19,23 @@ call cut short keeps the parts it finished):
    arm in train mode, timed interleaved (rounds of steps of each arm in turn); seconds per step, the ratio to MNRL,
    peak memory counting everything an arm holds (model, momentum copy, queues, optimizer state, activations), the
    EMA's share; then ``cached_memory``: CachedMomentumQueueLoss against CachedMNRL at batch 64 in mini-batches of 8;
-3. ``queue_vs_batch``: the queue against large batches at GPU scale, in bf16: MNRL at batch 256, MomentumQueueLoss
-   at batch 256 with 65,536 keys, CachedMNRL at 2,048 and 8,192 and CachedMomentumQueueLoss at 2,048 with the same
-   keys (mini-batch 256), the same 131,072 training pairs
-   each with each verse's meaning id, from MiniLM-L6: steps, seconds, peak memory, held-out accuracy on 4,801 en-fr
-   pairs both ways and on 1,000 tuning pairs;
-4. ``queue_floor``: the queue's added time (both directions, forward and backward) against its floor, the bfloat16
+3. ``queue_floor``: the queue's added time (both directions, forward and backward) against its floor, the bfloat16
    matrix products of the same shapes (float32 accumulation) that scoring a bfloat16 queue needs;
-5. ``encoding``: sentences per second of hf_xlsr's bf16 path against ``SentenceTransformer.encode`` with the model
+4. ``encoding``: sentences per second of hf_xlsr's bf16 path against ``SentenceTransformer.encode`` with the model
    in bfloat16 (and in float32, for reference); then mining up to 409,600 distinct sentences per side, as many as
    the part's time holds (two verses joined, `mining_sides`): encoded on the GPU, searched by ``mine``'s ``auto``
    (every vector on the GPU where it holds them, `hf_xlsr.evaluation.mining.device`; faiss on the CPU below
    50,000), the share of gold pairs found;
-6. ``demo``: ``examples/demo.py`` on the GPU (its time and held-out figures).
+5. ``demo``: ``examples/demo.py`` on the GPU (its time and held-out figures);
+6. ``queue_grid``: the queue against large batches under the tuning protocol, every arm in bf16, resumable across
+   calls (``gpu_grid.py``).
 
 ``--dry-run`` runs every part at toy size on the CPU (the test suite runs it): it proves the code, not the figures.
 
 Every part needs hf_xlsr's ``corpora`` extra and transformers 5.20 or later; on a GPU machine without a network,
 ``benchmarks/gpu_kit.py`` brings them. ``--report a.json b.json --out gpu_suite.json`` joins two calls' files into one,
-with its Markdown table beside it. The parts' code: ``gpu_steps.py`` (2), ``gpu_encoding.py`` (5, 6), here (1, 3, 4).
+with its Markdown table beside it. The parts' code: ``gpu_steps.py`` (2), ``gpu_encoding.py`` (4, 5),
+``gpu_grid.py`` (6), here (1, 3).
 """
 
 from __future__ import annotations
@@ -56,22 +54,16 @@ from pathlib import Path
 import torch
 from gpu_encoding import demo, encoding
 from gpu_grid import GRID_ARMS, queue_grid
-from gpu_steps import cached_memory, encoder_folder, peak_mb, reset_peak, timed, training_step
+from gpu_steps import cached_memory, timed, training_step
+from queue_arms import ARMS
 from report.gpu import markdown
 
 ROOT = Path(__file__).resolve().parents[1]
-# seconds each part took on one H100 (2026-11-26; queue_vs_batch without its third arm, the demo not yet run there;
-# training_step and cached_memory on one H200, 2026-11-27); a part the budget cannot hold after the later parts'
+# seconds each part took on one H100 (2026-11-26; the demo not yet run there; training_step and cached_memory on
+# one H200, 2026-11-27; queue_grid the time it is given); a part the budget cannot hold after the later parts'
 # estimates is skipped
-ESTIMATES = {"cuda_tests": 25, "training_step": 265, "cached_memory": 20, "queue_vs_batch": 340, "queue_floor": 15,
-             "encoding": 155, "demo": 60, "queue_grid": 300}  # fmt: skip
-# queue_vs_batch: training pairs per arm, and the seconds an arm is expected to take on one H200 in bf16, scoring
-# included (the first three measured there, 2026-11-27; the cached queue at CachedMNRL's x 1.4; the 32 B arm at four
-# times the 8 B arm's training)
-PAIRS = 2**17
-ARM_SECONDS = {"mnrl_B": 120, "mql_K256B": 120, "cmnrl_8B_sqrtlr": 120, "cmql_8B_K256B_sqrtlr": 155,
-               "cmnrl_32B_sqrtlr": 360}  # fmt: skip
-DEFAULT_ARMS = list(ARM_SECONDS)[:5]
+ESTIMATES = {"cuda_tests": 25, "training_step": 265, "cached_memory": 20, "queue_floor": 15, "encoding": 155,
+             "demo": 60, "queue_grid": 300}  # fmt: skip
 
 
 class Clock:
@@ -91,59 +83,6 @@ def cuda_tests(args, device: torch.device, seconds: float) -> dict:
                             timeout=max(10, seconds))  # fmt: skip
     counts = {name: int(n) for n, name in re.findall(r"(\d+) (passed|failed|skipped|error)", result.stdout)}
     return {"returncode": result.returncode, **counts, "tail": result.stdout.strip().splitlines()[-1:]}
-
-
-def queue_vs_batch(args, device: torch.device, seconds: float) -> dict:
-    """The queue against large batches at GPU scale (``bench_queue_vs_batch.py``'s arms, B = 256), every arm in bf16
-    and train mode: MNRL at B, MomentumQueueLoss at batch B with K = 256 B = 65,536 keys, CachedMNRL at 8 B = 2,048
-    and 32 B = 8,192 and CachedMomentumQueueLoss at 8 B with the same K (mini-batch B), from MiniLM-L6 on en-fr
-    Bible verses, the same ``PAIRS`` training pairs each (about five epochs), for each of ``--seeds`` (the order of
-    the pairs and the trainer's seed). Each verse is one meaning id: the queue gets it as ``label`` and
-    sentence-transformers' arms draw ``NO_DUPLICATES`` batches, so no copy of a pair's own translation is its
-    negative. Steps, seconds, peak memory (everything the arm holds: weights, optimizer, momentum copy and queues) and
-    retrieval accuracy both ways on every held-out pair but the tuning ones (``bible``, 4,801 pairs) and on the 1,000
-    tuning pairs (``tune``). An arm starts only if the time it is expected to take (``ARM_SECONDS``, or its own time
-    at an earlier seed of this call) fits in what is left."""
-    import tempfile
-
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from queue_arms import build, datasets_repeat, evaluators, meaning_verses, spec
-
-    base, pairs = (4, 128) if args.dry_run else (256, PAIRS)
-    verses = meaning_verses()
-    scorers = evaluators(["en", "fr"], whole=not args.dry_run)
-    deadline, rows, skipped = time.perf_counter() + seconds, [], []
-    expected = {arm: 0 if args.dry_run else ARM_SECONDS[arm] for arm in args.arms}
-    with tempfile.TemporaryDirectory() as scratch:
-        path = encoder_folder("tiny" if args.dry_run else "minilm", Path(scratch))
-        for seed in args.seeds:
-            train = datasets_repeat(verses.shuffle(seed=seed), pairs)
-            for arm in args.arms:
-                if time.perf_counter() + expected[arm] > deadline:
-                    skipped.append(arm_label({"arm": arm, "seed": seed}))
-                    continue
-                batch = base * spec(arm)["batch"]
-                row = {"arm": arm, "seed": seed, "batch": batch, "queue": base * spec(arm).get("queue", 0),
-                       "pairs": pairs, "steps": pairs // batch, "bf16": not args.dry_run}  # fmt: skip
-                began = time.perf_counter()
-                try:
-                    reset_peak(device)
-                    trainer, score = build(arm, path, train, ["en", "fr"], pairs // batch, 2e-4,
-                                           f"{scratch}/{arm}-{seed}", seed, 16 if args.dry_run else 64,
-                                           base=base, bf16=not args.dry_run)  # fmt: skip
-                    trained = time.perf_counter()
-                    trainer.train()
-                    row["train_seconds"] = time.perf_counter() - trained
-                    row["peak_mb"] = peak_mb(device)
-                    for name, evaluator in scorers.items():
-                        row[name] = score(evaluator)["retrieval_accuracy"]
-                except torch.OutOfMemoryError as error:
-                    row["error"] = f"out of memory: {str(error).splitlines()[0]}"
-                expected[arm] = time.perf_counter() - began
-                trainer = score = None
-                rows.append(row)
-                print(json.dumps(row), flush=True)
-    return {"rows": rows, "skipped": skipped}
 
 
 def unit_rows(n: int, dim: int, generator: torch.Generator) -> torch.Tensor:
@@ -187,15 +126,14 @@ def queue_floor(args, device: torch.device, seconds: float) -> dict:
 
 
 PARTS = {"cuda_tests": cuda_tests, "training_step": training_step, "cached_memory": cached_memory,
-         "queue_vs_batch": queue_vs_batch, "queue_floor": queue_floor, "encoding": encoding, "demo": demo,
-         "queue_grid": queue_grid}  # fmt: skip
+         "queue_floor": queue_floor, "encoding": encoding, "demo": demo, "queue_grid": queue_grid}  # fmt: skip
 
 
 def join(reports: list[dict]) -> dict:
     """One report of several calls' reports on one device: each part as the last call that ran it (done or failed)
-    left it, else as skipped; each part keeps the command and date of the call it comes from. A part done with rows
-    in several calls (``queue_vs_batch`` at other seeds) keeps every call's rows, in order, and the skips that no
-    call's row made up for. A joined report joins again: its parts keep their own commands and dates."""
+    left it, else as skipped; each part keeps the command and date of the call it comes from (``queue_grid``'s last
+    call holds every run of its results file). A joined report joins again: its parts keep their own commands and
+    dates."""
     devices = {report["device"] for report in reports}
     if len(devices) > 1:
         raise SystemExit(f"the reports come from different devices: {', '.join(sorted(devices))}")
@@ -206,23 +144,10 @@ def join(reports: list[dict]) -> dict:
         for name, part in report["parts"].items():
             # a call's report names its command once; a joined report names each part's
             part = {"command": report.get("command"), "date": report["date"], **part}
-            earlier = joined["parts"].get(name, {})
-            if "rows" in part and "rows" in earlier and part["status"] == earlier["status"] == "done":
-                rows = earlier["rows"] + part["rows"]
-                ran = {arm_label(row) for row in rows}
-                part |= {"rows": rows, "seconds": earlier["seconds"] + part["seconds"],
-                         "skipped": [s for s in dict.fromkeys(earlier["skipped"] + part["skipped"]) if s not in ran],
-                         "command": f"{earlier['command']}; {part['command']}",
-                         "date": f"{earlier['date']}, {part['date']}"}  # fmt: skip
             if not part["status"].startswith("skipped") or name not in joined["parts"]:
                 joined["parts"][name] = part
     joined["parts"] = {name: joined["parts"][name] for name in PARTS if name in joined["parts"]}
     return joined
-
-
-def arm_label(row: dict) -> str:
-    """How ``queue_vs_batch`` names a run in its skips: the arm and its seed."""
-    return f"{row['arm']} seed {row.get('seed', 0)}"
 
 
 def write(report: dict, out: Path) -> None:
@@ -238,10 +163,7 @@ def main() -> int:
     parser.add_argument("--dry-run", action="store_true", help="every part at toy size, on the CPU")
     parser.add_argument("--budget", type=float, default=540, help="seconds for the parts asked for")
     parser.add_argument("--parts", nargs="+", choices=list(PARTS), default=list(PARTS))
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0], help="queue_vs_batch: a run of each arm per seed")
-    parser.add_argument("--arms", nargs="+", choices=list(ARM_SECONDS), default=DEFAULT_ARMS,
-                        help="queue_vs_batch: the arms to run")  # fmt: skip
-    parser.add_argument("--grid-arms", nargs="+", choices=list(ARM_SECONDS), default=GRID_ARMS, help="queue_grid's")
+    parser.add_argument("--grid-arms", nargs="+", choices=list(ARMS), default=GRID_ARMS, help="queue_grid's arms")
     parser.add_argument("--grid-pairs", type=int, default=2**14, help="queue_grid: training pairs per run")
     parser.add_argument("--grid-out", help="queue_grid's results file, resumable (default: --out's name + _grid)")
     parser.add_argument("--out", required=True, help="JSON file; the Markdown table goes beside it (.md)")

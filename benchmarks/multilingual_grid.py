@@ -4,13 +4,12 @@ sentence-transformers' ``MultipleNegativesRankingLoss``, each arm at its best un
 run at the pick; the pick's three models are scored on *test* rows, every arm encoding them in bfloat16 weights.
 
 Data: ``--train-data`` (the Bible by default; a JSON list joins sources pair by pair, e.g. the Bible and a catalogue
-corpus: ``'["bible", "corpus.jsonl"]'``) in ``--languages`` (the Bible's 22 by default), each paired with English;
-one recipe (``training_arguments``: steps, batch, warm-up and cosine decay, 64 tokens). Rows: the held-out Bible
-verses present in every one of the run's Bible languages, drawn in one order (``split_rows``): the ``--tune-rows``
-after the first ``--tune-rows`` tune, every other one tests. Every model is saved (``--models``), so
-that the grid's test figure of seed 0 is scored once its pick is known, and Tatoeba (test data only, never a choice)
-is scored on the three models of each pick afterwards by ``benchmarks/tatoeba.py``. A finished point is never run
-again; with ``--checkpoint-steps N`` a point killed halfway goes on from its newest checkpoint (exact resume).
+corpus: ``'["bible", "corpus.jsonl"]'``) in ``--languages`` (the Bible's 22 by default), each paired with English; one
+recipe (``training_arguments``: steps, batch, warm-up and cosine decay, 64 tokens). Rows: the held-out Bible verses
+present in every one of the run's Bible languages, drawn in one order (``split_rows``): the ``--tune-rows`` after the
+first ``--tune-rows`` tune, every other one tests. Every model is saved (``--models``): seed 0's test figure is scored
+once its pick is known, and ``benchmarks/tatoeba.py`` scores Tatoeba (test data only, never a choice) on each pick's
+three models. A finished point never runs again; ``--checkpoint-steps N`` resumes one killed halfway exactly.
 
     HF_HUB_OFFLINE=1 python benchmarks/multilingual_grid.py --threads 1 --grid mnrl hf_xlsr \\
         --models runs/multilingual_grid --out benchmarks/results/multilingual_grid.json   # resumable
@@ -212,7 +211,7 @@ def test_the_pick(results: Results, arm: str, test) -> None:
     """Seed 0's pick scored on test, from its saved model: the grid's other points are never scored on test."""
     chosen = pick(results.runs(), arm)
     at_pick = [run for run in results.runs() if run["arm"] == arm and run["seed"] == PICK_SEED
-               and "superseded" not in run and point(run) == point(chosen)]  # fmt: skip
+               and point(run) == point(chosen)]  # fmt: skip
     if any("bible" in run for run in at_pick):
         return
     saved = next(run for run in at_pick if "model" in run)

@@ -39,7 +39,7 @@ def split_rows(total: int, size: int, whole: bool = False) -> dict[str, list[int
 def tune_view(runs: Iterable[Mapping]) -> list[dict]:
     """What a choice is handed of each run: its arm, seed, rate, temperature and ``tune`` score, nothing of test."""
     return [{name: run[name] for name in CHOOSER_FIELDS if name in run} for run in runs
-            if "superseded" not in run and "tune" in run]  # fmt: skip
+            if "tune" in run]  # fmt: skip
 
 
 def pick(runs: Iterable[Mapping], arm: str) -> dict | None:
@@ -107,7 +107,7 @@ def run_grid(runs: Callable[[], list], arms: Iterable[str], run_job: Callable[[s
 def at_pick(runs: list[Mapping], arm: str) -> list[Mapping]:
     """The runs of ``arm`` scored on test (``bible``) at its pick, one a seed: what the arm's reported figures read."""
     chosen = pick(runs, arm)
-    return [run for run in runs if run["arm"] == arm and "superseded" not in run and chosen
+    return [run for run in runs if run["arm"] == arm and chosen
             and "bible" in run and point(run) == point(chosen)]  # fmt: skip
 
 

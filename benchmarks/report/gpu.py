@@ -1,15 +1,11 @@
-"""The blocks of the GPU pages (docs/benchmarks/gpu.md, gpu_claims.md) and README's GPU verdicts."""
+"""The blocks of the GPU pages (docs/benchmarks/gpu.md, gpu_claims.md)."""
 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable
 
 from . import shared
-
-sys.path.insert(0, str(shared.HERE))
-from common import mean_and_spread, mean_text  # noqa: E402
 
 
 def days(dates: str) -> str:
@@ -45,15 +41,6 @@ def markdown(report: dict) -> str:
             shown = [f"{value:.3g}" if isinstance(value, float) else (row.get("error") or "—") for value in cells]
             lines.append(f"| {row['encoder']} | {row['batch']} | {row['arm']} | {row['queue_size'] or '—'} | "
                          + " | ".join(shown) + " |")  # fmt: skip
-    arms = report["parts"].get("queue_vs_batch", {}).get("rows", [])
-    if arms:
-        lines += ["", "| arm | seed | batch | K | steps | train s | peak MB | held-out accuracy | tuning pairs |",
-                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
-        for row in arms:
-            cells = [row.get("train_seconds"), row.get("peak_mb"), row.get("bible"), row.get("tune")]
-            shown = [f"{value:.4g}" if isinstance(value, float) else (row.get("error") or "—") for value in cells]
-            head = [row["arm"], row.get("seed", 0), row["batch"], row["queue"] or "—", row["steps"]]
-            lines.append("| " + " | ".join(map(str, head + shown)) + " |")
     if "table" in report["parts"].get("queue_grid", {}):
         lines += ["", report["parts"]["queue_grid"]["table"]]
     for row in report["parts"].get("queue_floor", {}).get("rows", []):
@@ -79,85 +66,6 @@ def markdown(report: dict) -> str:
             f"(GPU), {mining['search_seconds']:.0f} s search (on the {mining['faiss']}){gold}"
         )
     return "\n".join(lines) + "\n"
-
-
-GPU_REPORTS = ("gpu_suite.json", "gpu_suite_h200.json")
-
-
-def seed_table(reports: list[dict]) -> str:
-    """``queue_vs_batch``'s held-out accuracy of each arm over every seed of these reports, on any device (the
-    accuracy after a fixed number of pairs depends on the device only through rounding; its time and memory do)."""
-    runs: dict[str, list[tuple[int, float, str]]] = {}
-    for report in reports:
-        for row in report["parts"].get("queue_vs_batch", {}).get("rows", []):
-            if "bible" in row:
-                runs.setdefault(row["arm"], []).append((row.get("seed", 0), row["bible"], report["device"]))
-    lines = ["| arm | seeds | held-out accuracy | mean ± spread | devices |", "| --- | ---: | --- | ---: | --- |"]
-    for arm, seeds in runs.items():
-        seeds.sort()
-        scores = [100 * score for _, score, _ in seeds]
-        mean, spread, n = mean_and_spread(scores)
-        each = ", ".join(f"{score:.2f} (seed {seed})" for (seed, _, _), score in zip(seeds, scores, strict=True))
-        devices = ", ".join(dict.fromkeys(device for _, _, device in seeds))
-        lines.append(f"| {arm} | {n} | {each} | {mean:.2f} ± {spread:.2f} | {devices} |")
-    return "\n".join(lines) + "\n"
-
-
-# hf_xlsr's arms in queue_vs_batch; the others are sentence-transformers'
-QUEUE_ARMS = ("mql_K256B", "cmql_8B_K256B_sqrtlr")
-
-
-def queue_vs_batch_summary(report: dict) -> str:
-    """``queue_vs_batch`` of one report as a table of each arm's mean over its seeds (± sample standard deviation):
-    held-out and tuning accuracy, training seconds and peak memory; then the verdict. The best peer is the
-    sentence-transformers arm with the highest tuning accuracy; the queue's lead "holds" where it exceeds the larger
-    of the two arms' spreads over at least two seeds each, and its memory is given as a multiple of that peer's."""
-    rows = [row for row in report["parts"]["queue_vs_batch"]["rows"] if "bible" in row]
-    arms = list(dict.fromkeys(row["arm"] for row in rows))
-    stats = {}
-    for arm in arms:
-        runs = [row for row in rows if row["arm"] == arm]
-        stats[arm] = {key: mean_and_spread([row[key] for row in runs])
-                      for key in ("bible", "tune", "train_seconds", "peak_mb")}  # fmt: skip
-    lines = [f"{report['device']}, bf16, `benchmarks/gpu_suite.py --parts queue_vs_batch` "
-             f"({days(report['date'])}): mean over seeds ± spread.", "",
-             "| arm | batch | K | seeds | held-out accuracy (4,801 pairs) | tuning pairs | train s | peak MB |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
-    for arm in arms:
-        first = next(row for row in rows if row["arm"] == arm)
-        (_, _, n), tune, seconds, memory = (stats[arm][k] for k in ("bible", "tune", "train_seconds", "peak_mb"))
-        shown = mean_text([row["bible"] for row in rows if row["arm"] == arm], places=2)
-        lines.append(f"| {arm} | {first['batch']} | {first['queue'] or '—'} | {n} | {shown} | {100 * tune[0]:.2f} | "
-                     f"{seconds[0]:.0f} | {memory[0]:,.0f} |")  # fmt: skip
-    peers = [arm for arm in arms if arm not in QUEUE_ARMS]
-    for queue in (arm for arm in arms if arm in QUEUE_ARMS):
-        if not peers:
-            break
-        best = max(peers, key=lambda arm: stats[arm]["tune"][0])
-        (q, q_spread, q_n), (p, p_spread, p_n) = stats[queue]["bible"], stats[best]["bible"]
-        lead, noise = 100 * (q - p), 100 * max(q_spread, p_spread)
-        enough = min(q_n, p_n) >= 2
-        word = ("holds" if lead > noise else "does not hold") if enough else "cannot show with one seed"
-        time_ratio = stats[queue]["train_seconds"][0] / stats[best]["train_seconds"][0]
-        memory_ratio = stats[queue]["peak_mb"][0] / stats[best]["peak_mb"][0]
-        spread = f", seed spread {noise:.2f}" if enough else ""
-        others = ", ".join(f"{stats[queue]['peak_mb'][0] / stats[peer]['peak_mb'][0]:.2f} x {peer}'s"
-                           for peer in peers if peer != best)  # fmt: skip
-        tuned = "" if report["parts"]["queue_vs_batch"].get("grid") else " (every arm at one learning rate, no grid)"
-        lines.append(f"\nThe queue ({queue}) against the best peer on the tuning pairs ({best}){tuned}: {lead:+.2f} "
-                     f"points held-out{spread}: {word}; in {time_ratio:.2f} x its training time and "
-                     f"{memory_ratio:.2f} x its peak memory" + (f" ({others})." if others else "."))  # fmt: skip
-    return "\n".join(lines) + "\n"
-
-
-def gpu_seed_table() -> str:
-    """The GPU queue comparison's accuracy over the seeds of every GPU suite report."""
-    return seed_table([shared.load(name) for name in GPU_REPORTS])
-
-
-def gpu_queue_summary(name: str = "gpu_queue_vs_batch_h200_bf16.json") -> str:
-    """The GPU queue-against-batch comparison in bf16: each arm over its seeds, and the verdict."""
-    return queue_vs_batch_summary(shared.load(name))
 
 
 def gpu_step_summary(name: str = "gpu_suite_h200_bf16.json") -> str:
@@ -231,10 +139,7 @@ def gpu_step_findings(name: str = "gpu_suite_h200_bf16.json") -> str:
 
 
 TABLES: dict[str, Callable[[], str]] = {
-    "gpu-suite-h200": lambda: gpu_suite_table("gpu_suite_h200.json"),
     "gpu-suite-h200-bf16": lambda: gpu_suite_table("gpu_suite_h200_bf16.json"),
-    "gpu-queue-seeds": gpu_seed_table,
-    "gpu-queue-vs-batch-bf16": gpu_queue_summary,
     "lightweight-lsim-h100-contrasts": lambda: shared.claim_contrasts(
         "claim_lightweight_fullsize_h100.json",
         [("ugt+align+sim@sim_weight=0.015625", "ugt+align"), ("ugt+align+sim", "ugt+align")],

@@ -21,12 +21,6 @@ from bench_mining_scale import ARMS, REAL  # noqa: E402
 GOAL_TIME, GOAL_MEMORY, GOAL_RECALL = 0.5, 0.5, 1.0  # × the peer's time and memory; points below exact search
 
 
-def current(runs: list[dict]) -> list[dict]:
-    """The runs the report shows: all but those a later run of the same arm and size replaced (``superseded``
-    names why; the results file keeps them)."""
-    return [run for run in runs if "superseded" not in run]
-
-
 def growth(runs: list[dict], arm: str) -> float:
     """The exponent b of a least-squares fit of seconds = a n^b over the sizes of ``arm``'s runs."""
     points = [(run["size"], run["seconds"]) for run in runs if run["arm"].startswith(f"{arm} ")]
@@ -38,7 +32,7 @@ def measurements(data: dict) -> list[tuple[int, int, dict]]:
     """``(size, repeat, {arm: run})`` of every current measurement, by size then repeat: the two arms of one
     measurement share a size and a repeat (``--repeat``, stored as the run's ``seed``)."""
     grouped: dict[tuple[int, int], dict] = {}
-    for run in current(data["runs"]):
+    for run in data["runs"]:
         grouped.setdefault((run["size"], run.get("seed", 0)), {})[run["arm"].split()[0]] = run
     return [(size, repeat, runs) for (size, repeat), runs in sorted(grouped.items())]
 
@@ -75,7 +69,7 @@ def scale_table(data: dict) -> str:
                 cells += ["", "", "", ""]
             lines.append("| " + " | ".join(cells) + " |")
     setup = data["setup"]
-    runs = current(data["runs"])
+    runs = data["runs"]
     measured = [arm for arm in ARMS if any(run["arm"].startswith(f"{arm} ") for run in runs)]
     fits = ", ".join(f"{ARMS[arm]} n^{growth(runs, arm):.2f}" for arm in measured)
     head = (
@@ -156,7 +150,7 @@ def figure(data: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     figure, axes = plt.subplots(figsize=(6, 4))
-    runs = current(data["runs"])
+    runs = data["runs"]
     for arm, label in ARMS.items():
         sizes = sorted({run["size"] for run in runs if run["arm"].startswith(f"{arm} ")})
         if not sizes:

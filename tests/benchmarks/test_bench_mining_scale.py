@@ -84,22 +84,6 @@ def test_a_rule_setting_fills_its_lists_and_probes_and_their_multiples(bench):
     assert bench.rule_spec("IVF{4r},Flat|nprobe={0.75p}", 150_000) == "IVF1548,Flat|nprobe=24"
 
 
-def test_a_superseded_run_stays_in_the_file_and_leaves_the_table_and_the_fit(report):
-    """A size re-measured: the earlier runs keep their place in the results file, marked ``superseded``, and the
-    table, the summary and the fitted growth read the later ones alone."""
-    recall = {"recall": 0.5, "exact_gold_within_k": 0.7, "gold_within_k": 0.7, "neighbour_recall": 0.9}
-    runs = [{"arm": f"{arm} {n}", "size": n, "seconds": seconds * n, "peak_added_mb": 100.0, "index": "x", **recall}
-            for arm, seconds in (("peer", 1e-3), ("hf_xlsr", 4e-4)) for n in (10**5, 10**6)]  # fmt: skip
-    runs += [
-        {**run, "seconds": 10 * run["seconds"], "superseded": "re-measured"} for run in runs if run["size"] == 10**6
-    ]
-    data = {"setup": {"threads": 1, "machine": "m"}, "runs": runs}  # the superseded ones last: read, they would win
-    table = report.scale_table(data)
-    assert "| 1,000,000 | hf_xlsr `auto` | `x` | 400.0 | 0.40 |" in table and "4000.0" not in table
-    assert "n^1.00" in table and "n^2.00" not in table  # both fits over the current runs: exponent 1
-    assert "| 1,000,000 | 0.40× the example's |" in report.scale_summary(data)
-
-
 def test_a_rule_table_of_two_product_dtypes_names_each_rows_dtype_and_sets_it_against_the_first(report):
     """``--rule --products bfloat16 int8``: each row names the dtype its lists were scored in, and its seconds are
     read against the size's first row; a table of one dtype names none."""

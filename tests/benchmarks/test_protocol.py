@@ -82,8 +82,6 @@ def test_every_arm_goes_rates_then_temperatures_then_seeds():
     runs += [run(arm, seed, 1e-4, 0.05, 0.0, 0.0) for seed in (1, 2)]
     assert protocol.next_jobs(runs, arm) == []
     assert protocol.next_jobs(runs, "mnrl_B") == [f"mnrl_B:0:{r:g}:0.04" for r in protocol.LEARNING_RATES]
-    superseded = [{**dict(r.values), "superseded": "rerun"} for r in runs]
-    assert protocol.next_jobs(superseded, arm) == protocol.next_jobs([], arm)
 
 
 def test_the_grid_table_row_holds_the_grid_the_pick_and_every_seeds_test_score():

@@ -56,20 +56,3 @@ def test_a_run_another_process_added_is_skipped_and_the_skip_is_said(Results, tm
     other.add({"arm": "queue", "seed": 2, "accuracy": 0.9})
     assert mine.done("queue", 2)
     assert f"queue, seed 2: skipped, {path} holds it" in capsys.readouterr().err
-
-
-def test_a_superseded_run_is_run_again_and_the_file_keeps_both(Results, tmp_path):
-    """Marking a run ``superseded`` is how an arm is measured again: the benchmark skips only the runs still current,
-    and the later run joins the earlier one in the file."""
-    path = tmp_path / "scale.json"
-    results = Results(path, {"threads": 1})
-    results.add({"arm": "peer 100000", "seed": 0, "seconds": 70.0})
-    assert results.done("peer 100000", 0) and not results.done("peer 200000", 0)
-    data = json.loads(path.read_text())
-    data["runs"][0]["superseded"] = "re-measured on later code"
-    path.write_text(json.dumps(data))
-    again = Results(path, {"threads": 1})
-    assert not again.done("peer 100000", 0)
-    again.add({"arm": "peer 100000", "seed": 0, "seconds": 60.0})
-    assert again.done("peer 100000", 0)
-    assert [run["seconds"] for run in json.loads(path.read_text())["runs"]] == [70.0, 60.0]
