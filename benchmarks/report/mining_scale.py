@@ -29,7 +29,7 @@ def growth(runs: list[dict], arm: str) -> float:
 
 
 def measurements(data: dict) -> list[tuple[int, int, dict]]:
-    """``(size, repeat, {arm: run})`` of every current measurement, by size then repeat: the two arms of one
+    """``(size, repeat, {arm: run})`` of every measurement, by size then repeat: the two arms of one
     measurement share a size and a repeat (``--repeat``, stored as the run's ``seed``)."""
     grouped: dict[tuple[int, int], dict] = {}
     for run in data["runs"]:
