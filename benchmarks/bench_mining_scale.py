@@ -1,40 +1,12 @@
 """Bitext mining's search at the sizes people mine: hf_xlsr's ``mine(index="auto")`` against the sentence-transformers
 mining example (``mining_corpus.peer_mine``) from 100,000 to 2,000,000 sentences a side, on this CPU, one thread each.
 
-Data: USE-m3 embeddings of the Bible corpus of ``mining_corpus.py`` (``use_m3_embeddings``, cached: embedded the
-first time a size needs them, about half an hour of one core for the whole corpus). Up to 409,226
-sentences a side the sides are real (``mining_corpus.subsample``). The Bible holds no more, so a larger side is the
-409,226 real sentences (5,000 gold pairs among them) and added distractors: each the normalised sum of two different
-real sentences of its side that are not gold, drawn at random (seeded by the side: a larger size holds the
-distractors of a smaller one). A distractor lies among the side's sentences, near both it was made of, and is the
-translation of nothing: it makes each query's neighbourhood denser, as a larger corpus of the same kind does. The
-sides are written once to memory-mapped files (``benchmarks/.cache/mining_large/scale``), and every arm reads them
-memory-mapped.
-
-Each arm runs in a process of its own, the two alternating which runs first at each size:
-
-* ``peer``: the example's approach (faiss IVF with ``n / 1000`` lists and 3 probes, margins in a Python loop,
-  greedy pairing); ``hf_xlsr``: ``mine(x, y, k=4, index="auto")``. Timed: the whole mining; memory: the peak of the
-  process's anonymous resident memory over its start (``common.AnonymousPeak``: what the method allocates, not the
-  memory-mapped inputs both read). Recall of the 5,000 gold pairs among the mined pairs.
-* against exact search, without mining exactly (which takes hours from 409,226 up): every gold pair's source and
-  2,000 random sources (and the same of the targets, backwards) are searched exactly (``exact_knn``, untimed, once
-  per size) and by ``auto``'s search (the index ``mine`` trains, untimed): the share of gold pairs whose translation
-  is among the k = 4 neighbours each search returns (what margin mining can pair), and the share of the random
-  queries' exact neighbours that ``auto`` finds.
-
-``--rule``: the settings ``auto``'s rule was chosen among (``RULE``, or ``--settings``), on sides the report does not
-use (75,000, 150,000 and 300,000 real sentences, and 700,000 with distractors of seed 1): one direction's search
-each, its seconds and its recall against exact search.
+The sides, the arms, what is timed and how recall is read against exact search are on the report's page
+(docs/benchmarks/mining_scale.md); ``--rule`` runs the settings ``auto``'s rule was chosen among (``RULE``, or
+``--settings``) on sides the report does not use, one direction's search each.
 
     HF_HUB_OFFLINE=1 python benchmarks/bench_mining_scale.py --threads 1 --out benchmarks/results/mining_scale.json
-    HF_HUB_OFFLINE=1 python benchmarks/bench_mining_scale.py --threads 1 --sizes 2000000 --repeat 1 \
-        --out benchmarks/results/mining_scale.json        # a size measured again: the report shows each measurement
-    python benchmarks/bench_mining_scale.py --report --out benchmarks/results/mining_scale.json
-    HF_HUB_OFFLINE=1 python benchmarks/bench_mining_scale.py --threads 1 --rule --sizes 150000 \
-        --out benchmarks/results/mining_scale_rule.json
-    HF_HUB_OFFLINE=1 python benchmarks/bench_mining_scale.py --threads 1 --rule --sizes 700000 --seed 1 \
-        --out benchmarks/results/mining_scale_rule.json
+    python benchmarks/bench_mining_scale.py --report --out benchmarks/results/mining_scale.json   # the report
 """
 
 from __future__ import annotations

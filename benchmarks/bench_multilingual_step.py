@@ -7,7 +7,7 @@ sampler's draw, the collator's tokenisation, forward, backward, AdamW and the EM
 ``--max-length`` tokens: Bible verses fill 32 tokens in every language, so both streams compute on batches of one
 shape and the ratio measures what many languages add, not what longer sentences cost.
 
-    HF_HUB_OFFLINE=1 python benchmarks/bench_multilingual_step.py --threads 1 \
+    HF_HUB_OFFLINE=1 python benchmarks/bench_multilingual_step.py --threads 1 \\
         --out benchmarks/results/multilingual_step.json
 """
 

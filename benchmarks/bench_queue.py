@@ -1,27 +1,10 @@
 """The cost of a memory queue in the loss, against its arithmetic floor and against scoring it in one piece.
 
-For both directions of MoCo-BERT's loss (each a batch of B queries, d = 384, against a queue of K keys), each
-configuration runs in a fresh process and reports the seconds the queue adds to a step's forward + backward (the
-step against the same step without a queue) and the resident memory it adds:
-
-* ``blocked``: hf_xlsr's ``info_nce``, the queue scored in blocks of ``QUEUE_BLOCK_SIZE`` keys with an online
-  log-sum-exp whose gradient for the queries is accumulated in the same pass (nothing of size B x K is kept);
-* ``materialised``: the queue scored in one piece, as hf_xlsr did before: a float32 copy of the queue, the B x K
-  logits concatenated to the batch's and ``cross_entropy``, autograd keeping the logits for the backward pass.
-
-The floor is the arithmetic the queue needs, 2 B K d multiply-adds per direction (its logits, and the gradient of
-the queries through them), for both directions, as float32 matmuls of the queue's shapes at each block width of
-1,024 to 8,192 keys (``floor_products``). The step with the queue, the step without it and the floor's products at
-every width are timed in turn, repeat by repeat, in the same process; the floor is the width whose products ran
-fastest over the repeats, so that no choice of block makes it easier, and each ratio is the median of the repeats'
-ratios to it: noise hits them alike. A stricter
-floor counts the backward twice over (4 B K d per direction); both ratios are printed.
-
-A third ratio sets the queue's added time against its own products (``stored_products``): the floor's two products
-over the two stored queues, block by block at the row's block width (the materialised queue in one piece, converted
-once), timed in the same repeats. The floor's products read one block that stays in cache; these read every key from
-memory, as scoring the stored queue must. The third ratio is what the softmax's own operations (maxima,
-exponentials, sums) and autograd add beyond the products the scorer runs.
+Both directions of MoCo-BERT's loss with a queue of K keys, each configuration in a fresh process: the seconds and
+memory the queue adds to a step (``blocked``: hf_xlsr's ``info_nce``; ``materialised``: the queue scored in one piece,
+B x K logits kept for backward), against the floor's products (``floor_products``) and the stored queues' own
+products (``stored_products``), timed interleaved. What each ratio means: the report's cost page
+(docs/benchmarks/cost.md).
 
     python benchmarks/bench_queue.py --out benchmarks/results/queue.json
 """
@@ -34,11 +17,10 @@ import json
 import statistics
 import subprocess
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
-from common import memory_mb, reset_peak
+from common import interleaved, memory_mb, reset_peak
 
 from hf_xlsr.modeling.functional import QUEUE_BLOCK_SIZE
 
@@ -122,14 +104,9 @@ def one_configuration(implementation: str, size: int, batch: int, dtype: str, re
     added_rss = memory_mb("VmHWM") - before
     runs = {"queue": step, "no queue": lambda: step(False), "stored": stored,
             **{f"floor {w}": run for w, run in floors.items()}}  # fmt: skip
-    times = {name: [] for name in runs}
-    for name in runs:
-        runs[name]()  # warm-up
-    for _ in range(repeats):
-        for name, run in runs.items():
-            start = time.perf_counter()
-            run()
-            times[name].append(time.perf_counter() - start)
+    for run in runs.values():
+        run()  # warm-up
+    times, _ = interleaved(runs, repeats, palindromic=False)
     # the floor: the width whose products ran fastest over the repeats, so that no choice of block makes it easier
     width = min(FLOOR_WIDTHS, key=lambda w: statistics.median(times[f"floor {w}"]))
     floor_times = times[f"floor {width}"]

@@ -1,25 +1,11 @@
 """The queue against large batches: many negatives at batch B, against what sentence-transformers users reach for.
 
-Every arm starts from the same encoder, trains on the same pairs (for a seed: the same draw of ``--pairs`` training
-pairs, each seen once), with the same schedule (AdamW, 10% warm-up, cosine decay over the arm's steps) at its grid
-point's learning rate and temperature (``--grid``: the tuning protocol of ``protocol.py``), both directions, and is
-scored on the same held-out pairs. The budget is compute: every
-arm puts the same number of sentences through the trainable encoder, forward and backward; the script counts them
-with a forward hook on every encoder (``trainable_encodings``), and counts apart the forwards without gradients that
-an arm adds (CachedMNRL's first pass, the momentum encoder's keys: ``extra_forwards``).
+The arms, the pairs they train on and the rows that score them: ``queue_arms.py``; the tuning protocol (``--grid``):
+``protocol.py``; how the arms are held to equal compute and timed: the report's queue page (docs/benchmarks/queue.md).
 
-The arms, the pairs they train on and the rows that score them: ``queue_arms.py``.
-
-Accuracy is measured inside each run at a quarter, half, three quarters and the whole of the budget (the points of
-one run, on its schedule: a run stopped at half its budget would have decayed its learning rate). Each (arm, seed)
-runs in a process of its own, so that its peak resident memory above what it held before training
-(``training_mb``) is its own. ``--timing`` measures seconds per training pair of each arm in short runs in
-palindromic order (A B C ... C B A), so that a slow spell of the machine weighs on every arm alike: the figure
-behind the equal-time comparison.
-
-    HF_HUB_OFFLINE=1 python benchmarks/bench_queue_vs_batch.py --threads 1 --whole-test --eval-points 1.0 \
+    HF_HUB_OFFLINE=1 python benchmarks/bench_queue_vs_batch.py --threads 1 --whole-test --eval-points 1.0 \\
         --grid mnrl_B mql_K256B --out benchmarks/results/queue_vs_batch_grid.json
-    HF_HUB_OFFLINE=1 python benchmarks/bench_queue_vs_batch.py --threads 1 --whole-test --timing \
+    HF_HUB_OFFLINE=1 python benchmarks/bench_queue_vs_batch.py --threads 1 --whole-test --timing \\
         --out benchmarks/results/queue_vs_batch_grid_timing.json
 """
 

@@ -1,11 +1,9 @@
 """The software-catalogue corpus: parallel text for most of Tatoeba's 112 languages, read from Debian's packages.
 
-Each package is downloaded with ``apt-get download`` and unpacked with ``dpkg-deb -x`` (nothing is installed), its
-catalogues read by `hf_xlsr.data.catalogues` (MediaWiki's i18n JSON folders; gettext ``.mo`` files under
-``usr/share/locale``), and every message written as one line of a multi-way JSONL file (a ``train_data`` of
-``hf-xlsr train``), with ``source`` naming where it came from. ``--installed`` adds the catalogues already on this
-machine (``/usr/share/locale``). ``--exclude`` leaves out every pair either side of which is a line of a test set.
-The text is read at run time and never committed (its licences); the counts per language and source are.
+Each package is downloaded (``apt-get download``) and unpacked (``dpkg-deb -x``; nothing is installed), its catalogues
+read by `hf_xlsr.data.catalogues` into one multi-way JSONL file, a ``train_data`` of ``hf-xlsr train``; the text is
+never committed (its licences), the counts per language and source are. The report's languages page
+(docs/benchmarks/languages.md) says what is read and left out.
 
     HF_HUB_OFFLINE=1 python benchmarks/catalogue_corpus.py --packages mediawiki gimp-data vlc-l10n --installed \\
         --exclude ../shared/tatoeba --work /tmp/catalogues --out /tmp/catalogues/corpus.jsonl \\

@@ -1,5 +1,6 @@
-"""What the claim experiments share: starting encoders, held-out scoring, a results file that a run appends to (so
-a long experiment can stop and resume), and mean / spread over seeds."""
+"""What the benchmarks share: starting encoders, the machine's description, memory readings, arms timed interleaved,
+held-out scoring, a results file that a run appends to (so a long experiment can stop and resume), and mean / spread
+over seeds."""
 
 from __future__ import annotations
 
@@ -25,6 +26,24 @@ def machine() -> str:
     device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "CPU"
     return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {torch.get_num_threads()} torch " \
            f"threads, {device}, torch {torch.__version__}"  # fmt: skip
+
+
+def interleaved(runs: dict, rounds: int, palindromic: bool = True, sync=lambda: None) -> tuple[dict, dict]:
+    """Each of ``runs`` (name: a call) timed once per round for ``rounds`` rounds, in turn, the order reversed every
+    other round when ``palindromic`` (A B C, C B A, ...), so that a slow spell of the machine falls on every arm alike
+    (``sync``: waits for a device before and after each call). ``({name: seconds of each round}, {name: what its
+    first call returned})``."""
+    seconds: dict[str, list[float]] = {name: [] for name in runs}
+    first: dict = {}
+    for round_ in range(rounds):
+        for name in list(runs)[:: -1 if palindromic and round_ % 2 else 1]:
+            sync()
+            began = time.perf_counter()
+            returned = runs[name]()
+            sync()
+            seconds[name].append(time.perf_counter() - began)
+            first.setdefault(name, returned)
+    return seconds, first
 
 
 def reset_peak() -> None:
@@ -136,14 +155,6 @@ class Results:
             temporary.write_text(json.dumps(self.data, indent=2))
             os.replace(temporary, self.path)
 
-    def summary(self, metric: str) -> dict[str, tuple[float, float, int]]:
-        """``{arm: (mean, sample standard deviation, seeds)}`` of ``metric``."""
-        by_arm: dict[str, list[float]] = {}
-        for run in self.data["runs"]:
-            if metric in run:
-                by_arm.setdefault(run["arm"], []).append(run[metric])
-        return {arm: mean_and_spread(values) for arm, values in by_arm.items()}
-
 
 def mean_and_spread(values: list[float]) -> tuple[float, float, int]:
     """Mean, sample standard deviation (NaN for one value) and count."""
@@ -157,15 +168,3 @@ def mean_text(values: list[float], scale: float = 100, places: int = 1, thousand
     mean, spread, n = mean_and_spread(values)
     form = ",.0f" if thousands else f".{places}f"
     return f"{scale * mean:{form}}" + (f" ± {scale * spread:{form}}" if n > 1 else "")
-
-
-def print_summary(results: Results, metrics: list[str]) -> None:
-    summaries = {metric: results.summary(metric) for metric in metrics}
-    arms = list(dict.fromkeys(run["arm"] for run in results.data["runs"]))
-    print(f"{'arm':<34}" + "".join(f"{metric:>22}" for metric in metrics))
-    for arm in arms:
-        cells = []
-        for metric in metrics:
-            mean, spread, n = summaries[metric].get(arm, (float("nan"), float("nan"), 0))
-            cells.append(f"{100 * mean:>9.1f} ± {100 * spread:4.1f} (n={n})")
-        print(f"{arm:<34}" + "".join(f"{cell:>22}" for cell in cells), flush=True)

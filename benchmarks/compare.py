@@ -1,12 +1,10 @@
 """Two arms of a results file, paired by seed: the per-seed differences, their mean and spread, and a paired t-test.
 
-This is how the report's paired figures are computed from the committed JSON, e.g. LoRA against full fine-tuning at
-each one's best rate, and claim 4's CMLM stage against its control:
+This is how the report's paired figures are computed from the committed JSON, e.g. mixed batches against batches
+of one language pair:
 
-    python benchmarks/compare.py benchmarks/results/lora.json lora_lr2e-3 full_lr2e-4
-    python benchmarks/compare.py benchmarks/results/claim_cmlm.json \
-        'schedule cmlm->br per-stage lr 4000+900' 'schedule br 900'
-    python benchmarks/compare.py benchmarks/results/claim_moco_minilm_en_fr_lr2e-4.json K128B mnrl
+    python benchmarks/compare.py benchmarks/results/multilingual_sampling.json alpha0.5 alpha0.5_one_pair \\
+        --metric trained
 
 Only seeds that both arms ran are paired; a difference is in points (percent) of ``--metric``.
 """
@@ -41,7 +39,7 @@ def paired(
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("results", help="a results JSON written by one of the claim or bench scripts")
+    parser.add_argument("results", help="a results JSON written by a benchmark script")
     parser.add_argument("arm")
     parser.add_argument("baseline")
     parser.add_argument("--metric", default="bible", help="a key of the runs (default: mean held-out Bible accuracy)")

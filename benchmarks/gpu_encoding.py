@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import torch
+from common import interleaved
 from gpu_steps import MINILM, synchronize
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,16 +75,9 @@ def encoding(args, device: torch.device, seconds: float) -> dict:
     arms = {name: (lambda m=model: m.encode(texts, batch_size=256, normalize_embeddings=True))
             for name, model in models.items()}  # fmt: skip
     arms["hf_xlsr_bf16"] = lambda: ours(texts, "en")
-    rates = {name: [] for name in arms}
-    for _ in range(3):  # interleaved
-        for name, run in arms.items():
-            synchronize(device)
-            began = time.perf_counter()
-            run()
-            synchronize(device)
-            rates[name].append(len(texts) / (time.perf_counter() - began))
-    result = {"sentences": n, "sentences_per_second": {k: statistics.median(v) for k, v in rates.items()}}
-    rate = result["sentences_per_second"]
+    seconds, _ = interleaved(arms, 3, palindromic=False, sync=lambda: synchronize(device))
+    rate = {name: len(texts) / statistics.median(times) for name, times in seconds.items()}
+    result = {"sentences": n, "sentences_per_second": rate}
     result["ratio"] = rate["hf_xlsr_bf16"] / rate["sentence-transformers_bf16"]  # against the peer at its fastest
     print(json.dumps(result), flush=True)
 

@@ -1,13 +1,8 @@
 """The GPU suite's grid part (``gpu_suite.py --parts queue_grid``): the queue against large batches on a GPU, in bf16,
-every arm under the tuning protocol of ``protocol.py`` (four learning rates at temperature 0.04, more beyond an end
-that wins, 0.05 at the best of them, the pick on tune rows at seed 0, seeds 1 and 2 at the pick), sized so that one
-GPU settles it within a call or two: ``--grid-pairs`` training pairs per run (2**14 by default, at B = 256: 64
-steps) from MiniLM-L6 on en-fr Bible verses, each verse its meaning id.
-
-Every run appends to ``--grid-out`` (a results file of ``common.Results``), so a call cut short, or a second call on
-the same machine, goes on where the last stopped; a run starts only if its arm's time so far fits in what is left.
-Every run is scored on the tune rows (1,000 held-out pairs, both ways) and on the test rows (every other held-out
-pair, 4,801); the chooser reads tune alone (`protocol.tune_view`).
+every arm under the tuning protocol of ``protocol.py``, ``--grid-pairs`` training pairs per run (2**14 by default, at
+B = 256: 64 steps) from MiniLM-L6 on en-fr Bible verses, each verse its meaning id. Every run appends to
+``--grid-out`` (``common.Results``), so a call cut short goes on where it stopped; a run starts only if its arm's
+time so far fits in what is left. Each run is scored on tune and test rows; the chooser reads tune alone.
 
     HF_HUB_OFFLINE=1 python benchmarks/gpu_suite.py --parts queue_grid --out c.json   # runs in c_grid.json
 """

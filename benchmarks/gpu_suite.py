@@ -1,34 +1,13 @@
 """Every GPU figure in two commands: run it first whenever a GPU is at hand (about 11 minutes on one H100, more
 than one 10-minute call holds, so in two calls with ``--parts``)::
 
-    HF_HUB_OFFLINE=1 python benchmarks/gpu_suite.py --parts cuda_tests training_step cached_memory queue_floor \
+    HF_HUB_OFFLINE=1 python benchmarks/gpu_suite.py --parts cuda_tests training_step cached_memory queue_floor \\
         --out a.json
     HF_HUB_OFFLINE=1 python benchmarks/gpu_suite.py --parts encoding demo queue_grid --out b.json
 
-Parts, in this order, each timed; a part that the time left cannot hold is skipped with a note, and a part that
-fails is recorded with its error, so one JSON and one Markdown table always come out, written after every part (a
-call cut short keeps the parts it finished):
-
-1. ``cuda_tests``: the test suite's device paths (``pytest -m cuda``: bf16 autocast with float32 scores and EMA, the
-   queue on the device, save / resume there, the blocked queue's gradient against float64);
-2. ``training_step``: DualMomentumModel (one shared encoder, one per language, GradCache), MomentumQueueLoss and
-   CachedMomentumQueueLoss against sentence-transformers' ``MultipleNegativesRankingLoss`` and
-   ``CachedMultipleNegativesRankingLoss`` (both directions, mini-batches of 64), at batch 256 and 1,024, from MiniLM-L6
-   and a BERT-base-sized configuration, queues of 65,536 and 409,600 keys in their default storage (bfloat16 on a
-   GPU), meaning ids as labels: every arm's forward under bf16 autocast as the Trainer's ``bf16=True`` wraps it, every
-   arm in train mode, timed interleaved (rounds of steps of each arm in turn); seconds per step, the ratio to MNRL,
-   peak memory counting everything an arm holds (model, momentum copy, queues, optimizer state, activations), the
-   EMA's share; then ``cached_memory``: CachedMomentumQueueLoss against CachedMNRL at batch 64 in mini-batches of 8;
-3. ``queue_floor``: the queue's added time (both directions, forward and backward) against its floor, the bfloat16
-   matrix products of the same shapes (float32 accumulation) that scoring a bfloat16 queue needs;
-4. ``encoding``: sentences per second of hf_xlsr's bf16 path against ``SentenceTransformer.encode`` with the model
-   in bfloat16 (and in float32, for reference); then mining up to 409,600 distinct sentences per side, as many as
-   the part's time holds (two verses joined, `mining_sides`): encoded on the GPU, searched by ``mine``'s ``auto``
-   (every vector on the GPU where it holds them, `hf_xlsr.evaluation.mining.device`; faiss on the CPU below
-   50,000), the share of gold pairs found;
-5. ``demo``: ``examples/demo.py`` on the GPU (its time and held-out figures);
-6. ``queue_grid``: the queue against large batches under the tuning protocol, every arm in bf16, resumable across
-   calls (``gpu_grid.py``).
+Its parts, in this order, and what each measures are on the report's GPU page (docs/benchmarks/gpu.md); each is
+timed, one that the time left cannot hold is skipped with a note, and the JSON and Markdown reports are written after
+every part (a call cut short keeps the parts it finished).
 
 ``--dry-run`` runs every part at toy size on the CPU (the test suite runs it): it proves the code, not the figures.
 

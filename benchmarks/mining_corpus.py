@@ -1,17 +1,10 @@
 """The corpus, the peer and the scores shared by the mining benchmarks (``bench_mining_e2e.py``,
 ``bench_mining_scale.py``, ``bench_mining_engines.py``).
 
-The corpus is the whole offline Bible (31 translations, read at run time, never stored in the repository): 5,000
-verse numbers are the gold pairs, English (World English Bible) on the source side and French (Louis Segond) on the
-target side; the other verse numbers are split in two halves, one for each side, and every translation of a verse of
-a side's half goes into that side, so the gold pairs are the only translations across the two sides (409,226 source
-and 409,224 target sentences), cached as text files under ``benchmarks/.cache/mining_large``. A size of N sentences
-per side takes N / 20 gold pairs and fills each side with its first other sentences (``subsample``).
-
-The peer (``peer_mine``) is the approach of sentence-transformers' ``examples/.../parallel-sentence-mining/
-bitext_mining.py`` with ``bitext_mining_utils.py``, written out from its description: faiss IVF with
-``min(32768, n / 1000)`` lists and 3 probes, the ratio margin scored candidate by candidate in a
-Python loop, ``max`` retrieval, greedy one-to-one pairing.
+The corpus (the whole offline Bible, 5,000 gold en-fr pairs the only translations across the two sides, cached as
+text files under ``benchmarks/.cache/mining_large``; ``subsample`` takes N a side) and the peer (``peer_mine``: the
+approach of sentence-transformers' ``parallel-sentence-mining/bitext_mining.py``, written out from its description)
+are described on the report's mining page (docs/benchmarks/mining.md).
 """
 
 from __future__ import annotations

@@ -3,22 +3,13 @@ sentence-transformers' ``MultipleNegativesRankingLoss``, each arm at its best un
 (``protocol.py``): seed 0 runs the grid of learning rates and temperatures and is scored on *tune* rows; seeds 1 and 2
 run at the pick; the pick's three models are scored on *test* rows, every arm encoding them in bfloat16 weights.
 
-Data: ``--train-data`` (the Bible by default; a JSON list joins sources pair by pair, e.g. the Bible and a catalogue
-corpus: ``'["bible", "corpus.jsonl"]'``) in ``--languages`` (the Bible's 22 by default), each paired with English; one
-recipe (``training_arguments``: steps, batch, warm-up and cosine decay, 64 tokens). Rows: the held-out Bible verses
-present in every one of the run's Bible languages, drawn in one order (``split_rows``): the ``--tune-rows`` after the
-first ``--tune-rows`` tune, every other one tests. Every model is saved (``--models``): seed 0's test figure is scored
-once its pick is known, and ``benchmarks/tatoeba.py`` scores Tatoeba (test data only, never a choice) on each pick's
-three models. A finished point never runs again; ``--checkpoint-steps N`` resumes one killed halfway exactly.
+``--train-data`` is the Bible by default (a JSON list joins sources pair by pair: ``'["bible", "corpus.jsonl"]'``),
+``--languages`` the Bible's 22, each paired with English; the rows and the recipe are on the report's languages page
+(docs/benchmarks/languages.md), which holds every command behind its figures. Every model is saved (``--models``),
+for ``tatoeba.py``; a finished point never runs again; ``--checkpoint-steps N`` resumes one killed halfway exactly.
 
     HF_HUB_OFFLINE=1 python benchmarks/multilingual_grid.py --threads 1 --grid mnrl hf_xlsr \\
         --models runs/multilingual_grid --out benchmarks/results/multilingual_grid.json   # resumable
-    # Tatoeba's languages from the Bible and the catalogues, each arm's 3 seeds at the 22-language grid's pick:
-    HF_HUB_OFFLINE=1 python benchmarks/multilingual_grid.py --threads 1 --grid mnrl --checkpoint-steps 40 \\
-        --train-data '["bible", "catalogues/corpus.jsonl"]' \\
-        --languages $(python benchmarks/catalogue_corpus.py --print-languages 100) \\
-        --picks-from benchmarks/results/multilingual_grid.json --models runs/tatoeba_118 \\
-        --out benchmarks/results/multilingual_118.json                     # and --grid hf_xlsr
     python benchmarks/multilingual_grid.py --report --out benchmarks/results/multilingual_grid.json
 """
 

@@ -1,20 +1,11 @@
 """How to draw the language pairs of a multilingual run: the sampling temperature alpha (p_k ~ n_k^alpha) and batches
 that mix the pairs against batches of one pair each.
 
-Data: English-centric Bible pairs of unequal size, as real parallel data are (each pair a quarter of the one before:
-en-fr 16,000 verse pairs, en-de 4,000, en-es 1,000, en-it 250; public-domain translations, training books only),
-written to one file per pair and trained through ``hf-xlsr train``'s pipeline (``train_data`` maps each pair to its
-file). Model: ``DualMomentumModel`` with one encoder for the five languages, from MiniLM-L6 (1,024-key queue,
-m = 0.99, tau = 0.04, AdamW 2e-4, the setting claim 1 found best), 300 steps of 16 pairs. Arms differ in one setting:
+The arms (``ARMS``: ``language_sampling_alpha`` 0, 0.5 and 1 in mixed batches, and 0.5 in batches of one pair), the
+unbalanced English-centric Bible pairs they train on through ``hf-xlsr train``'s pipeline, and the scores are on the
+report's languages page (docs/benchmarks/languages.md).
 
-* ``alpha0``, ``alpha0.5``, ``alpha1``: ``language_sampling_alpha`` 0 (pairs uniform), 0.5, 1 (in proportion to
-  their sizes), batches that mix the pairs;
-* ``alpha0.5_one_pair``: alpha 0.5, each batch from one pair.
-
-Scored on 1,000 held-out verses in all five languages (books never trained on): retrieval of each language against
-English both ways (``trained``: the mean over the four pairs) and between the non-English languages (``zero_shot``).
-
-    HF_HUB_OFFLINE=1 python benchmarks/multilingual_sampling.py --threads 1 \
+    HF_HUB_OFFLINE=1 python benchmarks/multilingual_sampling.py --threads 1 \\
         --out benchmarks/results/multilingual_sampling.json           # resumable: finished runs are skipped
 """
 
@@ -28,7 +19,7 @@ from pathlib import Path
 
 import torch
 import yaml
-from common import ENCODERS, Results, machine, print_summary
+from common import ENCODERS, Results, machine
 
 SIZES = {"fr": 16_000, "de": 4_000, "es": 1_000, "it": 250}
 ARMS = {
@@ -130,7 +121,6 @@ def main() -> None:
                 results.add({"arm": arm, "seed": seed, "train_seconds": round(time.time() - began), **scores})
                 print(json.dumps({"arm": arm, "seed": seed, **{k: v for k, v in scores.items() if k != "directions"}}),
                       flush=True)  # fmt: skip
-    print_summary(results, ["trained", "zero_shot", *SIZES])
 
 
 if __name__ == "__main__":

@@ -10,14 +10,8 @@ nor the benchmarks' other modules, and runs in an environment of its own, made f
 ``bench_encoding.py --peer-python peer/bin/python`` starts it as ``peer_encoder.py MODEL THREADS CALIBRATION`` and
 then writes one line of JSON per request on its stdin, ``{"arm": ..., "texts": file, "out": file}``; the script
 encodes the sentences of that JSON file (a list) with that arm, writes the vectors to ``out`` (``.npy``, float32,
-normalised) and answers one line. Before its first answer it prepares its arms, outside any clock:
-
-* ``sentence-transformers openvino``: ``SentenceTransformer(model, backend="openvino")``;
-* ``sentence-transformers openvino int8``: ``export_static_quantized_openvino_model`` (post-training static int8,
-  calibrated on CALIBRATION's sentences, a text file, one per line, none of them among the evaluated ones), loaded
-  back with ``backend="openvino"``.
-
-Both run on THREADS threads (``ov_config={"INFERENCE_NUM_THREADS": THREADS}``), cut sentences at 128 tokens and
+normalised) and answers one line. Before its first answer it prepares its arms (``ARMS``; the report's encoding page
+says what each is), outside any clock; both run on THREADS threads, cut sentences at 128 tokens and
 encode in batches of 32, as the benchmark's other arms do.
 """
 

@@ -1,15 +1,7 @@
 """The tuning protocol of every benchmark that chooses a setting, written once (the report's first page says it in
-words):
-
-* **Rows.** Training pairs come from the Bible's training books; the held-out books' verses, drawn in one order
-  (``seed 0``), are cut into ``tune`` rows and ``test`` rows that share no verse (`split_rows`). A choice reads
-  ``tune`` only; a reported figure reads ``test`` only.
-* **Grid.** Every arm, ours and the peers', runs the same learning rates (`LEARNING_RATES`, 8x from the lowest to the
-  highest, before an arm's batch rule) at the first temperature, and half or twice the best rate while it is the lowest
-  or the highest run (`EXTENSIONS` steps at most), then every other temperature (`TEMPERATURES`: MNRL's scale 25 and
-  its default 20) at its best rate: a coordinate search, the same for every arm, at seed 0.
-* **Pick.** Seed 0's best ``tune`` score picks the arm's rate and temperature (`pick`, which is handed the ``tune``
-  scores alone); seeds 1 and 2 run at the pick, and the arm's figure is the mean over the three seeds on ``test``.
+words, docs/benchmarks/index.md): tune and test rows that share no verse (`split_rows`); the same grid of learning
+rates and temperatures for every arm at seed 0 (`LEARNING_RATES`, `EXTENSIONS`, `TEMPERATURES`); the
+pick on tune scores alone (`pick`, handed `tune_view`); seeds 1 and 2 at the pick, the figure their mean on test.
 
 `next_jobs` says what an arm still has to run, so that a grid resumes from its results file.
 """

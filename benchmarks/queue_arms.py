@@ -1,12 +1,9 @@
 """The arms of ``bench_queue_vs_batch.py``: what each is (``ARMS``, its learning-rate rule: ``spec``), the pairs it
 trains on, the held-out sets that score it, and the trainer that runs it (``build``), each from the same start.
 
-| arm | what |
-| --- | --- |
-| ``mnrl_B`` | ``MultipleNegativesRankingLoss``, batch B |
-| ``cmnrl_8B`` / ``cmnrl_32B`` | ``CachedMultipleNegativesRankingLoss``, batch 8B / 32B, mini-batch B |
-| ``mql_K32B`` / ``mql_K256B`` | ``MomentumQueueLoss``, batch B, queue of 32B / 256B keys, momentum 0.99 |
-| ``dmm_K32B`` / ``dmm_K256B`` | ``DualMomentumModel`` under ``XlsrTrainer``, batch B, the same queues |
+``ARMS`` says what each arm is and ``LABELS`` names it: MNRL at batch B, CachedMNRL at 8B or 32B in mini-batches of
+B, ``MomentumQueueLoss`` and ``DualMomentumModel`` (under ``XlsrTrainer``) at batch B with queues of 32B or 256B keys
+at momentum 0.99, and the cached queue at 8B.
 
 With ``--languages`` naming more than two languages (the Bible's 22: ``en fr de ... zh``) the pairs are
 English-centric, the first language with each other one, stacked and drawn from all of them; every row carries its

@@ -24,9 +24,6 @@ from report import (
     languages,
     mining,
     mining_scale,
-    papers,
-    papers_cmlm_hictl,
-    papers_lightweight,
     queue,
     tatoeba,
 )
@@ -34,8 +31,7 @@ from report import (
 HERE = Path(__file__).resolve().parent
 DOCUMENTS = [HERE.parent / "README.md", *sorted((HERE.parent / "docs" / "benchmarks").glob("*.md"))]
 BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /generated -->)", re.DOTALL)
-PAGES = (index, queue, papers, papers_lightweight, papers_cmlm_hictl, languages, tatoeba, cost, encoding, mining,
-         mining_scale, gpu)  # fmt: skip
+PAGES = (index, queue, languages, tatoeba, cost, encoding, mining, mining_scale, gpu)
 TABLES = {name: make for page in PAGES for name, make in page.TABLES.items()}
 
 

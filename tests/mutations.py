@@ -594,14 +594,11 @@ MUTATIONS = [
              "args.max_length,\n                           temperature=args.temperature)  # fmt: skip\n"
              "        reset_peak()\n        unbuilt = memory_mb(\"VmRSS\")\n",
              QUEUE_VS_BATCH + "test_the_memory_a_queue_arm_holds_counts_its_momentum_copy"),
-    Mutation("contrasts_paired_over_sorted_values", "benchmarks/report/shared.py::claim_contrasts",
-             "a, b = (list(side) for side in zip(*paired(runs, arm, base, key, base_key).values(), strict=True))",
-             "a, b = (sorted(side) for side in zip(*paired(runs, arm, base, key, base_key).values(), strict=True))",
-             "tests/benchmarks/test_readme_tables.py::test_a_claims_contrast_pairs_runs_by_seed_on_the_seeds_both_arms_ran"),
     Mutation("pairs_over_the_seeds_either_arm_ran", "benchmarks/compare.py::paired",
              "seeds = sorted(by_side[0].keys() & by_side[1].keys())",
              "seeds = sorted(by_side[0].keys() | by_side[1].keys())",
-             "tests/benchmarks/test_readme_tables.py::test_a_claims_contrast_pairs_runs_by_seed_on_the_seeds_both_arms_ran"),
+             "tests/benchmarks/test_readme_tables.py::"
+             "test_two_arms_are_paired_on_the_seeds_both_ran_and_summarised_by_their_sample_spread"),
     Mutation("momentum_copy_copies_the_tokenizer", "hf_xlsr/modeling/ema.py::momentum_copy",
              "                shared[id(tokenizer)] = tokenizer", "                pass",
              "tests/test_st_loss.py::test_the_momentum_copy_owns_its_weights_and_shares_the_tokenizer"),
@@ -707,9 +704,13 @@ MUTATIONS = [
              'value = {"r": root, "p": min(root // 12, 64)}', 'value = {"r": root, "p": root // 12}',
              "tests/benchmarks/test_bench_mining_scale.py::"
              "test_a_rule_setting_fills_its_lists_and_probes_and_their_multiples"),
+    Mutation("interleaved_rounds_in_one_order", "benchmarks/common.py::interleaved",
+             "list(runs)[:: -1 if palindromic and round_ % 2 else 1]", "list(runs)",
+             RESULTS_FILE + "test_arms_are_timed_in_turn_the_order_reversed_every_other_round"),
     Mutation("pooled_seeds_population_spread", "benchmarks/common.py::mean_and_spread",
              "statistics.stdev(values) if len", "statistics.pstdev(values) if len",
-             "tests/benchmarks/test_readme_tables.py::test_a_claim_table_summarises_each_arms_first_seeds"),
+             "tests/benchmarks/test_readme_tables.py::"
+             "test_two_arms_are_paired_on_the_seeds_both_ran_and_summarised_by_their_sample_spread"),
     Mutation("joined_report_keeps_a_later_skip", "benchmarks/gpu_suite.py::join",
              'if not part["status"].startswith("skipped") or name not in joined["parts"]:', "if True:",
              "tests/benchmarks/test_gpu_suite.py::test_reports_of_two_calls_join_into_one"),
@@ -1079,9 +1080,6 @@ MUTATIONS = [
              "for _, scores in runs.values())", "for _, scores in list(runs.values())[:1])",
              "tests/benchmarks/test_readme_tables.py::"
              "test_the_per_language_tatoeba_table_marks_what_each_model_trained_on_and_names_those_below_the_start"),
-    Mutation("claim_caption_of_every_run", "benchmarks/report/shared.py::claim_table",
-             'caption(name, record["setup"], shown)', 'caption(name, record["setup"], runs)',
-             "tests/benchmarks/test_readme_tables.py::test_a_claim_table_summarises_each_arms_first_seeds"),
     Mutation("gpu_grid_one_rate_for_every_point", "benchmarks/gpu_grid.py::queue_grid",
              "pairs // batch, float(rate),", "pairs // batch, 2e-4,",
              "tests/benchmarks/test_gpu_suite.py::"

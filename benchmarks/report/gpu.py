@@ -1,4 +1,4 @@
-"""The blocks of the GPU pages (docs/benchmarks/gpu.md, gpu_claims.md)."""
+"""The blocks of the GPU page (docs/benchmarks/gpu.md)."""
 
 from __future__ import annotations
 
@@ -50,20 +50,16 @@ def markdown(report: dict) -> str:
     if "sentences_per_second" in encoding:
         rates = encoding["sentences_per_second"]
         lines += ["", f"| encoding {encoding['sentences']:,} verses | sentences / s |", "| --- | ---: |"]
-        older = {"sentence-transformers": "sentence-transformers, float32"}  # the one peer of the suite before bf16
-        lines += [f"| {older.get(name, name)} | {rate:,.0f} |" for name, rate in rates.items()]
-        peer = rates.get("sentence-transformers_bf16")  # a report before the bf16 peer has none
-        if peer:
-            lines.append(f"\nhf_xlsr's bf16 at {rates['hf_xlsr_bf16'] / peer:.2f} × sentence-transformers' bf16")
+        lines += [f"| {name} | {rate:,.0f} |" for name, rate in rates.items()]
+        lines.append(f"\nhf_xlsr's bf16 at {encoding['ratio']:.2f} × sentence-transformers' bf16")
     mining = encoding.get("mining")
     if mining and "skipped" in mining:
         lines.append(f"\nmining skipped: {mining['skipped']}")
     elif mining:
-        gold = (f", {mining['gold_found']:.1%} of the gold pairs found" if "gold_found" in mining
-                else ", the Bible's verses repeated (no gold pairs)")  # fmt: skip
         lines.append(
             f"\nmining {mining['per_side']:,} sentences per side: {mining['encode_seconds']:.0f} s encoding "
-            f"(GPU), {mining['search_seconds']:.0f} s search (on the {mining['faiss']}){gold}"
+            f"(GPU), {mining['search_seconds']:.0f} s search (on the {mining['faiss']}), "
+            f"{mining['gold_found']:.1%} of the gold pairs found"
         )
     return "\n".join(lines) + "\n"
 
@@ -140,37 +136,6 @@ def gpu_step_findings(name: str = "gpu_suite_h200_bf16.json") -> str:
 
 TABLES: dict[str, Callable[[], str]] = {
     "gpu-suite-h200-bf16": lambda: gpu_suite_table("gpu_suite_h200_bf16.json"),
-    "lightweight-lsim-h100-contrasts": lambda: shared.claim_contrasts(
-        "claim_lightweight_fullsize_h100.json",
-        [("ugt+align+sim@sim_weight=0.015625", "ugt+align"), ("ugt+align+sim", "ugt+align")],
-        ("bible", "bible_en2fr", "bible_fr2en", "probe_en2en", "probe_en2fr"),
-        2,
-    ),
-    "lightweight-table6-h100-contrasts": lambda: shared.claim_contrasts(
-        "claim_lightweight_table6_h100.json",
-        [("mlm_xtr", "ugt"), ("ugt", "xtr"), ("xtr", "mlm"), ("mlm", "smlm")],
-        places=2,
-    ),
     "gpu-step-summary": gpu_step_summary,
     "gpu-step-findings": gpu_step_findings,
-    "lightweight-lsim-h100": lambda: shared.claim_table(
-        "claim_lightweight_fullsize_h100.json",
-        "| arm (H100; width 512, batch 128, 394 steps) | L_sim weight | seeds | en→fr | fr→en "
-        "| retrieval mean ± spread | probe en→en | probe en→fr |",
-        shared.lsim_rows("0.015625", 128),
-        ["seeds", "en→fr", "fr→en", "mean", "probe en→en", "probe en→fr"],
-    ),
-    "lightweight-table6-h100": lambda: shared.claim_table(
-        "claim_lightweight_table6_h100.json",
-        "| arm (H100; width 512, batch 128, 1,182 steps) | seeds | en→fr | fr→en | retrieval mean ± spread | per seed "
-        "| probe en→en | probe en→fr |",
-        [
-            ("mlm", "`mlm`"),
-            ("smlm", "`smlm`"),
-            ("xtr", "`xtr`"),
-            ("mlm_xtr", "`mlm_xtr` (MLM ⊕ XTR)"),
-            ("ugt", "`ugt` (SMLM ⊕ XTR)"),
-        ],
-        shared.LIGHTWEIGHT,
-    ),
 }

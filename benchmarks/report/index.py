@@ -41,7 +41,7 @@ def tatoeba_verdicts() -> str:
 
 
 def questions_summary() -> str:
-    """What hf_xlsr adds beyond the papers, one row per question: the figures from the results files of the 22-language
+    """What hf_xlsr measured, one row per question: the figures from the results files of the 22-language
     model, the language sampling and the step on 22 languages; the rows whose figures are a whole table name its
     section."""
     sys.path.insert(0, str(shared.HERE))
@@ -96,91 +96,6 @@ def questions_summary() -> str:
     return "\n".join(lines + [f"| {' | '.join(row)} |" for row in rows]) + "\n"
 
 
-def claims_summary() -> str:
-    """The papers' claims, one row each: what the paper reports, what hf_xlsr measured (from the claims' results
-    files), and the verdict its report page reaches."""
-    sys.path.insert(0, str(shared.HERE))
-    from common import mean_and_spread, mean_text
-    from scipy.stats import ttest_1samp
-
-    def values(name: str, arm: str, key: str = "bible") -> dict[int, float]:
-        return {r["seed"]: r[key] for r in shared.load(name)["runs"] if r["arm"] == arm and key in r}
-
-    def stat(name: str, arm: str, key: str = "bible", places: int = 1, scale: float = 100) -> str:
-        return mean_text(list(values(name, arm, key).values()), scale, places)
-
-    def mean(name: str, arm: str, key: str = "bible", scale: float = 100) -> float:
-        return scale * statistics.fmean(values(name, arm, key).values())
-
-    def paired(name: str, arm: str, base: str, places: int = 1) -> tuple[str, int, float]:
-        a, b = values(name, arm), values(name, base)
-        differences = [100 * (a[seed] - b[seed]) for seed in a if seed in b]
-        m, spread, n = mean_and_spread(differences)
-        return f"{m:+.{places}f} ± {spread:.{places}f}", n, float(ttest_1samp(differences, 0).pvalue)
-
-    def paired_mean(name: str, arm: str, base: str) -> float:
-        a, b = values(name, arm), values(name, base)
-        return statistics.fmean(100 * (a[seed] - b[seed]) for seed in a if seed in b)
-
-    moco, e5 = "claim_moco_minilm_en_fr_lr2e-4.json", "claim_moco_e5_en_fr.json"
-    extension, extension_2e4 = "claim_queue_extension.json", "claim_queue_extension_lr2e-4.json"
-    lightweight, h100, long = (
-        "claim_lightweight.json",
-        "claim_lightweight_fullsize_h100.json",
-        "claim_lightweight_long.json",
-    )
-    cmlm, hictl = "claim_cmlm.json", "claim_hictl_minilm.json"
-    cmlm_queue, _, _ = paired(extension_2e4, "cmlm K=512", "cmlm K=0")
-    hictl_queue, hictl_seeds, _ = paired(extension_2e4, "hictl K=512", "hictl K=0")
-    lsim, lsim_seeds, lsim_p = paired(h100, "ugt+align+sim@sim_weight=0.015625", "ugt+align", places=2)
-    costs = [paired_mean(name, "ugt+align+sim", "ugt+align") for name in (lightweight, h100)]  # on the seeds of both
-    stage, stage_seeds, _ = paired(cmlm, "schedule cmlm->br per-stage lr 4000+900", "schedule br 900")
-    order = sorted(["mlm_xtr", "ugt", "xtr", "smlm", "mlm"], key=lambda arm: -mean(long, arm))
-    names = {"mlm_xtr": "MLM ⊕ XTR", "ugt": "UGT", "xtr": "XTR", "smlm": "SMLM", "mlm": "MLM"}
-    rows = [
-        ("MoCo-BERT: a longer queue helps (Figure 2)", "accuracy rises with K",
-         f"MiniLM-L6, 640 steps of 8, AdamW 2e-4: K = 8 / 128 / 1,024 → {stat(moco, 'K1B')} / {stat(moco, 'K16B')} / "
-         f"**{stat(moco, 'K128B')}%** (3 seeds); MNRL {stat(moco, 'mnrl')}%", "holds"),
-        ("MoCo-BERT: temperature 0.04 (Table 4)", "0.04 best",
-         f"{stat(moco, 'K128B')}% against {stat(moco, 'K128B_tau0.01')}% (0.01) and {stat(moco, 'K128B_tau0.1')}% "
-         "(0.1)", "holds"),
-        ("MoCo-BERT: momentum is needed (Table 5)", "no convergence without it",
-         f"m = 0: {stat(moco, 'K128B_m0', places=2)}% (chance 0.1%)", "holds"),
-        ("MoCo-BERT from multilingual-e5-small, en-fr", "—",
-         f"512-key queue {stat(e5, 'K64B_m0.98', places=2)}% against MNRL {stat(e5, 'mnrl', places=2)}%", "holds"),
-        ("A queue for the other models (hf_xlsr's extension)", "—",
-         f"lightweight {mean(extension, 'lightweight K=1024') - mean(extension, 'lightweight K=0'):+.1f} points; "
-         f"CMLM's bitext retrieval {cmlm_queue} (2e-4); HICTL's L_S {hictl_queue} ({hictl_seeds} seeds)", "helps"),
-        ("Lightweight: L_align makes the space (Table 7)", "—",
-         f"UGT alone {stat(lightweight, 'ugt')}%; with L_align {stat(lightweight, 'ugt+align')}%", "holds"),
-        ("Lightweight: L_sim adds (Table 7)", "+0.3 to +0.9",
-         f"at the paper's weight {max(costs):.0f} to {min(costs):.0f} points; at 2/B {lsim} paired over {lsim_seeds} "
-         f"seeds (H100, p = {lsim_p:.3f})", "holds at 2/B only"),
-        ("Lightweight: UGT the best generative task (Table 6)", "UGT above MLM ⊕ XTR, XTR, SMLM, MLM",
-         "3,200 steps: " + " > ".join(f"{names[arm]} {mean(long, arm):.1f}" for arm in order) + "%", "does not hold"),
-        ("CMLM: the first sentence's vector is read (Section 2)", "—",
-         f"held-out loss {mean(cmlm, 'cmlm', 'cmlm_loss_true_first', 1):.2f} nats with it, "
-         f"{mean(cmlm, 'cmlm', 'cmlm_loss_shuffled_first', 1):.2f} with another row's", "holds"),
-        ("CMLM: a CMLM stage helps bitext retrieval; S3 best (Table 4)", "S3 best",
-         f"4,000-step stage {stage} points paired ({stage_seeds} seeds)", "cannot show at this budget"),
-        ("CMLM: principal-component removal cuts language bias (Section 5.2)", "less same-language retrieval",
-         f"own-language neighbours e.g. {mean(cmlm, 'schedule cmlm+br', 'own_language_top1_before_pcr'):.1f}% → "
-         f"{mean(cmlm, 'schedule cmlm+br', 'own_language_top1_after_pcr'):.1f}%, retrieval unchanged", "holds"),
-        ("HICTL: the sentence-level contrast (Section 3.1)", "—",
-         f"[CLS] retrieval {stat(hictl, 'tlm')}% → {stat(hictl, 'tlm+ls')}%", "holds"),
-        ("HICTL: the word-level contrast adds (Section 3.1)", "—",
-         f"{mean(hictl, 'tlm+ls+lw') - mean(hictl, 'tlm+ls'):+.1f} at the paper's sampling; "
-         f"{mean(hictl, 'tlm+ls+lw_tau0.05') - mean(hictl, 'tlm+ls_tau0.05'):+.1f} "
-         f"({mean(hictl, 'tlm+ls_tau0.05'):.1f} → {mean(hictl, 'tlm+ls+lw_tau0.05'):.1f}%) with hard negatives at "
-         "temperature 0.05", "holds at 0.05 only"),
-        ("HICTL: similarity fusion helps translation (Section 3.2)", "—",
-         f"chrF {stat(hictl, 'translation without fusion', 'chrf', scale=1)} → "
-         f"{stat(hictl, 'translation with fusion', 'chrf', scale=1)}; BLEU within the spread", "holds (chrF)"),
-    ]  # fmt: skip
-    lines = ["| paper: claim | what the paper reports | hf_xlsr measured | verdict |", "| --- | --- | --- | --- |"]
-    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows]) + "\n"
-
-
 def reliability(name: str = "reliability.json") -> str:
     sys.path.insert(0, str(shared.HERE))
     from reliability import summary
@@ -196,5 +111,4 @@ TABLES: dict[str, Callable[[], str]] = {
     "reliability": reliability,
     "questions-summary": questions_summary,
     "tatoeba-verdicts": tatoeba_verdicts,
-    "claims-summary": claims_summary,
 }

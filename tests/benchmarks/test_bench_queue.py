@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import sys
 import time
 from pathlib import Path
 
@@ -125,7 +126,7 @@ def test_the_third_ratio_is_the_added_time_over_the_stored_products_time(bench, 
         return {w: functools.partial(pause, pairs=round(2 * size / w)) for w in (1024, 2048, 4096, 8192)}
 
     monkeypatch.setattr(functional, "info_nce", timed_info_nce)
-    monkeypatch.setattr(bench, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
+    monkeypatch.setattr(sys.modules["common"], "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
     monkeypatch.setattr(bench, "stored_products", fake_stored)
     monkeypatch.setattr(bench, "floor_products", fake_floors)
     result = bench.one_configuration("blocked", 4096, 4, "float32", 5, 0)

@@ -61,52 +61,28 @@ def test_a_lead_is_read_against_the_fastest_peer_path_that_loses_no_more():
     assert "| `openvino` | " in table and "| sentence-transformers openvino int8 | 0.72 | behind |" in table
 
 
-def test_a_claim_table_summarises_each_arms_first_seeds(monkeypatch):
+def test_two_arms_are_paired_on_the_seeds_both_ran_and_summarised_by_their_sample_spread(monkeypatch):
+    """``compare.paired`` keeps the seeds both arms ran, in seed order; ``mean_text`` writes mean ± the sample
+    standard deviation (by hand); a table's caption names the days of the runs it shows, without their times."""
     sys.path.insert(0, str(BENCHMARKS))
+    from common import mean_text
+    from compare import paired
     from report import shared
 
-    def run(arm, seed, bible, seconds):
-        return {"arm": arm, "seed": seed, "bible": bible, "bible_en2fr": bible + 0.01, "bible_fr2en": bible - 0.01,
-                "probe_en2en": 0.5, "probe_en2fr": 0.25, "train_seconds": seconds}  # fmt: skip
-
-    runs = [run("a", 2, 0.70, 1500), run("a", 0, 0.60, 1000), run("a", 1, 0.65, 1200), run("b", 0, 0.123, 90)]
-    for one, day in zip(
-        runs, ("2026-11-30 10:00", "2026-11-22 09:00", "2026-11-23 23:59", "2026-11-22 18:00"), strict=True
-    ):
-        one["finished"] = day
-    monkeypatch.setattr(shared, "load", lambda name: {"setup": {"machine": "the CPU"}, "runs": runs})
-    table = shared.claim_table("x.json", "| arm | what | seeds | mean | per seed | train s |",
-                                      [("a", "`a`", "first"), ("b", "`b`", "second")],
-                                      ["seeds", "mean", "per seed", "train s"], seeds=2).splitlines()  # fmt: skip
-    # seeds 0 and 1 of a (not 2): mean 62.5, sample standard deviation 3.5355 -> 3.5; b: one seed, no spread
-    assert table[1:] == ["| --- | --- | ---: | ---: | --- | --- |",
-                         "| `a` | first | 2 | 62.5 ± 3.5 | 60, 65 | 1,000, 1,200 |",
-                         "| `b` | second | 1 | 12.3 | 12.3 | 90 |", "",
-                         "`benchmarks/results/x.json`; the CPU; 2026-11-22, 2026-11-23."]  # fmt: skip
-    # the caption's days are those of the runs shown (seed 2 of a, finished on 2026-11-30, is not), without times
-
-
-def test_a_claims_contrast_pairs_runs_by_seed_on_the_seeds_both_arms_ran(tmp_path, monkeypatch):
-    """The paired difference is taken seed by seed over the seeds both arms ran (not over sorted values, not over one
-    arm's extra seeds), checked against scipy's paired t-test and by hand."""
-    sys.path.insert(0, str(BENCHMARKS))
-    import json
-
-    from report import shared
-    from scipy.stats import ttest_rel
-
-    a = {0: 0.70, 1: 0.60, 2: 0.75, 3: 0.10}  # seed 3: this arm only
-    b = {0: 0.65, 1: 0.62, 2: 0.66}
+    a = {3: 0.10, 0: 0.70, 2: 0.75, 1: 0.60}  # seed 3: this arm only
+    b = {0: 0.65, 2: 0.66, 1: 0.62, 4: 0.99}  # seed 4: this arm only
     runs = [{"arm": "a", "seed": s, "bible": v} for s, v in a.items()] + [
-        {"arm": "b", "seed": s, "bible": v} for s, v in b.items()
+        {"arm": "b", "seed": s, "bible": v, "finished": f"2026-11-2{s} 23:59"} for s, v in b.items()
     ]
-    (tmp_path / "claim.json").write_text(json.dumps({"runs": runs}))
-    monkeypatch.setattr(shared, "RESULTS", tmp_path)
-    line = shared.claim_contrasts("claim.json", [("a", "b")], places=2)
-    # by hand: +5, -2 and +9 points, mean 4, sample standard deviation sqrt((1 + 36 + 25) / 2) = 5.57
-    assert "paired +4.00 ± 5.57 points (3 seeds: +5.00, -2.00, +9.00" in line
-    assert f"p = {ttest_rel([a[s] for s in (0, 1, 2)], [b[s] for s in (0, 1, 2)]).pvalue:.3f}" in line
-    assert "68.33 ± 7.64 against 64.33 ± 2.08" in line and "the seeds' ranges meet" in line
+    pairs = paired(runs, "a", "b", "bible")
+    assert pairs == {0: (0.70, 0.65), 1: (0.60, 0.62), 2: (0.75, 0.66)}
+    # by hand: +5, -2 and +9 points, mean 4, sample standard deviation sqrt((1 + 36 + 25) / 2) = 5.568
+    assert mean_text([x - y for x, y in pairs.values()], places=2) == "4.00 ± 5.57"
+    assert mean_text([0.5]) == "50.0"  # one value: no spread
+    shown = [run for run in runs if run["arm"] == "b" and run["seed"] < 2]
+    assert shared.caption("x.json", {"machine": "the CPU"}, shown) == (
+        "\n`benchmarks/results/x.json`; the CPU; 2026-11-20, 2026-11-21.\n"
+    )
 
 
 def test_the_tatoeba_table_averages_each_model_over_the_languages_it_shares_with_each_column(tmp_path, monkeypatch):

@@ -56,3 +56,35 @@ def test_a_run_another_process_added_is_skipped_and_the_skip_is_said(Results, tm
     other.add({"arm": "queue", "seed": 2, "accuracy": 0.9})
     assert mine.done("queue", 2)
     assert f"queue, seed 2: skipped, {path} holds it" in capsys.readouterr().err
+
+
+def test_arms_are_timed_in_turn_the_order_reversed_every_other_round(monkeypatch):
+    """``common.interleaved`` on a clock that only the arms move: A takes 1 s, B 2 s, C 4 s; three rounds run
+    A B C, C B A, A B C (palindromic) or A B C three times, each arm's seconds are its own, ``sync`` brackets every
+    call and the first call's return value is kept."""
+    import types
+
+    monkeypatch.syspath_prepend(BENCHMARKS)
+    import common
+
+    clock, calls = [0.0], []
+
+    def arm(name: str, seconds: float):
+        def run():
+            calls.append(name)
+            clock[0] += seconds
+            return f"{name}{len(calls)}"
+
+        return run
+
+    monkeypatch.setattr(common, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
+    runs = {"A": arm("A", 1.0), "B": arm("B", 2.0), "C": arm("C", 4.0)}
+    synced = []
+    seconds, first = common.interleaved(runs, 3, sync=lambda: synced.append(len(calls)))
+    assert calls == list("ABCCBAABC")
+    assert seconds == {"A": [1.0, 1.0, 1.0], "B": [2.0, 2.0, 2.0], "C": [4.0, 4.0, 4.0]}
+    assert first == {"A": "A1", "B": "B2", "C": "C3"}
+    assert synced == [0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9]
+    calls.clear()
+    common.interleaved(runs, 3, palindromic=False)
+    assert calls == list("ABCABCABC")
