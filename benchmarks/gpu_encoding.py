@@ -75,8 +75,8 @@ def encoding(args, device: torch.device, seconds: float) -> dict:
     arms = {name: (lambda m=model: m.encode(texts, batch_size=256, normalize_embeddings=True))
             for name, model in models.items()}  # fmt: skip
     arms["hf_xlsr_bf16"] = lambda: ours(texts, "en")
-    seconds, _ = interleaved(arms, 3, palindromic=False, sync=lambda: synchronize(device))
-    rate = {name: len(texts) / statistics.median(times) for name, times in seconds.items()}
+    times, _ = interleaved(arms, 3, palindromic=False, sync=lambda: synchronize(device))
+    rate = {name: len(texts) / statistics.median(each) for name, each in times.items()}
     result = {"sentences": n, "sentences_per_second": rate}
     result["ratio"] = rate["hf_xlsr_bf16"] / rate["sentence-transformers_bf16"]  # against the peer at its fastest
     print(json.dumps(result), flush=True)
