@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import shutil
 import tempfile
 import time
@@ -30,8 +31,17 @@ from protocol import PICK_SEED, SEEDS, grid_table, job, pick, point, run_grid
 from queue_arms import accuracy, evaluators
 
 LANGUAGES = "en fr de es it pt ru uk pl ro tr ar fa hi bn id vi tl sw ja ko zh".split()  # the Bible's 22
-ARMS = ("mnrl", "hf_xlsr")
-LABELS = {"mnrl": "MNRL, batch B", "hf_xlsr": "DualMomentumModel (one encoder, a queue of momentum keys)"}
+ARMS = ("mnrl", "hf_xlsr", "cmnrl_8B", "hictl")
+LABELS = {
+    "mnrl": "MNRL, batch B",
+    "hf_xlsr": "DualMomentumModel (one encoder, a queue of momentum keys)",
+    "cmnrl_8B": "CachedMNRL, batch 8B (lr × √8)",
+    "hictl": "HictlForPreTraining (L_S + L_W + TLM)",
+}
+HF_XLSR = ("hf_xlsr", "hictl")  # hf_xlsr's methods; the other arms are sentence-transformers' peers
+PAPER_TEMPERATURES = {"hictl": 1.0}  # HICTL scores by the plain cosine (its Eq. 2): run beside the grid's two
+LARGE_BATCH = {"cmnrl_8B": 8}  # batch k x B in mini-batches of B, steps / k (the same pairs), lr x sqrt(k)
+MODEL_TYPES = {"hf_xlsr": "dual_momentum", "hictl": "hictl"}  # the arms trained by `hf-xlsr train`'s pipeline
 START = "e5-small"  # the untrained start's arm in the results file
 TEST_BACKEND = "bf16"  # every arm's test rows encode in bfloat16 weights: 1.85x float32's speed on one thread here
 
@@ -79,17 +89,44 @@ def sentence_model(args, seed: int):
     return model
 
 
+def large_batch(arm: str, args) -> argparse.Namespace:
+    """An arm's settings at its batch (`LARGE_BATCH`: k times B, steps / k, so the same pairs, the rate times
+    sqrt(k), Adam's usual rule); ``args`` itself for the arms at B."""
+    k = LARGE_BATCH.get(arm, 1)
+    if k == 1:
+        return args
+    return argparse.Namespace(**{**vars(args), "batch_size": args.batch_size * k, "steps": args.steps // k,
+                                 "learning_rate": args.learning_rate * math.sqrt(k)})  # fmt: skip
+
+
 def train_sentence_transformers(arm: str, args, seed: int, output_dir: str, pairs, checkpoint_steps: int = 0):
+    """MNRL at B; CachedMNRL at 8B (GradCache in mini-batches of B, sentence-transformers' ``NO_DUPLICATES`` batches,
+    the sampler it recommends for in-batch negatives: a verse's English side in two pairs of one batch would be a
+    negative of itself); the make_multilingual recipe (``MSELoss``)."""
     from sentence_transformers import SentenceTransformerTrainer
-    from sentence_transformers.sentence_transformer.losses import MSELoss, MultipleNegativesRankingLoss
+    from sentence_transformers.base.sampler import BatchSamplers
+    from sentence_transformers.sentence_transformer.losses import (
+        CachedMultipleNegativesRankingLoss,
+        MSELoss,
+        MultipleNegativesRankingLoss,
+    )
     from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
 
+    base = args.batch_size
+    args = large_batch(arm, args)
+    if checkpoint_steps:  # as many pairs between checkpoints at any batch
+        checkpoint_steps = max(1, checkpoint_steps * base // args.batch_size)
     model = sentence_model(args, seed)
     # the pairs one run sees, steps x batch of them, drawn from all pairs (hf_xlsr's sampler draws as many)
     pairs = pairs.shuffle(seed=seed).select(range(args.steps * args.batch_size))
-    if arm == "mnrl":
-        loss = MultipleNegativesRankingLoss(model, scale=1 / args.temperature, partition_mode="per_direction",
-                                            directions=("query_to_doc", "doc_to_query"))  # fmt: skip
+    both = {"partition_mode": "per_direction", "directions": ("query_to_doc", "doc_to_query")}
+    extra = {}
+    if arm in ("mnrl", "cmnrl_8B"):
+        if arm == "mnrl":
+            loss = MultipleNegativesRankingLoss(model, scale=1 / args.temperature, **both)
+        else:
+            loss = CachedMultipleNegativesRankingLoss(model, scale=1 / args.temperature, mini_batch_size=base, **both)
+            extra["batch_sampler"] = BatchSamplers.NO_DUPLICATES
         train = pairs.select_columns(["source", "target"]).rename_columns({"source": "anchor", "target": "positive"})
     else:  # the make_multilingual recipe: both sentences onto the teacher's vector of the English one
         teacher = sentence_model(args, seed)  # the start itself
@@ -98,13 +135,24 @@ def train_sentence_transformers(arm: str, args, seed: int, output_dir: str, pair
         train = train.rename_columns({"source": "english", "target": "non_english"})
         train = train.add_column("label", vectors.tolist())
         loss = MSELoss(model)
-    arguments = SentenceTransformerTrainingArguments(**training_arguments(args, output_dir, seed, checkpoint_steps))
+    arguments = SentenceTransformerTrainingArguments(
+        **training_arguments(args, output_dir, seed, checkpoint_steps), **extra
+    )
     trainer = SentenceTransformerTrainer(model=model, args=arguments, train_dataset=train, loss=loss)
     trainer.train(resume_from_checkpoint=last_checkpoint(output_dir))
     return model
 
 
-def train_hf_xlsr(args, seed: int, output_dir: str, checkpoint_steps: int = 0):
+def model_config(arm: str, args) -> dict:
+    """The ``model_config`` of an arm trained by hf_xlsr: DualMomentumModel with one encoder and a queue; HICTL
+    with its three losses, its paper's pooling (the first token) and a fresh LM head on the start (e5 has none)."""
+    if arm == "hictl":
+        return {"temperature": args.temperature}
+    return {"shared_encoder": True, "queue_size": args.queue_size, "momentum": args.momentum,
+            "temperature": args.temperature}  # fmt: skip
+
+
+def train_hf_xlsr(args, seed: int, output_dir: str, checkpoint_steps: int = 0, arm: str = "hf_xlsr"):
     """Through ``hf-xlsr train``'s pipeline; returns the export, loaded by sentence-transformers, and the trainer.
     A run stopped by SIGTERM or SIGINT saves a checkpoint and stops the script; the same call goes on from it."""
     from sentence_transformers import SentenceTransformer
@@ -112,10 +160,8 @@ def train_hf_xlsr(args, seed: int, output_dir: str, checkpoint_steps: int = 0):
     from hf_xlsr.trainers import parse_run_arguments, run_training
 
     config = {
-        "model_type": "dual_momentum", "encoder": ENCODERS["e5"], "languages": args.languages,
-        "train_data": args.train_data,
-        "model_config": {"shared_encoder": True, "queue_size": args.queue_size, "momentum": args.momentum,
-                         "temperature": args.temperature},
+        "model_type": MODEL_TYPES[arm], "encoder": ENCODERS["e5"], "languages": args.languages,
+        "train_data": args.train_data, "model_config": model_config(arm, args),
         "max_eval_pairs": 0, "max_length": args.max_length, "export_dir": f"{output_dir}/export",
         "language_batches": args.language_batches,
         **training_arguments(args, output_dir, seed, checkpoint_steps),
@@ -154,8 +200,8 @@ def train(settings, arm: str, seed: int, run_dir: Path):
     without, the run trains in a temporary folder."""
     every = settings.checkpoint_steps
     with contextlib.nullcontext(str(run_dir)) if every else tempfile.TemporaryDirectory() as output_dir:
-        if arm == "hf_xlsr":
-            model, _ = train_hf_xlsr(settings, seed, output_dir, every)
+        if arm in MODEL_TYPES:
+            model, _ = train_hf_xlsr(settings, seed, output_dir, every, arm)
         else:
             model = train_sentence_transformers(arm, settings, seed, output_dir, english_pairs(settings), every)
     return model
@@ -186,8 +232,11 @@ def run_job(args, results: Results, job: str, rows: dict) -> None:
         model.save(str(partial))
         partial.rename(folder)
         shutil.rmtree(run_dir, ignore_errors=True)
-    run = {"arm": arm, "seed": seed, "base_learning_rate": rate, "learning_rate": rate, "temperature": temperature,
-           "model": str(folder), "tune": accuracy(rows["tune"](model))}  # fmt: skip
+    at = large_batch(arm, argparse.Namespace(learning_rate=rate, batch_size=args.batch_size, steps=args.steps))
+    run = {"arm": arm, "seed": seed, "base_learning_rate": rate, "learning_rate": at.learning_rate,
+           "temperature": temperature, "model": str(folder), "tune": accuracy(rows["tune"](model))}  # fmt: skip
+    if at.batch_size != args.batch_size:
+        run.update(batch_size=at.batch_size, steps=at.steps)
     if seconds is not None:
         run["train_seconds"] = seconds
     if resumed:
@@ -196,6 +245,38 @@ def run_job(args, results: Results, job: str, rows: dict) -> None:
         run.update(test_scores(folder, rows["bible"]))
     results.add(run)
     print(json.dumps({key: value for key, value in run.items() if key != "test"}), flush=True)
+
+
+def claimer(models: str):
+    """``claim(job)`` for `protocol.run_grid`: True where this process takes the job (a file ``JOB.claim`` in
+    ``models`` holds its pid; one whose process has ended is taken over), False where a live process holds it, so
+    that two processes run one arm's grid two jobs at a time."""
+    import os
+
+    def claim(job: str) -> bool:
+        path = Path(models) / f"{job.replace(':', '_')}.claim"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            holder = int(path.read_text() or 0)
+        except (FileNotFoundError, ValueError):
+            holder = 0
+        if holder == os.getpid():
+            return True
+        if holder:
+            try:
+                os.kill(holder, 0)
+                return False
+            except ProcessLookupError:
+                path.unlink(missing_ok=True)
+        try:
+            descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            return False
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(str(os.getpid()))
+        return True
+
+    return claim
 
 
 def test_the_pick(results: Results, arm: str, test) -> None:
@@ -260,7 +341,7 @@ def main() -> None:
         args.train_data = json.loads(args.train_data)
     if args.report:
         runs = json.loads(Path(args.out).read_text())["runs"]
-        print(grid_table(runs, args.grid, LABELS, ["hf_xlsr"]))
+        print(grid_table(runs, args.grid, LABELS, HF_XLSR, paper=PAPER_TEMPERATURES))
         return
     torch.set_num_threads(args.threads)
     bible_languages = [code for code in args.languages if code in LANGUAGES]
@@ -280,11 +361,14 @@ def main() -> None:
     if args.picks_from:
         run_at_picks(args, results, rows)
     else:
-        run_grid(results.runs, args.grid, lambda job: run_job(args, results, job, rows))
+        run_grid(results.runs, args.grid, lambda job: run_job(args, results, job, rows), PAPER_TEMPERATURES,
+                 claimer(args.models))  # fmt: skip
+    claim = claimer(args.models)
     for arm in args.grid:
-        test_the_pick(results, arm, rows["bible"])
+        if claim(f"{arm}:test"):  # one process scores the pick
+            test_the_pick(results, arm, rows["bible"])
     test_the_start(results, rows["bible"])
-    print(grid_table(results.runs(), args.grid, LABELS, ["hf_xlsr"]))
+    print(grid_table(results.runs(), args.grid, LABELS, HF_XLSR, paper=PAPER_TEMPERATURES))
 
 
 if __name__ == "__main__":

@@ -59,11 +59,17 @@ def next_rate_beyond(rates: set[float], best: float) -> float | None:
     return None
 
 
-def next_jobs(runs: Iterable[Mapping], arm: str) -> list[str]:
+def temperatures_of(arm: str, paper: Mapping[str, float] | None = None) -> tuple[float, ...]:
+    """The temperatures ``arm`` runs: `TEMPERATURES`, then its paper's value (``paper[arm]``) where it lies outside."""
+    value = (paper or {}).get(arm)
+    return TEMPERATURES if value is None or value in TEMPERATURES else (*TEMPERATURES, value)
+
+
+def next_jobs(runs: Iterable[Mapping], arm: str, temperatures: tuple[float, ...] = TEMPERATURES) -> list[str]:
     """The jobs ``arm`` still has to run under the protocol, in order, as ``ARM:SEED:RATE:TEMPERATURE``: the rates at
     the first temperature, and one rate beyond at a time while the best is the lowest or the highest run
-    (`next_rate_beyond`), then the other temperatures at the best of those, then the other seeds at the pick; empty
-    when the arm is done. Each stage waits for the one before it."""
+    (`next_rate_beyond`), then the other ``temperatures`` (`temperatures_of`) at the best of those, then the other
+    seeds at the pick; empty when the arm is done. Each stage waits for the one before it."""
     runs = tune_view(runs)
     done = {(run["seed"], *point(run)) for run in runs if run["arm"] == arm}
     first = TEMPERATURES[0]
@@ -76,7 +82,7 @@ def next_jobs(runs: Iterable[Mapping], arm: str) -> list[str]:
     if beyond is not None:
         return [job(arm, PICK_SEED, beyond, first)]
     temperatures = [
-        job(arm, PICK_SEED, best_rate, t) for t in TEMPERATURES[1:] if (PICK_SEED, best_rate, t) not in done
+        job(arm, PICK_SEED, best_rate, t) for t in temperatures[1:] if (PICK_SEED, best_rate, t) not in done
     ]
     if temperatures:
         return temperatures
@@ -84,16 +90,35 @@ def next_jobs(runs: Iterable[Mapping], arm: str) -> list[str]:
     return [job(arm, seed, rate, temperature) for seed in SEEDS if (seed, rate, temperature) not in done]
 
 
-def run_grid(runs: Callable[[], list], arms: Iterable[str], run_job: Callable[[str], None]) -> None:
-    """Each of ``arms`` under the protocol, one job at a time: a stage's jobs, then the next stage's, which the runs
-    so far (``runs()``, read again after every job) decide. A job still to run after it ran is an error."""
-    for arm in arms:
-        previous = None
-        while pending := next_jobs(runs(), arm):
-            if pending[0] == previous:
-                raise SystemExit(f"{previous}: run, yet still to run")
-            previous = pending[0]
-            run_job(pending[0])
+def run_grid(runs: Callable[[], list], arms: Iterable[str], run_job: Callable[[str], None],
+             paper: Mapping[str, float] | None = None, claim: Callable[[str], bool] | None = None,
+             wait: float = 60.0) -> None:  # fmt: skip
+    """Each of ``arms`` under the protocol, one job at a time: the first arm with a job still to run runs its stage's
+    next one, and the next stage waits for the one before it, as the runs so far (``runs()``, read again after every
+    job) decide; ``paper``: an arm's paper temperature, run where it lies outside the grid's (`temperatures_of`).
+    With ``claim`` (True where this process takes the job, False where another one runs it), several processes share
+    the jobs: one whose arm has no free job left takes a later arm's, and one with none free anywhere waits ``wait``
+    seconds before it reads the runs again. A job still to run after this process ran it is an error."""
+    import time
+
+    arms, previous = list(arms), None
+    while True:
+        mine, left = None, False
+        for arm in arms:
+            pending = next_jobs(runs(), arm, temperatures_of(arm, paper))
+            left = left or bool(pending)
+            mine = next((job for job in pending if claim is None or claim(job)), None)
+            if mine is not None:
+                break
+        if not left:
+            return
+        if mine is None:
+            time.sleep(wait)
+            continue
+        if mine == previous:
+            raise SystemExit(f"{previous}: run, yet still to run")
+        previous = mine
+        run_job(mine)
 
 
 def at_pick(runs: list[Mapping], arm: str) -> list[Mapping]:
@@ -103,9 +128,10 @@ def at_pick(runs: list[Mapping], arm: str) -> list[Mapping]:
             and "bible" in run and point(run) == point(chosen)]  # fmt: skip
 
 
-def grid_rows(runs: list[Mapping], arms: Iterable[str]) -> list[dict]:
+def grid_rows(runs: list[Mapping], arms: Iterable[str], paper: Mapping[str, float] | None = None) -> list[dict]:
     """For each arm: its seed-0 grid (``{(rate, temperature): tune}``), its pick and the tune score that chose it, and
-    the ``test`` scores (``bible``) of every seed at the pick."""
+    the ``test`` scores (``bible``) of every seed at the pick; ``complete`` once its grid (with its ``paper``
+    temperature, `temperatures_of`) and its seeds have run."""
     rows = []
     for arm in arms:
         chosen = pick(runs, arm)
@@ -113,7 +139,8 @@ def grid_rows(runs: list[Mapping], arms: Iterable[str]) -> list[dict]:
         tests = [run["bible"] for run in at_pick(runs, arm)]
         rows.append({"arm": arm, "grid": grid, "pick": point(chosen) if chosen else None,
                      "pick_tune": chosen["tune"] if chosen else None, "test": tests,
-                     "complete": not next_jobs(runs, arm) and len(tests) >= len(SEEDS)})  # fmt: skip
+                     "complete": not next_jobs(runs, arm, temperatures_of(arm, paper))
+                                 and len(tests) >= len(SEEDS)})  # fmt: skip
     return rows
 
 
@@ -136,7 +163,7 @@ def grid_verdict(rows: list[dict], hf_xlsr: Iterable[str]) -> tuple[dict, dict, 
 
 
 def grid_table(runs: list[Mapping], arms: Iterable[str], labels: Mapping[str, str], hf_xlsr: Iterable[str],
-               cost: Mapping[str, Mapping] | None = None) -> str:  # fmt: skip
+               cost: Mapping[str, Mapping] | None = None, paper: Mapping[str, float] | None = None) -> str:  # fmt: skip
     """The report's table of a grid: each arm's tune score at every rate (first temperature) and at the other
     temperature(s) at its best rate, its pick and the tune score that chose it, and its test score over the seeds at
     the pick (with a column of the rates run beyond the grid's own, where any arm has one); the arms picked at the
@@ -148,8 +175,10 @@ def grid_table(runs: list[Mapping], arms: Iterable[str], labels: Mapping[str, st
     no more time per pair than the peer (the runs are scored at their end only), else "cannot show"."""
     from statistics import fmean, stdev
 
-    rows = grid_rows(list(runs), arms)
-    first, others = TEMPERATURES[0], TEMPERATURES[1:]
+    arms = list(arms)
+    rows = grid_rows(list(runs), arms, paper)
+    first = TEMPERATURES[0]
+    others = tuple(dict.fromkeys(t for arm in arms for t in temperatures_of(arm, paper)[1:]))
     beyond = {row["arm"]: sorted(r for r, t in row["grid"] if t == first and r not in LEARNING_RATES) for row in rows}
     header = ["arm", *(f"lr {rate:g}" for rate in LEARNING_RATES), *(["lr beyond"] if any(beyond.values()) else []),
               *(f"T {t:g} at its best lr" for t in others), "pick (lr, T)", "tune at the pick", "test (%)",

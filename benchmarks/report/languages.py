@@ -12,7 +12,8 @@ from . import shared
 def grid_figures(name: str = "multilingual_grid.json") -> tuple[list[str], dict | None, dict[str, list[dict]]]:
     """``(languages, start, {arm: [figures of each seed at its pick]})`` of a `multilingual_grid.py` results file,
     each figure set ``{"seed", "bible", "zero_shot", <language>: mean of both directions with English}`` from the
-    test rows; ``start`` the untrained start's figures (None before it is scored). The languages are the run's Bible
+    test rows, for the arms scored on test so far; ``start`` the untrained start's figures (None before it is
+    scored). The languages are the run's Bible
     languages, the ones its test rows hold."""
     sys.path.insert(0, str(shared.HERE))
     from multilingual_grid import ARMS, LANGUAGES, START
@@ -32,7 +33,7 @@ def grid_figures(name: str = "multilingual_grid.json") -> tuple[list[str], dict 
         return {"arm": run["arm"], "seed": run["seed"], "bible": run["bible"], "zero_shot": run["zero_shot"], **each}
 
     start = next((figures(run) for run in runs if run["arm"] == START), None)
-    return languages, start, {arm: [figures(run) for run in at_pick(runs, arm)] for arm in ARMS}
+    return languages, start, {arm: scored for arm in ARMS if (scored := [figures(run) for run in at_pick(runs, arm)])}
 
 
 def multilingual_grid_languages(name: str = "multilingual_grid.json") -> str:
@@ -138,7 +139,7 @@ def multilingual_grid(name: str = "multilingual_grid.json") -> str:
     """The 22-language grid (``multilingual_grid.py``): each arm's tune scores, pick and test score under the
     tuning protocol, the verdict once both arms have it, and the caption from the results file."""
     sys.path.insert(0, str(shared.HERE))
-    from multilingual_grid import ARMS, LABELS
+    from multilingual_grid import ARMS, HF_XLSR, LABELS, PAPER_TEMPERATURES
     from protocol import grid_table
 
     record = shared.load(name)
@@ -146,7 +147,7 @@ def multilingual_grid(name: str = "multilingual_grid.json") -> str:
     rows = (f"\n{len(setup['languages'])} languages, {setup['steps']} steps of {setup['batch_size']} pairs; tune: "
             f"{setup['split']['tune']}; test: {setup['split']['test']}"
             + (f", encoded in {setup['test_backend']}" if "test_backend" in setup else "") + ".\n")  # fmt: skip
-    return grid_table(runs, ARMS, LABELS, ["hf_xlsr"]) + rows + shared.caption(name, setup, runs)
+    return grid_table(runs, ARMS, LABELS, HF_XLSR, paper=PAPER_TEMPERATURES) + rows + shared.caption(name, setup, runs)
 
 
 def multilingual_grid_verdict() -> str:
