@@ -54,9 +54,12 @@ DEFAULT_EVALUATION_TASKS = ("retrieval", "retrieval_pcr", "sts")  # a quick look
 
 
 def _train(args: argparse.Namespace, rest: list[str]) -> int:
-    if args.help or args.config is None:
+    if args.help:
         print(train_help())
-        return 0 if args.help else 2
+        return 0
+    if args.config is None:
+        print("usage: hf-xlsr train CONFIG.yaml [--field value ...]", file=sys.stderr)
+        raise UsageError("give a run configuration, a YAML or JSON file (hf-xlsr train --help lists its fields)")
     from hf_xlsr.trainers import parse_run_arguments, run_training
 
     model_args, data_args, training_args = parse_run_arguments(args.config, rest)
@@ -105,9 +108,15 @@ def train_help() -> str:
             if item.name == "warmup_steps":
                 default += f"; at most {WARMUP_SHARE:.0%} of the run's steps"
         group.add_argument(f"--{item.name}", metavar=item.name.upper(), default=default,
-                           help=item.metadata.get("help", ""))  # fmt: skip
+                           help=OWN_HELP.get(item.name, item.metadata.get("help", "")))  # fmt: skip
     return parser.format_help()
 
+
+# hf_xlsr's meaning of a TrainingArguments field whose own help says something else
+OWN_HELP = {
+    "resume_from_checkpoint": "true (or latest): go on from the newest whole checkpoint of output_dir; or a "
+    "checkpoint folder. Only a checkpoint of this run (the same settings and training rows) before max_steps",
+}
 
 TRAIN_EPILOG = (
     "Every other field of transformers.TrainingArguments is accepted too, in the file or as --field value: "
@@ -150,7 +159,7 @@ def _encode(args: argparse.Namespace, rest: list[str]) -> int:
     if output.suffix != ".npy":
         raise UsageError(f"--output {output}: the vectors go to a .npy file")
     writable(("--output", output))
-    sentences = SentenceFile(args.input)
+    sentences = SentenceFile(args.input, keep_blank=True)  # row i is line i
     encode = _sentence_encoder(args)
     output.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=output.resolve().parent) as scratch:  # nothing half-written at --output
@@ -159,8 +168,19 @@ def _encode(args: argparse.Namespace, rest: list[str]) -> int:
         del vectors
         with_umask(Path(scratch) / output.name)
         os.replace(Path(scratch) / output.name, output)
-    print(f"{shape[0]} sentences of {args.input} -> {output} ({shape[0]} x {shape[1]} float32, L2-normalised)")
+    print(f"{shape[0]} lines of {args.input} -> {output} ({shape[0]} x {shape[1]} float32, L2-normalised; row i "
+          f"is line i + 1{lines_said(sentences, encode, args.language)})")  # fmt: skip
     return 0
+
+
+def lines_said(sentences, encode, language: str | None) -> str:
+    """What the summary line says of the input's lines besides their count: the blank ones (encoded as the empty
+    string) and the ones cut to the encoder's length."""
+    from hf_xlsr.evaluation.encoders import truncated_count
+
+    said = f"; {sentences.blank_lines} blank lines encoded as the empty string" if sentences.blank_lines else ""
+    cut, limit = truncated_count(encode, sentences.batches(1024), language)
+    return said + (f"; {cut} lines cut to {limit} tokens" if cut else "")
 
 
 def _embed(args: argparse.Namespace, rest: list[str]) -> int:
@@ -171,7 +191,7 @@ def _embed(args: argparse.Namespace, rest: list[str]) -> int:
     from hf_xlsr.evaluation.mining.shards import VECTORS, corpus_manifest, embed_shards, join_shards, open_folder
 
     writable(("--output", args.output))
-    sentences = SentenceFile(args.input)
+    sentences = SentenceFile(args.input, keep_blank=True)  # row i is line i
     manifest = corpus_manifest(sentences, args.language, str(args.model), args.shard_size)
     try:
         open_folder(args.output, manifest)  # a folder of another job is refused before the model loads
@@ -184,9 +204,10 @@ def _embed(args: argparse.Namespace, rest: list[str]) -> int:
     state.wait_for_everyone()
     if state.is_main_process:
         vectors = join_shards(args.output)
-        print(f"{len(vectors)} sentences of {args.input} -> {Path(args.output) / VECTORS} ({manifest['shards']} "
+        print(f"{len(vectors)} lines of {args.input} -> {Path(args.output) / VECTORS} ({manifest['shards']} "
               f"shards, {len(embedded)} embedded by this process, the others found done or by the other "
-              f"{state.num_processes - 1} processes)")  # fmt: skip
+              f"{state.num_processes - 1} processes; row i is line i + 1"
+              f"{lines_said(sentences, encode, args.language)})")  # fmt: skip
     state.wait_for_everyone()
     state.destroy_process_group()  # before the interpreter's teardown, which must not meet gloo's threads alive
     return 0
@@ -194,13 +215,18 @@ def _embed(args: argparse.Namespace, rest: list[str]) -> int:
 
 def _export(args: argparse.Namespace, rest: list[str]) -> int:
     from hf_xlsr.evaluation.loading import load_trained_model
-    from hf_xlsr.export import export_sentence_transformers, routes
+    from hf_xlsr.export import ExportTargetError, check_export_target, export_sentence_transformers, routes
     from hf_xlsr.hub import RUN_INFO, read_json
 
     writable(("--output", args.output))
+    try:  # before the model loads: an export writes only its own folder
+        check_export_target(args.output, [args.model], args.overwrite, "--output", "--overwrite")
+    except ExportTargetError as error:
+        raise UsageError(str(error)) from None
     model, tokenizers = load_trained_model(args.model)
     run_info = read_json(Path(args.model) / RUN_INFO)
-    folder = export_sentence_transformers(model, tokenizers, args.output, args.max_length, run_info)
+    folder = export_sentence_transformers(model, tokenizers, args.output, args.max_length, run_info,
+                                          overwrite=args.overwrite, protect=[args.model])  # fmt: skip
     language_routes = routes(model)
     if language_routes:
         print(f"{folder}: one encoder per language; encode with task=<language>, one of {', '.join(language_routes)}")
@@ -492,7 +518,9 @@ def sentence_command(commands, name: str, description: str, output: str) -> argp
     the language and how the model runs."""
     command = commands.add_parser(name, help=description)
     command.add_argument("--model", required=True, help="hf_xlsr model, sentence-transformers folder or export")
-    command.add_argument("--input", required=True, help="sentences, one per line (blank lines are skipped)")
+    command.add_argument("--input", required=True,
+                         help="sentences, one per line; row i of the output is line i (a blank line encodes the "
+                              "empty string)")  # fmt: skip
     command.add_argument("--output", required=True, help=output)
     command.add_argument("--language", help="language of the sentences (picks the route of a model that encodes "
                                             "languages apart)")  # fmt: skip
@@ -528,7 +556,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     export = commands.add_parser("export", help="export a trained model to sentence-transformers folders")
     export.add_argument("--model", required=True, help="trained hf_xlsr model folder")
-    renamed(export, "--output", "--out", help="output folder", required=True)
+    renamed(export, "--output", "--out", help="output folder: new, empty, or an earlier export (with --overwrite)",
+            required=True)  # fmt: skip
+    export.add_argument("--overwrite", action="store_true", help="replace an earlier export of hf_xlsr in --output")
     renamed(export, "--max-length", "--max-seq-length", type=positive_int, default=128,
             help="tokens per sentence of the exported model (its max_seq_length)")  # fmt: skip
     export.set_defaults(handler=_export)
@@ -657,6 +687,23 @@ def one_line_warning(message, category, filename, lineno, line=None) -> str:
     return f"{category.__name__}: {message}\n"
 
 
+COMPUTING_COMMANDS = ("train", "evaluate", "encode", "embed", "mine")
+
+
+def choose_threads() -> None:
+    """On the CPU, torch's threads as `hf_xlsr.utils.free_cpu_threads` chooses them, said in the first line."""
+    import torch
+
+    from hf_xlsr.utils import free_cpu_threads
+
+    if torch.cuda.is_available():
+        return
+    torch.set_num_threads(free_cpu_threads())
+    count = torch.get_num_threads()
+    logger.info("%d torch thread%s on %d cores (OMP_NUM_THREADS sets the number)", count, "s" if count > 1 else "",
+                os.cpu_count() or 1)  # fmt: skip
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     quiet_console()
     # hf_xlsr's own progress at INFO; other libraries (faiss's loader, datasets, ...) only when they warn
@@ -676,12 +723,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     from hf_xlsr.trainers.checks import ConfigFileError
 
     try:
+        if getattr(args, "backend", None):  # a runtime not installed: one line naming the install, before any work
+            from hf_xlsr.evaluation.backends import check_backend
+
+            try:
+                check_backend(args.backend)
+            except ValueError as error:
+                raise UsageError(f"--backend {args.backend}: {error}") from None
         if getattr(args, "model", None):  # package:<name>/<path>, as a run configuration names a model
             args.model = resolve_model(args.model)
+        if args.command in COMPUTING_COMMANDS and not getattr(args, "help", False):
+            choose_threads()
         return args.handler(args, rest)
     except (ConfigFileError, BitextFormatError, CheckpointError, FileNotFoundError, ModelLoadError, UsageError,
             PushError) as error:  # fmt: skip
         parser.exit(2, f"hf-xlsr {args.command}: error: {error}\n")
+    except KeyboardInterrupt:  # Ctrl-C outside training, or a second one during it: no checkpoint, no traceback
+        parser.exit(130, f"hf-xlsr {args.command}: stopped by Ctrl-C\n")
 
 
 if __name__ == "__main__":

@@ -162,8 +162,14 @@ def grid_verdict(rows: list[dict], hf_xlsr: Iterable[str]) -> tuple[dict, dict, 
     return ours, peer, difference, spread, difference > spread
 
 
-def grid_table(runs: list[Mapping], arms: Iterable[str], labels: Mapping[str, str], hf_xlsr: Iterable[str],
-               cost: Mapping[str, Mapping] | None = None, paper: Mapping[str, float] | None = None) -> str:  # fmt: skip
+def grid_table(
+    runs: list[Mapping],
+    arms: Iterable[str],
+    labels: Mapping[str, str],
+    hf_xlsr: Iterable[str],
+    cost: Mapping[str, Mapping] | None = None,
+    paper: Mapping[str, float] | None = None,
+) -> str:
     """The report's table of a grid: each arm's tune score at every rate (first temperature) and at the other
     temperature(s) at its best rate, its pick and the tune score that chose it, and its test score over the seeds at
     the pick (with a column of the rates run beyond the grid's own, where any arm has one); the arms picked at the

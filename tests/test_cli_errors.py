@@ -174,15 +174,17 @@ def test_push_without_a_token_or_a_network_says_so_in_one_line(tmp_path, capsys,
     [
         ("learning_rat: 0.1\n", r"run\.yaml: unknown argument 'learning_rat'"),
         ("- a\n- b\n", r"run\.yaml: expected a mapping"),
-        ("output_dir: [unclosed\n", r"run\.yaml: not valid YAML"),
+        ("output_dir: [unclosed\n", r"run\.yaml:2: not valid YAML: expected ',' or '\]', but got '<stream end>'$"),
+        ("model_type: dual_momentum\n  max_steps: 3\n", r"run\.yaml:2: not valid YAML: mapping values are not"),
         ("model_type: transformer_xl\n", r"unknown model_type 'transformer_xl'"),
     ],
 )
 def test_bad_config_files_name_the_file_and_key(tmp_path, text, message):
     path = tmp_path / "run.yaml"
     path.write_text(text)
-    with pytest.raises(ConfigFileError, match=message):
+    with pytest.raises(ConfigFileError, match=message) as error:
         parse_run_arguments(path)
+    assert "\n" not in str(error.value)
 
 
 def test_cli_reports_a_bad_config_without_a_traceback_dump(tmp_path):
@@ -250,3 +252,55 @@ def test_a_shard_of_no_sentences_is_refused_before_the_model_loads(tmp_path, cap
         capsys, [command, "--model", resolve_reference(MINILM), *files[command], "--shard-size", "0"]
     )
     assert line == f"hf-xlsr {command}: error: argument --shard-size: 0: at least 1 (hf-xlsr {command} --help)"
+
+
+def test_train_without_a_configuration_gives_a_usage_line_and_an_error(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "usage: hf-xlsr train CONFIG.yaml [--field value ...]",
+        "hf-xlsr train: error: give a run configuration, a YAML or JSON file (hf-xlsr train --help lists its fields)",
+    ]
+
+
+def test_a_backend_whose_runtime_is_missing_names_the_install_before_the_model_loads(tmp_path, capsys, sentences,
+                                                                                     monkeypatch):  # fmt: skip
+    import importlib.util
+
+    from hf_xlsr.evaluation import loading
+
+    find_spec = importlib.util.find_spec
+    missing = lambda name, *args: None if name == "openvino" else find_spec(name, *args)  # noqa: E731
+    monkeypatch.setattr(importlib.util, "find_spec", missing)
+    monkeypatch.setattr(loading, "load_for_evaluation", lambda *args: pytest.fail("the model loaded"))
+    line = one_line_error(capsys, ["encode", "--model", MINILM, "--input", str(sentences), "--output",
+                                   str(tmp_path / "v.npy"), "--backend", "openvino"])  # fmt: skip
+    assert line.endswith("""--backend openvino: backend 'openvino' needs openvino: pip install "hf_xlsr[openvino]" """
+                         """(from a clone: pip install ".[openvino]")""")  # fmt: skip
+    assert not (tmp_path / "v.npy").exists()
+
+
+def test_a_warm_up_of_half_the_run_or_more_is_said(tmp_path, caplog):
+    from hf_xlsr.trainers import run_training
+
+    config = run_config(tmp_path / "run.yaml", output_dir=str(tmp_path / "run"), max_steps=4, warmup_steps=4,
+                        max_eval_pairs=0)  # fmt: skip
+    with caplog.at_level("INFO"):
+        run_training(*parse_run_arguments(config))
+    said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and "warm-up covers" in r.getMessage()]
+    assert said == ["warm-up covers 4 of this run's 4 steps (100%): the learning rate peaks at the end; lower "
+                    "warmup_steps to train at the full rate"]  # fmt: skip
+    assert not any("None" in r.getMessage() for r in caplog.records if r.name.startswith("hf_xlsr"))
+
+
+def test_the_old_import_path_of_the_losses_still_works_with_a_warning_naming_the_new_one():
+    import importlib
+    import sys
+
+    sys.modules.pop("hf_xlsr.sentence_transformers", None)
+    with pytest.warns(FutureWarning, match=r"hf_xlsr.sentence_transformers is now hf_xlsr.losses"):
+        old = importlib.import_module("hf_xlsr.sentence_transformers")
+    from hf_xlsr.losses import MomentumQueueLoss
+
+    assert old.MomentumQueueLoss is MomentumQueueLoss

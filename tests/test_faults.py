@@ -62,7 +62,9 @@ def unstopped(tmp_path_factory) -> Path:
 
 
 @pytest.mark.parametrize(
-    "signal_number", [signal.SIGTERM, pytest.param(signal.SIGUSR1, marks=pytest.mark.slow)], ids=["SIGTERM", "SIGUSR1"]
+    "signal_number",
+    [signal.SIGTERM, signal.SIGINT, pytest.param(signal.SIGUSR1, marks=pytest.mark.slow)],
+    ids=["SIGTERM", "SIGINT", "SIGUSR1"],
 )
 def test_a_stop_signal_saves_exits_0_and_the_resumed_run_ends_as_one_never_stopped(tmp_path, unstopped, signal_number):
     path = config(tmp_path, "run", save_steps=100)  # no checkpoint on the way: the one saved is the signal's
@@ -82,6 +84,36 @@ def test_a_stop_signal_saves_exits_0_and_the_resumed_run_ends_as_one_never_stopp
     result = train(path, "--resume_from_checkpoint", "true")
     assert result.returncode == 0, result.stderr[-3000:]
     assert assert_same_model(tmp_path / "run", unstopped) > 0
+
+
+def test_a_second_ctrl_c_stops_at_once_without_a_checkpoint(tmp_path):
+    """Ctrl-C twice, more than a second apart: the first asks for a checkpoint after the step (one line says so), the
+    second stops the process before the step ends or the checkpoint is saved: one line, exit 130, no checkpoint. The
+    process is held (SIGSTOP) between the two, so that the step under way (MiniLM, a second or so) cannot end
+    first."""
+    import time
+
+    from conftest import MINILM
+
+    path = config(tmp_path, "run", save_steps=100, max_steps=100_000, logging_steps=1, encoder=MINILM, tokenizer=None,
+                  model_config={"queue_size": 16, "shared_encoder": True}, max_length=128,
+                  per_device_train_batch_size=16)  # fmt: skip
+    job = train(path, wait=False)
+    for line in job.stdout:
+        if "'loss'" in line:
+            break
+    os.kill(job.pid, signal.SIGINT)
+    for line in job.stderr:
+        if line.startswith("Ctrl-C: finishing this step, then saving a checkpoint"):
+            os.kill(job.pid, signal.SIGSTOP)
+            break
+    time.sleep(1.2)
+    os.kill(job.pid, signal.SIGINT)
+    os.kill(job.pid, signal.SIGCONT)
+    _, stderr = job.communicate(timeout=300)
+    assert job.returncode == 130, stderr[-3000:]
+    assert stderr.strip().splitlines()[-1] == "hf-xlsr train: stopped by Ctrl-C" and "Traceback" not in stderr
+    assert not list((tmp_path / "run").glob("checkpoint-*"))
 
 
 @pytest.mark.slow  # ten kills, each a process start: about two minutes
@@ -151,6 +183,45 @@ def test_a_broken_checkpoint_is_one_line_naming_the_file_before_anything_trains(
     assert "\n" not in str(error.value) and not steps
 
 
+def launch(path: Path, *args: str) -> subprocess.Popen:
+    """``accelerate launch`` of two training processes (torchrun), in a session of its own."""
+    from test_multiprocess import free_port
+
+    command = [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
+               str(ROOT / "examples" / "accelerate" / "two_processes.yaml"), "--main_process_port",
+               str(free_port()), str(ROOT / "examples" / "train.py"), str(path), *args]  # fmt: skip
+    return subprocess.Popen(command, cwd=ROOT, env=ENVIRONMENT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)  # fmt: skip
+
+
+@pytest.mark.slow  # two runs of two processes: about a minute and a half
+def test_ctrl_c_under_accelerate_launch_saves_one_checkpoint_and_the_run_resumes(tmp_path):
+    """Ctrl-C in a terminal: SIGINT to the launcher and both training processes at once (their process group); the
+    launcher's agent passes it on to the processes within milliseconds, which count it once. Both finish the same
+    step and save one checkpoint before the agent's grace period ends; the launcher exits 130 (128 + SIGINT, as
+    accelerate does for a signal), and the run resumes from that checkpoint to its end."""
+    path = config(tmp_path, "run", save_steps=100, max_train_pairs=200)
+    job = launch(path)
+    for line in job.stdout:
+        if "'loss'" in line:
+            break
+    os.killpg(job.pid, signal.SIGINT)
+    try:
+        _, stderr = job.communicate(timeout=240)
+    finally:
+        if job.poll() is None:
+            os.killpg(job.pid, signal.SIGKILL)
+    assert job.returncode == 130, stderr[-3000:]
+    saved = [line for line in stderr.splitlines() if "stopped by SIGINT" in line]
+    assert len(saved) == 1, stderr[-3000:]
+    assert stderr.count("Ctrl-C: finishing this step") == 2  # once in each process
+    assert len(list((tmp_path / "run").glob("checkpoint-*"))) == 1
+    job = launch(path, "--resume_from_checkpoint", "true")
+    _, stderr = job.communicate(timeout=600)
+    assert job.returncode == 0, stderr[-3000:]
+    assert (tmp_path / "run" / "model.safetensors").is_file()
+
+
 @pytest.mark.slow  # three runs of two processes: about two minutes
 def test_sigterm_to_one_process_under_accelerate_launch_stops_both_at_one_step_and_resumes_exactly(tmp_path):
     """SIGTERM to one of the two training processes (SLURM and Kubernetes may reach the processes one by one): both
@@ -159,14 +230,6 @@ def test_sigterm_to_one_process_under_accelerate_launch_stops_both_at_one_step_a
     reaches the processes too, through torch.distributed.elastic, with the same checkpoint; the launcher then exits
     143, as torch's agent does for a signal it received.)"""
     import psutil
-    from test_multiprocess import free_port
-
-    def launch(path: Path, *args: str) -> subprocess.Popen:
-        command = [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
-                   str(ROOT / "examples" / "accelerate" / "two_processes.yaml"), "--main_process_port",
-                   str(free_port()), str(ROOT / "examples" / "train.py"), str(path), *args]  # fmt: skip
-        return subprocess.Popen(command, cwd=ROOT, env=ENVIRONMENT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, start_new_session=True)  # fmt: skip
 
     unstopped = config(tmp_path, "unstopped", save_steps=100, max_train_pairs=200)
     job = launch(unstopped)

@@ -52,26 +52,29 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
 
 
 class SentenceFile:
-    """The non-blank lines of a UTF-8 text file, one sentence each (mining input), indexed by byte offset: the
-    texts are read back in batches or one by one, never held in memory all at once.
+    """The lines of a UTF-8 text file, one sentence each, indexed by byte offset: the texts are read back in batches
+    or one by one, never held in memory all at once. Blank lines are passed over (mining input; `line_numbers` maps
+    each sentence to its line), or with ``keep_blank`` kept as empty sentences, so that sentence i is line i
+    (``encode``, ``embed``); `blank_lines` counts them either way.
 
     Building the index reads the file once, checking every line's UTF-8 (a bad line raises
     `BitextFormatError` naming the file and line).
     """
 
-    def __init__(self, path: str | os.PathLike):
-        self.path = Path(path)
+    def __init__(self, path: str | os.PathLike, keep_blank: bool = False):
+        self.path, self.keep_blank = Path(path), keep_blank
         if not self.path.is_file():
             raise FileNotFoundError(f"{self.path}: no such file")
-        offsets, numbers, position = [], [], 0
+        offsets, numbers, position, blank = [], [], 0, 0
         for number, raw, text in _raw_lines(self.path):
-            if text.strip():
+            blank += not text.strip()
+            if text.strip() or keep_blank:
                 offsets.append(position)
                 numbers.append(number)
             position += len(raw)
-        if not offsets:
+        if len(offsets) == (blank if keep_blank else 0):
             raise BitextFormatError(f"{self.path}: no sentences")
-        self.offsets, self.line_numbers = offsets, numbers
+        self.offsets, self.line_numbers, self.blank_lines = offsets, numbers, blank
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -87,7 +90,7 @@ class SentenceFile:
                 if left <= 0:
                     break
                 text = raw.decode("utf-8").strip()
-                if text:
+                if text or self.keep_blank:
                     batch.append(text)
                     left -= 1
                 if len(batch) == size:

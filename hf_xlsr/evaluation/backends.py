@@ -53,8 +53,9 @@ def check_backend(backend: str) -> None:
 
     missing = [name for name in _NEEDS.get(backend, []) if importlib.util.find_spec(name) is None]
     if missing:
-        extra = "onnx" if backend.startswith("onnx") else "onnx,openvino"
-        raise ValueError(f'backend {backend!r} needs {" and ".join(missing)}: pip install "hf_xlsr[{extra}]"')
+        extra = "onnx" if backend.startswith("onnx") else "openvino"
+        raise ValueError(f'backend {backend!r} needs {" and ".join(missing)}: pip install "hf_xlsr[{extra}]" (from a '
+                         f'clone: pip install ".[{extra}]")')  # fmt: skip
 
 
 class SentenceGraph(torch.nn.Module):

@@ -10,7 +10,7 @@ dual encoder routes by language: ``encode(texts, task=language)``), a mapping fr
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 import numpy as np
@@ -239,7 +239,7 @@ def as_encoder(
                 show_progress_bar=encode.show_progress, **({"task": language} if routed else {}),
             ).astype(np.float32)  # fmt: skip
 
-        encode.show_progress = show_progress
+        encode.show_progress, encode.model = show_progress, model
         return encode
     if isinstance(model, Mapping):
         encoders = {
@@ -264,3 +264,25 @@ def as_encoder(
     if callable(model):
         return model
     raise TypeError(f"cannot encode text with a {type(model).__name__}")
+
+
+def truncated_count(encode: Encoder, batches: Iterable[list[str]], language: str | None) -> tuple[int, int]:
+    """``(lines, limit)``: how many of the sentences in ``batches`` ``encode`` (from `as_encoder`) cuts to its
+    ``limit`` of tokens, special tokens included; ``(0, 0)`` where the encoder's tokenizer is not known."""
+    if hasattr(encode, "encoders"):  # one encoder per language
+        encode = encode.encoders.get(language)
+    model = getattr(encode, "model", None)
+    try:
+        if isinstance(model, SentenceTransformer):
+            tokenizer, limit = model.tokenizer, model.max_seq_length
+        elif isinstance(encode, ModelEncoder):
+            tokenizer = tokenizer_for(encode.tokenizers, language)
+            limit = min(encode.max_length, model.max_tokens(language) or encode.max_length)
+        else:
+            return 0, 0
+    except (AttributeError, KeyError, TypeError):  # a routed export has no one tokenizer
+        return 0, 0
+    if tokenizer is None or not limit:
+        return 0, 0
+    cut = sum(len(ids) > limit for batch in batches for ids in tokenizer(batch, truncation=False)["input_ids"])
+    return cut, limit

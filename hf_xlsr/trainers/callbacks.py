@@ -7,7 +7,9 @@ from __future__ import annotations
 import logging
 import math
 import signal
+import sys
 import threading
+import time
 
 import torch
 from torch import nn
@@ -162,22 +164,34 @@ class RunLengthCallback(TrainerCallback):
 
 class PreemptionCallback(TrainerCallback):
     """SIGTERM and SIGUSR1 during training (what SLURM, with ``--signal``, and Kubernetes send before they kill a
-    job): the step under way finishes, a checkpoint is saved, training stops, and `stopped_by` names the signal.
-    Under several processes the processes agree at each step's end (the largest signal number over them), so that
-    every one saves and stops at the same step."""
+    job) and SIGINT (Ctrl-C): the step under way finishes, a checkpoint is saved, training stops, and `stopped_by`
+    names the signal. A second Ctrl-C, a second or more after the first, stops at once without saving
+    (``KeyboardInterrupt``); one sooner is the same key press reaching the process twice, through a launcher. Under
+    several processes the processes agree at each step's end (the largest signal number over them), so that every
+    one saves and stops at the same step."""
 
-    SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
+    SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT)
+    REPEAT_SECONDS = 1.0  # a second SIGINT sooner than this after the first is the first one forwarded
 
     def __init__(self):
         self.received = 0
+        self.interrupted_at: float | None = None
         self.stopped_by: str | None = None
         self.previous: dict = {}
 
     def handle(self, number, frame) -> None:
-        self.received = number
+        if number == signal.SIGINT:
+            now = time.monotonic()
+            if self.interrupted_at is not None and now - self.interrupted_at >= self.REPEAT_SECONDS:
+                raise KeyboardInterrupt  # the second Ctrl-C: stop now, without a checkpoint
+            if self.interrupted_at is None:
+                self.interrupted_at = now
+                print("Ctrl-C: finishing this step, then saving a checkpoint (Ctrl-C again stops at once, "
+                      "without saving)", file=sys.stderr, flush=True)  # fmt: skip
+        self.received = max(self.received, number)
 
     def on_train_begin(self, args, state, control, **kwargs):
-        self.received, self.stopped_by = 0, None
+        self.received, self.stopped_by, self.interrupted_at = 0, None, None
         if threading.current_thread() is threading.main_thread():  # signals reach the main thread only
             self.previous = {number: signal.signal(number, self.handle) for number in self.SIGNALS}
 

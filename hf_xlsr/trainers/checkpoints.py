@@ -51,14 +51,19 @@ def last_whole_checkpoint(output_dir: str | os.PathLike, with_optimizer: bool = 
                           + (f" ({len(folders)} incomplete skipped)" if folders else ""))  # fmt: skip
 
 
-def check_checkpoint(folder: str | os.PathLike, model, with_optimizer: bool = True) -> None:
-    """``folder`` can be resumed into ``model``: it is whole, of the model's type, and its weights file reads with
-    every tensor the model has at the model's shapes (the queues and momentum encoders among them); else one
-    `CheckpointError` line naming the file and what is wrong."""
+def check_checkpoint(folder: str | os.PathLike, model, with_optimizer: bool = True, max_steps: int = -1) -> None:
+    """``folder`` can be resumed into ``model``: it is whole, of the model's type, before the run's ``max_steps``
+    (a checkpoint at or past them would train nothing), and its weights file reads with every tensor the model has at
+    the model's shapes (the queues and momentum encoders among them); else one `CheckpointError` line naming the file
+    and what is wrong."""
     folder = Path(folder)
     missing = missing_parts(folder, with_optimizer)
     if missing:
         raise CheckpointError(f"{folder}: not a whole checkpoint (no {', '.join(missing)})")
+    step = json.loads((folder / "trainer_state.json").read_text()).get("global_step", 0)
+    if max_steps > 0 and step >= max_steps:
+        raise CheckpointError(f"{folder}: a checkpoint at step {step}, at or past this run's max_steps {max_steps}: "
+                              "nothing would train (raise max_steps to go on)")  # fmt: skip
     config = json.loads((folder / "config.json").read_text())
     ours = getattr(model.config, "model_type", None)
     if config.get("model_type") != ours:

@@ -62,8 +62,13 @@ def read_config_file(path: str | os.PathLike) -> dict:
     text = path.read_text(encoding="utf-8")
     try:
         values = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as error:
-        raise ConfigFileError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {error}") from None
+    except json.JSONDecodeError as error:
+        raise ConfigFileError(f"{path}:{error.lineno}: not valid JSON: {error.msg}") from None
+    except yaml.YAMLError as error:  # the file and line of the problem, in one line
+        mark = getattr(error, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        reason = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise ConfigFileError(f"{where}: not valid YAML: {reason}") from None
     if values is None:
         values = {}
     if not isinstance(values, dict):
@@ -95,7 +100,9 @@ def coerce_config_values(config_class: type[PreTrainedConfig], values: dict, whe
             raise ConfigFileError(f"{where}: {name} is a training argument, not a field of {config_class.__name__}: "
                                   "set it beside model_config")  # fmt: skip
         if name not in fields:
-            raise ConfigFileError(f"{where}: {config_class.__name__} has no field {name!r}")
+            match = difflib.get_close_matches(name, list(fields), n=1)
+            raise ConfigFileError(f"{where}: {config_class.__name__} has no field {name!r}"
+                                  + (f" (did you mean {match[0]}?)" if match else ""))  # fmt: skip
         allowed = _field_types(fields[name].type)
         if float in allowed and isinstance(value, (int, str)) and not isinstance(value, bool):
             try:
@@ -232,8 +239,33 @@ def parse_run_arguments(
                 check_writable(value, name)
             except UnwritableError as error:
                 raise ConfigFileError(f"{where}: {error}") from None
+    check_outputs(model_args, data_args, training_args, where)
     listed = {name: value for name, value in paper.items() if name != "warmup_steps"}  # the trainer logs the warm-up
     if listed:  # once the run is known to be valid: an error is never preceded by it
         logger.info("values the run does not set, from the paper's recipe: %s",
                     ", ".join(f"{name}={value}" for name, value in sorted(listed.items())))  # fmt: skip
     return model_args, data_args, training_args
+
+
+def resuming(resume_from_checkpoint) -> bool:
+    """Whether ``resume_from_checkpoint`` asks to resume (a checkpoint's path, or true / latest)."""
+    if isinstance(resume_from_checkpoint, str):
+        return resume_from_checkpoint.lower() not in ("", "false", "none", "no")
+    return bool(resume_from_checkpoint)
+
+
+def check_outputs(model_args, data_args, training_args, where: str) -> None:
+    """Before any data or model loads: one run per ``output_dir`` (`check_new_run`), and an ``export_dir`` that the
+    export may write (`check_export_target`: not the run's folder nor one that holds it, nothing but an earlier
+    export, replaced only when the run resumes or overwrites)."""
+    from ..export import ExportTargetError, check_export_target
+    from .run_folder import check_new_run
+
+    resume, overwrite = resuming(training_args.resume_from_checkpoint), training_args.overwrite_output_dir
+    try:
+        check_new_run(training_args.output_dir, resume, overwrite)
+        if data_args.export_dir:
+            check_export_target(data_args.export_dir, [training_args.output_dir, model_args.model_name_or_path],
+                                resume or overwrite, "export_dir", "--overwrite_output_dir true")  # fmt: skip
+    except (ValueError, ExportTargetError) as error:
+        raise ConfigFileError(f"{where}: {error}") from None

@@ -84,6 +84,11 @@ class XlsrTrainingArguments(TrainingArguments):
             "which also writes it into the export), else 128"
         },
     )
+    overwrite_output_dir: bool = field(
+        default=False,
+        metadata={"help": "start a new run in an output_dir that holds another run's model or checkpoints, "
+                          "replacing its checkpoints and export (without it such a run is refused before training)"},
+    )  # fmt: skip
     push_export_to_hub: bool = field(
         default=False,
         metadata={"help": "after training, push the sentence-transformers export and its card to hub_model_id"},
@@ -206,7 +211,8 @@ class XlsrTrainer(Trainer):
         if resume_from_checkpoint is True:
             resume_from_checkpoint = last_whole_checkpoint(self.args.output_dir, with_optimizer)
         if resume_from_checkpoint:
-            check_checkpoint(resume_from_checkpoint, self.accelerator.unwrap_model(self.model), with_optimizer)
+            check_checkpoint(resume_from_checkpoint, self.accelerator.unwrap_model(self.model), with_optimizer,
+                             self.args.max_steps)  # fmt: skip
             logger.info("resuming from %s", resume_from_checkpoint)
         return super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
 
@@ -244,6 +250,12 @@ class XlsrTrainer(Trainer):
             self.args.warmup_steps = fitted
         elif "warmup_steps" in paper:
             logger.info("warm-up: the paper's %s of this run's %d steps", warmup, num_training_steps)
+        steps = self.args.get_warmup_steps(num_training_steps)
+        if "warmup_steps" not in paper and steps >= num_training_steps / 2:  # the run's own setting
+            logger.warning("warm-up covers %d of this run's %d steps (%.0f%%): the learning rate peaks %s; lower "
+                           "warmup_steps to train at the full rate", steps, num_training_steps,
+                           100 * steps / num_training_steps,
+                           "at the end" if steps >= num_training_steps else "after half the run")  # fmt: skip
         return super().create_scheduler(num_training_steps, optimizer)
 
     # ------------------------------------------------------------------------------------------------------------
