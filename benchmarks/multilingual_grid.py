@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 import yaml
 from common import ENCODERS, Results, machine
-from protocol import PICK_SEED, SEEDS, grid_table, job, pick, point, run_grid
+from protocol import PICK_SEED, SEEDS, ArmGrid, grid_table, job, pick, point, run_grid
 from queue_arms import accuracy, evaluators
 
 LANGUAGES = "en fr de es it pt ru uk pl ro tr ar fa hi bn id vi tl sw ja ko zh".split()  # the Bible's 22
@@ -39,7 +39,11 @@ LABELS = {
     "hictl": "HictlForPreTraining (L_S + L_W + TLM)",
 }
 HF_XLSR = ("hf_xlsr", "hictl")  # hf_xlsr's methods; the other arms are sentence-transformers' peers
-PAPER_TEMPERATURES = {"hictl": 1.0}  # HICTL scores by the plain cosine (its Eq. 2): run beside the grid's two
+QUEUE = (1024, 0.99)  # the queue's size and momentum at which its rates and temperatures run
+GRIDS = {  # what an arm runs beyond the rates and temperatures of every arm (protocol.ArmGrid)
+    "hf_xlsr": ArmGrid(queue=QUEUE, queue_sizes=(256, 1024, 4096)),  # 16x, the largest 4x the size first run
+    "hictl": ArmGrid(paper_temperature=1.0),  # HICTL scores by the plain cosine (its Eq. 2)
+}
 LARGE_BATCH = {"cmnrl_8B": 8}  # batch k x B in mini-batches of B, steps / k (the same pairs), lr x sqrt(k)
 MODEL_TYPES = {"hf_xlsr": "dual_momentum", "hictl": "hictl"}  # the arms trained by `hf-xlsr train`'s pipeline
 START = "e5-small"  # the untrained start's arm in the results file
@@ -178,9 +182,11 @@ def train_hf_xlsr(args, seed: int, output_dir: str, checkpoint_steps: int = 0, a
     return SentenceTransformer(f"{output_dir}/export", device="cpu"), trainer
 
 
-def job_parts(job: str) -> tuple[str, int, float, float]:
-    arm, seed, rate, temperature = job.split(":")
-    return arm, int(seed), float(rate), float(temperature)
+def job_parts(job: str) -> tuple[str, int, float, float, int | None, float | None]:
+    """``(arm, seed, rate, temperature, queue size, momentum)`` of a `protocol.job` (None, None: no queue)."""
+    arm, seed, rate, temperature, *queue = job.split(":")
+    size, momentum = (int(queue[0]), float(queue[1])) if queue else (None, None)
+    return arm, int(seed), float(rate), float(temperature), size, momentum
 
 
 def test_scores(folder, test) -> dict:
@@ -210,8 +216,9 @@ def train(settings, arm: str, seed: int, run_dir: Path):
 def run_job(args, results: Results, job: str, rows: dict) -> None:
     """Train one grid point (``ARM:SEED:RATE:TEMPERATURE``), save the model, score it on tune; a seed other than the
     pick seed runs at the pick only, so it is scored on test too."""
-    arm, seed, rate, temperature = job_parts(job)
-    if results.done(arm, seed, base_learning_rate=rate, temperature=temperature):
+    arm, seed, rate, temperature, size, momentum = job_parts(job)
+    queue = {"queue_size": size, "momentum": momentum} if size is not None else {}
+    if results.done(arm, seed, base_learning_rate=rate, temperature=temperature, **queue):
         return
     folder = Path(args.models) / job.replace(":", "_")
     seconds = resumed = None
@@ -220,7 +227,7 @@ def run_job(args, results: Results, job: str, rows: dict) -> None:
 
         model = SentenceTransformer(str(folder), device="cpu")
     else:
-        settings = argparse.Namespace(**{**vars(args), "learning_rate": rate, "temperature": temperature})
+        settings = argparse.Namespace(**{**vars(args), "learning_rate": rate, "temperature": temperature, **queue})
         began = time.time()
         run_dir = folder.with_name(folder.name + ".run")
         resumed = last_checkpoint(str(run_dir))
@@ -234,7 +241,8 @@ def run_job(args, results: Results, job: str, rows: dict) -> None:
         shutil.rmtree(run_dir, ignore_errors=True)
     at = large_batch(arm, argparse.Namespace(learning_rate=rate, batch_size=args.batch_size, steps=args.steps))
     run = {"arm": arm, "seed": seed, "base_learning_rate": rate, "learning_rate": at.learning_rate,
-           "temperature": temperature, "model": str(folder), "tune": accuracy(rows["tune"](model))}  # fmt: skip
+           "temperature": temperature, **queue, "model": str(folder),
+           "tune": accuracy(rows["tune"](model))}  # fmt: skip
     if at.batch_size != args.batch_size:
         run.update(batch_size=at.batch_size, steps=at.steps)
     if seconds is not None:
@@ -287,8 +295,9 @@ def test_the_pick(results: Results, arm: str, test) -> None:
     if any("bible" in run for run in at_pick):
         return
     saved = next(run for run in at_pick if "model" in run)
+    queue = {name: saved[name] for name in ("queue_size", "momentum") if name in saved}
     results.add({"arm": arm, "seed": PICK_SEED, "base_learning_rate": saved["base_learning_rate"],
-                 "temperature": saved["temperature"], "model": saved["model"],
+                 "temperature": saved["temperature"], **queue, "model": saved["model"],
                  **test_scores(saved["model"], test)})  # fmt: skip
 
 
@@ -323,8 +332,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=320)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--max-length", type=int, default=64)
-    parser.add_argument("--queue-size", type=int, default=1024)
-    parser.add_argument("--momentum", type=float, default=0.99)
+    parser.add_argument("--queue-size", type=int, default=QUEUE[0])
+    parser.add_argument("--momentum", type=float, default=QUEUE[1])
     parser.add_argument("--language-batches", default="mixed")
     parser.add_argument("--models", default="runs/multilingual_grid", help="where every trained model is saved")
     parser.add_argument("--checkpoint-steps", type=int, default=0,
@@ -341,7 +350,7 @@ def main() -> None:
         args.train_data = json.loads(args.train_data)
     if args.report:
         runs = json.loads(Path(args.out).read_text())["runs"]
-        print(grid_table(runs, args.grid, LABELS, HF_XLSR, paper=PAPER_TEMPERATURES))
+        print(grid_table(runs, args.grid, LABELS, HF_XLSR, grids=GRIDS))
         return
     torch.set_num_threads(args.threads)
     bible_languages = [code for code in args.languages if code in LANGUAGES]
@@ -361,14 +370,14 @@ def main() -> None:
     if args.picks_from:
         run_at_picks(args, results, rows)
     else:
-        run_grid(results.runs, args.grid, lambda job: run_job(args, results, job, rows), PAPER_TEMPERATURES,
+        run_grid(results.runs, args.grid, lambda job: run_job(args, results, job, rows), GRIDS,
                  claimer(args.models))  # fmt: skip
     claim = claimer(args.models)
     for arm in args.grid:
         if claim(f"{arm}:test"):  # one process scores the pick
             test_the_pick(results, arm, rows["bible"])
     test_the_start(results, rows["bible"])
-    print(grid_table(results.runs(), args.grid, LABELS, HF_XLSR, paper=PAPER_TEMPERATURES))
+    print(grid_table(results.runs(), args.grid, LABELS, HF_XLSR, grids=GRIDS))
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 words, docs/benchmarks/index.md): tune and test rows that share no verse (`split_rows`); the same grid of learning
 rates and temperatures for every arm at seed 0 (`LEARNING_RATES`, `EXTENSIONS`, `TEMPERATURES`); the
 pick on tune scores alone (`pick`, handed `tune_view`); seeds 1 and 2 at the pick, the figure their mean on test.
+An arm with a queue then takes one coordinate step more before its seeds (`ArmGrid`): its queue sizes at the best rate
+and temperature, then the other momentum at the best size.
 
 `next_jobs` says what an arm still has to run, so that a grid resumes from its results file.
 """
@@ -9,13 +11,35 @@ pick on tune scores alone (`pick`, handed `tune_view`); seeds 1 and 2 at the pic
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 
 LEARNING_RATES = (5e-5, 1e-4, 2e-4, 4e-4)
 EXTENSIONS = 2  # rates run beyond each end of LEARNING_RATES, at most, while the best rate lies at that end
 TEMPERATURES = (0.04, 0.05)  # scale 25 (MoCo-BERT's temperature), 20 (MultipleNegativesRankingLoss's default)
 PICK_SEED = 0
 SEEDS = (0, 1, 2)
-CHOOSER_FIELDS = ("arm", "seed", "base_learning_rate", "temperature", "tune")  # all a choice may read of a run
+MOMENTA = (0.99, 0.999)  # the queue step's momenta: MoCo-BERT's 0.99 first
+CHOOSER_FIELDS = ("arm", "seed", "base_learning_rate", "temperature", "queue_size", "momentum", "tune")  # all it reads
+
+
+@dataclass(frozen=True)
+class ArmGrid:
+    """What an arm runs beyond the rates and temperatures every arm runs: its paper's temperature where it lies
+    outside `TEMPERATURES`; for an arm with a queue, the queue step's ``queue_sizes`` and ``momenta``, and the
+    ``queue`` (size, momentum) at which the rates and temperatures run."""
+
+    paper_temperature: float | None = None
+    queue: tuple[int, float] | None = None
+    queue_sizes: tuple[int, ...] = ()
+    momenta: tuple[float, ...] = MOMENTA
+
+    @property
+    def temperatures(self) -> tuple[float, ...]:
+        value = self.paper_temperature
+        return TEMPERATURES if value is None or value in TEMPERATURES else (*TEMPERATURES, value)
+
+
+NO_EXTRA = ArmGrid()
 
 
 def split_rows(total: int, size: int, whole: bool = False) -> dict[str, list[int]]:
@@ -41,12 +65,16 @@ def pick(runs: Iterable[Mapping], arm: str) -> dict | None:
     return max(points, key=lambda run: run["tune"], default=None)
 
 
-def point(run: Mapping) -> tuple[float, float]:
-    return run["base_learning_rate"], run["temperature"]
+def point(run: Mapping) -> tuple:
+    """A run's grid point: its rate and temperature, then its queue size and momentum (None without a queue)."""
+    return run["base_learning_rate"], run["temperature"], run.get("queue_size"), run.get("momentum")
 
 
-def job(arm: str, seed: int, rate: float, temperature: float) -> str:
-    return f"{arm}:{seed}:{rate:g}:{temperature:g}"
+def job(arm: str, seed: int, rate: float, temperature: float, queue_size: int | None = None,
+        momentum: float | None = None) -> str:  # fmt: skip
+    """``ARM:SEED:RATE:TEMPERATURE``, and ``:QUEUE_SIZE:MOMENTUM`` for an arm with a queue."""
+    base = f"{arm}:{seed}:{rate:g}:{temperature:g}"
+    return base if queue_size is None else f"{base}:{queue_size}:{momentum:g}"
 
 
 def next_rate_beyond(rates: set[float], best: float) -> float | None:
@@ -59,43 +87,54 @@ def next_rate_beyond(rates: set[float], best: float) -> float | None:
     return None
 
 
-def temperatures_of(arm: str, paper: Mapping[str, float] | None = None) -> tuple[float, ...]:
-    """The temperatures ``arm`` runs: `TEMPERATURES`, then its paper's value (``paper[arm]``) where it lies outside."""
-    value = (paper or {}).get(arm)
-    return TEMPERATURES if value is None or value in TEMPERATURES else (*TEMPERATURES, value)
-
-
-def next_jobs(runs: Iterable[Mapping], arm: str, temperatures: tuple[float, ...] = TEMPERATURES) -> list[str]:
-    """The jobs ``arm`` still has to run under the protocol, in order, as ``ARM:SEED:RATE:TEMPERATURE``: the rates at
-    the first temperature, and one rate beyond at a time while the best is the lowest or the highest run
-    (`next_rate_beyond`), then the other ``temperatures`` (`temperatures_of`) at the best of those, then the other
-    seeds at the pick; empty when the arm is done. Each stage waits for the one before it."""
-    runs = tune_view(runs)
-    done = {(run["seed"], *point(run)) for run in runs if run["arm"] == arm}
+def next_jobs(runs: Iterable[Mapping], arm: str, grid: ArmGrid = NO_EXTRA) -> list[str]:
+    """The jobs ``arm`` still has to run under the protocol, in order, as `job` names them: the rates at the first
+    temperature, and one rate beyond at a time while the best is the lowest or the highest run
+    (`next_rate_beyond`), then the other temperatures (with the paper's, ``grid.temperatures``) at the best of those;
+    for an arm with a queue (``grid.queue``, at which those run), its ``queue_sizes`` at the best rate and
+    temperature, then its other ``momenta`` at the best size; then the other seeds at the pick; empty when the arm is
+    done. Each stage waits for the one before it."""
+    runs = [run for run in tune_view(runs) if run["arm"] == arm]
+    size, momentum = grid.queue or (None, None)
+    done = {(run["seed"], *point(run)) for run in runs}
     first = TEMPERATURES[0]
-    rates = [job(arm, PICK_SEED, rate, first) for rate in LEARNING_RATES if (PICK_SEED, rate, first) not in done]
+    rates = [job(arm, PICK_SEED, rate, first, size, momentum) for rate in LEARNING_RATES
+             if (PICK_SEED, rate, first, size, momentum) not in done]  # fmt: skip
     if rates:
         return rates
-    at_first = [run for run in runs if run["arm"] == arm and run["seed"] == PICK_SEED and run["temperature"] == first]
+    at_queue = [run for run in runs if run["seed"] == PICK_SEED and point(run)[2:] == (size, momentum)]
+    at_first = [run for run in at_queue if run["temperature"] == first]
     best_rate = point(pick(at_first, arm))[0]
     beyond = next_rate_beyond({point(run)[0] for run in at_first}, best_rate)
     if beyond is not None:
-        return [job(arm, PICK_SEED, beyond, first)]
-    temperatures = [
-        job(arm, PICK_SEED, best_rate, t) for t in temperatures[1:] if (PICK_SEED, best_rate, t) not in done
-    ]
+        return [job(arm, PICK_SEED, beyond, first, size, momentum)]
+    temperatures = [job(arm, PICK_SEED, best_rate, t, size, momentum) for t in grid.temperatures[1:]
+                    if (PICK_SEED, best_rate, t, size, momentum) not in done]  # fmt: skip
     if temperatures:
         return temperatures
-    rate, temperature = point(pick(runs, arm))
-    return [job(arm, seed, rate, temperature) for seed in SEEDS if (seed, rate, temperature) not in done]
+    if grid.queue:
+        rate, temperature = point(pick(at_queue, arm))[:2]
+        sizes = [job(arm, PICK_SEED, rate, temperature, k, momentum) for k in grid.queue_sizes
+                 if (PICK_SEED, rate, temperature, k, momentum) not in done]  # fmt: skip
+        if sizes:
+            return sizes
+        at_sizes = [run for run in runs if run["seed"] == PICK_SEED and point(run)[:2] == (rate, temperature)
+                    and point(run)[3] == momentum]  # fmt: skip
+        best_size = point(pick(at_sizes, arm))[2]
+        momenta = [job(arm, PICK_SEED, rate, temperature, best_size, m) for m in grid.momenta
+                   if (PICK_SEED, rate, temperature, best_size, m) not in done]  # fmt: skip
+        if momenta:
+            return momenta
+    chosen = point(pick(runs, arm))
+    return [job(arm, seed, *chosen) for seed in SEEDS if (seed, *chosen) not in done]
 
 
 def run_grid(runs: Callable[[], list], arms: Iterable[str], run_job: Callable[[str], None],
-             paper: Mapping[str, float] | None = None, claim: Callable[[str], bool] | None = None,
+             grids: Mapping[str, ArmGrid] | None = None, claim: Callable[[str], bool] | None = None,
              wait: float = 60.0) -> None:  # fmt: skip
     """Each of ``arms`` under the protocol, one job at a time: the first arm with a job still to run runs its stage's
     next one, and the next stage waits for the one before it, as the runs so far (``runs()``, read again after every
-    job) decide; ``paper``: an arm's paper temperature, run where it lies outside the grid's (`temperatures_of`).
+    job) decide; ``grids``: what an arm runs beyond the shared grid (`ArmGrid`).
     With ``claim`` (True where this process takes the job, False where another one runs it), several processes share
     the jobs: one whose arm has no free job left takes a later arm's, and one with none free anywhere waits ``wait``
     seconds before it reads the runs again. A job still to run after this process ran it is an error."""
@@ -105,7 +144,7 @@ def run_grid(runs: Callable[[], list], arms: Iterable[str], run_job: Callable[[s
     while True:
         mine, left = None, False
         for arm in arms:
-            pending = next_jobs(runs(), arm, temperatures_of(arm, paper))
+            pending = next_jobs(runs(), arm, (grids or {}).get(arm, NO_EXTRA))
             left = left or bool(pending)
             mine = next((job for job in pending if claim is None or claim(job)), None)
             if mine is not None:
@@ -128,18 +167,25 @@ def at_pick(runs: list[Mapping], arm: str) -> list[Mapping]:
             and "bible" in run and point(run) == point(chosen)]  # fmt: skip
 
 
-def grid_rows(runs: list[Mapping], arms: Iterable[str], paper: Mapping[str, float] | None = None) -> list[dict]:
-    """For each arm: its seed-0 grid (``{(rate, temperature): tune}``), its pick and the tune score that chose it, and
-    the ``test`` scores (``bible``) of every seed at the pick; ``complete`` once its grid (with its ``paper``
-    temperature, `temperatures_of`) and its seeds have run."""
+def grid_rows(runs: list[Mapping], arms: Iterable[str], grids: Mapping[str, ArmGrid] | None = None) -> list[dict]:
+    """For each arm: its seed-0 grid of rates and temperatures (``{(rate, temperature): tune}``, at its ``queue``
+    where it has one), its queue step (``{(queue size, momentum): tune}`` at the best rate and temperature), its pick
+    and the tune score that chose it, and the ``test`` scores (``bible``) of every seed at the pick; ``complete``
+    once its grid (with what ``grids`` adds) and its seeds have run."""
     rows = []
     for arm in arms:
+        extra = (grids or {}).get(arm, NO_EXTRA)
+        base = extra.queue or (None, None)
         chosen = pick(runs, arm)
-        grid = {point(run): run["tune"] for run in tune_view(runs) if run["arm"] == arm and run["seed"] == PICK_SEED}
+        seed0 = [run for run in tune_view(runs) if run["arm"] == arm and run["seed"] == PICK_SEED]
+        grid = {point(run)[:2]: run["tune"] for run in seed0 if point(run)[2:] == base}
+        best = point(pick([run for run in seed0 if point(run)[2:] == base], arm) or {"base_learning_rate": None,
+                                                                                     "temperature": None})[:2]  # fmt: skip
+        queue = {point(run)[2:]: run["tune"] for run in seed0 if extra.queue and point(run)[:2] == best}
         tests = [run["bible"] for run in at_pick(runs, arm)]
-        rows.append({"arm": arm, "grid": grid, "pick": point(chosen) if chosen else None,
+        rows.append({"arm": arm, "grid": grid, "queue": queue, "pick": point(chosen) if chosen else None,
                      "pick_tune": chosen["tune"] if chosen else None, "test": tests,
-                     "complete": not next_jobs(runs, arm, temperatures_of(arm, paper))
+                     "complete": not next_jobs(runs, arm, (grids or {}).get(arm, NO_EXTRA))
                                  and len(tests) >= len(SEEDS)})  # fmt: skip
     return rows
 
@@ -168,7 +214,7 @@ def grid_table(
     labels: Mapping[str, str],
     hf_xlsr: Iterable[str],
     cost: Mapping[str, Mapping] | None = None,
-    paper: Mapping[str, float] | None = None,
+    grids: Mapping[str, ArmGrid] | None = None,
 ) -> str:
     """The report's table of a grid: each arm's tune score at every rate (first temperature) and at the other
     temperature(s) at its best rate, its pick and the tune score that chose it, and its test score over the seeds at
@@ -182,13 +228,14 @@ def grid_table(
     from statistics import fmean, stdev
 
     arms = list(arms)
-    rows = grid_rows(list(runs), arms, paper)
+    rows = grid_rows(list(runs), arms, grids)
     first = TEMPERATURES[0]
-    others = tuple(dict.fromkeys(t for arm in arms for t in temperatures_of(arm, paper)[1:]))
+    others = tuple(dict.fromkeys(t for arm in arms for t in (grids or {}).get(arm, NO_EXTRA).temperatures[1:]))
     beyond = {row["arm"]: sorted(r for r, t in row["grid"] if t == first and r not in LEARNING_RATES) for row in rows}
+    queues = any(len(row["queue"]) > 1 for row in rows)
     header = ["arm", *(f"lr {rate:g}" for rate in LEARNING_RATES), *(["lr beyond"] if any(beyond.values()) else []),
-              *(f"T {t:g} at its best lr" for t in others), "pick (lr, T)", "tune at the pick", "test (%)",
-              "seeds"]  # fmt: skip
+              *(f"T {t:g} at its best lr" for t in others), *(["queue K, m at its best lr, T"] if queues else []),
+              "pick (lr, T)", "tune at the pick", "test (%)", "seeds"]  # fmt: skip
     lines = ["| " + " | ".join(header) + " |", "| --- |" + " ---: |" * (len(header) - 1)]
     edges = []
     for row in rows:
@@ -203,10 +250,14 @@ def grid_table(
             end = "lowest" if best_rate == min(rates) else "highest"
             edges.append(f"{labels.get(row['arm'], row['arm'])} ({best_rate:g}, the {end})")
         cells += [f"{100 * grid[(best_rate, t)]:.1f}" if (best_rate, t) in grid else "—" for t in others]
+        if queues:
+            cells.append("; ".join(f"{k}, {m:g}: {100 * tune:.1f}" for (k, m), tune in sorted(row["queue"].items()))
+                         or "—")  # fmt: skip
         tests = row["test"]
         test = "—" if not tests else f"{100 * fmean(tests):.1f}" + (f" ± {100 * stdev(tests):.1f}" if len(tests) > 1
                                                                      else "")  # fmt: skip
-        chosen = "—" if row["pick"] is None else f"{row['pick'][0]:g}, {row['pick'][1]:g}"
+        chosen = "—" if row["pick"] is None else f"{row['pick'][0]:g}, {row['pick'][1]:g}" + (
+            f" (K {row['pick'][2]}, m {row['pick'][3]:g})" if row["pick"][2] is not None else "")  # fmt: skip
         tune = "—" if row["pick_tune"] is None else f"{100 * row['pick_tune']:.1f}"
         lines.append(f"| {labels.get(row['arm'], row['arm'])} | " + " | ".join(cells)
                      + f" | {chosen} | {tune} | {test} | {len(tests)} |")  # fmt: skip

@@ -1017,7 +1017,7 @@ MUTATIONS = [
              FAULTS + "test_a_second_ctrl_c_stops_at_once_without_a_checkpoint"),
     Mutation("forwarded_ctrl_c_stops_at_once", "hf_xlsr/trainers/callbacks.py::PreemptionCallback.handle",
              "now - self.interrupted_at >= self.REPEAT_SECONDS", "now - self.interrupted_at >= 0",
-             FAULTS + "test_ctrl_c_under_accelerate_launch_saves_one_checkpoint_and_the_run_resumes"),
+             FAULTS + "test_one_ctrl_c_that_reaches_the_process_twice_through_a_wrapper_still_saves"),
     Mutation("export_replaces_a_folder_of_other_files", "hf_xlsr/export.py::check_export_target",
              "    if EXPORT_MARKER not in entries or foreign:", "    if False:", EXPORT_TARGET),
     Mutation("export_over_its_own_model", "hf_xlsr/export.py::check_export_target",

@@ -116,6 +116,32 @@ def test_a_second_ctrl_c_stops_at_once_without_a_checkpoint(tmp_path):
     assert not list((tmp_path / "run").glob("checkpoint-*"))
 
 
+FORWARDER = (  # a wrapper in the training process's group that passes Ctrl-C on, as many job wrappers do
+    "import signal, subprocess, sys\n"
+    "job = subprocess.Popen(sys.argv[1:])\n"
+    "signal.signal(signal.SIGINT, lambda *a: job.send_signal(signal.SIGINT))\n"
+    "sys.exit(job.wait())\n"
+)
+
+
+def test_one_ctrl_c_that_reaches_the_process_twice_through_a_wrapper_still_saves(tmp_path):
+    """Ctrl-C to a group that holds a wrapper forwarding SIGINT and the training process: the process receives it
+    from the terminal and again from the wrapper milliseconds later, one key press, which saves a checkpoint and
+    exits 0 like a single SIGINT."""
+    path = config(tmp_path, "run", save_steps=100, max_steps=100_000, logging_steps=1)
+    command = [sys.executable, "-c", FORWARDER, sys.executable, "-m", "hf_xlsr_cli", "train", str(path)]
+    job = subprocess.Popen(command, cwd=ROOT, env=ENVIRONMENT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, start_new_session=True)  # fmt: skip
+    for line in job.stdout:
+        if "'loss'" in line:
+            break
+    os.killpg(job.pid, signal.SIGINT)
+    _, stderr = job.communicate(timeout=300)
+    assert job.returncode == 0, stderr[-3000:]
+    assert stderr.count("Ctrl-C: finishing this step") == 1 and "stopped by SIGINT at step" in stderr
+    assert len(list((tmp_path / "run").glob("checkpoint-*/trainer_state.json"))) == 1
+
+
 @pytest.mark.slow  # ten kills, each a process start: about two minutes
 def test_killed_ten_times_at_random_moments_a_save_among_them_the_run_ends_as_one_never_killed(tmp_path):
     """The report's reliability figure (``benchmarks/reliability.py``), run here: every tensor equal."""
@@ -196,10 +222,10 @@ def launch(path: Path, *args: str) -> subprocess.Popen:
 
 @pytest.mark.slow  # two runs of two processes: about a minute and a half
 def test_ctrl_c_under_accelerate_launch_saves_one_checkpoint_and_the_run_resumes(tmp_path):
-    """Ctrl-C in a terminal: SIGINT to the launcher and both training processes at once (their process group); the
-    launcher's agent passes it on to the processes within milliseconds, which count it once. Both finish the same
-    step and save one checkpoint before the agent's grace period ends; the launcher exits 130 (128 + SIGINT, as
-    accelerate does for a signal), and the run resumes from that checkpoint to its end."""
+    """Ctrl-C in a terminal: SIGINT to the launcher's process group. torch's agent, which starts the training
+    processes in sessions of their own, passes it on to each. Both finish the same step and save one checkpoint
+    before the agent's grace period ends; the launcher exits 130 (128 + SIGINT, as accelerate does for a signal), and
+    the run resumes from that checkpoint to its end."""
     path = config(tmp_path, "run", save_steps=100, max_train_pairs=200)
     job = launch(path)
     for line in job.stdout:
@@ -264,7 +290,8 @@ def test_an_export_killed_halfway_leaves_the_previous_export_as_it_was(tmp_path,
     result = subprocess.run(command, cwd=ROOT, env=ENVIRONMENT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     before = {p.relative_to(output): p.read_bytes() for p in output.rglob("*") if p.is_file()}
-    job = subprocess.Popen(command, cwd=ROOT, env=ENVIRONMENT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    job = subprocess.Popen([*command, "--overwrite"], cwd=ROOT, env=ENVIRONMENT, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)  # fmt: skip
     assert wait_for(lambda: any(tmp_path.glob(".export.partial-*/*")), job)  # writing the new export
     job.kill()
     job.wait()

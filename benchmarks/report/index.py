@@ -46,7 +46,7 @@ def questions_summary() -> str:
     section."""
     sys.path.insert(0, str(shared.HERE))
     from common import mean_and_spread, mean_text
-    from multilingual_grid import ARMS, HF_XLSR, PAPER_TEMPERATURES
+    from multilingual_grid import ARMS, HF_XLSR, GRIDS
     from protocol import grid_rows, grid_verdict
 
     from .languages import grid_figures
@@ -69,7 +69,7 @@ def questions_summary() -> str:
     largest = 100 * (mean_of("alpha0", "fr") - mean_of("alpha0.5", "fr")) / 100
     step = shared.load("multilingual_step.json")["rows"]["22 languages"]["ratio_to_bilingual"]
 
-    found = grid_verdict(grid_rows(shared.load("multilingual_grid.json")["runs"], ARMS, PAPER_TEMPERATURES), HF_XLSR)
+    found = grid_verdict(grid_rows(shared.load("multilingual_grid.json")["runs"], ARMS, GRIDS), HF_XLSR)
     verdict = "cannot show before 3 seeds at each pick" if not found else "holds" if found[-1] else "does not hold"
     languages = "languages.md#22-languages-each-language-at-the-picks"
     drawing = "languages.md#drawing-the-language-pairs-temperature-and-mixed-batches"

@@ -139,7 +139,7 @@ def multilingual_grid(name: str = "multilingual_grid.json") -> str:
     """The 22-language grid (``multilingual_grid.py``): each arm's tune scores, pick and test score under the
     tuning protocol, the verdict once both arms have it, and the caption from the results file."""
     sys.path.insert(0, str(shared.HERE))
-    from multilingual_grid import ARMS, HF_XLSR, LABELS, PAPER_TEMPERATURES
+    from multilingual_grid import ARMS, HF_XLSR, LABELS, GRIDS
     from protocol import grid_table
 
     record = shared.load(name)
@@ -147,7 +147,7 @@ def multilingual_grid(name: str = "multilingual_grid.json") -> str:
     rows = (f"\n{len(setup['languages'])} languages, {setup['steps']} steps of {setup['batch_size']} pairs; tune: "
             f"{setup['split']['tune']}; test: {setup['split']['test']}"
             + (f", encoded in {setup['test_backend']}" if "test_backend" in setup else "") + ".\n")  # fmt: skip
-    return grid_table(runs, ARMS, LABELS, HF_XLSR, paper=PAPER_TEMPERATURES) + rows + shared.caption(name, setup, runs)
+    return grid_table(runs, ARMS, LABELS, HF_XLSR, grids=GRIDS) + rows + shared.caption(name, setup, runs)
 
 
 def multilingual_grid_verdict() -> str:

@@ -54,7 +54,7 @@ def test_only_the_picks_model_is_scored_on_test_and_the_chooser_never_reads_it(t
     # the chooser is never handed the test record, and the pick's three seeds make the arm's test figure
     assert pick(results.runs(), "mnrl")["tune"] == 0.7
     row = grid_rows(results.runs(), ["mnrl"])[0]
-    assert row["pick"] == (1e-4, 0.04) and sorted(row["test"]) == sorted([0.80, 0.82, scored[0]["bible"]])
+    assert row["pick"] == (1e-4, 0.04, None, None) and sorted(row["test"]) == sorted([0.80, 0.82, scored[0]["bible"]])
     assert row["complete"]
     runs = len(results.runs())
     multilingual_grid.test_the_pick(results, "mnrl", test)  # scored once

@@ -66,7 +66,7 @@ def test_the_pick_reads_tune_alone_at_the_pick_seed():
             run("mql_K256B", 0, 5e-5, 0.05, tune=0.90, test=0.10)]  # fmt: skip
     chosen = protocol.pick(runs, "mnrl_B")
     assert (chosen["base_learning_rate"], chosen["temperature"], chosen["tune"]) == (2e-4, 0.04, 0.85)
-    assert set(chosen) == set(protocol.CHOOSER_FIELDS)
+    assert set(chosen) == set(protocol.CHOOSER_FIELDS) - {"queue_size", "momentum"}  # the runs have no queue
     assert protocol.pick(runs, "dmm_K256B") is None
 
 
@@ -93,7 +93,7 @@ def test_the_grid_table_row_holds_the_grid_the_pick_and_every_seeds_test_score()
     runs += [{"arm": arm, "seed": s, "base_learning_rate": 1e-4, "temperature": 0.04, "tune": 0.0,
               "bible": 0.7 + s / 100} for s in (1, 2)]  # fmt: skip
     (row,) = protocol.grid_rows(runs, [arm])
-    assert row["pick"] == (1e-4, 0.04) and row["pick_tune"] == 0.9 and row["complete"]
+    assert row["pick"] == (1e-4, 0.04, None, None) and row["pick_tune"] == 0.9 and row["complete"]
     assert row["test"] == [0.8, 0.71, 0.72] and len(row["grid"]) == 5
 
 
@@ -160,3 +160,31 @@ def test_the_verdict_reads_the_arms_done_and_says_the_rest_cannot_show_yet():
                                                                            (0.60, 0.70, 0.80))  # fmt: skip
     line = protocol.grid_table(close, ["mnrl_B", "mql_K256B"], labels, ["mql_K256B"]).splitlines()[-1]
     assert line.endswith("queue against MNRL: +5.0 points on test, the larger seed spread 10.0: does not hold.")
+
+
+def test_an_arm_with_a_queue_steps_through_its_sizes_then_its_momenta_at_the_best_rate_and_temperature():
+    """After its rates and temperatures (run at its queue, 1,024 at 0.99), the queue's arm runs its other sizes at the
+    best (rate, T) on tune, then the other momentum at the best size, then its seeds at the best point of all; the
+    records' queue fields tell the points apart, and a run without them is not at the queue."""
+    arm, grid = "hf_xlsr", protocol.ArmGrid(queue=(1024, 0.99), queue_sizes=(256, 1024, 4096))
+
+    def queued(seed, rate, temperature, size, momentum, tune):
+        return {**run(arm, seed, rate, temperature, tune, 0.0).values, "queue_size": size, "momentum": momentum}
+
+    assert protocol.next_jobs([], arm, grid) == [f"{arm}:0:{r:g}:0.04:1024:0.99" for r in protocol.LEARNING_RATES]
+    runs = [queued(0, r, 0.04, 1024, 0.99, t) for r, t in zip(protocol.LEARNING_RATES, (0.5, 0.8, 0.6, 0.1),
+                                                                  strict=True)]  # fmt: skip
+    runs.append(run(arm, 0, 2e-4, 0.04, 0.99, 0.0))  # no queue fields: another point, never the best at the queue
+    assert protocol.next_jobs(runs, arm, grid) == [f"{arm}:0:0.0001:0.05:1024:0.99"]
+    runs.append(queued(0, 1e-4, 0.05, 1024, 0.99, 0.7))
+    assert protocol.next_jobs(runs, arm, grid) == [f"{arm}:0:0.0001:0.04:256:0.99", f"{arm}:0:0.0001:0.04:4096:0.99"]
+    runs += [queued(0, 1e-4, 0.04, 256, 0.99, 0.6), queued(0, 1e-4, 0.04, 4096, 0.99, 0.85)]
+    assert protocol.next_jobs(runs, arm, grid) == [f"{arm}:0:0.0001:0.04:4096:0.999"]
+    runs.append(queued(0, 1e-4, 0.04, 4096, 0.999, 0.82))
+    del runs[4]  # the run without queue fields leaves: the best point is the largest queue at 0.99
+    assert protocol.next_jobs(runs, arm, grid) == [f"{arm}:{seed}:0.0001:0.04:4096:0.99" for seed in (1, 2)]
+    row = protocol.grid_rows(runs, [arm], {arm: grid})[0]
+    assert row["pick"] == (1e-4, 0.04, 4096, 0.99) and not row["complete"]
+    assert row["queue"] == {(256, 0.99): 0.6, (1024, 0.99): 0.8, (4096, 0.99): 0.85, (4096, 0.999): 0.82}
+    assert row["grid"] == {(1e-4, 0.04): 0.8, (5e-5, 0.04): 0.5, (2e-4, 0.04): 0.6, (4e-4, 0.04): 0.1,
+                           (1e-4, 0.05): 0.7}  # fmt: skip
