@@ -179,8 +179,8 @@ def grid_rows(runs: list[Mapping], arms: Iterable[str], grids: Mapping[str, ArmG
         chosen = pick(runs, arm)
         seed0 = [run for run in tune_view(runs) if run["arm"] == arm and run["seed"] == PICK_SEED]
         grid = {point(run)[:2]: run["tune"] for run in seed0 if point(run)[2:] == base}
-        best = point(pick([run for run in seed0 if point(run)[2:] == base], arm) or {"base_learning_rate": None,
-                                                                                     "temperature": None})[:2]  # fmt: skip
+        at_base = pick([run for run in seed0 if point(run)[2:] == base], arm)
+        best = point(at_base)[:2] if at_base else None
         queue = {point(run)[2:]: run["tune"] for run in seed0 if extra.queue and point(run)[:2] == best}
         tests = [run["bible"] for run in at_pick(runs, arm)]
         rows.append({"arm": arm, "grid": grid, "queue": queue, "pick": point(chosen) if chosen else None,

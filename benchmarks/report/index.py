@@ -46,7 +46,7 @@ def questions_summary() -> str:
     section."""
     sys.path.insert(0, str(shared.HERE))
     from common import mean_and_spread, mean_text
-    from multilingual_grid import ARMS, HF_XLSR, GRIDS
+    from multilingual_grid import ARMS, GRIDS, HF_XLSR
     from protocol import grid_rows, grid_verdict
 
     from .languages import grid_figures

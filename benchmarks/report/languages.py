@@ -139,7 +139,7 @@ def multilingual_grid(name: str = "multilingual_grid.json") -> str:
     """The 22-language grid (``multilingual_grid.py``): each arm's tune scores, pick and test score under the
     tuning protocol, the verdict once both arms have it, and the caption from the results file."""
     sys.path.insert(0, str(shared.HERE))
-    from multilingual_grid import ARMS, HF_XLSR, LABELS, GRIDS
+    from multilingual_grid import ARMS, GRIDS, HF_XLSR, LABELS
     from protocol import grid_table
 
     record = shared.load(name)
