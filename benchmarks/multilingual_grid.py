@@ -103,6 +103,22 @@ def large_batch(arm: str, args) -> argparse.Namespace:
                                  "learning_rate": args.learning_rate * math.sqrt(k)})  # fmt: skip
 
 
+def drawn_pairs(pairs, args, seed: int):
+    """The pairs a sentence-transformers arm sees, steps x batch of them (as many as hf_xlsr's arms draw): with
+    ``--sampler one``, the very rows hf_xlsr's `LanguagePairSampler` draws at this seed (language pairs at α = 0.5,
+    mixed batches), so that both sides train on one draw; with ``shuffle``, a shuffle of all pairs (pairs drawn in
+    proportion to the corpus)."""
+    count = args.steps * args.batch_size
+    if getattr(args, "sampler", "shuffle") == "shuffle":
+        return pairs.shuffle(seed=seed).select(range(count))
+    import itertools
+
+    from hf_xlsr.data.multilingual import LANGUAGE_SAMPLING_ALPHA, LanguagePairSampler
+
+    sampler = LanguagePairSampler(pairs["pair"][:], args.batch_size, LANGUAGE_SAMPLING_ALPHA, "mixed", seed=seed)
+    return pairs.select(list(itertools.islice(iter(sampler), count)))
+
+
 def train_sentence_transformers(arm: str, args, seed: int, output_dir: str, pairs, checkpoint_steps: int = 0):
     """MNRL at B; CachedMNRL at 8B (GradCache in mini-batches of B, sentence-transformers' ``NO_DUPLICATES`` batches,
     the sampler it recommends for in-batch negatives: a verse's English side in two pairs of one batch would be a
@@ -121,8 +137,7 @@ def train_sentence_transformers(arm: str, args, seed: int, output_dir: str, pair
     if checkpoint_steps:  # as many pairs between checkpoints at any batch
         checkpoint_steps = max(1, checkpoint_steps * base // args.batch_size)
     model = sentence_model(args, seed)
-    # the pairs one run sees, steps x batch of them, drawn from all pairs (hf_xlsr's sampler draws as many)
-    pairs = pairs.shuffle(seed=seed).select(range(args.steps * args.batch_size))
+    pairs = drawn_pairs(pairs, args, seed)
     both = {"partition_mode": "per_direction", "directions": ("query_to_doc", "doc_to_query")}
     extra = {}
     if arm in ("mnrl", "cmnrl_8B"):
@@ -335,6 +350,9 @@ def main() -> None:
     parser.add_argument("--queue-size", type=int, default=QUEUE[0])
     parser.add_argument("--momentum", type=float, default=QUEUE[1])
     parser.add_argument("--language-batches", default="mixed")
+    parser.add_argument("--sampler", choices=("shuffle", "one"), default="shuffle",
+                        help="how sentence-transformers' arms draw their pairs: a shuffle of all pairs, or one draw "
+                             "with hf_xlsr's arms (its language-pair sampler, α = 0.5)")  # fmt: skip
     parser.add_argument("--models", default="runs/multilingual_grid", help="where every trained model is saved")
     parser.add_argument("--checkpoint-steps", type=int, default=0,
                         help="a checkpoint every N steps, from which a killed run goes on (0: none)")  # fmt: skip
@@ -357,7 +375,7 @@ def main() -> None:
     rows = evaluators(bible_languages, args.tune_rows, whole=args.whole_test)  # {"tune": ..., "bible": test}
     setup = {"script": "benchmarks/multilingual_grid.py", "languages": args.languages, "train_data": args.train_data,
              "steps": args.steps, "batch_size": args.batch_size, "max_length": args.max_length,
-             "queue_size": args.queue_size, "momentum": args.momentum, "machine": machine(),
+             "queue_size": args.queue_size, "momentum": args.momentum, "sampler": args.sampler, "machine": machine(),
              "test_backend": TEST_BACKEND,
              "split": {"train": f"{args.train_data}: training part",
                        "tune": f"held-out Bible verses in {len(bible_languages)} languages, rows {args.tune_rows}-"

@@ -1039,6 +1039,14 @@ MUTATIONS = [
              "            if text.strip() or keep_blank:", "            if text.strip():", ROW_PER_LINE),
     Mutation("cut_lines_uncounted", "hf_xlsr/evaluation/encoders.py::truncated_count",
              "len(ids) > limit", "len(ids) > 10 * limit", ROW_PER_LINE),
+    Mutation("sentence_transformers_arm_draws_its_own_pairs", "benchmarks/multilingual_grid.py::drawn_pairs",
+             'if getattr(args, "sampler", "shuffle") == "shuffle":', "if True:",
+             "tests/benchmarks/test_multilingual_grid.py::"
+             "test_with_one_sampler_the_sentence_transformers_arm_trains_on_the_rows_hf_xlsrs_trainer_draws"),
+    Mutation("queue_step_skipped", "benchmarks/protocol.py::next_jobs",
+             "        if sizes:\n            return sizes", "        pass",
+             "tests/benchmarks/test_protocol.py::"
+             "test_an_arm_with_a_queue_steps_through_its_sizes_then_its_momenta_at_the_best_rate_and_temperature"),
     Mutation("checkpoint_shapes_unchecked", "hf_xlsr/trainers/checkpoints.py::check_checkpoint",
              "        if name in shapes and shapes[name] != tuple(tensor.shape):",
              "        if name in shapes and False:",

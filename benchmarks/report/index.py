@@ -27,6 +27,8 @@ def tatoeba_verdict(languages: str) -> tuple[str, str, str]:
     measured = (f"F1 {mean_text(ours_f1, scale=1)} against {mean_text(theirs_f1, scale=1)} "
                 f"({len(seeds)} seed{'s' * (len(seeds) > 1)}), paired {gain:+.2f} points, ahead on "
                 f"{sum(d > 0 for d in differences)} of {len(seeds)}")  # fmt: skip
+    if reason := tatoeba.unlike(languages):
+        return question, measured, f"cannot show: {reason}"
     if len(seeds) < 3:
         return question, measured, "cannot show before 3 seeds of both"
     spreads = [mean_and_spread(values)[1] for values in (ours_f1, theirs_f1)]
@@ -35,9 +37,10 @@ def tatoeba_verdict(languages: str) -> tuple[str, str, str]:
 
 
 def tatoeba_verdicts() -> str:
-    """README's first-screen lines of `tatoeba_verdict`, one per comparison."""
+    """README's first-screen lines of `tatoeba_verdict`, one per comparison that gives a verdict."""
     return "".join(f"- {question}: {measured}: {verdict}.\n"
-                   for question, measured, verdict in map(tatoeba_verdict, tatoeba.COMPARISONS))  # fmt: skip
+                   for question, measured, verdict in map(tatoeba_verdict, tatoeba.COMPARISONS)
+                   if not verdict.startswith("cannot show"))  # fmt: skip
 
 
 def questions_summary() -> str:

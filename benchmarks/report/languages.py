@@ -181,7 +181,11 @@ def multilingual_118(name: str = "multilingual_118.json") -> str:
                      f"{mean_text([run['zero_shot'] for run in figures], 100, 2)} |")  # fmt: skip
     rows = [{"arm": arm, "pick_tune": chosen[arm]["tune"], "test": [run["bible"] for run in figures],
              "complete": len(figures) >= len(SEEDS)} for arm, figures in arms.items()]  # fmt: skip
-    if verdict := grid_verdict(rows, ["hf_xlsr"]):
+    from .tatoeba import TWO_SAMPLERS
+
+    if setup.get("sampler") != "one":
+        lines.append(f"\n- hf_xlsr against MNRL: cannot show: {TWO_SAMPLERS}.")
+    elif verdict := grid_verdict(rows, ["hf_xlsr"]):
         _, _, difference, spread, holds = verdict
         lines.append(f"\n- hf_xlsr against MNRL: {100 * difference:+.2f} points on test, the larger seed spread "
                      f"{100 * spread:.2f}: {'holds' if holds else 'does not hold'}.")  # fmt: skip

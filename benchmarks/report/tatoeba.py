@@ -71,6 +71,17 @@ COMPARISONS = {
     "22-language": (("tatoeba_hf_xlsr_22_grid", "tatoeba_mnrl_22_grid"), "each at its pick"),
     "118-language": (("tatoeba_hf_xlsr_118", "tatoeba_mnrl_118"), "each at the 22-language grid's pick"),
 }
+# the training runs' results file of a comparison whose arms may differ in how they drew their pairs
+TRAINING_RUNS = {"118-language": "multilingual_118.json"}
+TWO_SAMPLERS = ("the arms drew their pairs differently (hf_xlsr by language pair at α = 0.5, MNRL in proportion to "
+                "the corpus)")  # fmt: skip
+
+
+def unlike(languages: str) -> str | None:
+    """Why a comparison of `COMPARISONS` gives no verdict although both arms ran: its training runs drew the two
+    arms' pairs by two samplers (their results file's setup does not say ``"sampler": "one"``); None otherwise."""
+    name = TRAINING_RUNS.get(languages)
+    return TWO_SAMPLERS if name and shared.load(name)["setup"].get("sampler") != "one" else None
 
 
 def tatoeba_seeds_of_both(languages: str) -> tuple[dict, dict, list[int], str]:

@@ -160,6 +160,11 @@ def test_the_118_language_report_reads_the_bible_languages_at_the_picks_beside_t
         f"| {multilingual_grid.LABELS['mnrl']} | 5e-05, 0.05 | 1 | 60.00 | 75.00 | 40.00 |",
         f"| {multilingual_grid.LABELS['hf_xlsr']} | 5e-05, 0.05 | 2 | 70.00 | 88.00 ± 2.83 | 53.00 ± 4.24 |",
     ]  # hf_xlsr's seeds 0.86 and 0.90 (spread 0.04 / sqrt(2)), zero-shot 0.50 and 0.56
+    assert lines[6] == ("- hf_xlsr against MNRL: cannot show: the arms drew their pairs differently (hf_xlsr by "
+                        "language pair at α = 0.5, MNRL in proportion to the corpus).")  # no record of one draw
+    setup["sampler"] = "one"  # both arms fed by one sampler
+    (tmp_path / "multilingual_118.json").write_text(json.dumps({"setup": setup, "runs": runs}))
+    lines = report.multilingual_118().splitlines()
     assert lines[6] == "- hf_xlsr against MNRL: cannot show before 3 seeds of each at its pick."
     assert lines[8].startswith(
         "5 languages (3 of them in the Bible), 320 steps of 16 pairs; tune: rows A; test: rows B"
@@ -254,3 +259,38 @@ def test_a_run_at_another_grids_picks_takes_each_arms_pick_on_tune_and_runs_thre
     with pytest.raises(SystemExit, match="no pick for hf_xlsr yet"):
         multilingual_grid.run_at_picks(args, Results(tmp_path / "out.json", {}), rows={})
     assert ran == []
+
+
+def test_with_one_sampler_the_sentence_transformers_arm_trains_on_the_rows_hf_xlsrs_trainer_draws(tmp_path):
+    """``--sampler one``: the pairs of a sentence-transformers arm are the rows that `XlsrTrainer`'s data loader
+    gives the hf_xlsr arm at the same seed (three language pairs of unequal sizes, so that α = 0.5 draws them unlike
+    their sizes); ``shuffle`` draws others."""
+    import argparse
+
+    import datasets
+    import multilingual_grid
+    from conftest import tiny_dual_momentum
+
+    from hf_xlsr.data.multilingual import stack_pairs
+    from hf_xlsr.trainers import XlsrTrainer, XlsrTrainingArguments
+
+    parts = {f"en-{code}": datasets.Dataset.from_dict({"en": [f"{code} {i}" for i in range(size)],
+                                                       code: [f"{code}' {i}" for i in range(size)],
+                                                       "example_id": list(range(size))})
+             for code, size in (("fr", 400), ("de", 40), ("sw", 4))}  # fmt: skip
+    pairs = stack_pairs(parts)
+    args = argparse.Namespace(steps=25, batch_size=8, sampler="one")
+    for seed in (0, 1):
+        drawn = multilingual_grid.drawn_pairs(pairs, args, seed)["source"]
+        training = XlsrTrainingArguments(output_dir=str(tmp_path), per_device_train_batch_size=8, seed=seed,
+                                         max_steps=25, remove_unused_columns=False, report_to="none",
+                                         use_cpu=True)  # fmt: skip
+        trainer = XlsrTrainer(model=tiny_dual_momentum(languages=["en", "fr", "de", "sw"], shared_encoder=True),
+                              args=training,
+                              train_dataset=pairs, data_collator=lambda rows: {"rows": rows})  # fmt: skip
+        loader = iter(trainer.get_train_dataloader())
+        seen = [row["source"] for _ in range(25) for row in next(loader)["rows"]]
+        assert seen == drawn  # the same rows, in the same order
+        assert sum(text.startswith("sw") for text in seen) > 4  # the smallest pair drawn above its share (4 of 444)
+    shuffled = multilingual_grid.drawn_pairs(pairs, argparse.Namespace(steps=25, batch_size=8, sampler="shuffle"), 0)
+    assert shuffled["source"] != multilingual_grid.drawn_pairs(pairs, args, 0)["source"]
