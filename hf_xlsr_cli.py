@@ -249,6 +249,13 @@ def _evaluate(args: argparse.Namespace, rest: list[str]) -> int:
         raise UsageError(f"--languages {args.languages[0]}: name two or more languages, the first the pivot")
     if tasks != ["tatoeba"]:
         check_evaluation_languages(args.data, args.languages)
+    if args.output is None:  # beside the model, as transformers' eval_results.json, where the model is the user's
+        installed = args.model_reference.startswith("package:") or "site-packages" in Path(args.model).parts
+        if installed or not Path(args.model).is_dir():
+            raise UsageError(f"--model {args.model_reference} is not a folder of yours to write results into: give "
+                             "--output FILE.json")  # fmt: skip
+        args.output = str(Path(args.model) / "eval_results.json")
+    args.output_dir = args.output_dir or str(Path(args.output).parent)
     writable(("--output", args.output), ("--output-dir", args.output_dir))
     tatoeba_languages = None
     if "tatoeba" in tasks:
@@ -595,8 +602,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     evaluate.add_argument("--sts-file", help="STS pairs: sentence1<TAB>sentence2<TAB>score[<TAB>subset]")
     evaluate.add_argument("--sts-dataset", help="Hub STS dataset with sentence1/sentence2/score columns")
-    evaluate.add_argument("--output", default="evaluation/results.json", help="JSON file of all results")
-    evaluate.add_argument("--output-dir", default="evaluation", help="folder for plots")
+    evaluate.add_argument("--output", help="JSON file of all results (default: eval_results.json in the model's "
+                                           "folder, as transformers writes it)")  # fmt: skip
+    evaluate.add_argument("--output-dir", help="folder for plots (default: the folder of --output)")
     evaluate.add_argument("--mteb-cache", help="MTEB result cache folder (results are keyed by weight hash)")
     evaluate.add_argument("--batch-size", type=positive_int, default=64, help=BATCH_SIZE_HELP)
     evaluate.add_argument("--max-length", type=positive_int, default=128, help=MAX_LENGTH_HELP)
@@ -731,7 +739,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             except ValueError as error:
                 raise UsageError(f"--backend {args.backend}: {error}") from None
         if getattr(args, "model", None):  # package:<name>/<path>, as a run configuration names a model
-            args.model = resolve_model(args.model)
+            args.model_reference, args.model = args.model, resolve_model(args.model)
         if args.command in COMPUTING_COMMANDS and not getattr(args, "help", False):
             choose_threads()
         return args.handler(args, rest)

@@ -254,3 +254,15 @@ def test_eval_data_is_one_source_not_a_list(tmp_path):
     config = run_config(tmp_path / "run.yaml", train_data=["bible"], eval_data=["bible", "hsk"])
     with pytest.raises(ConfigFileError, match=r"run\.yaml: eval_data: one source .* not a list"):
         parse_run_arguments(config)
+
+
+def test_a_single_gettext_file_is_refused_in_one_line_naming_its_folder(tmp_path):
+    from hf_xlsr.data.bitext import BitextFormatError
+    from hf_xlsr.data.multilingual import load_pair_datasets
+
+    (tmp_path / "fr.po").write_text('msgid "Save the file"\nmsgstr "Enregistrer le fichier"\n', encoding="utf-8")
+    with pytest.raises(BitextFormatError) as error:
+        load_pair_datasets(str(tmp_path / "fr.po"), [("en", "fr")], "train")
+    assert str(error.value) == (f"{tmp_path / 'fr.po'}: a single gettext file; give its folder ({tmp_path}), which is "
+                                "read as a software catalogue (<language>.po files or <locale>/LC_MESSAGES/*.mo)")
+    assert len(load_pair_datasets(str(tmp_path), [("en", "fr")], "train")["en-fr"]) == 1  # the folder reads

@@ -4,6 +4,7 @@ Driven through the real entry point (``hf_xlsr_cli.main``)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -304,3 +305,21 @@ def test_the_old_import_path_of_the_losses_still_works_with_a_warning_naming_the
     from hf_xlsr.losses import MomentumQueueLoss
 
     assert old.MomentumQueueLoss is MomentumQueueLoss
+
+
+def test_evaluate_writes_beside_the_model_or_where_asked_never_into_the_current_folder(
+    tmp_path, capsys, trained_folder, monkeypatch
+):
+    import shutil
+
+    model = tmp_path / "model"
+    shutil.copytree(trained_folder, model)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    assert main(["evaluate", "--model", str(model), "--tasks", "retrieval", "--max-pairs", "20"]) == 0
+    assert "retrieval_accuracy" in json.loads((model / "eval_results.json").read_text())["retrieval"]
+    assert not list(work.iterdir())
+    capsys.readouterr()
+    line = one_line_error(capsys, ["evaluate", "--model", MINILM, "--tasks", "retrieval"])
+    assert line.endswith(f"--model {MINILM} is not a folder of yours to write results into: give --output FILE.json")

@@ -25,7 +25,15 @@ import datasets
 import torch
 from torch.utils.data import Sampler
 
-from .bitext import JSONL_SUFFIXES, TSV_SUFFIXES, BitextFormatError, load_bitext, read_jsonl, read_tsv
+from .bitext import (
+    JSONL_SUFFIXES,
+    TSV_SUFFIXES,
+    BitextFormatError,
+    load_bitext,
+    read_jsonl,
+    read_tsv,
+    unknown_file_type,
+)
 from .catalogues import catalogue_languages, read_catalogues
 from .corpora import (
     BIBLE_TRANSLATIONS,
@@ -111,7 +119,7 @@ def read_multiway(path: str | os.PathLike, languages: Sequence[str]) -> datasets
     elif suffix in JSONL_SUFFIXES:
         table = read_jsonl(path, languages, allow_missing=True)
     else:
-        raise BitextFormatError(f"{path}: unknown file type {path.suffix!r} (use {TSV_SUFFIXES + JSONL_SUFFIXES})")
+        raise unknown_file_type(path)
     return table.add_column("example_id", list(range(len(table))))
 
 
