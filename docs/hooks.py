@@ -26,3 +26,20 @@ def on_page_markdown(markdown, page, config, files):
         CODE_SPAN.sub(lambda span: span.group(0).replace("\\|", "|"), line) if line.lstrip().startswith("|") else line
         for line in markdown.split("\n")
     )
+
+
+TYPE_CELL = re.compile(r"<td>(\s*)<code>([^<]*`[^<]*)</code>(\s*)</td>")
+BACKTICKS = re.compile(r"`([^`]+)`")
+EMPHASIS = re.compile(r"\*([^*]+)\*")
+
+
+def on_page_content(html, page, config, files):
+    """A parameter's type written transformers' way (``(`torch.LongTensor` of shape `(batch, length)`, *optional*)``)
+    reaches mkdocstrings' table as one code span with its backticks and asterisks: show it as prose with code spans
+    and emphasis instead."""
+
+    def prose(match: re.Match) -> str:
+        text = EMPHASIS.sub(r"<em>\1</em>", BACKTICKS.sub(r"<code>\1</code>", match.group(2)))
+        return f"<td>{match.group(1)}{text}{match.group(3)}</td>"
+
+    return TYPE_CELL.sub(prose, html)

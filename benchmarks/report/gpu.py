@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 
 from . import shared
@@ -25,20 +24,38 @@ SHOWN_APART = ("status", "seconds", "rows", "traceback", "command", "date", "sen
                "table")  # fmt: skip
 
 
+def number(value: float) -> str:
+    """A figure as a reader reads it: three significant digits, thousands with separators, never 1e+03."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def figures_in_words(figures: dict) -> str:
+    """A part's figures as ``name value; ...`` (a list of lines: its last), not JSON."""
+    said = []
+    for key, value in figures.items():
+        if isinstance(value, list):
+            value = value[-1] if value else "—"
+        elif isinstance(value, dict):
+            value = ", ".join(f"{k} {v}" for k, v in value.items()) or "—"
+        elif isinstance(value, float):
+            value = number(value)
+        said.append(f"{key.replace('_', ' ')} {value}")
+    return "; ".join(said) or "—"
+
+
 def markdown(report: dict) -> str:
     lines = [f"# GPU suite: {report['device']}, {report['date']}", "", "| part | status | seconds | figures |",
              "| --- | --- | ---: | --- |"]  # fmt: skip
     for name, part in report["parts"].items():
         shown = {k: v for k, v in part.items() if k not in SHOWN_APART}
-        figures = json.dumps(shown)[:300]
-        lines.append(f"| {name} | {part['status']} | {part.get('seconds', 0):.0f} | {figures} |")
+        lines.append(f"| {name} | {part['status']} | {part.get('seconds', 0):.0f} | {figures_in_words(shown)} |")
     steps = report["parts"].get("training_step", {}).get("rows", [])
     if steps:
         lines += ["", "| encoder | batch | arm | K | s / step | × MNRL | peak MB | EMA share |",
                   "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
         for row in steps:
             cells = [row.get("seconds_per_step"), row.get("ratio_to_mnrl"), row.get("peak_mb"), row.get("ema_share")]
-            shown = [f"{value:.3g}" if isinstance(value, float) else (row.get("error") or "—") for value in cells]
+            shown = [number(value) if isinstance(value, float) else (row.get("error") or "—") for value in cells]
             lines.append(f"| {row['encoder']} | {row['batch']} | {row['arm']} | {row['queue_size'] or '—'} | "
                          + " | ".join(shown) + " |")  # fmt: skip
     if "table" in report["parts"].get("queue_grid", {}):

@@ -162,9 +162,11 @@ def info_nce(
     ``in_batch_negatives`` is False or ``exclude[i, j]`` is True), and every key of every ``(keys, ids)`` pair in
     ``queues`` is a negative. A key whose id (``key_ids`` in the batch, the queue's ids) equals the query's
     ``query_ids`` entry, ids >= 0, is never a negative: it is a translation of the query's own meaning, in any
-    language. The mean over queries of::
+    language. The mean over queries of
 
-        L_i = -log e^((q_i.k_i - m)/tau) / (e^((q_i.k_i - m)/tau) + sum_{j != i} e^(q_i.k_j/tau) + sum_Q e^(q_i.Q/tau))
+    ```text
+    L_i = -log e^((q_i.k_i - m)/tau) / (e^((q_i.k_i - m)/tau) + sum_{j != i} e^(q_i.k_j/tau) + sum_Q e^(q_i.Q/tau))
+    ```
 
     With ``in_batch_negatives=False`` this is MoCo-BERT's Eq. 2 (the queue alone holds the negatives); with a
     margin m it is an additive-margin softmax. Queues are scored block by block (`queue_logsumexp`) in their
