@@ -1043,6 +1043,11 @@ MUTATIONS = [
              'if getattr(args, "sampler", "shuffle") == "shuffle":', "if True:",
              "tests/benchmarks/test_multilingual_grid.py::"
              "test_with_one_sampler_the_sentence_transformers_arm_trains_on_the_rows_hf_xlsrs_trainer_draws"),
+    Mutation("first_table_verdict_against_the_weaker_peer", "benchmarks/report/index.py::methods_summary",
+             "peers = [rows[arm] for arm in ARMS if arm not in HF_XLSR]",
+             'peers = [rows["mnrl"]]',
+             "tests/benchmarks/test_multilingual_grid.py::"
+             "test_the_first_table_reads_each_arms_seeds_tatoeba_and_cost_and_gives_its_verdict_against_the_strongest_peer"),
     Mutation("queue_step_skipped", "benchmarks/protocol.py::next_jobs",
              "        if sizes:\n            return sizes", "        pass",
              "tests/benchmarks/test_protocol.py::"

@@ -110,7 +110,62 @@ def reliability(name: str = "reliability.json") -> str:
     )
 
 
+# the first table a user reads: (method or peer, its class, its arm in the 22-language grid, its arm in the en-fr
+# timing); None where it has none yet. hf_xlsr's methods first, then sentence-transformers' peers.
+METHODS = (
+    ("MoCo-BERT", "`DualMomentumModel`", "hf_xlsr", "dmm_K256B"),
+    ("HICTL", "`HictlForPreTraining`", "hictl", None),
+    ("CMLM with bitext retrieval", "`CmlmModel`", None, None),
+    ("lightweight dual transformer", "`LightweightDualTransformer`", None, None),
+    ("MNRL, batch B", "`MultipleNegativesRankingLoss`", "mnrl", "mnrl_B"),
+    ("CachedMNRL, batch 8B", "`CachedMultipleNegativesRankingLoss`", "cmnrl_8B", "cmnrl_8B"),
+)
+
+
+def methods_summary() -> str:
+    """One row per method or peer: its class; its test on 22 languages (mean ± spread over the 3 seeds at its pick,
+    `multilingual_grid.py`); Tatoeba F1 over the 112 sets and over the Bible's 21 (its pick's seeds); its seconds per
+    training pair and the memory it holds, each against MNRL at B (en-fr, MiniLM-L6, timed interleaved:
+    ``queue_vs_batch_grid_timing.json``); and its verdict against the strongest peer at its best, by the protocol's
+    rule (`protocol.grid_verdict`), once both have their whole grid and 3 seeds."""
+    sys.path.insert(0, str(shared.HERE))
+    from common import mean_text
+    from multilingual_grid import ARMS, GRIDS, HF_XLSR
+    from protocol import grid_rows, grid_verdict
+
+    rows = {row["arm"]: row for row in grid_rows(shared.load("multilingual_grid.json")["runs"], ARMS, GRIDS)}
+    timing = shared.load("queue_vs_batch_grid_timing.json")["rows"]
+    peers = [rows[arm] for arm in ARMS if arm not in HF_XLSR]
+    label = {arm: method for method, _, arm, _ in METHODS}
+    header = ["method", "class", "22 languages, test (%)", "Tatoeba F1, 112", "Tatoeba F1, the Bible's 21",
+              "s / pair × MNRL (en-fr)", "memory × MNRL (en-fr)", "against the strongest peer at its best"]
+    lines = ["| " + " | ".join(header) + " |", "| --- | --- |" + " ---: |" * 5 + " --- |"]
+    for method, name, arm, timed in METHODS:
+        row = rows.get(arm)
+        test = "—" if not row or len(row["test"]) < 3 else mean_text(row["test"]) + ("" if row["complete"] else
+                                                                                   " (pick not final)")  # fmt: skip
+        means = list(tatoeba.tatoeba_means(f"tatoeba_{arm}_22_grid").values()) if arm else []
+        f1 = [mean_text([run[column] for run in means], scale=1) if len(means) >= 3 else "—"
+              for column in ("112", "the Bible's 21")]  # fmt: skip
+        cost = timing.get(timed) if timed else None
+        ratios = ([f"{cost['seconds_per_pair'] / timing['mnrl_B']['seconds_per_pair']:.2f}×",
+                   f"{cost['held_mb'] / timing['mnrl_B']['held_mb']:.2f}×"] if cost else ["—", "—"])  # fmt: skip
+        if row is None:
+            verdict = "cannot show yet: not run on the 22-language task"
+        elif arm not in HF_XLSR:
+            verdict = "a peer"
+        elif missing := [label[other["arm"]] for other in (row, *peers) if not other["complete"]]:
+            verdict = f"cannot show yet: {' and '.join(missing)} without the whole grid and 3 seeds"
+        else:
+            _, peer, difference, spread, holds = grid_verdict([row, *peers], [arm])
+            verdict = (f"{'holds' if holds else 'does not hold'} against {label[peer['arm']]}: "
+                       f"{100 * difference:+.1f} points, the larger seed spread {100 * spread:.1f}")  # fmt: skip
+        lines.append(f"| {method} | {name} | {test} | {f1[0]} | {f1[1]} | {ratios[0]} | {ratios[1]} | {verdict} |")
+    return "\n".join(lines) + "\n"
+
+
 TABLES: dict[str, Callable[[], str]] = {
+    "methods-summary": methods_summary,
     "reliability": reliability,
     "questions-summary": questions_summary,
     "tatoeba-verdicts": tatoeba_verdicts,
