@@ -54,8 +54,8 @@ DEFAULT_EVALUATION_TASKS = ("retrieval", "retrieval_pcr", "sts")  # a quick look
 
 
 def _train(args: argparse.Namespace, rest: list[str]) -> int:
-    if args.help:
-        print(train_help())
+    if args.help:  # the fields' help as the package ships it (`TRAIN_HELP_FILE`): no torch to import
+        print(TRAIN_HELP_FILE.read_text(encoding="utf-8") if TRAIN_HELP_FILE.is_file() else train_help(), end="")
         return 0
     if args.config is None:
         print("usage: hf-xlsr train CONFIG.yaml [--field value ...]", file=sys.stderr)
@@ -79,9 +79,26 @@ COMMON_TRAINING_FIELDS = (
 )  # fmt: skip
 
 
+def _package_folder() -> Path:
+    """hf_xlsr's folder, found without importing the package (which imports torch and transformers)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("hf_xlsr")
+    return Path(next(iter(spec.submodule_search_locations))) if spec else Path(__file__).with_name("hf_xlsr")
+
+
+# `train_help()` as the package ships it, so that `hf-xlsr train --help` prints at once; a test keeps it equal to
+# what `train_help()` gives (`write_train_help()` writes it again)
+TRAIN_HELP_FILE = _package_folder() / "train_help.txt"
+
+
+def write_train_help() -> None:
+    TRAIN_HELP_FILE.write_text(train_help(), encoding="utf-8")
+
+
 def train_help() -> str:
     """``hf-xlsr train --help``: the model and data fields, hf_xlsr's training fields and the most used of
-    ``TrainingArguments``; one line for the rest of them."""
+    ``TrainingArguments``; one line for the rest of them, laid out 100 columns wide whatever the terminal."""
     import dataclasses
 
     from transformers import HfArgumentParser, TrainingArguments
@@ -91,8 +108,11 @@ def train_help() -> str:
     from hf_xlsr.trainers.recipes import paper_recipe
     from hf_xlsr.trainers.trainer import WARMUP_SHARE
 
+    def fixed_width(prog: str) -> argparse.HelpFormatter:
+        return argparse.ArgumentDefaultsHelpFormatter(prog, width=100)
+
     parser = HfArgumentParser((ModelArguments, DataArguments), prog="hf-xlsr train CONFIG.yaml",
-                              description=TRAIN_HELP, epilog=TRAIN_EPILOG)  # fmt: skip
+                              description=TRAIN_HELP, epilog=TRAIN_EPILOG, formatter_class=fixed_width)  # fmt: skip
     inherited = {f.name for f in dataclasses.fields(TrainingArguments)}
     shown = [f for f in dataclasses.fields(XlsrTrainingArguments)
              if f.init and (f.name not in inherited or f.name in COMMON_TRAINING_FIELDS)]  # fmt: skip
@@ -724,6 +744,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     missing = [flag for flag, dest in getattr(args, "required_options", None) or () if getattr(args, dest) is None]
     if missing:
         parser.error(f"hf-xlsr {args.command}: the following arguments are required: {', '.join(missing)}")
+    if getattr(args, "help", False):  # train --help: before hf_xlsr, torch and transformers are imported
+        return args.handler(args, rest)
     from hf_xlsr.data.bitext import BitextFormatError
     from hf_xlsr.evaluation.loading import ModelLoadError
     from hf_xlsr.hub import PushError

@@ -215,7 +215,7 @@ def test_the_run_its_export_and_evaluate_give_one_figure_for_one_model(tmp_path)
 
 def test_the_command_line_answers_help_and_version_without_importing_the_library():
     code = ("import sys, contextlib, io, hf_xlsr_cli\n"
-            "for argv in (['--help'], ['--version']):\n"
+            "for argv in (['--help'], ['--version'], ['train', '--help'], ['encode', '--help']):\n"
             "    with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()) as out:\n"
             "        hf_xlsr_cli.main(argv)\n"
             "    print(out.getvalue())\n"
@@ -225,7 +225,17 @@ def test_the_command_line_answers_help_and_version_without_importing_the_library
 
     assert "{train,encode,embed,export,evaluate,mine,push}" in result.stdout
     assert f"hf-xlsr {hf_xlsr.__version__}" in result.stdout
+    assert "--resume_from_checkpoint" in result.stdout and "--input INPUT" in result.stdout  # train's and encode's
     assert "loaded: []" in result.stdout, result.stdout + result.stderr
+
+
+def test_the_shipped_train_help_is_what_the_run_fields_give():
+    """``hf-xlsr train --help`` prints the package's ``train_help.txt`` at once; it must be what `train_help` builds
+    from the run's dataclasses and the papers' recipes (after a change: ``python -c "import hf_xlsr_cli;
+    hf_xlsr_cli.write_train_help()"``)."""
+    import hf_xlsr_cli
+
+    assert hf_xlsr_cli.TRAIN_HELP_FILE.read_text(encoding="utf-8") == hf_xlsr_cli.train_help()
 
 
 def test_train_help_lists_the_run_fields(capsys):
