@@ -34,7 +34,7 @@ def test_the_upload_folder_of_a_dual_encoder(tmp_path, tokenizer):
     route = ["config.json", "model.safetensors", "sentence_bert_config.json", "tokenizer.json",
              "tokenizer_config.json"]  # fmt: skip
     expected = sorted(["1_Normalize/config.json", "README.md", "config_sentence_transformers.json", "modules.json",
-                       "mteb_model_meta.json", "router_config.json", "en_1_Pooling/config.json",
+                       "mteb_model_meta.json", "hf_xlsr_export.json", "router_config.json", "en_1_Pooling/config.json",
                        "fr_1_Pooling/config.json", *(f"{lang}_0_Transformer/{name}" for lang in ("en", "fr")
                                                      for name in route)])  # fmt: skip
     assert files_of(folder) == expected  # the export, its card and metadata, nothing of the training state

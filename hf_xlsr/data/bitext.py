@@ -21,18 +21,20 @@ TSV_SUFFIXES = (".tsv", ".tab", ".txt")
 JSONL_SUFFIXES = (".jsonl", ".json")
 
 
-def unknown_file_type(path: Path) -> BitextFormatError:
-    """The one-line error of a data file of a type hf_xlsr does not read: the types it reads, and for a gettext file
-    (``.po``, ``.mo``) that its folder is read as a catalogue."""
-    if path.suffix.lower() in (".po", ".mo"):
-        return BitextFormatError(f"{path}: a single gettext file; give its folder ({path.parent}), which is read as a "
-                                 "software catalogue (<language>.po files or <locale>/LC_MESSAGES/*.mo)")  # fmt: skip
-    readable = ", ".join(TSV_SUFFIXES + JSONL_SUFFIXES)
-    return BitextFormatError(f"{path}: unknown file type {path.suffix!r} (use {readable}, or a catalogue folder)")
 
 
 class BitextFormatError(ValueError):
     """A parallel-corpus file or dataset does not have the expected shape; the message names where."""
+
+    @classmethod
+    def unknown_type(cls, path: Path) -> BitextFormatError:
+        """A data file of a type hf_xlsr does not read: the types it reads, and for a gettext file (``.po``,
+        ``.mo``) that its folder is read as a catalogue."""
+        if path.suffix.lower() in (".po", ".mo"):
+            return cls(f"{path}: a single gettext file; give its folder ({path.parent}), which is read as a software "
+                       "catalogue (<language>.po files or <locale>/LC_MESSAGES/*.mo)")  # fmt: skip
+        readable = ", ".join(TSV_SUFFIXES + JSONL_SUFFIXES)
+        return cls(f"{path}: unknown file type {path.suffix!r} (use {readable}, or a catalogue folder)")
 
 
 def _raw_lines(path: Path) -> Iterator[tuple[int, bytes, str]]:
@@ -214,7 +216,7 @@ def load_bitext(
             return read_tsv(path, columns)
         if path.suffix.lower() in JSONL_SUFFIXES:
             return read_jsonl(path, columns)
-        raise unknown_file_type(path)
+        raise BitextFormatError.unknown_type(path)
     if path.suffix.lower() in TSV_SUFFIXES + JSONL_SUFFIXES:
         raise FileNotFoundError(f"{path}: no such file")
     logger.info("loading Hub dataset %s (split %s)", source, split)

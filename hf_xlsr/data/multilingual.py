@@ -25,15 +25,7 @@ import datasets
 import torch
 from torch.utils.data import Sampler
 
-from .bitext import (
-    JSONL_SUFFIXES,
-    TSV_SUFFIXES,
-    BitextFormatError,
-    load_bitext,
-    read_jsonl,
-    read_tsv,
-    unknown_file_type,
-)
+from .bitext import JSONL_SUFFIXES, TSV_SUFFIXES, BitextFormatError, load_bitext, read_jsonl, read_tsv
 from .catalogues import catalogue_languages, read_catalogues
 from .corpora import (
     BIBLE_TRANSLATIONS,
@@ -119,7 +111,7 @@ def read_multiway(path: str | os.PathLike, languages: Sequence[str]) -> datasets
     elif suffix in JSONL_SUFFIXES:
         table = read_jsonl(path, languages, allow_missing=True)
     else:
-        raise unknown_file_type(path)
+        raise BitextFormatError.unknown_type(path)
     return table.add_column("example_id", list(range(len(table))))
 
 

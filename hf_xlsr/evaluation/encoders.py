@@ -284,5 +284,6 @@ def truncated_count(encode: Encoder, batches: Iterable[list[str]], language: str
         return 0, 0
     if tokenizer is None or not limit:
         return 0, 0
-    cut = sum(len(ids) > limit for batch in batches for ids in tokenizer(batch, truncation=False)["input_ids"])
+    lengths = (len(ids) for batch in batches for ids in tokenizer(batch, truncation=False, verbose=False)["input_ids"])
+    cut = sum(length > limit for length in lengths)
     return cut, limit
