@@ -345,3 +345,31 @@ def test_the_first_table_reads_each_arms_seeds_tatoeba_and_cost_and_gives_its_ve
     (tmp_path / "multilingual_grid.json").write_text(json.dumps({"setup": {}, "runs": runs}))
     rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ") for line in index.methods_summary().splitlines()[2:]}
     assert rows["MoCo-BERT"][7] == "cannot show yet: MoCo-BERT without the whole grid and 3 seeds |"
+
+
+def test_the_shipped_22_language_configuration_is_the_grids_pick_and_recipe(tmp_path):
+    """``examples/configs/dual_momentum_bible_22.yaml`` trains what the grid trained at its pick: the rate,
+    temperature, queue size and momentum of the pick in the results file, and the grid's recipe (steps, batch,
+    length, warm-up, schedule, languages, data)."""
+    import argparse
+    import json
+
+    import multilingual_grid
+    from protocol import pick, point
+
+    from hf_xlsr.trainers import parse_run_arguments
+
+    model_args, data_args, training_args = parse_run_arguments(ROOT / "examples/configs/dual_momentum_bible_22.yaml")
+    record = json.loads((ROOT / "benchmarks/results/multilingual_grid.json").read_text())
+    runs, setup = record["runs"], record["setup"]
+    rate, temperature, size, momentum = point(pick(runs, "hf_xlsr"))
+    assert (training_args.learning_rate, model_args.model_config["temperature"]) == (rate, temperature)
+    assert (model_args.model_config["queue_size"], model_args.model_config["momentum"]) == (size, momentum)
+    grid = argparse.Namespace(steps=setup["steps"], batch_size=setup["batch_size"], learning_rate=rate,
+                              max_length=setup["max_length"])  # fmt: skip
+    recipe = multilingual_grid.training_arguments(grid, str(tmp_path), 0)
+    for name in ("max_steps", "per_device_train_batch_size", "warmup_steps", "weight_decay", "max_grad_norm", "seed"):
+        assert getattr(training_args, name) == recipe[name], name
+    assert training_args.lr_scheduler_type.value == recipe["lr_scheduler_type"]
+    assert data_args.languages == multilingual_grid.LANGUAGES and data_args.train_data == "bible"
+    assert data_args.max_length == grid.max_length and model_args.encoder == multilingual_grid.ENCODERS["e5"]
