@@ -31,21 +31,23 @@ from protocol import PICK_SEED, SEEDS, ArmGrid, grid_table, job, pick, point, ru
 from queue_arms import accuracy, evaluators
 
 LANGUAGES = "en fr de es it pt ru uk pl ro tr ar fa hi bn id vi tl sw ja ko zh".split()  # the Bible's 22
-ARMS = ("mnrl", "hf_xlsr", "cmnrl_8B", "hictl")
+ARMS = ("mnrl", "hf_xlsr", "cmnrl_8B", "hictl", "cmlm")
 LABELS = {
     "mnrl": "MNRL, batch B",
     "hf_xlsr": "DualMomentumModel (one encoder, a queue of momentum keys)",
     "cmnrl_8B": "CachedMNRL, batch 8B (lr × √8)",
     "hictl": "HictlForPreTraining (L_S + L_W + TLM)",
+    "cmlm": "CmlmModel (CMLM, then CMLM + bitext retrieval)",
 }
-HF_XLSR = ("hf_xlsr", "hictl")  # hf_xlsr's methods; the other arms are sentence-transformers' peers
+HF_XLSR = ("hf_xlsr", "hictl", "cmlm")  # hf_xlsr's methods; the other arms are sentence-transformers' peers
 QUEUE = (1024, 0.99)  # the queue's size and momentum at which its rates and temperatures run
 GRIDS = {  # what an arm runs beyond the rates and temperatures of every arm (protocol.ArmGrid)
     "hf_xlsr": ArmGrid(queue=QUEUE, queue_sizes=(256, 1024, 4096)),  # 16x, the largest 4x the size first run
     "hictl": ArmGrid(paper_temperature=1.0),  # HICTL scores by the plain cosine (its Eq. 2)
+    "cmlm": ArmGrid(paper_temperature=0.0),  # CMLM's bitext retrieval: the raw inner product (its Section 4.2)
 }
 LARGE_BATCH = {"cmnrl_8B": 8}  # batch k x B in mini-batches of B, steps / k (the same pairs), lr x sqrt(k)
-MODEL_TYPES = {"hf_xlsr": "dual_momentum", "hictl": "hictl"}  # the arms trained by `hf-xlsr train`'s pipeline
+MODEL_TYPES = {"hf_xlsr": "dual_momentum", "hictl": "hictl", "cmlm": "cmlm"}  # trained by `hf-xlsr train`'s pipeline
 START = "e5-small"  # the untrained start's arm in the results file
 TEST_BACKEND = "bf16"  # every arm's test rows encode in bfloat16 weights: 1.85x float32's speed on one thread here
 
@@ -164,9 +166,15 @@ def train_sentence_transformers(arm: str, args, seed: int, output_dir: str, pair
 
 def model_config(arm: str, args) -> dict:
     """The ``model_config`` of an arm trained by hf_xlsr: DualMomentumModel with one encoder and a queue; HICTL
-    with its three losses, its paper's pooling (the first token) and a fresh LM head on the start (e5 has none)."""
+    with its three losses, its paper's pooling (the first token) and a fresh LM head on the start (e5 has none); CMLM
+    as its paper trains many languages (Section 4.2's S3: CMLM, then CMLM with bitext retrieval from half the run), a
+    fresh MLM head trained alone for the first tenth of the steps, the temperature that of bitext retrieval (0: the
+    paper's raw inner product)."""
     if arm == "hictl":
         return {"temperature": args.temperature}
+    if arm == "cmlm":
+        return {"schedule": "cmlm->cmlm+br", "second_stage_step": args.steps // 2,
+                "head_warmup_steps": args.steps // 10, "br_temperature": args.temperature}  # fmt: skip
     return {"shared_encoder": True, "queue_size": args.queue_size, "momentum": args.momentum,
             "temperature": args.temperature}  # fmt: skip
 

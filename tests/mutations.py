@@ -1048,6 +1048,13 @@ MUTATIONS = [
              'peers = [rows["mnrl"]]',
              "tests/benchmarks/test_multilingual_grid.py::"
              "test_the_first_table_reads_each_arms_seeds_tatoeba_and_cost_and_gives_its_verdict_against_the_strongest_peer"),
+    Mutation("cmlm_bitext_temperature_ignored", "hf_xlsr/modeling/functional.py::additive_margin_retrieval_loss",
+             "        scores = scores / temperature", "        pass",
+             "tests/test_cmlm.py::test_additive_margin_loss_matches_float64_reference"),
+    Mutation("cmlm_model_drops_its_bitext_temperature", "hf_xlsr/modeling/modeling_cmlm.py::CmlmModel.forward",
+             "additive_margin_retrieval_loss(u, v, self.config.br_margin, example_ids, self.config.br_temperature)",
+             "additive_margin_retrieval_loss(u, v, self.config.br_margin, example_ids)",
+             "tests/test_cmlm.py::test_the_bitext_loss_of_a_cmlm_model_takes_its_configured_temperature"),
     Mutation("queue_step_skipped", "benchmarks/protocol.py::next_jobs",
              "        if sizes:\n            return sizes", "        pass",
              "tests/benchmarks/test_protocol.py::"

@@ -117,13 +117,20 @@ def test_masking_statistics_over_many_draws(tokenizer, adjacent):
     assert swapped / rows == pytest.approx(0.5, abs=0.05)
 
 
-def reference_margin_loss(s, t, m):
+def reference_margin_loss(s, t, m, temperature=0.0):
+    """Section 4.2 in plain Python: phi the inner product, or with a temperature the cosine, each logit (the
+    positive's less m) divided by it."""
+    if temperature:
+        s, t = ([[x / math.sqrt(sum(y * y for y in row)) for x in row] for row in rows] for rows in (s, t))
+    scale = temperature or 1.0
+
     def direction(a, b):
         total = 0.0
         for i in range(len(a)):
             scores = [sum(x * y for x, y in zip(a[i], b[j], strict=True)) for j in range(len(b))]
-            positive = math.exp(scores[i] - m)
-            total -= math.log(positive / (positive + sum(math.exp(scores[j]) for j in range(len(b)) if j != i)))
+            positive = math.exp((scores[i] - m) / scale)
+            others = sum(math.exp(scores[j] / scale) for j in range(len(b)) if j != i)
+            total -= math.log(positive / (positive + others))
         return total / len(a)
 
     return direction(s, t) + direction(t, s)
@@ -135,6 +142,31 @@ def test_additive_margin_loss_matches_float64_reference():
     expected = reference_margin_loss(s.double().tolist(), t.double().tolist(), 0.3)
     assert additive_margin_retrieval_loss(s, t, 0.3).item() == pytest.approx(expected, rel=1e-5)
     assert additive_margin_retrieval_loss(s, t, 0.3) > additive_margin_retrieval_loss(s, t, 0.0)
+    scaled = reference_margin_loss(s.double().tolist(), t.double().tolist(), 0.3, temperature=0.05)
+    assert additive_margin_retrieval_loss(s, t, 0.3, temperature=0.05).item() == pytest.approx(scaled, rel=1e-5)
+    assert abs(scaled - expected) > 1.0  # the two scorings differ: a test of one cannot pass for the other
+
+
+def test_the_bitext_loss_of_a_cmlm_model_takes_its_configured_temperature():
+    """``br_temperature`` reaches the model's L_br: the model's loss part against the float64 reference on its own
+    sentence vectors, at 0 (the paper's inner product) and at 0.05 (cosine / temperature)."""
+    from conftest import tiny_encoder_config
+
+    from hf_xlsr import CmlmConfig, CmlmModel
+
+    torch.manual_seed(0)
+    ids = torch.randint(5, 100, (4, 6))
+    mask = torch.ones_like(ids)
+    for temperature in (0.0, 0.05):
+        config = CmlmConfig(encoder=tiny_encoder_config(vocab_size=120), languages=["en", "fr"], schedule="br",
+                            br_temperature=temperature)  # fmt: skip
+        model = CmlmModel(config).eval()
+        out = model(source_input_ids=ids, source_attention_mask=mask, target_input_ids=ids.flip(0),
+                    target_attention_mask=mask)  # fmt: skip
+        with torch.no_grad():
+            u, v = model.sentence_vector(ids, mask), model.sentence_vector(ids.flip(0), mask)
+        expected = reference_margin_loss(u.double().tolist(), v.double().tolist(), 0.3, temperature)
+        assert out.loss_br.item() == pytest.approx(expected, rel=1e-4), temperature
 
 
 @pytest.mark.parametrize(

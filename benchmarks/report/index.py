@@ -115,7 +115,7 @@ def reliability(name: str = "reliability.json") -> str:
 METHODS = (
     ("MoCo-BERT", "`DualMomentumModel`", "hf_xlsr", "dmm_K256B"),
     ("HICTL", "`HictlForPreTraining`", "hictl", None),
-    ("CMLM with bitext retrieval", "`CmlmModel`", None, None),
+    ("CMLM with bitext retrieval", "`CmlmModel`", "cmlm", None),
     ("lightweight dual transformer", "`LightweightDualTransformer`", None, None),
     ("MNRL, batch B", "`MultipleNegativesRankingLoss`", "mnrl", "mnrl_B"),
     ("CachedMNRL, batch 8B", "`CachedMultipleNegativesRankingLoss`", "cmnrl_8B", "cmnrl_8B"),

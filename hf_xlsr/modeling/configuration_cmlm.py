@@ -54,6 +54,9 @@ class CmlmConfig(PreTrainedConfig):
             additive margin m.
         br_weight (`float`, *optional*, defaults to `0.2`):
             alpha in L = L_CMLM + alpha L_br.
+        br_temperature (`float`, *optional*, defaults to `0.0`):
+            0: phi is the raw inner product of the sentence vectors (Section 4.2); > 0: the cosine of the L2-normalised
+            vectors, every logit (the positive's less the margin) divided by it.
         schedule (`str`, *optional*, defaults to `"cmlm->cmlm+br"`):
             How CMLM and bitext retrieval combine over training (Section 4.2), as described above: `"cmlm"`, `"br"`,
             `"cmlm+br"`, `"cmlm->br"`, `"cmlm->cmlm+br"`, or the aliases `"s1"`, `"s2"`, `"s3"`.
@@ -97,6 +100,7 @@ class CmlmConfig(PreTrainedConfig):
     # Bitext retrieval and schedules (Section 4.2)
     br_margin: float = 0.3
     br_weight: float = 0.2
+    br_temperature: float = 0.0
     schedule: Literal["cmlm", "br", "cmlm+br", "cmlm->br", "cmlm->cmlm+br", "s1", "s2", "s3"] = "cmlm->cmlm+br"
     second_stage_step: int = 1_500_000
 
@@ -149,6 +153,8 @@ class CmlmConfig(PreTrainedConfig):
             raise ValueError(f"mlm_probability must lie in (0, 1), got {self.mlm_probability}")
         if self.mask_replace_prob + self.random_replace_prob > 1.0:
             raise ValueError("mask_replace_prob + random_replace_prob must not exceed 1")
+        if self.br_temperature < 0:
+            raise ValueError(f"br_temperature must be 0 (inner products) or positive, got {self.br_temperature}")
         if self.head_warmup_steps < 0:
             raise ValueError(f"head_warmup_steps must not be negative, got {self.head_warmup_steps}")
         validate_queue(self)

@@ -299,17 +299,27 @@ def kl_to_target(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
 
 @float32_scores
 def additive_margin_retrieval_loss(
-    source: torch.Tensor, target: torch.Tensor, margin: float, ids: torch.Tensor | None = None
+    source: torch.Tensor,
+    target: torch.Tensor,
+    margin: float,
+    ids: torch.Tensor | None = None,
+    temperature: float = 0.0,
 ) -> torch.Tensor:
     """Bitext retrieval with additive margin softmax, both directions (Yang et al., 2021, Section 4.2).
 
     ``L_sbr = -1/B sum_i log e^(phi(s_i, t_i) - m) / (e^(phi(s_i, t_i) - m) + sum_{j != i} e^(phi(s_i, t_j)))``
-    with ``phi`` the inner product of the sentence vectors; ``L_tbr`` normalises over the sources instead.
-    Returns ``L_br = L_sbr + L_tbr``. The margin is subtracted from the positive logit only; rows of the same
-    meaning (``ids``: translations of one sentence) are not each other's candidates.
+    with ``phi`` the inner product of the sentence vectors (``temperature`` 0, the paper's), or with ``temperature``
+    > 0 the cosine of L2-normalised vectors and every logit, the margin's included, divided by it
+    (``(cos(s_i, t_i) - m) / temperature``, additive-margin softmax's usual scale); ``L_tbr`` normalises over the
+    sources instead. Returns ``L_br = L_sbr + L_tbr``. The margin is subtracted from the positive logit only; rows of
+    the same meaning (``ids``: translations of one sentence) are not each other's candidates.
     """
+    if temperature > 0:
+        source, target = F.normalize(source.float(), dim=-1), F.normalize(target.float(), dim=-1)
     scores = source.float() @ target.float().T
     scores = scores - margin * torch.eye(len(scores), device=scores.device)
+    if temperature > 0:
+        scores = scores / temperature
     scores = scores.masked_fill(other_rows_of_the_same_meaning(ids, len(scores), scores.device), -math.inf)
     targets = torch.arange(len(scores), device=scores.device)
     return F.cross_entropy(scores, targets) + F.cross_entropy(scores.T, targets)

@@ -351,7 +351,8 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixi
                     loss_br, _ = self._queued_contrast(*queries, keys_x, keys_y, example_ids, self.config.br_margin)
                     parts.update(self.queue_statistics())
                 else:
-                    loss_br = additive_margin_retrieval_loss(u, v, self.config.br_margin, example_ids)
+                    loss_br = additive_margin_retrieval_loss(u, v, self.config.br_margin, example_ids,
+                                                             self.config.br_temperature)  # fmt: skip
                 parts["loss_br"] = loss_br.detach()
                 loss = self.config.br_weight * loss_br if use_cmlm else loss_br  # alpha only alongside CMLM
         if return_loss and use_cmlm and first_input_ids is not None:

@@ -340,7 +340,7 @@ def test_the_first_table_reads_each_arms_seeds_tatoeba_and_cost_and_gives_its_ve
     assert ours[7] == f"holds against CachedMNRL, batch 8B: +4.0 points, the larger seed spread {spread:.1f} |"
     assert peer[2:7] == ["94.0 ± 1.0", "—", "—", "1.50×", "0.80×"] and peer[7] == "a peer |"
     assert rows["HICTL"][7] == "cannot show yet: HICTL without the whole grid and 3 seeds |"
-    assert rows["CMLM with bitext retrieval"][7] == "cannot show yet: not run on the 22-language task |"
+    assert rows["lightweight dual transformer"][7] == "cannot show yet: not run on the 22-language task |"
     del runs[-1]  # MoCo-BERT with 2 seeds: no verdict
     (tmp_path / "multilingual_grid.json").write_text(json.dumps({"setup": {}, "runs": runs}))
     rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ") for line in index.methods_summary().splitlines()[2:]}
