@@ -363,7 +363,7 @@ def trained_languages(model, path: str) -> list[str]:
         return list(languages)
     meta = Path(path) / "mteb_model_meta.json"
     if meta.is_file():
-        from hf_xlsr.evaluation.languages import MTEB_LANGUAGES
+        from hf_xlsr.languages import MTEB_LANGUAGES
 
         codes = {name: code for code, name in MTEB_LANGUAGES.items()}
         return [codes[name] for name in json.loads(meta.read_text()).get("languages") or [] if name in codes]

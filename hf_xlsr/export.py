@@ -211,7 +211,7 @@ def mteb_training_datasets(train_data: str | Mapping[str, str] | None) -> list[s
 
 def mteb_model_meta(model: PreTrainedModel, exported: SentenceTransformer, run_info: Mapping, name: str) -> dict:
     """The fields of an ``mteb.ModelMeta`` for an export (plain JSON; mteb is not needed to write them)."""
-    from .evaluation.languages import MTEB_LANGUAGES
+    from .languages import MTEB_LANGUAGES
 
     config = model.config
     languages = list(config.languages)

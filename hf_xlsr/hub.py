@@ -26,9 +26,9 @@ from huggingface_hub import EvalResult, HfApi, ModelCard, ModelCardData
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from .data.multilingual import source_list
-from .evaluation.languages import MTEB_LANGUAGES
 from .evaluation.loading import looks_like_a_hub_id, offline
 from .export import MTEB_META, base_model_reference, export_sentence_transformers, routes, starting_encoder
+from .languages import MTEB_LANGUAGES
 from .tokenization import save_tokenizers
 
 logger = logging.getLogger(__name__)

@@ -103,3 +103,14 @@ def test_every_source_file_opens_with_its_licence():
     header = "# Copyright 2026 The hf_xlsr Authors.\n# SPDX-License-Identifier: Apache-2.0\n"
     files = [*PACKAGE.rglob("*.py"), PACKAGE.parent / "hf_xlsr_cli.py"]
     assert [str(path) for path in files if not path.read_text().startswith(header)] == []
+
+
+def test_the_export_imports_nothing_of_the_evaluation_package():
+    """The arrows point one way: evaluation reads exports (``routes``, ``MTEB_META``), the export never reads
+    evaluation; the language codes both need live in ``hf_xlsr.languages``."""
+    import subprocess
+    import sys
+
+    code = "import sys, hf_xlsr.export; print(sorted(m for m in sys.modules if m.startswith('hf_xlsr.evaluation')))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.stdout.strip() == "[]", result.stdout + result.stderr[-2000:]

@@ -44,8 +44,8 @@ from mteb.models.abs_encoder import AbsEncoder
 from mteb.models.model_meta import ScoringFunction
 from sentence_transformers import SentenceTransformer
 
+from ..languages import MTEB_LANGUAGES, mteb_language
 from .encoders import as_encoder, language_routes
-from .languages import MTEB_LANGUAGES, mteb_language
 
 logger = logging.getLogger(__name__)
 
