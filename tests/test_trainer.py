@@ -287,3 +287,23 @@ def test_a_warm_up_the_run_sets_is_kept(tmp_path):
     history = json.loads((tmp_path / "run" / "hf_xlsr_run.json").read_text())["training_log"]
     rates = [entry["learning_rate"] for entry in history if "learning_rate" in entry]
     assert rates[:3] == pytest.approx([0.0, 4e-5 / 3, 8e-5 / 3], rel=1e-6)
+
+
+def test_the_private_methods_overridden_keep_their_transformers_contract():
+    """`XlsrTrainer` overrides five private methods of ``transformers.Trainer`` (its module docstring says why); each
+    must still exist with the parameters it is called with, and the checkpoint save must still find its folder
+    through ``_get_output_dir`` and write through ``_save``, which the staging folder and the tokenizers rely on."""
+    import inspect
+
+    from transformers import Trainer
+
+    expected = {"_get_train_sampler": ["self", "train_dataset"], "_get_grad_norm": ["self", "model", "grad_norm"],
+                "_save": ["self", "output_dir", "state_dict"], "_get_output_dir": ["self", "trial"],
+                "_save_checkpoint": ["self", "model", "trial"]}  # fmt: skip
+    for name, parameters in expected.items():
+        assert list(inspect.signature(getattr(Trainer, name)).parameters)[: len(parameters)] == parameters, name
+    saving = inspect.getsource(Trainer._save_checkpoint)
+    assert "self._get_output_dir(" in saving and "self.save_model(" in saving
+    assert "self._save(" in inspect.getsource(Trainer.save_model)
+    trainer = inspect.getsource(Trainer)  # the training loop asks for the norm, the data loader for the sampler
+    assert "self._get_grad_norm(model, grad_norm=" in trainer and "sampler_fn=self._get_train_sampler" in trainer

@@ -2,17 +2,27 @@
 # SPDX-License-Identifier: Apache-2.0
 """``XlsrTrainer``: the ``transformers.Trainer`` for every hf_xlsr model.
 
-It extends the Trainer only through its documented hooks and callbacks:
+It extends the Trainer through its public hooks and callbacks:
 
 * ``compute_loss`` keeps each scalar field of the model output (loss parts, accuracies, queue statistics) and
   ``log`` reports their means (over the logging interval and over processes) next to the loss;
 * ``evaluation_loop`` adds the metrics of ``evaluators`` (e.g. `RetrievalEvaluator`)
   to the evaluation metrics, so early stopping and best-model selection can use them;
-* ``_save`` writes the tokenizers with the model, and checkpoints are written to a hidden folder and renamed into
-  place, so an interrupted save never leaves a ``checkpoint-N`` folder behind;
+* ``create_scheduler`` fits the paper's warm-up to the run;
 * a `MomentumCallback` runs the EMA update once per optimizer step for models
   that have momentum encoders. Their queues and momentum encoders are model state, saved with every checkpoint
   and restored by ``resume_from_checkpoint``.
+
+Where transformers has no public hook, it overrides a private method, and ``tests/test_trainer.py`` pins the
+transformers behaviour each relies on (``test_the_private_methods_overridden_keep_their_transformers_contract``):
+
+* ``_get_train_sampler``: several language pairs are drawn by `LanguagePairSampler` (no hook chooses the sampler);
+* ``_get_grad_norm``: the norm the Trainer computes for clipping is handed to the EMA callback, which skips a step
+  whose gradients are not finite (callbacks see no gradient norm before ``on_optimizer_step``);
+* ``_save``: the tokenizers are written with the model, into a folder renamed into place;
+* ``_save_checkpoint`` and ``_get_output_dir``: ``checkpoint-N`` is written to a hidden staging folder and renamed
+  into place, so that an interrupted save never leaves a ``checkpoint-N`` folder behind (the Trainer writes into its
+  final name).
 """
 
 from __future__ import annotations
