@@ -31,6 +31,7 @@ from hf_xlsr.utils import free_cpu_threads
 from hf_xlsr_cli import quiet_console
 
 CONFIG = Path(__file__).parent / "configs" / "dual_momentum_bible_en_fr.yaml"
+DEMO_DIR = "runs/demo"  # the demo's own folder, replaced by the next demo
 QUERY = (42, 2, 11)  # Luke 2:11, a held-out verse
 CANDIDATES = [(42, 2, 11), (42, 2, 1), (42, 5, 27), (42, 8, 22), (42, 15, 11), (42, 24, 13)]
 
@@ -57,6 +58,11 @@ def main(overrides: list[str]) -> None:
     )
     logging.basicConfig(level=logging.WARNING)
     start = time.time()
+    # a folder of the demo's own (the configuration's is for `hf-xlsr train`): a second demo replaces the first; a
+    # folder named with --output_dir keeps the one-run-per-folder rule
+    if "--output_dir" not in overrides:
+        overrides = ["--output_dir", DEMO_DIR, "--export_dir", f"{DEMO_DIR}/export", "--overwrite_output_dir", "true",
+                     *overrides]  # fmt: skip
     model_args, data_args, training_args = parse_run_arguments(CONFIG, overrides)
     heldout = load_bible(["en", "fr"], split="heldout")
     evaluator = RetrievalEvaluator.from_dataset(heldout, ["en", "fr"], max_pairs=data_args.max_eval_pairs)
