@@ -40,12 +40,9 @@ def tree(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory) -> Path:
-    """A tiny run of 3 steps, a checkpoint at each step (the newest kept): its folder holds the model, its
-    checkpoint and its run record."""
-    folder = tmp_path_factory.mktemp("trained")
-    config = run_config(
+def three_steps(folder: Path) -> Path:
+    """A tiny run of 3 steps into ``folder / "run"``, a checkpoint at each step (the newest kept)."""
+    return run_config(
         folder / "run.yaml",
         output_dir=str(folder / "run"),
         max_steps=3,
@@ -54,7 +51,13 @@ def trained(tmp_path_factory) -> Path:
         save_total_limit=1,
         max_eval_pairs=0,
     )
-    result = hf_xlsr("train", config)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> Path:
+    """`three_steps` run: its folder holds the model, its checkpoint and its run record."""
+    folder = tmp_path_factory.mktemp("trained")
+    result = hf_xlsr("train", three_steps(folder))
     assert result.returncode == 0, result.stderr[-3000:]
     return folder
 
@@ -101,15 +104,7 @@ def test_train_refuses_an_export_dir_that_is_or_holds_its_run_before_training(tm
 
 
 def test_a_second_run_in_a_used_folder_is_refused_resumes_only_its_own_run_and_overwrites_when_told(tmp_path):
-    config = run_config(
-        tmp_path / "run.yaml",
-        output_dir=str(tmp_path / "run"),
-        max_steps=3,
-        save_strategy="steps",
-        save_steps=1,
-        save_total_limit=1,
-        max_eval_pairs=0,
-    )
+    config = three_steps(tmp_path)
     assert hf_xlsr("train", config).returncode == 0
     before = tree(tmp_path / "run")
     assert "checkpoint-3/trainer_state.json" in before
