@@ -262,10 +262,10 @@ class XlsrTrainer(Trainer):
             logger.info("warm-up: the paper's %s of this run's %d steps", warmup, num_training_steps)
         steps = self.args.get_warmup_steps(num_training_steps)
         if "warmup_steps" not in paper and steps >= num_training_steps / 2:  # the run's own setting
-            logger.warning("warm-up covers %d of this run's %d steps (%.0f%%): the learning rate peaks %s; lower "
-                           "warmup_steps to train at the full rate", steps, num_training_steps,
-                           100 * steps / num_training_steps,
-                           "at the end" if steps >= num_training_steps else "after half the run")  # fmt: skip
+            logger.warning("warmup_steps %d of this run's %d steps: %s; lower warmup_steps to train at the full "
+                           "rate", steps, num_training_steps,
+                           "the whole run is warm-up" if steps >= num_training_steps
+                           else "the learning rate peaks after half the run")  # fmt: skip
         return super().create_scheduler(num_training_steps, optimizer)
 
     # ------------------------------------------------------------------------------------------------------------
