@@ -271,6 +271,10 @@ def _evaluate(args: argparse.Namespace, rest: list[str]) -> int:
         check_evaluation_languages(args.data, args.languages)
     if args.output is None:  # beside the model, as transformers' eval_results.json, where the model is the user's
         installed = args.model_reference.startswith("package:") or "site-packages" in Path(args.model).parts
+        if not installed and not Path(args.model).is_dir():
+            from hf_xlsr.evaluation.loading import check_model_path
+
+            check_model_path(args.model)  # a path that is no model says so first
         if installed or not Path(args.model).is_dir():
             raise UsageError(f"--model {args.model_reference} is not a folder of yours to write results into: give "
                              "--output FILE.json")  # fmt: skip
