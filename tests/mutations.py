@@ -1038,7 +1038,8 @@ MUTATIONS = [
     Mutation("encode_drops_blank_lines", "hf_xlsr/data/bitext.py::SentenceFile.__init__",
              "            if text.strip() or keep_blank:", "            if text.strip():", ROW_PER_LINE),
     Mutation("cut_lines_uncounted", "hf_xlsr/evaluation/encoders.py::truncated_count",
-             "len(ids) > limit", "len(ids) > 10 * limit", ROW_PER_LINE),
+             "cut = sum(length > limit for length in lengths)", "cut = sum(length > 10 * limit for length in lengths)",
+             ROW_PER_LINE),
     Mutation("sentence_transformers_arm_draws_its_own_pairs", "benchmarks/multilingual_grid.py::drawn_pairs",
              'if getattr(args, "sampler", "shuffle") == "shuffle":', "if True:",
              "tests/benchmarks/test_multilingual_grid.py::"
