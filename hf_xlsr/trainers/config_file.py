@@ -247,11 +247,14 @@ def parse_run_arguments(
     return model_args, data_args, training_args
 
 
-def resuming(resume_from_checkpoint) -> bool:
-    """Whether ``resume_from_checkpoint`` asks to resume (a checkpoint's path, or true / latest)."""
+def checkpoint_to_resume(resume_from_checkpoint) -> str | bool | None:
+    """What ``resume_from_checkpoint`` asks ``Trainer.train`` for: True (true / latest: the newest whole checkpoint),
+    a checkpoint's path, or None (no resume)."""
     if isinstance(resume_from_checkpoint, str):
-        return resume_from_checkpoint.lower() not in ("", "false", "none", "no")
-    return bool(resume_from_checkpoint)
+        if resume_from_checkpoint.lower() in ("true", "latest"):
+            return True
+        return None if resume_from_checkpoint.lower() in ("", "false", "none", "no") else resume_from_checkpoint
+    return resume_from_checkpoint or None
 
 
 def check_outputs(model_args, data_args, training_args, where: str) -> None:
@@ -261,7 +264,8 @@ def check_outputs(model_args, data_args, training_args, where: str) -> None:
     from ..export import ExportTargetError, check_export_target
     from .run_folder import check_new_run
 
-    resume, overwrite = resuming(training_args.resume_from_checkpoint), training_args.overwrite_output_dir
+    resume = checkpoint_to_resume(training_args.resume_from_checkpoint) is not None
+    overwrite = training_args.overwrite_output_dir
     try:
         check_new_run(training_args.output_dir, resume, overwrite)
         if data_args.export_dir:

@@ -53,7 +53,7 @@ from ..utils import atomic_directory, file_digest
 from .arguments import DataArguments, ModelArguments
 from .checks import ConfigFileError
 from .collators import BitextCollator, CmlmCollator, HictlCollator, PairMaskingCollator
-from .config_file import resuming
+from .config_file import checkpoint_to_resume
 from .run_folder import check_same_run, rows_digest, run_settings, start_run
 from .trainer import XlsrTrainer, XlsrTrainingArguments
 
@@ -297,12 +297,12 @@ def run_training(
     parts = (recipe.train_data or load_pairs)(data_args.train_data, data_args.train_split, data_args)
     parts = cut_pairs(parts, data_args.max_train_pairs, training_args.seed)
     train_dataset = stack_pairs(parts)
-    resume = resuming(training_args.resume_from_checkpoint)
+    resume = checkpoint_to_resume(training_args.resume_from_checkpoint)
     settings = {**run_settings(model_args, data_args, training_args, rows_digest(train_dataset)), **references}
-    if resume:  # only this run's checkpoints
+    if resume is not None:  # only this run's checkpoints
         check_same_run(training_args.output_dir, settings)
     if training_args.process_index == 0:
-        start_run(training_args.output_dir, settings, resume, training_args.overwrite_output_dir)
+        start_run(training_args.output_dir, settings, resume is not None, training_args.overwrite_output_dir)
     evaluators, eval_source = heldout_evaluators(data_args)  # bad evaluation data fails before the model loads
     if getattr(training_args, "eval_max_length", 0) is None:  # one length for the run, its evaluations and export
         training_args.eval_max_length = data_args.max_length
@@ -330,11 +330,6 @@ def run_training(
         tokenizers=tokenizers,
         evaluators=evaluators,
     )
-    resume = training_args.resume_from_checkpoint
-    if isinstance(resume, str) and resume.lower() in ("true", "latest"):
-        resume = True
-    elif not resuming(resume):
-        resume = None
     trainer.train(resume_from_checkpoint=resume)
     if trainer.preemption.stopped_by:  # a checkpoint, not a finished model: nothing else is written
         if trainer.is_world_process_zero():
