@@ -43,7 +43,11 @@ def test_ugt_target_with_repeated_and_coinciding_tokens():
     assert torch.allclose(other_side_target, expected_bag)  # Eq. 3 alone for the sentence that was not masked
 
 
-def reference_align(u, v):
+def reference_align(u, v, temperature=0.0):
+    """Eq. 5 by hand; with ``temperature``, each score the cosine divided by it."""
+    if temperature:
+        u = [[a / math.sqrt(sum(b * b for b in p)) / temperature for a in p] for p in u]
+        v = [[a / math.sqrt(sum(b * b for b in q)) for a in q] for q in v]
     total = 0.0
     for j in range(len(u)):
         row = [sum(a * b for a, b in zip(u[j], v[k], strict=True)) for k in range(len(v))]
@@ -73,6 +77,29 @@ def test_alignment_and_similarity_losses_match_float64_references():
         reference_sim(u.double().tolist(), v.double().tolist()), rel=1e-4
     )
     assert in_batch_similarity_loss(u, u).item() == pytest.approx(0.0, abs=1e-6)  # same structure: no loss
+    scaled = reference_align(u.double().tolist(), v.double().tolist(), temperature=0.05)
+    assert in_batch_alignment_loss(u, v, temperature=0.05).item() == pytest.approx(scaled, rel=1e-5)
+    assert abs(scaled - reference_align(u.double().tolist(), v.double().tolist())) > 1.0  # the scorings differ
+
+
+def test_the_alignment_loss_of_the_model_takes_its_configured_temperature(small_tokenizer):
+    """``align_temperature`` reaches the model's L_align: its loss part against the float64 reference of Eq. 5 on its
+    own sentence vectors, at 0 (the paper's raw inner products) and at 0.05 (cosine / temperature); a temperature
+    below 0 is refused."""
+    torch.manual_seed(0)
+    ids = torch.randint(10, 2000, (6, 9))
+    mask = torch.ones_like(ids)
+    for temperature in (0.0, 0.05):
+        model = tiny_lightweight(small_tokenizer, generative_task="none", use_sim=False,
+                                 align_temperature=temperature).eval()  # fmt: skip
+        out = model(source_input_ids=ids, source_attention_mask=mask, target_input_ids=ids.flip(0),
+                    target_attention_mask=mask)  # fmt: skip
+        with torch.no_grad():
+            u, v = model._encode(ids, mask)[1], model._encode(ids.flip(0), mask)[1]
+        expected = reference_align(u.double().tolist(), v.double().tolist(), temperature)
+        assert out.loss_align.item() == pytest.approx(expected, rel=1e-4), temperature
+    with pytest.raises(Exception, match="align_temperature must be 0"):
+        LightweightDualTransformerConfig(align_temperature=-0.1)
 
 
 def test_trained_tokenizer_has_the_special_tokens(small_tokenizer):
@@ -263,3 +290,23 @@ def test_training_from_scratch_lowers_the_loss_and_raises_retrieval(tmp_path, sm
     assert logs[-1]["accuracy_source_to_target"] > logs[0]["accuracy_source_to_target"]
     after = heldout(model, tokenizers=tokenizers)["retrieval_accuracy"]
     assert after > before + 0.08, (before, after)
+
+
+def test_the_runs_vocabulary_learns_each_sentence_once(tmp_path, monkeypatch, small_tokenizer):
+    """A run without a tokenizer learns its vocabulary from each sentence of its pairs once: English, the side of
+    every pair of a many-language run, counts as often as each other language."""
+    import argparse
+    import contextlib
+
+    import datasets
+
+    from hf_xlsr.trainers import run
+
+    seen = []
+    monkeypatch.setattr(run, "train_unigram_tokenizer",
+                        lambda texts, size: seen.extend(texts) or small_tokenizer)  # fmt: skip
+    rows = datasets.Dataset.from_dict({"source": ["one", "two", "one", "two"],
+                                       "target": ["un", "deux", "eins", "zwei"]})  # English in two language pairs
+    training = argparse.Namespace(output_dir=str(tmp_path), main_process_first=lambda desc: contextlib.nullcontext())
+    run.shared_tokenizer(argparse.Namespace(tokenizer=None), None, training, rows, 100)
+    assert sorted(seen) == sorted(["one", "two", "un", "deux", "eins", "zwei"])

@@ -68,6 +68,8 @@ class LightweightDualTransformerConfig(PreTrainedConfig):
             weight of L_align in Eq. 7.
         sim_weight (`float`, *optional*, defaults to `2.0`):
             weight of L_sim in Eq. 7.
+        align_temperature (`float`, *optional*, defaults to `0.0`):
+            scores of L_align: 0 the paper's raw inner products (Eq. 5), above 0 cosine / align_temperature.
         mlm_probability (`float`, *optional*, defaults to `0.15`):
             masking ratio of the MLM ablation (Table 6 rows MLM, MLM+XTR).
         queue_size (`int`, *optional*, defaults to `0`):
@@ -107,6 +109,7 @@ class LightweightDualTransformerConfig(PreTrainedConfig):
     generative_weight: float = 1.0
     align_weight: float = 2.0
     sim_weight: float = 2.0
+    align_temperature: float = 0.0
     mlm_probability: float = 0.15
 
     # A queue of momentum keys (hf_xlsr's extension, not in the paper): L_align becomes MoCo-style InfoNCE against
@@ -150,6 +153,8 @@ class LightweightDualTransformerConfig(PreTrainedConfig):
         validate_queue(self)
         if self.hidden_size % self.num_attention_heads:
             raise ValueError(f"hidden_size {self.hidden_size} is not a multiple of {self.num_attention_heads} heads")
+        if self.align_temperature < 0:
+            raise ValueError(f"align_temperature must be 0 (inner products) or positive, got {self.align_temperature}")
         if not 0.0 < self.mlm_probability < 1.0:
             raise ValueError(f"mlm_probability must lie in (0, 1), got {self.mlm_probability}")
 

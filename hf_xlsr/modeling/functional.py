@@ -219,17 +219,19 @@ def other_rows_of_the_same_meaning(ids: torch.Tensor | None, n: int, device: tor
 
 
 @float32_scores
-def in_batch_alignment_loss(u: torch.Tensor, v: torch.Tensor, ids: torch.Tensor | None = None) -> torch.Tensor:
+def in_batch_alignment_loss(
+    u: torch.Tensor, v: torch.Tensor, ids: torch.Tensor | None = None, temperature: float = 0.0
+) -> torch.Tensor:
     """Translation ranking with in-batch negatives, both directions, raw inner products (Mao et al., Eq. 5).
 
     ``-log softmax_k(u_j . v_k)[j] - log softmax_k(u_k . v_j)[j]`` for each pair j of the batch: the other
     ``n - 1`` sentences of each language are the negatives, but those of the row's own meaning (``ids``). Eq. 5
     sums over pairs; the official code (``nn.CrossEntropyLoss()``) takes the mean, as here, so the loss does not
-    grow with the batch size.
+    grow with the batch size. ``temperature`` 0 scores by the raw inner product (the paper's); above 0, by the
+    cosine divided by it (MultipleNegativesRankingLoss's scores at ``scale = 1 / temperature``). It is
+    `additive_margin_retrieval_loss` without a margin.
     """
-    scores = (u.float() @ v.float().T).masked_fill(other_rows_of_the_same_meaning(ids, len(u), u.device), -math.inf)
-    targets = torch.arange(len(scores), device=scores.device)
-    return F.cross_entropy(scores, targets) + F.cross_entropy(scores.T, targets)
+    return additive_margin_retrieval_loss(u, v, 0.0, ids, temperature)
 
 
 @float32_scores

@@ -300,7 +300,7 @@ class LightweightDualTransformer(
                 align, _ = self._queued_contrast(*queries, keys_x, keys_y, example_ids)
                 parts.update(self.queue_statistics())
             else:
-                align = in_batch_alignment_loss(u, v, example_ids)  # Eq. 5, never a row's own meaning
+                align = in_batch_alignment_loss(u, v, example_ids, config.align_temperature)  # Eq. 5
             parts["loss_align"] = align.detach()
             loss = loss + config.align_weight * align
         if config.use_sim:

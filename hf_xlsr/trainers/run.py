@@ -144,8 +144,9 @@ def shared_tokenizer(model_args, data_args, training_args, train_dataset, vocab_
     saved = Path(training_args.output_dir) / "trained_tokenizer"
     with training_args.main_process_first(desc="training the tokenizer"):
         if not (saved / "tokenizer.json").is_file():
+            # each sentence once: the pivot side of many language pairs would otherwise count many times
             texts = [text for column in ("source", "target") for text in train_dataset[column] if text]
-            train_unigram_tokenizer(texts, vocab_size).save_pretrained(saved)
+            train_unigram_tokenizer(dict.fromkeys(texts), vocab_size).save_pretrained(saved)
         return AutoTokenizer.from_pretrained(saved)
 
 
