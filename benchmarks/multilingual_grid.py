@@ -24,6 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import scratch_arms
 import torch
 import yaml
 from common import ENCODERS, Results, machine
@@ -31,23 +32,28 @@ from protocol import PICK_SEED, SEEDS, ArmGrid, grid_table, job, pick, point, ru
 from queue_arms import accuracy, evaluators
 
 LANGUAGES = "en fr de es it pt ru uk pl ro tr ar fa hi bn id vi tl sw ja ko zh".split()  # the Bible's 22
-ARMS = ("mnrl", "hf_xlsr", "cmnrl_8B", "hictl", "cmlm")
+ARMS = ("mnrl", "hf_xlsr", "cmnrl_8B", "hictl", "cmlm")  # from multilingual-e5-small; scratch_arms.ARMS: from scratch
 LABELS = {
     "mnrl": "MNRL, batch B",
     "hf_xlsr": "DualMomentumModel (one encoder, a queue of momentum keys)",
     "cmnrl_8B": "CachedMNRL, batch 8B (lr × √8)",
     "hictl": "HictlForPreTraining (L_S + L_W + TLM)",
     "cmlm": "CmlmModel (CMLM, then CMLM + bitext retrieval)",
+    "lightweight": "LightweightDualTransformer from scratch (UGT + L_align + L_sim)",
+    "lightweight_mnrl": "MNRL, the same 2-layer model from scratch, batch B",
 }
-HF_XLSR = ("hf_xlsr", "hictl", "cmlm")  # hf_xlsr's methods; the other arms are sentence-transformers' peers
+HF_XLSR = ("hf_xlsr", "hictl", "cmlm", "lightweight")  # hf_xlsr's methods; the others are sentence-transformers'
 QUEUE = (1024, 0.99)  # the queue's size and momentum at which its rates and temperatures run
 GRIDS = {  # what an arm runs beyond the rates and temperatures of every arm (protocol.ArmGrid)
     "hf_xlsr": ArmGrid(queue=QUEUE, queue_sizes=(256, 1024, 4096)),  # 16x, the largest 4x the size first run
     "hictl": ArmGrid(paper_temperature=1.0),  # HICTL scores by the plain cosine (its Eq. 2)
     "cmlm": ArmGrid(paper_temperature=0.0),  # CMLM's bitext retrieval: the raw inner product (its Section 4.2)
+    "lightweight": ArmGrid(paper_temperature=0.0, learning_rates=scratch_arms.RATES),  # L_align: its Eq. 5
+    "lightweight_mnrl": ArmGrid(learning_rates=scratch_arms.RATES),
 }
 LARGE_BATCH = {"cmnrl_8B": 8}  # batch k x B in mini-batches of B, steps / k (the same pairs), lr x sqrt(k)
-MODEL_TYPES = {"hf_xlsr": "dual_momentum", "hictl": "hictl", "cmlm": "cmlm"}  # trained by `hf-xlsr train`'s pipeline
+# the arms trained by `hf-xlsr train`'s pipeline, and their model types
+MODEL_TYPES = {"hf_xlsr": "dual_momentum", "hictl": "hictl", "cmlm": "cmlm", "lightweight": "lightweight"}
 START = "e5-small"  # the untrained start's arm in the results file
 TEST_BACKEND = "bf16"  # every arm's test rows encode in bfloat16 weights: 1.85x float32's speed on one thread here
 
@@ -84,13 +90,23 @@ def english_pairs(args):
     return stack_pairs(load_pair_datasets(args.train_data, resolve_language_pairs(args.languages), "train"))
 
 
-def sentence_model(args, seed: int):
+def vocabulary(args) -> str:
+    """The folder of the tokenizer that the arms trained from scratch share (`scratch_arms.vocabulary`)."""
+    return scratch_arms.vocabulary(args, lambda: english_pairs(args))
+
+
+def sentence_model(args, seed: int, arm: str = "mnrl"):
+    """A sentence-transformers arm's start: multilingual-e5-small, or an untrained 2-layer model for
+    ``lightweight_mnrl``."""
     from sentence_transformers import SentenceTransformer
 
     from hf_xlsr.data import resolve_reference
 
     torch.manual_seed(seed)
-    model = SentenceTransformer(resolve_reference(ENCODERS["e5"]), device="cpu")
+    if arm in scratch_arms.ARMS:
+        model = scratch_arms.untrained_model(args, seed, vocabulary(args))
+    else:
+        model = SentenceTransformer(resolve_reference(ENCODERS["e5"]), device="cpu")
     model[0].max_seq_length = args.max_length
     return model
 
@@ -124,12 +140,11 @@ def drawn_pairs(pairs, args, seed: int):
 def train_sentence_transformers(arm: str, args, seed: int, output_dir: str, pairs, checkpoint_steps: int = 0):
     """MNRL at B; CachedMNRL at 8B (GradCache in mini-batches of B, sentence-transformers' ``NO_DUPLICATES`` batches,
     the sampler it recommends for in-batch negatives: a verse's English side in two pairs of one batch would be a
-    negative of itself); the make_multilingual recipe (``MSELoss``)."""
+    negative of itself); ``lightweight_mnrl``: MNRL on an untrained 2-layer model (`scratch_arms`)."""
     from sentence_transformers import SentenceTransformerTrainer
     from sentence_transformers.base.sampler import BatchSamplers
     from sentence_transformers.sentence_transformer.losses import (
         CachedMultipleNegativesRankingLoss,
-        MSELoss,
         MultipleNegativesRankingLoss,
     )
     from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
@@ -138,24 +153,16 @@ def train_sentence_transformers(arm: str, args, seed: int, output_dir: str, pair
     args = large_batch(arm, args)
     if checkpoint_steps:  # as many pairs between checkpoints at any batch
         checkpoint_steps = max(1, checkpoint_steps * base // args.batch_size)
-    model = sentence_model(args, seed)
+    model = sentence_model(args, seed, arm)
     pairs = drawn_pairs(pairs, args, seed)
     both = {"partition_mode": "per_direction", "directions": ("query_to_doc", "doc_to_query")}
     extra = {}
-    if arm in ("mnrl", "cmnrl_8B"):
-        if arm == "mnrl":
-            loss = MultipleNegativesRankingLoss(model, scale=1 / args.temperature, **both)
-        else:
-            loss = CachedMultipleNegativesRankingLoss(model, scale=1 / args.temperature, mini_batch_size=base, **both)
-            extra["batch_sampler"] = BatchSamplers.NO_DUPLICATES
-        train = pairs.select_columns(["source", "target"]).rename_columns({"source": "anchor", "target": "positive"})
-    else:  # the make_multilingual recipe: both sentences onto the teacher's vector of the English one
-        teacher = sentence_model(args, seed)  # the start itself
-        vectors = teacher.encode(pairs["source"], batch_size=64, convert_to_numpy=True, show_progress_bar=False)
-        train = pairs.select_columns(["source", "target"])
-        train = train.rename_columns({"source": "english", "target": "non_english"})
-        train = train.add_column("label", vectors.tolist())
-        loss = MSELoss(model)
+    if arm == "cmnrl_8B":
+        loss = CachedMultipleNegativesRankingLoss(model, scale=1 / args.temperature, mini_batch_size=base, **both)
+        extra["batch_sampler"] = BatchSamplers.NO_DUPLICATES
+    else:
+        loss = MultipleNegativesRankingLoss(model, scale=1 / args.temperature, **both)
+    train = pairs.select_columns(["source", "target"]).rename_columns({"source": "anchor", "target": "positive"})
     arguments = SentenceTransformerTrainingArguments(
         **training_arguments(args, output_dir, seed, checkpoint_steps), **extra
     )
@@ -169,12 +176,15 @@ def model_config(arm: str, args) -> dict:
     with its three losses, its paper's pooling (the first token) and a fresh LM head on the start (e5 has none); CMLM
     as its paper trains many languages (Section 4.2's S3: CMLM, then CMLM with bitext retrieval from half the run), a
     fresh MLM head trained alone for the first tenth of the steps, the temperature that of bitext retrieval (0: the
-    paper's raw inner product)."""
+    paper's raw inner product); the lightweight dual transformer at its paper's size, L_align at the temperature (0:
+    its Eq. 5's raw inner products)."""
     if arm == "hictl":
         return {"temperature": args.temperature}
     if arm == "cmlm":
         return {"schedule": "cmlm->cmlm+br", "second_stage_step": args.steps // 2,
                 "head_warmup_steps": args.steps // 10, "br_temperature": args.temperature}  # fmt: skip
+    if arm == "lightweight":
+        return {"align_temperature": args.temperature}
     return {"shared_encoder": True, "queue_size": args.queue_size, "momentum": args.momentum,
             "temperature": args.temperature}  # fmt: skip
 
@@ -186,8 +196,9 @@ def train_hf_xlsr(args, seed: int, output_dir: str, checkpoint_steps: int = 0, a
 
     from hf_xlsr.trainers import parse_run_arguments, run_training
 
+    start = {"tokenizer": vocabulary(args)} if arm in scratch_arms.ARMS else {"encoder": ENCODERS["e5"]}
     config = {
-        "model_type": MODEL_TYPES[arm], "encoder": ENCODERS["e5"], "languages": args.languages,
+        "model_type": MODEL_TYPES[arm], **start, "languages": args.languages,
         "train_data": args.train_data, "model_config": model_config(arm, args),
         "max_eval_pairs": 0, "max_length": args.max_length, "export_dir": f"{output_dir}/export",
         "language_batches": args.language_batches,
@@ -345,7 +356,7 @@ def run_at_picks(args, results: Results, rows: dict) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--grid", nargs="+", choices=ARMS, default=list(ARMS))
+    parser.add_argument("--grid", nargs="+", choices=(*ARMS, *scratch_arms.ARMS), default=list(ARMS))
     parser.add_argument("--train-data", default="bible", help="a source, or a JSON list of sources")
     parser.add_argument("--languages", nargs="+", default=LANGUAGES, help="the first is the pivot")
     parser.add_argument("--tune-rows", type=int, default=300, help="held-out verses to tune (as many come first)")
@@ -374,6 +385,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.train_data.lstrip().startswith("["):
         args.train_data = json.loads(args.train_data)
+    if 0 < len(set(args.grid) & set(scratch_arms.ARMS)) < len(args.grid):
+        parser.error(f"{' and '.join(scratch_arms.ARMS)} train from scratch at a budget of their own: give them a "
+                     "--grid, --steps, --batch-size and --out of their own")  # fmt: skip
     if args.report:
         runs = json.loads(Path(args.out).read_text())["runs"]
         print(grid_table(runs, args.grid, LABELS, HF_XLSR, grids=GRIDS))
@@ -402,7 +416,8 @@ def main() -> None:
     for arm in args.grid:
         if claim(f"{arm}:test"):  # one process scores the pick
             test_the_pick(results, arm, rows["bible"])
-    test_the_start(results, rows["bible"])
+    if not set(args.grid) & set(scratch_arms.ARMS):  # e5, where the arms start
+        test_the_start(results, rows["bible"])
     print(grid_table(results.runs(), args.grid, LABELS, HF_XLSR, grids=GRIDS))
 
 

@@ -26,9 +26,11 @@ CHOOSER_FIELDS = ("arm", "seed", "base_learning_rate", "temperature", "queue_siz
 class ArmGrid:
     """What an arm runs beyond the rates and temperatures every arm runs: its paper's temperature where it lies
     outside `TEMPERATURES`; for an arm with a queue, the queue step's ``queue_sizes`` and ``momenta``, and the
-    ``queue`` (size, momentum) at which the rates and temperatures run."""
+    ``queue`` (size, momentum) at which the rates and temperatures run; ``learning_rates``, the grid's rates, for a
+    model trained from scratch (`LEARNING_RATES` are a pretrained start's)."""
 
     paper_temperature: float | None = None
+    learning_rates: tuple[float, ...] = LEARNING_RATES
     queue: tuple[int, float] | None = None
     queue_sizes: tuple[int, ...] = ()
     momenta: tuple[float, ...] = MOMENTA
@@ -77,12 +79,14 @@ def job(arm: str, seed: int, rate: float, temperature: float, queue_size: int | 
     return base if queue_size is None else f"{base}:{queue_size}:{momentum:g}"
 
 
-def next_rate_beyond(rates: set[float], best: float) -> float | None:
+def next_rate_beyond(
+    rates: set[float], best: float, grid_rates: tuple[float, ...] = LEARNING_RATES
+) -> float | None:
     """The rate to run next where the best of ``rates`` (at the first temperature) is the lowest or the highest run:
-    half or twice it, at most `EXTENSIONS` steps beyond `LEARNING_RATES`; None where the best lies inside."""
-    if best == min(rates) and best > min(LEARNING_RATES) / 2**EXTENSIONS:
+    half or twice it, at most `EXTENSIONS` steps beyond ``grid_rates``; None where the best lies inside."""
+    if best == min(rates) and best > min(grid_rates) / 2**EXTENSIONS:
         return best / 2
-    if best == max(rates) and best < max(LEARNING_RATES) * 2**EXTENSIONS:
+    if best == max(rates) and best < max(grid_rates) * 2**EXTENSIONS:
         return best * 2
     return None
 
@@ -98,14 +102,14 @@ def next_jobs(runs: Iterable[Mapping], arm: str, grid: ArmGrid = NO_EXTRA) -> li
     size, momentum = grid.queue or (None, None)
     done = {(run["seed"], *point(run)) for run in runs}
     first = TEMPERATURES[0]
-    rates = [job(arm, PICK_SEED, rate, first, size, momentum) for rate in LEARNING_RATES
+    rates = [job(arm, PICK_SEED, rate, first, size, momentum) for rate in grid.learning_rates
              if (PICK_SEED, rate, first, size, momentum) not in done]  # fmt: skip
     if rates:
         return rates
     at_queue = [run for run in runs if run["seed"] == PICK_SEED and point(run)[2:] == (size, momentum)]
     at_first = [run for run in at_queue if run["temperature"] == first]
     best_rate = point(pick(at_first, arm))[0]
-    beyond = next_rate_beyond({point(run)[0] for run in at_first}, best_rate)
+    beyond = next_rate_beyond({point(run)[0] for run in at_first}, best_rate, grid.learning_rates)
     if beyond is not None:
         return [job(arm, PICK_SEED, beyond, first, size, momentum)]
     temperatures = [job(arm, PICK_SEED, best_rate, t, size, momentum) for t in grid.temperatures[1:]
@@ -231,9 +235,10 @@ def grid_table(
     rows = grid_rows(list(runs), arms, grids)
     first = TEMPERATURES[0]
     others = tuple(dict.fromkeys(t for arm in arms for t in (grids or {}).get(arm, NO_EXTRA).temperatures[1:]))
-    beyond = {row["arm"]: sorted(r for r, t in row["grid"] if t == first and r not in LEARNING_RATES) for row in rows}
+    grid_rates = tuple(sorted({r for arm in arms for r in (grids or {}).get(arm, NO_EXTRA).learning_rates}))
+    beyond = {row["arm"]: sorted(r for r, t in row["grid"] if t == first and r not in grid_rates) for row in rows}
     queues = any(len(row["queue"]) > 1 for row in rows)
-    header = ["arm", *(f"lr {rate:g}" for rate in LEARNING_RATES), *(["lr beyond"] if any(beyond.values()) else []),
+    header = ["arm", *(f"lr {rate:g}" for rate in grid_rates), *(["lr beyond"] if any(beyond.values()) else []),
               *(f"T {t:g} at its best lr" for t in others), *(["queue K, m at its best lr, T"] if queues else []),
               "pick (lr, T)", "tune at the pick", "test (%)", "seeds"]  # fmt: skip
     lines = ["| " + " | ".join(header) + " |", "| --- |" + " ---: |" * (len(header) - 1)]
@@ -241,12 +246,12 @@ def grid_table(
     for row in rows:
         grid = row["grid"]
         best_rate = max((r for r, t in grid if t == first), key=lambda r: grid[(r, first)], default=None)
-        cells = [f"{100 * grid[(rate, first)]:.1f}" if (rate, first) in grid else "—" for rate in LEARNING_RATES]
+        cells = [f"{100 * grid[(rate, first)]:.1f}" if (rate, first) in grid else "—" for rate in grid_rates]
         if any(beyond.values()):
             cells.append(", ".join(f"{rate:g}: {100 * grid[(rate, first)]:.1f}" for rate in beyond[row["arm"]]) or "—")
         rates = {r for r, t in grid if t == first}
-        ended = rates >= set(LEARNING_RATES) and best_rate in (min(rates), max(rates))  # at an end of a whole grid
-        if ended and next_rate_beyond(rates, best_rate) is None:
+        ended = rates >= set(grid_rates) and best_rate in (min(rates), max(rates))  # at an end of a whole grid
+        if ended and next_rate_beyond(rates, best_rate, grid_rates) is None:
             end = "lowest" if best_rate == min(rates) else "highest"
             edges.append(f"{labels.get(row['arm'], row['arm'])} ({best_rate:g}, the {end})")
         cells += [f"{100 * grid[(best_rate, t)]:.1f}" if (best_rate, t) in grid else "—" for t in others]

@@ -116,10 +116,23 @@ METHODS = (
     ("MoCo-BERT", "`DualMomentumModel`", "hf_xlsr", "dmm_K256B"),
     ("HICTL", "`HictlForPreTraining`", "hictl", None),
     ("CMLM with bitext retrieval", "`CmlmModel`", "cmlm", None),
-    ("lightweight dual transformer", "`LightweightDualTransformer`", None, None),
+    ("lightweight dual transformer, from scratch", "`LightweightDualTransformer`", "lightweight", None),
     ("MNRL, batch B", "`MultipleNegativesRankingLoss`", "mnrl", "mnrl_B"),
     ("CachedMNRL, batch 8B", "`CachedMultipleNegativesRankingLoss`", "cmnrl_8B", "cmnrl_8B"),
+    ("MNRL, the same 2-layer model from scratch", "`MultipleNegativesRankingLoss`", "lightweight_mnrl", None),
 )
+SCRATCH_RESULTS = "multilingual_scratch.json"  # the arms from scratch, at their own budget (`scratch_arms.py`)
+
+
+def peers_of(arm: str, rows: dict) -> list[dict]:
+    """The rows a method of hf_xlsr faces: the same model trained from scratch by MNRL for the lightweight dual
+    transformer (its paper's claim), else sentence-transformers' peers from the same start."""
+    import scratch_arms
+    from multilingual_grid import ARMS, HF_XLSR
+
+    if arm in scratch_arms.ARMS:
+        return [rows[peer] for peer in scratch_arms.ARMS if peer not in HF_XLSR and peer in rows]
+    return [rows[peer] for peer in ARMS if peer not in HF_XLSR]
 
 
 def methods_summary() -> str:
@@ -127,15 +140,20 @@ def methods_summary() -> str:
     `multilingual_grid.py`); Tatoeba F1 over the 112 sets and over the Bible's 21 (its pick's seeds); its seconds per
     training pair and the memory it holds, each against MNRL at B (en-fr, MiniLM-L6, timed interleaved:
     ``queue_vs_batch_grid_timing.json``); and its verdict against the strongest peer at its best, by the protocol's
-    rule (`protocol.grid_verdict`), once both have their whole grid and 3 seeds."""
+    rule (`protocol.grid_verdict`), once both have their whole grid and 3 seeds. The lightweight dual transformer
+    faces its paper's claim instead: the same 2-layer model trained from scratch by MNRL, both at their own budget
+    (`SCRATCH_RESULTS`)."""
     sys.path.insert(0, str(shared.HERE))
+    import scratch_arms
     from common import mean_text
     from multilingual_grid import ARMS, GRIDS, HF_XLSR
     from protocol import grid_rows, grid_verdict
 
     rows = {row["arm"]: row for row in grid_rows(shared.load("multilingual_grid.json")["runs"], ARMS, GRIDS)}
+    if (shared.RESULTS / SCRATCH_RESULTS).is_file():
+        scratch = grid_rows(shared.load(SCRATCH_RESULTS)["runs"], scratch_arms.ARMS, GRIDS)
+        rows.update((row["arm"], row) for row in scratch)
     timing = shared.load("queue_vs_batch_grid_timing.json")["rows"]
-    peers = [rows[arm] for arm in ARMS if arm not in HF_XLSR]
     label = {arm: method for method, _, arm, _ in METHODS}
     header = ["method", "class", "22 languages, test (%)", "Tatoeba F1, 112", "Tatoeba F1, the Bible's 21",
               "s / pair × MNRL (en-fr)", "memory × MNRL (en-fr)", "against the strongest peer at its best"]
@@ -154,10 +172,10 @@ def methods_summary() -> str:
             verdict = "cannot show yet: not run on the 22-language task"
         elif arm not in HF_XLSR:
             verdict = "a peer"
-        elif missing := [label[other["arm"]] for other in (row, *peers) if not other["complete"]]:
+        elif missing := [label[other["arm"]] for other in (row, *peers_of(arm, rows)) if not other["complete"]]:
             verdict = f"cannot show yet: {' and '.join(missing)} without the whole grid and 3 seeds"
         else:
-            _, peer, difference, spread, holds = grid_verdict([row, *peers], [arm])
+            _, peer, difference, spread, holds = grid_verdict([row, *peers_of(arm, rows)], [arm])
             verdict = (f"{'holds' if holds else 'does not hold'} against {label[peer['arm']]}: "
                        f"{100 * difference:+.1f} points, the larger seed spread {100 * spread:.1f}")  # fmt: skip
         lines.append(f"| {method} | {name} | {test} | {f1[0]} | {f1[1]} | {ratios[0]} | {ratios[1]} | {verdict} |")

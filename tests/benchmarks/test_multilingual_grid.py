@@ -301,20 +301,25 @@ def test_the_first_table_reads_each_arms_seeds_tatoeba_and_cost_and_gives_its_ve
 ):
     """README's first table from results files written here: each arm's test mean ± spread over its 3 seeds at the
     pick; Tatoeba's mean over its seeds; its cost against MNRL; the verdict against the better peer on tune (CachedMNRL
-    here, not MNRL), by the protocol's rule, only once every arm concerned is complete; every figure by hand."""
+    here, not MNRL), by the protocol's rule, only once every arm concerned is complete; the lightweight dual
+    transformer's against the same model trained from scratch by MNRL (its own results file), not against the peers
+    from e5; every figure by hand."""
     import json
     import statistics
 
+    import scratch_arms
     from protocol import LEARNING_RATES
     from report import index, shared
 
     from hf_xlsr.evaluation.tatoeba import TATOEBA_CODES
 
-    def grid(arm, tunes, tests, **queue):  # a whole grid: 4 rates at 0.04, 0.05 at the best; 3 seeds at the pick
+    def grid(arm, tunes, tests, rates=LEARNING_RATES, others=(0.05,), **queue):
+        """A whole grid: 4 rates at 0.04, the ``others`` temperatures at the best; 3 seeds at the pick."""
         runs = [{"arm": arm, "seed": 0, "base_learning_rate": r, "temperature": 0.04, "tune": t, **queue}
-                for r, t in zip(LEARNING_RATES, tunes, strict=True)]  # fmt: skip
-        best = LEARNING_RATES[tunes.index(max(tunes))]
-        runs.append({"arm": arm, "seed": 0, "base_learning_rate": best, "temperature": 0.05, "tune": 0.0, **queue})
+                for r, t in zip(rates, tunes, strict=True)]  # fmt: skip
+        best = rates[tunes.index(max(tunes))]
+        runs += [{"arm": arm, "seed": 0, "base_learning_rate": best, "temperature": t, "tune": 0.0, **queue}
+                 for t in others]  # fmt: skip
         return runs + [{"arm": arm, "seed": seed, "base_learning_rate": best, "temperature": 0.04, "tune": 0.5,
                         "bible": test, **queue} for seed, test in enumerate(tests)]  # fmt: skip
 
@@ -324,6 +329,9 @@ def test_the_first_table_reads_each_arms_seeds_tatoeba_and_cost_and_gives_its_ve
     runs += dmm[:5] + [{**run, "queue_size": size, "tune": 0.1} for size in (256, 4096) for run in dmm[1:2]]
     runs += [{**dmm[1], "momentum": 0.999, "tune": 0.1}] + dmm[5:]
     (tmp_path / "multilingual_grid.json").write_text(json.dumps({"setup": {}, "runs": runs}))
+    scratch = grid("lightweight", [0.5, 0.6, 0.7, 0.6], [0.50, 0.52, 0.54], scratch_arms.RATES, (0.05, 0.0))
+    scratch += grid("lightweight_mnrl", [0.5, 0.6, 0.7, 0.6], [0.40, 0.42, 0.44], scratch_arms.RATES)
+    (tmp_path / "multilingual_scratch.json").write_text(json.dumps({"setup": {}, "runs": scratch}))
     for arm, f1 in (("hf_xlsr", (80.0, 81.0, 82.0)), ("mnrl", (70.0, 71.0, 72.0))):
         for seed, value in enumerate(f1):
             codes = [*TATOEBA_CODES.values(), *(f"x{i:02d}" for i in range(112 - len(TATOEBA_CODES)))]  # 112 sets
@@ -340,7 +348,10 @@ def test_the_first_table_reads_each_arms_seeds_tatoeba_and_cost_and_gives_its_ve
     assert ours[7] == f"holds against CachedMNRL, batch 8B: +4.0 points, the larger seed spread {spread:.1f} |"
     assert peer[2:7] == ["94.0 ± 1.0", "—", "—", "1.50×", "0.80×"] and peer[7] == "a peer |"
     assert rows["HICTL"][7] == "cannot show yet: HICTL without the whole grid and 3 seeds |"
-    assert rows["lightweight dual transformer"][7] == "cannot show yet: not run on the 22-language task |"
+    lightweight = rows["lightweight dual transformer, from scratch"]
+    assert lightweight[2] == "52.0 ± 2.0" and rows["MNRL, the same 2-layer model from scratch"][2] == "42.0 ± 2.0"
+    assert lightweight[7] == ("holds against MNRL, the same 2-layer model from scratch: +10.0 points, the larger seed "
+                              "spread 2.0 |")  # not against CachedMNRL's 94.0
     del runs[-1]  # MoCo-BERT with 2 seeds: no verdict
     (tmp_path / "multilingual_grid.json").write_text(json.dumps({"setup": {}, "runs": runs}))
     rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ") for line in index.methods_summary().splitlines()[2:]}
@@ -373,3 +384,41 @@ def test_the_shipped_22_language_configuration_is_the_grids_pick_and_recipe(tmp_
     assert training_args.lr_scheduler_type.value == recipe["lr_scheduler_type"]
     assert data_args.languages == multilingual_grid.LANGUAGES and data_args.train_data == "bible"
     assert data_args.max_length == grid.max_length and model_args.encoder == multilingual_grid.ENCODERS["e5"]
+
+
+def test_the_arms_from_scratch_train_one_untrained_architecture_over_one_vocabulary(tmp_path, monkeypatch):
+    """``lightweight`` (through ``hf-xlsr train``) and ``lightweight_mnrl`` (sentence-transformers' MNRL) train the
+    same 2-layer, 512-wide model from scratch over one vocabulary, learned once beside the models; ``lightweight``
+    takes the grid's temperature as its L_align's; the MNRL arm starts from the untrained model of its seed; and one
+    call may not mix them with the arms that start from e5."""
+    import argparse
+
+    import multilingual_grid
+    import scratch_arms
+    import torch
+    from transformers import AutoTokenizer
+
+    from hf_xlsr import LightweightDualTransformerConfig
+
+    monkeypatch.setattr(scratch_arms, "VOCAB_SIZE", 600)  # the paper's 50,000 takes minutes to learn
+    settings = argparse.Namespace(steps=2, batch_size=4, learning_rate=1e-3, temperature=0.05, max_length=16,
+                                  languages=["en", "fr"], train_data="bible", language_batches="mixed",
+                                  checkpoint_steps=2, sampler="shuffle", models=str(tmp_path / "models"))  # fmt: skip
+    trained = {arm: multilingual_grid.train(settings, arm, 0, tmp_path / arm) for arm in scratch_arms.ARMS}
+    (vocabulary,) = (path.parent for path in (tmp_path / "models").glob("tokenizer_*/tokenizer.json"))
+    words = AutoTokenizer.from_pretrained(vocabulary).get_vocab()
+    assert len(words) == 600
+    for arm, model in trained.items():
+        encoder = model[0].auto_model
+        assert (encoder.config.num_hidden_layers, encoder.config.hidden_size) == (2, 512), arm
+        assert model.tokenizer.get_vocab() == words, arm
+    config = LightweightDualTransformerConfig.from_pretrained(tmp_path / "lightweight")
+    assert config.align_temperature == 0.05
+    start = scratch_arms.untrained_model(settings, 0, str(vocabulary))
+    moved = [name for name, value in start.state_dict().items()
+             if not torch.equal(value, trained["lightweight_mnrl"].state_dict()[name])]  # fmt: skip
+    assert moved and len(moved) < len(start.state_dict())  # it trained from this start: the weights moved, not all
+    monkeypatch.setattr(sys, "argv", ["multilingual_grid.py", "--grid", "mnrl", "lightweight", "--out", "x.json"])
+    monkeypatch.setattr(multilingual_grid, "evaluators", lambda *args, **kwargs: pytest.fail("the mixed call ran"))
+    with pytest.raises(SystemExit):
+        multilingual_grid.main()

@@ -118,6 +118,22 @@ def test_a_best_rate_at_an_end_runs_the_rate_beyond_it_up_to_two_steps():
     assert line.endswith(f": {low} (1.25e-05, the lowest).")
 
 
+def test_an_arm_trained_from_scratch_runs_its_own_rates_and_the_table_shows_them():
+    """An arm with its own rates (``ArmGrid.learning_rates``, a model trained from scratch) runs them, goes beyond
+    them by their own ends (twice the highest, two steps at most), and its table's columns are those rates."""
+    arm, rates = "lightweight", (2.5e-4, 5e-4, 1e-3, 2e-3)
+    grid = protocol.ArmGrid(paper_temperature=0.0, learning_rates=rates)
+    assert protocol.next_jobs([], arm, grid) == [f"{arm}:0:{r:g}:0.04" for r in rates]
+    runs = [run(arm, 0, r, 0.04, t, 0.0) for r, t in zip(rates, (0.1, 0.2, 0.3, 0.4), strict=True)]
+    assert protocol.next_jobs(runs, arm, grid) == [f"{arm}:0:0.004:0.04"]
+    runs += [run(arm, 0, 4e-3, 0.04, 0.5, 0.0), run(arm, 0, 8e-3, 0.04, 0.6, 0.0)]
+    assert protocol.next_jobs(runs, arm, grid) == [f"{arm}:0:0.008:0.05", f"{arm}:0:0.008:0"]  # no 1.6e-2
+    text = protocol.grid_table([dict(r.values) for r in runs], [arm], {}, [arm], grids={arm: grid})
+    assert "| arm | lr 0.00025 | lr 0.0005 | lr 0.001 | lr 0.002 | lr beyond |" in text
+    assert f"| {arm} | 10.0 | 20.0 | 30.0 | 40.0 | 0.004: 50.0, 0.008: 60.0 |" in text
+    assert f"{arm} (0.008, the highest)" in text
+
+
 def test_the_verdict_reads_the_arms_done_and_says_the_rest_cannot_show_yet():
     """MNRL and the queue have their whole protocol; CachedMNRL has one point: the verdict is over the two done, by
     the test means at their picks (0.65 and 0.81 over 3 seeds, spreads 0.01), and says one arm is missing."""
