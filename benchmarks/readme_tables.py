@@ -29,7 +29,8 @@ from report import (
 )
 
 HERE = Path(__file__).resolve().parent
-DOCUMENTS = [HERE.parent / "README.md", *sorted((HERE.parent / "docs" / "benchmarks").glob("*.md"))]
+DOCUMENTS = [HERE.parent / "README.md", *sorted((HERE.parent / "docs" / "benchmarks").glob("*.md")),
+             *sorted((HERE.parent / "docs" / "models").glob("*.md"))]  # fmt: skip
 BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /generated -->)", re.DOTALL)
 PAGES = (index, queue, languages, tatoeba, cost, encoding, mining, mining_scale, gpu)
 TABLES = {name: make for page in PAGES for name, make in page.TABLES.items()}

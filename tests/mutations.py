@@ -1086,6 +1086,10 @@ MUTATIONS = [
     Mutation("lightweight_faces_the_peers_from_e5", "benchmarks/report/index.py::peers_of",
              "    if arm in scratch_arms.ARMS:", "    if False:",
              "tests/benchmarks/test_multilingual_grid.py::test_the_first_table_reads_each_arms_seeds_tatoeba_and_cost_and_gives_its_verdict_against_the_strongest_peer"),
+    Mutation("model_page_shows_another_arms_row", "benchmarks/report/index.py::model_row",
+             'f"| {name}, this project\'s run | " + " | ".join(cells[arm])',
+             'f"| {name}, this project\'s run | " + " | ".join(cells["mnrl"])',
+             "tests/benchmarks/test_multilingual_grid.py::test_the_first_table_reads_each_arms_seeds_tatoeba_and_cost_and_gives_its_verdict_against_the_strongest_peer"),
     Mutation("queue_step_skipped", "benchmarks/protocol.py::next_jobs",
              "        if sizes:\n            return sizes", "        pass",
              "tests/benchmarks/test_protocol.py::"

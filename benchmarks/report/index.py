@@ -3,6 +3,7 @@ reliability check."""
 
 from __future__ import annotations
 
+import functools
 import statistics
 import sys
 from collections.abc import Callable
@@ -135,14 +136,14 @@ def peers_of(arm: str, rows: dict) -> list[dict]:
     return [rows[peer] for peer in ARMS if peer not in HF_XLSR]
 
 
-def methods_summary() -> str:
-    """One row per method or peer: its class; its test on 22 languages (mean ± spread over the 3 seeds at its pick,
-    `multilingual_grid.py`); Tatoeba F1 over the 112 sets and over the Bible's 21 (its pick's seeds); its seconds per
-    training pair and the memory it holds, each against MNRL at B (en-fr, MiniLM-L6, timed interleaved:
-    ``queue_vs_batch_grid_timing.json``); and its verdict against the strongest peer at its best, by the protocol's
-    rule (`protocol.grid_verdict`), once both have their whole grid and 3 seeds. The lightweight dual transformer
-    faces its paper's claim instead: the same 2-layer model trained from scratch by MNRL, both at their own budget
-    (`SCRATCH_RESULTS`)."""
+def method_cells() -> dict[str, list[str]]:
+    """Each row of `METHODS` (by its arm) as the first table's cells after the class: its test on 22 languages (mean
+    ± spread over the 3 seeds at its pick, `multilingual_grid.py`); Tatoeba F1 over the 112 sets and over the Bible's
+    21 (its pick's seeds); its seconds per training pair and the memory it holds, each against MNRL at B (en-fr,
+    MiniLM-L6, timed interleaved: ``queue_vs_batch_grid_timing.json``); and its verdict against the strongest peer at
+    its best, by the protocol's rule (`protocol.grid_verdict`), once both have their whole grid and 3 seeds. The
+    lightweight dual transformer faces its paper's claim instead: the same 2-layer model trained from scratch by
+    MNRL, both at their own budget (`SCRATCH_RESULTS`)."""
     sys.path.insert(0, str(shared.HERE))
     import scratch_arms
     from common import mean_text
@@ -155,14 +156,12 @@ def methods_summary() -> str:
         rows.update((row["arm"], row) for row in scratch)
     timing = shared.load("queue_vs_batch_grid_timing.json")["rows"]
     label = {arm: method for method, _, arm, _ in METHODS}
-    header = ["method", "class", "22 languages, test (%)", "Tatoeba F1, 112", "Tatoeba F1, the Bible's 21",
-              "s / pair × MNRL (en-fr)", "memory × MNRL (en-fr)", "against the strongest peer at its best"]
-    lines = ["| " + " | ".join(header) + " |", "| --- | --- |" + " ---: |" * 5 + " --- |"]
-    for method, name, arm, timed in METHODS:
+    cells = {}
+    for _, _, arm, timed in METHODS:
         row = rows.get(arm)
         test = "—" if not row or len(row["test"]) < 3 else mean_text(row["test"]) + ("" if row["complete"] else
                                                                                    " (pick not final)")  # fmt: skip
-        means = list(tatoeba.tatoeba_means(f"tatoeba_{arm}_22_grid").values()) if arm else []
+        means = list(tatoeba.tatoeba_means(f"tatoeba_{arm}_22_grid").values())
         f1 = [mean_text([run[column] for run in means], scale=1) if len(means) >= 3 else "—"
               for column in ("112", "the Bible's 21")]  # fmt: skip
         cost = timing.get(timed) if timed else None
@@ -178,8 +177,46 @@ def methods_summary() -> str:
             _, peer, difference, spread, holds = grid_verdict([row, *peers_of(arm, rows)], [arm])
             verdict = (f"{'holds' if holds else 'does not hold'} against {label[peer['arm']]}: "
                        f"{100 * difference:+.1f} points, the larger seed spread {100 * spread:.1f}")  # fmt: skip
-        lines.append(f"| {method} | {name} | {test} | {f1[0]} | {f1[1]} | {ratios[0]} | {ratios[1]} | {verdict} |")
+        cells[arm] = [test, *f1, *ratios, verdict]
+    return cells
+
+
+HEADER = ["22 languages, test (%)", "Tatoeba F1, 112", "Tatoeba F1, the Bible's 21", "s / pair × MNRL (en-fr)",
+          "memory × MNRL (en-fr)", "against the strongest peer at its best"]  # fmt: skip
+
+
+def methods_summary() -> str:
+    """One row per method or peer: its name, its class and `method_cells`."""
+    lines = ["| " + " | ".join(["method", "class", *HEADER]) + " |", "| --- | --- |" + " ---: |" * 5 + " --- |"]
+    cells = method_cells()
+    for method, name, arm, _ in METHODS:
+        lines.append(f"| {method} | {name} | " + " | ".join(cells[arm]) + " |")
     return "\n".join(lines) + "\n"
+
+
+# what each method's paper reports of sentence retrieval or transfer, beside its measured row on its model page:
+# (the table, its setting, its figure), typed from the papers (../shared/papers)
+PAPERS = {
+    "hf_xlsr": ("Table 1: Tatoeba en-zh, accuracy", "BERT-base encoders, one per language; 5M en-zh pairs",
+                "97.4 (zh→en), 96.6 (en→zh)"),
+    "hictl": ("Table 2: XNLI, cross-lingual test, accuracy; the paper reports no sentence retrieval",
+              "from XLM-R base; CCNet and parallel corpora in 100 languages", "77.3, the mean of 15 languages"),
+    "cmlm": ("Table 5: Tatoeba, XTREME's 36 languages, retrieval accuracy", "CMLM + BR, BERT-base encoder; "
+             "Common Crawl in 113 languages, bitext of over 100 languages with English", "94.7, their mean"),
+    "lightweight": ("Table 4: sentence retrieval, P@1 of 2,000 queries among 200,000 sentences",
+                    "2 layers, width 512, from scratch; ParaCrawl en-fr, en-de, en-es, en-it",
+                    "88.8, the mean of 8 directions (en-fr 90.2, 90.8)"),
+}  # fmt: skip
+MODEL_PAGES = {"hf_xlsr": "dual-momentum", "hictl": "hictl", "cmlm": "cmlm", "lightweight": "lightweight"}
+
+
+def model_row(arm: str) -> str:
+    """A model page's measured row (`method_cells`: its own, and the peer it faces) beside its paper's figure."""
+    cells, (table, setting, figure) = method_cells(), PAPERS[arm]
+    name = {row_arm: method for method, _, row_arm, _ in METHODS}[arm]
+    lines = ["| " + " | ".join(["", *HEADER]) + " |", "| --- |" + " ---: |" * 5 + " --- |",
+             f"| {name}, this project's run | " + " | ".join(cells[arm]) + " |"]  # fmt: skip
+    return "\n".join(lines) + f"\n\nIts paper: {table}; {setting}: {figure}.\n"
 
 
 TABLES: dict[str, Callable[[], str]] = {
@@ -187,4 +224,5 @@ TABLES: dict[str, Callable[[], str]] = {
     "reliability": reliability,
     "questions-summary": questions_summary,
     "tatoeba-verdicts": tatoeba_verdicts,
+    **{f"model-row-{page}": functools.partial(model_row, arm) for arm, page in MODEL_PAGES.items()},
 }

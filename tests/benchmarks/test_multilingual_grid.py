@@ -352,6 +352,10 @@ def test_the_first_table_reads_each_arms_seeds_tatoeba_and_cost_and_gives_its_ve
     assert lightweight[2] == "52.0 ± 2.0" and rows["MNRL, the same 2-layer model from scratch"][2] == "42.0 ± 2.0"
     assert lightweight[7] == ("holds against MNRL, the same 2-layer model from scratch: +10.0 points, the larger seed "
                               "spread 2.0 |")  # not against CachedMNRL's 94.0
+    page = index.model_row("lightweight").splitlines()  # its model page: the same row, its paper's figure below
+    assert page[2].split(" | ")[1:] == lightweight[2:] and page[-1].startswith("Its paper: Table 4")
+    for arm, name in index.MODEL_PAGES.items():  # every model page shows its row
+        assert f"<!-- generated: model-row-{name} -->" in "".join(p.read_text() for p in (ROOT / "docs/models").glob("*"))
     del runs[-1]  # MoCo-BERT with 2 seeds: no verdict
     (tmp_path / "multilingual_grid.json").write_text(json.dumps({"setup": {}, "runs": runs}))
     rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ") for line in index.methods_summary().splitlines()[2:]}
