@@ -24,7 +24,19 @@ from pathlib import Path
 import torch
 from common import ENCODERS, Results, machine, memory_mb, reset_peak
 from protocol import run_grid
-from queue_arms import ARMS, BATCH, TEMPERATURE, EncoderCounter, accuracy, build, evaluators, spec, training_pairs
+from queue_arms import (
+    ARMS,
+    BATCH,
+    MOMENTUM,
+    TEMPERATURE,
+    EncoderCounter,
+    accuracy,
+    build,
+    evaluators,
+    queue_grid,
+    spec,
+    training_pairs,
+)
 
 
 def run_one(arm: str, seed: int, args) -> dict:
@@ -39,6 +51,7 @@ def run_one(arm: str, seed: int, args) -> dict:
     s = spec(arm)
     batch = BATCH * s["batch"]
     steps = args.pairs // batch
+    queue_size = args.queue_size or BATCH * s.get("queue", 0)
     counter = EncoderCounter()
     curve: list[dict] = []
 
@@ -71,7 +84,8 @@ def run_one(arm: str, seed: int, args) -> dict:
         reset_peak()  # what the arm holds: from before its model, momentum copy and queues are built
         unbuilt = memory_mb("VmRSS")
         trainer, score = build(arm, path, train, args.languages, steps, args.learning_rate, output_dir, seed,
-                               args.max_length, temperature=args.temperature)  # fmt: skip
+                               args.max_length, temperature=args.temperature, queue_size=queue_size,
+                               momentum=args.momentum)  # fmt: skip
         trainer.add_callback(Measure())
         before = memory_mb("VmRSS")
         peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -81,7 +95,8 @@ def run_one(arm: str, seed: int, args) -> dict:
         "arm": arm, "seed": seed, "batch": batch, "steps": steps,
         "learning_rate": args.learning_rate * s["lr_factor"], "base_learning_rate": args.learning_rate,
         "temperature": args.temperature,
-        "queue": BATCH * s.get("queue", 0), "curve": curve, "bible": curve[-1]["bible"], "tune": curve[-1]["tune"],
+        "queue": queue_size, **({"queue_size": queue_size, "momentum": args.momentum} if queue_size else {}),
+        "curve": curve, "bible": curve[-1]["bible"], "tune": curve[-1]["tune"],
         "train_seconds": curve[-1]["train_seconds"], "peak_rss_mb": round(peak, 1),
         "training_mb": round(max(peak, peak_before) - before, 1) if peak > peak_before else None,
         "held_mb": round(memory_mb("VmHWM") - unbuilt, 1),
@@ -143,7 +158,8 @@ def timing_child(args) -> None:
 def spawn(args, flag: str, value: str) -> dict:
     command = [sys.executable, __file__, flag, value, "--threads", str(args.threads), "--encoder", args.encoder,
                "--languages", *args.languages, "--pairs", str(args.pairs), "--learning-rate", str(args.learning_rate),
-               "--temperature", str(args.temperature),
+               "--temperature", str(args.temperature), "--momentum", str(args.momentum),
+               *(["--queue-size", str(args.queue_size)] if args.queue_size else []),
                "--max-length", str(args.max_length), "--timing-steps", str(args.timing_steps),
                "--heldout", str(args.heldout), "--eval-points", *map(str, args.eval_points),
                "--out", args.out] + (["--whole-test"] if args.whole_test else [])  # fmt: skip
@@ -218,6 +234,8 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=5120, help="the budget: training pairs every arm sees once")
     parser.add_argument("--learning-rate", type=float, default=2e-4, help="the base rate, before an arm's batch rule")
     parser.add_argument("--temperature", type=float, default=TEMPERATURE, help="every arm's (MNRL's scale: 1 / it)")
+    parser.add_argument("--queue-size", type=int, help="a queue's size in keys (default: the arm's own, K x B)")
+    parser.add_argument("--momentum", type=float, default=MOMENTUM, help="a queue's momentum")
     parser.add_argument("--max-length", type=int, default=64)
     parser.add_argument(
         "--jobs",
@@ -250,7 +268,8 @@ def main() -> None:
     for arm in args.grid or []:
         spec(arm)
     jobs = list(args.jobs)
-    run_grid(results.runs, args.grid or [], lambda job: run_jobs(args, results, [job]))
+    grids = {arm: grid for arm in args.grid or [] if (grid := queue_grid(arm))}  # the queue's step: K, then m
+    run_grid(results.runs, args.grid or [], lambda job: run_jobs(args, results, [job]), grids)
     run_jobs(args, results, jobs)
 
 
@@ -259,11 +278,12 @@ def run_jobs(args, results: Results, jobs: list[str]) -> None:
     for job in jobs:
         arm, seed, *point = job.split(":")
         spec(arm)
-        rate, temperature = map(float, point) if point else (args.learning_rate, args.temperature)
-        settings = {"base_learning_rate": rate, "temperature": temperature} if point else {}
+        rate, temperature = map(float, point[:2]) if point else (args.learning_rate, args.temperature)
+        queue = {"queue_size": int(point[2]), "momentum": float(point[3])} if len(point) == 4 else {}
+        settings = {"base_learning_rate": rate, "temperature": temperature, **queue} if point else {}
         if results.done(arm, int(seed), **settings):
             continue
-        run = spawn(argparse.Namespace(**{**vars(args), "learning_rate": rate, "temperature": temperature}),
+        run = spawn(argparse.Namespace(**{**vars(args), "learning_rate": rate, "temperature": temperature, **queue}),
                     "--child", f"{arm}:{seed}")  # fmt: skip
         results.add(run)
         print(json.dumps({k: v for k, v in run.items() if k != "curve"}), flush=True)

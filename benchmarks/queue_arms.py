@@ -3,7 +3,7 @@ trains on, the held-out sets that score it, and the trainer that runs it (``buil
 
 ``ARMS`` says what each arm is and ``LABELS`` names it: MNRL at batch B, CachedMNRL at 8B or 32B in mini-batches of
 B, ``MomentumQueueLoss`` and ``DualMomentumModel`` (under ``XlsrTrainer``) at batch B with queues of 32B or 256B keys
-at momentum 0.99, and the cached queue at 8B.
+at momentum 0.99, and the cached queue at 8B; `queue_grid` is a queue's step under the protocol (its K and momentum).
 
 With ``--languages`` naming more than two languages (the Bible's 22: ``en fr de ... zh``) the pairs are
 English-centric, the first language with each other one, stacked and drawn from all of them; every row carries its
@@ -22,10 +22,11 @@ from __future__ import annotations
 import math
 
 import torch
-from protocol import split_rows
+from protocol import ArmGrid, split_rows
 
 BATCH = 8  # B
 TEMPERATURE = 0.04
+MOMENTUM = 0.99  # the queue's momentum at which its rates and temperatures run (MoCo-BERT's)
 ARMS = {
     "mnrl_B": {"loss": "mnrl", "batch": 1},
     "cmnrl_8B": {"loss": "cmnrl", "batch": 8},
@@ -64,6 +65,14 @@ def spec(arm: str) -> dict:
     factor = LEARNING_RATE_RULES[suffix](k)
     rate = {"": "", "_sqrtlr": f" (lr × √{k})", "_klr": f" (lr × {k})"}[suffix] if factor != 1 else ""
     return {**ARMS[base], "base": base, "rate": rate, "lr_factor": factor}
+
+
+def queue_grid(arm: str) -> ArmGrid | None:
+    """An arm's queue step under the protocol (`protocol.ArmGrid`): its rates and temperatures at its own queue (K =
+    256B, momentum `MOMENTUM`), then K at a quarter, itself and four times it (64B, 256B, 1,024B: 16x), then the
+    other momentum; None for an arm without a queue."""
+    size = BATCH * spec(arm).get("queue", 0)
+    return ArmGrid(queue=(size, MOMENTUM), queue_sizes=(size // 4, size, size * 4)) if size else None
 
 
 class EncoderCounter:
@@ -131,16 +140,18 @@ def training_arguments(
 
 def build(arm: str, path: str, train, languages: list[str], steps: int, learning_rate: float, output_dir: str,
           seed: int, max_length: int, base: int = BATCH, bf16: bool = False,
-          temperature: float = TEMPERATURE):  # fmt: skip
+          temperature: float = TEMPERATURE, queue_size: int | None = None, momentum: float = MOMENTUM):  # fmt: skip
     """``(trainer, score)``: the arm's trainer and a function scoring its model on an evaluator; ``base`` is B;
-    ``bf16`` trains in mixed precision. Rows with an ``example_id`` (the meaning: a verse) give the queue's arms their
-    ``label`` and sentence-transformers' arms its ``NO_DUPLICATES`` batches, so that no copy of a pair's own
-    translation is its negative when the pairs repeat or span several languages."""
+    ``bf16`` trains in mixed precision; ``queue_size`` (None: the arm's own, K x B) and ``momentum`` are a queue's.
+    Rows with an ``example_id`` (the meaning: a verse) give the queue's arms their ``label`` and sentence-transformers'
+    arms its ``NO_DUPLICATES`` batches, so that no copy of a pair's own translation is its negative when the pairs
+    repeat or span several languages."""
     from transformers import TrainerCallback  # noqa: F401  (imported before sentence-transformers' trainer)
 
     s = spec(arm)
     batch = base * s["batch"]
     learning_rate *= s["lr_factor"]
+    queue_size = queue_size or base * s.get("queue", 0)
     torch.manual_seed(seed)
     many = len(languages) > 2
     ids = "example_id" in train.column_names
@@ -152,7 +163,7 @@ def build(arm: str, path: str, train, languages: list[str], steps: int, learning
         from hf_xlsr.trainers import BitextCollator, XlsrTrainer, XlsrTrainingArguments
 
         model = DualMomentumModel.from_encoders(path, shared_encoder=True, languages=languages,
-                                                queue_size=base * s["queue"], momentum=0.99,
+                                                queue_size=queue_size, momentum=momentum,
                                                 temperature=temperature)  # fmt: skip
         tokenizers = AutoTokenizer.from_pretrained(path)
         collator = BitextCollator(tokenizers, languages=None if many else languages, max_length=max_length)
@@ -184,7 +195,7 @@ def build(arm: str, path: str, train, languages: list[str], steps: int, learning
     elif s["loss"] == "cmnrl":
         loss = losses.CachedMultipleNegativesRankingLoss(model, scale=1 / temperature, mini_batch_size=base, **both)
     else:
-        options = {"queue_size": base * s["queue"], "momentum": 0.99, "temperature": temperature}
+        options = {"queue_size": queue_size, "momentum": momentum, "temperature": temperature}
         loss = (MomentumQueueLoss(model, **options) if s["loss"] == "mql"
                 else CachedMomentumQueueLoss(model, mini_batch_size=base, **options))  # fmt: skip
         callbacks = [loss.callback]

@@ -35,7 +35,7 @@ def grid_table(name: str = "queue_vs_batch_grid.json") -> str:
     """The queue against large batches, every arm under the tuning protocol: its grid, pick and test score."""
     sys.path.insert(0, str(shared.HERE))
     from protocol import grid_table as table
-    from queue_arms import HF_XLSR, LABELS, spec
+    from queue_arms import HF_XLSR, LABELS, queue_grid, spec
 
     labels = {arm: LABELS[spec(arm)["base"]] + spec(arm)["rate"] for arm in GRID_ARMS}
     ours = [arm for arm in GRID_ARMS if spec(arm)["loss"] in HF_XLSR]
@@ -44,7 +44,8 @@ def grid_table(name: str = "queue_vs_batch_grid.json") -> str:
     setup = shared.load(GRID_TIMING)["setup"]
     caption = (f"\nTime and memory: `benchmarks/results/{GRID_TIMING}`, every arm's steps timed in {setup['rounds']} "
                f"interleaved rounds of {setup['timed_steps']}; {setup['machine']}; {setup['date']}.\n")  # fmt: skip
-    return table(shared.load(name)["runs"], GRID_ARMS, labels, ours, cost) + caption
+    grids = {arm: grid for arm in GRID_ARMS if (grid := queue_grid(arm))}  # the queues' step: K, then m
+    return table(shared.load(name)["runs"], GRID_ARMS, labels, ours, cost, grids) + caption
 
 
 def grid_verdict() -> str:

@@ -222,3 +222,46 @@ def test_the_step_cost_table_sets_each_arm_against_mnrl_at_batch_b(monkeypatch, 
     assert lines[2:4] == ["| MNRL, batch B | 0.100 | 1.00 | 800 | 1.00 |",
                           "| DualMomentumModel, K = 256B | 0.130 | 1.30 | 1,000 | 1.25 |"]  # fmt: skip
     assert lines[-1].endswith("the median of 5 rounds of 2 steps; a machine; 2026-01-01.")
+
+
+def test_the_queue_arms_take_their_k_and_momentum_step_on_tune_and_each_job_trains_at_its_point(
+    bench, arms, minilm, tmp_path, monkeypatch
+):
+    """The queue's arms (K = 256B at 0.99) run K at 64B, 256B and 1,024B at their best rate and temperature, then
+    momentum 0.999 at the best K, before their seeds; a job's queue size and momentum reach the trainer it builds
+    (``MomentumQueueLoss`` and ``DualMomentumModel``); the arms without a queue have no such step."""
+    from common import Results
+
+    from hf_xlsr.losses import MomentumQueueLoss
+
+    assert arms.queue_grid("mnrl_B") is None and arms.queue_grid("cmnrl_8B_sqrtlr") is None
+    grid = arms.queue_grid("cmql_8B_K256B_sqrtlr")
+    assert grid.queue == (2048, 0.99) and grid.queue_sizes == (512, 2048, 8192) and grid.momenta == (0.99, 0.999)
+    train = arms.training_pairs(["en", "fr"], 0, 64)
+    trainer, _ = arms.build("mql_K256B", minilm, train, ["en", "fr"], 1, 1e-4, str(tmp_path / "q"), 0, 32,
+                            queue_size=512, momentum=0.999)  # fmt: skip
+    loss = trainer.compute_loss_func or trainer.loss
+    assert isinstance(loss, MomentumQueueLoss) and (loss.queue_size, loss.momentum) == (512, 0.999)
+    trainer, _ = arms.build("dmm_K256B", minilm, train, ["en", "fr"], 1, 1e-4, str(tmp_path / "d"), 0, 32,
+                            queue_size=8192, momentum=0.999)  # fmt: skip
+    assert (trainer.model.config.queue_size, trainer.model.config.momentum) == (8192, 0.999)
+    spawned = []
+
+    def spawn(args, flag, value):  # the child's settings, and the record it would write
+        spawned.append((value, args.queue_size, args.momentum, args.learning_rate))
+        arm, seed = value.split(":")
+        return {"arm": arm, "seed": int(seed), "base_learning_rate": args.learning_rate,
+                "temperature": args.temperature, "queue_size": args.queue_size, "momentum": args.momentum,
+                "tune": 0.5}  # fmt: skip
+
+    monkeypatch.setattr(bench, "spawn", spawn)
+    args = bench.argparse.Namespace(learning_rate=2e-4, temperature=0.04, queue_size=None, momentum=0.99)
+    results = Results(tmp_path / "grid.json", {})
+    bench.run_jobs(args, results, ["mql_K256B:0:0.0002:0.04:512:0.999", "mql_K256B:0:0.0002:0.04:512:0.999"])
+    assert spawned == [("mql_K256B:0", 512, 0.999, 2e-4)]  # once: the second is in the results file
+    captured = {}
+    monkeypatch.setattr(bench, "run_grid", lambda runs, arms, run_job, grids: captured.update(grids))
+    monkeypatch.setattr(bench.sys, "argv", ["bench_queue_vs_batch.py", "--grid", "mnrl_B", "dmm_K256B", "--out",
+                                            str(tmp_path / "main.json")])  # fmt: skip
+    bench.main()
+    assert captured == {"dmm_K256B": arms.queue_grid("dmm_K256B")}  # the grid runs the queue's step
