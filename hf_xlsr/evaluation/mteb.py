@@ -179,7 +179,8 @@ class XlsrMtebEncoder(AbsEncoder):
     """Any model ``as_encoder`` takes, as an MTEB encoder; ``languages`` are the model's language codes.
 
     ``model_meta`` (an ``mteb.ModelMeta``, e.g. an export's) labels the results; without it a minimal one is made,
-    named ``hf_xlsr/<name>`` with the weights' hash as its revision.
+    named ``hf_xlsr/<name>`` with the weights' hash as its revision. Scores come from mteb's own similarity, the
+    cosine its meta names.
     """
 
     def __init__(self, model: object, tokenizers=None, name: str | None = None, languages: Sequence[str] = (),
@@ -209,16 +210,6 @@ class XlsrMtebEncoder(AbsEncoder):
     def encode(self, inputs, *, task_metadata, hf_split, hf_subset, prompt_type=None, **kwargs) -> np.ndarray:
         texts = [text for batch in inputs for text in batch["text"]]
         return self.encoder(texts, self.language_for(task_metadata, hf_split, hf_subset))
-
-    def similarity(self, embeddings1, embeddings2):
-        a = torch.nn.functional.normalize(torch.as_tensor(np.asarray(embeddings1)), dim=-1)
-        b = torch.nn.functional.normalize(torch.as_tensor(np.asarray(embeddings2)), dim=-1)
-        return a @ b.T
-
-    def similarity_pairwise(self, embeddings1, embeddings2):
-        a = torch.nn.functional.normalize(torch.as_tensor(np.asarray(embeddings1)), dim=-1)
-        b = torch.nn.functional.normalize(torch.as_tensor(np.asarray(embeddings2)), dim=-1)
-        return (a * b).sum(dim=-1)
 
 
 def export_model_meta(path: str | os.PathLike) -> ModelMeta:
