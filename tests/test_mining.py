@@ -630,3 +630,19 @@ def test_mine_memory_takes_a_size_and_reaches_the_search(tmp_path, monkeypatch, 
     with pytest.raises(SystemExit):
         main([*argv, "--memory", "lots"])
     assert "argument --memory: 'lots' is not a size" in capsys.readouterr().err
+
+
+def test_exact_search_in_blocks_is_the_float64_cosine_ranking_and_marks_missing_neighbours():
+    """`exact_knn` over a corpus read in blocks of 7: each query's 5 nearest by the cosine written out in float64,
+    the indices counted across blocks; a corpus of 3 leaves the last 2 of 5 as -1."""
+    from hf_xlsr.evaluation.mining import exact_knn
+
+    rng = np.random.default_rng(3)
+    queries, corpus = rng.normal(size=(6, 16)), rng.normal(size=(40, 16))
+    cosines = (queries / np.linalg.norm(queries, axis=1, keepdims=True)) @ (
+        corpus / np.linalg.norm(corpus, axis=1, keepdims=True)).T  # fmt: skip
+    similarities, indices = exact_knn(queries.astype(np.float32), corpus.astype(np.float32), 5, block_size=7)
+    assert np.array_equal(indices, np.argsort(-cosines, axis=1)[:, :5])
+    assert np.allclose(similarities, np.sort(cosines, axis=1)[:, ::-1][:, :5], atol=1e-5)
+    _, few = exact_knn(queries.astype(np.float32), corpus[:3].astype(np.float32), 5, block_size=2)
+    assert (few[:, 3:] == -1).all() and sorted(few[0, :3]) == [0, 1, 2]

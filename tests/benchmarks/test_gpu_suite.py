@@ -203,3 +203,79 @@ def test_the_grid_part_runs_the_protocol_scores_tune_and_test_and_goes_on_where_
     assert result["left"] == {} and "| MNRL, batch B |" in result["table"]
     assert (tmp_path / "suite_grid.json").is_file()
     assert gpu_grid.queue_grid(args, torch.device("cpu"), seconds=600)["rows"] == runs  # nothing run again
+
+
+def languages_args(tmp_path, **values) -> argparse.Namespace:
+    return argparse.Namespace(**{"dry_run": True, "languages_arms": None, "languages_out": None,
+                                 "languages_models": str(tmp_path / "models"), "out": str(tmp_path / "suite.json"),
+                                 "corpus": None, "tatoeba_dir": None, **values})  # fmt: skip
+
+
+def test_the_languages_grid_part_with_no_time_runs_nothing_and_names_what_is_left(tmp_path):
+    """``languages_grid`` given no time: no run, and each arm's next job is the protocol's first (its queue for
+    DualMomentumModel)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import gpu_languages
+
+    result = gpu_languages.languages_grid(languages_args(tmp_path), torch.device("cpu"), seconds=0)
+    assert result["rows"] == []
+    assert result["left"]["mnrl"][0] == "mnrl:0:5e-05:0.04"
+    assert result["left"]["hf_xlsr"][0] == "hf_xlsr:0:5e-05:0.04:1024:0.99"
+    assert set(result["left"]) == {"mnrl", "hf_xlsr", "cmnrl_8B", "hictl", "cmlm"}
+
+
+@pytest.mark.slow  # an arm's whole grid at toy size: about 2 minutes
+def test_the_languages_grid_part_runs_an_arms_protocol_and_goes_on_where_it_stopped(tmp_path):
+    """``languages_grid`` at toy size on the CPU: HICTL's rates, its temperatures with its paper's 1.0, then its seeds
+    at the pick, each scored on tune and its seeds on test, in the part's results file; a second call runs nothing."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import gpu_languages
+
+    args = languages_args(tmp_path, languages_arms=["hictl"])
+    runs = gpu_languages.languages_grid(args, torch.device("cpu"), seconds=3600)["rows"]
+    assert {run["temperature"] for run in runs if run["seed"] == 0} >= {0.04, 0.05, 1.0}
+    assert sorted(run["seed"] for run in runs if "bible" in run) == [0, 1, 2]
+    assert all(0 <= run["tune"] <= 1 for run in runs if "tune" in run)
+    assert (tmp_path / "suite_languages.json").is_file()
+    again = gpu_languages.languages_grid(args, torch.device("cpu"), seconds=3600)
+    assert again["rows"] == runs and again["left"] == {}
+
+
+@pytest.mark.slow  # a short run and two Tatoeba sets: about a minute
+def test_the_118_language_part_trains_at_the_grids_pick_on_its_corpus_draw_and_scores_tatoeba(tmp_path):
+    """``languages_118`` at toy size: a draw of the corpus within its byte limit; DualMomentumModel at the
+    22-language grid's pick (from its tune scores) on the Bible and the draw; Tatoeba's sets of the folder scored;
+    the model saved, so a second call scores it again without training; no draw is an error naming the flag."""
+    import json
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import gpu_languages
+    from protocol import pick, point
+
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"en": f"Open file {i}", "fr": f"Ouvrir le fichier {i}", "source": "t"})
+                              + "\n" for i in range(200)))  # fmt: skip
+    drawn = gpu_languages.draw_corpus(corpus, tmp_path / "draw.jsonl", max_bytes=4000)
+    assert 0 < drawn["rows"] < 200 and (tmp_path / "draw.jsonl").stat().st_size <= 4000
+    tatoeba = tmp_path / "tatoeba"
+    tatoeba.mkdir()
+    for code, lines in (("fra", ["Bonjour.", "Merci."]), ("deu", ["Hallo.", "Danke."])):
+        (tatoeba / f"tatoeba.{code}-eng.{code}").write_text("\n".join(lines) + "\n")
+        (tatoeba / f"tatoeba.{code}-eng.eng").write_text("Hello.\nThank you.\n")
+    args = languages_args(tmp_path, corpus=str(tmp_path / "draw.jsonl"), tatoeba_dir=str(tatoeba))
+    result = gpu_languages.languages_118(args, torch.device("cpu"), seconds=3600)
+    chosen = pick(json.loads((ROOT / "benchmarks/results/multilingual_grid.json").read_text())["runs"], "hf_xlsr")
+    rate, temperature, size, momentum = point(chosen)
+    assert (result["learning_rate"], result["temperature"], result["queue_size"], result["momentum"]) == (
+        rate, temperature, size, momentum)  # fmt: skip
+    import yaml
+
+    trained = yaml.safe_load((tmp_path / "models" / "hf_xlsr_118.run" / "run.yaml").read_text())  # what it trained
+    assert (trained["learning_rate"], trained["model_config"]["temperature"], trained["model_config"]["queue_size"],
+            trained["model_config"]["momentum"]) == (rate, temperature, size, momentum)  # fmt: skip
+    assert trained["train_data"] == ["bible", str(tmp_path / "draw.jsonl")]
+    assert set(result["metrics"]) >= {"tatoeba_fra_f1", "tatoeba_deu_f1", "tatoeba_f1"}
+    assert (tmp_path / "models" / "hf_xlsr_118").is_dir()
+    assert gpu_languages.languages_118(args, torch.device("cpu"), seconds=0)["metrics"] == result["metrics"]
+    with pytest.raises(FileNotFoundError, match="--corpus"):
+        gpu_languages.languages_118(languages_args(tmp_path), torch.device("cpu"), seconds=3600)

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import faiss
 import numpy as np
 import torch
+from faiss.contrib.exhaustive_search import knn_ground_truth
 
 from .device import DeviceCorpus, device_corpus, device_knn, search_device
 from .index import index_spec, spec_parts
@@ -170,12 +171,7 @@ def knn(
 
 
 def exact_knn(queries: np.ndarray, corpus: np.ndarray, k: int, block_size: int = 16384):
-    """``knn`` by exact search, the corpus read in blocks (no normalised copy of the whole of it)."""
-    queries = unit_float32(queries)
-    heap = faiss.ResultHeap(len(queries), k, keep_max=True)
-    for start in range(0, len(corpus), block_size):
-        found, where = faiss.knn(queries, unit_float32(corpus[start : start + block_size]), k,
-                                 metric=faiss.METRIC_INNER_PRODUCT)  # fmt: skip
-        heap.add_result(found, np.where(where < 0, -1, where + start))
-    heap.finalize()
-    return heap.D, heap.I
+    """``knn`` by exact search (faiss's ``knn_ground_truth``), the corpus read in blocks (no normalised copy of the
+    whole of it); fewer than ``k`` sentences in the corpus leave ``-1`` indices."""
+    blocks = (unit_float32(corpus[start : start + block_size]) for start in range(0, len(corpus), block_size))
+    return knn_ground_truth(unit_float32(queries), blocks, k, metric_type=faiss.METRIC_INNER_PRODUCT, ngpu=0)
