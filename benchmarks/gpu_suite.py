@@ -4,6 +4,8 @@ than one 10-minute call holds, so in two calls with ``--parts``)::
     HF_HUB_OFFLINE=1 python benchmarks/gpu_suite.py --parts cuda_tests training_step cached_memory queue_floor \\
         --out a.json
     HF_HUB_OFFLINE=1 python benchmarks/gpu_suite.py --parts encoding demo queue_grid --out b.json
+    HF_HUB_OFFLINE=1 python benchmarks/gpu_suite.py --parts languages_grid --out c.json       # resumable: again
+    HF_HUB_OFFLINE=1 python benchmarks/gpu_suite.py --parts languages_118 --corpus gpu_corpus.jsonl --out d.json
 
 Its parts, in this order, and what each measures are on the report's GPU page (docs/benchmarks/gpu.md); each is
 timed, one that the time left cannot hold is skipped with a note, and the JSON and Markdown reports are written after
@@ -14,7 +16,7 @@ every part (a call cut short keeps the parts it finished).
 Every part needs hf_xlsr's ``corpora`` extra and transformers 5.20 or later; on a GPU machine without a network,
 ``benchmarks/gpu_kit.py`` brings them. ``--report a.json b.json --out gpu_suite.json`` joins two calls' files into one,
 with its Markdown table beside it. The parts' code: ``gpu_steps.py`` (2), ``gpu_encoding.py`` (4, 5),
-``gpu_grid.py`` (6), here (1, 3).
+``gpu_grid.py`` (6), ``gpu_languages.py`` (7, 8), here (1, 3).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from pathlib import Path
 import torch
 from gpu_encoding import demo, encoding
 from gpu_grid import GRID_ARMS, queue_grid
+from gpu_languages import languages_118, languages_grid
 from gpu_steps import cached_memory, timed, training_step
 from queue_arms import ARMS
 from report.gpu import markdown
@@ -42,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # one H200, 2026-11-27; queue_grid the time it is given); a part the budget cannot hold after the later parts'
 # estimates is skipped
 ESTIMATES = {"cuda_tests": 25, "training_step": 265, "cached_memory": 20, "queue_floor": 15, "encoding": 155,
-             "demo": 60, "queue_grid": 300}  # fmt: skip
+             "demo": 60, "queue_grid": 300, "languages_grid": 300, "languages_118": 540}  # fmt: skip
 
 
 class Clock:
@@ -105,7 +108,11 @@ def queue_floor(args, device: torch.device, seconds: float) -> dict:
 
 
 PARTS = {"cuda_tests": cuda_tests, "training_step": training_step, "cached_memory": cached_memory,
-         "queue_floor": queue_floor, "encoding": encoding, "demo": demo, "queue_grid": queue_grid}  # fmt: skip
+         "queue_floor": queue_floor, "encoding": encoding, "demo": demo, "queue_grid": queue_grid,
+         "languages_grid": languages_grid, "languages_118": languages_118}  # fmt: skip
+
+
+LANGUAGES = ("languages_grid", "languages_118")  # the parts that take calls of their own: their own data and time
 
 
 def join(reports: list[dict]) -> dict:
@@ -141,10 +148,20 @@ def main() -> int:
     parser.add_argument("--report", nargs="+", type=Path, help="join these calls' JSON files into --out; run nothing")
     parser.add_argument("--dry-run", action="store_true", help="every part at toy size, on the CPU")
     parser.add_argument("--budget", type=float, default=540, help="seconds for the parts asked for")
-    parser.add_argument("--parts", nargs="+", choices=list(PARTS), default=list(PARTS))
+    parser.add_argument("--parts", nargs="+", choices=list(PARTS), default=[p for p in PARTS if p not in LANGUAGES],
+                        help="default: all but the languages parts, which run on calls of their own")  # fmt: skip
     parser.add_argument("--grid-arms", nargs="+", choices=list(ARMS), default=GRID_ARMS, help="queue_grid's arms")
     parser.add_argument("--grid-pairs", type=int, default=2**14, help="queue_grid: training pairs per run")
     parser.add_argument("--grid-out", help="queue_grid's results file, resumable (default: --out's name + _grid)")
+    parser.add_argument("--languages-arms", nargs="+", help="languages_grid's arms (default: every arm of "
+                        "multilingual_grid.py)")  # fmt: skip
+    parser.add_argument("--languages-out", help="languages_grid's results file, resumable (default: --out's name + "
+                        "_languages)")  # fmt: skip
+    parser.add_argument("--languages-models", help="where the languages parts save their models and checkpoints "
+                        "(default: --out's name + _models)")  # fmt: skip
+    parser.add_argument("--corpus", help="languages_118: a draw of the catalogue corpus (gpu_languages.py --draw)")
+    parser.add_argument("--tatoeba-dir", default=str(ROOT.parent / "shared" / "tatoeba"),
+                        help="languages_118: Tatoeba's test sets")  # fmt: skip
     parser.add_argument("--out", required=True, help="JSON file; the Markdown table goes beside it (.md)")
     args = parser.parse_args()
     if args.report:

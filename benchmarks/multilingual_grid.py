@@ -68,7 +68,7 @@ def training_arguments(args, output_dir: str, seed: int, checkpoint_steps: int =
         output_dir=output_dir, max_steps=args.steps, per_device_train_batch_size=args.batch_size,
         learning_rate=args.learning_rate, warmup_steps=args.steps // 10, lr_scheduler_type="cosine",
         weight_decay=1e-4, max_grad_norm=10.0, seed=seed, report_to="none", disable_tqdm=True,
-        logging_steps=40, use_cpu=not torch.cuda.is_available(), **saving,
+        logging_steps=40, use_cpu=not torch.cuda.is_available(), bf16=getattr(args, "bf16", False), **saving,
     )  # fmt: skip
 
 

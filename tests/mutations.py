@@ -1111,6 +1111,12 @@ MUTATIONS = [
     Mutation("exact_search_by_distance", "hf_xlsr/evaluation/mining/search.py::exact_knn",
              "metric_type=faiss.METRIC_INNER_PRODUCT", "metric_type=faiss.METRIC_L2",
              "tests/test_mining.py::test_exact_search_in_blocks_is_the_float64_cosine_ranking_and_marks_missing_neighbours"),
+    Mutation("gpu_languages_grid_without_the_arms_grids", "benchmarks/gpu_languages.py::languages_grid",
+             "run_grid(results.runs, arms, run, grid.GRIDS)", "run_grid(results.runs, arms, run)",
+             "tests/benchmarks/test_gpu_suite.py::test_the_languages_grid_part_runs_an_arms_protocol_and_goes_on_where_it_stopped"),
+    Mutation("gpu_languages_grid_never_tests_the_pick", "benchmarks/gpu_languages.py::languages_grid",
+             "        grid.test_the_pick(results, arm, rows[\"bible\"])", "        pass",
+             "tests/benchmarks/test_gpu_suite.py::test_the_languages_grid_part_runs_an_arms_protocol_and_goes_on_where_it_stopped"),
     Mutation("queue_step_skipped", "benchmarks/protocol.py::next_jobs",
              "        if sizes:\n            return sizes", "        pass",
              "tests/benchmarks/test_protocol.py::"
