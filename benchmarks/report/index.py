@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable
 
 from . import shared, tatoeba
+from .languages import SCRATCH
 
 
 def tatoeba_verdict(languages: str) -> tuple[str, str, str]:
@@ -122,7 +123,6 @@ METHODS = (
     ("CachedMNRL, batch 8B", "`CachedMultipleNegativesRankingLoss`", "cmnrl_8B", "cmnrl_8B"),
     ("MNRL, the same 2-layer model from scratch", "`MultipleNegativesRankingLoss`", "lightweight_mnrl", None),
 )
-SCRATCH_RESULTS = "multilingual_scratch.json"  # the arms from scratch, at their own budget (`scratch_arms.py`)
 
 
 def peers_of(arm: str, rows: dict) -> list[dict]:
@@ -143,7 +143,7 @@ def method_cells() -> dict[str, list[str]]:
     MiniLM-L6, timed interleaved: ``queue_vs_batch_grid_timing.json``); and its verdict against the strongest peer at
     its best, by the protocol's rule (`protocol.grid_verdict`), once both have their whole grid and 3 seeds. The
     lightweight dual transformer faces its paper's claim instead: the same 2-layer model trained from scratch by
-    MNRL, both at their own budget (`SCRATCH_RESULTS`)."""
+    MNRL, both at their own budget (`SCRATCH`)."""
     sys.path.insert(0, str(shared.HERE))
     import scratch_arms
     from common import mean_text
@@ -151,8 +151,8 @@ def method_cells() -> dict[str, list[str]]:
     from protocol import grid_rows, grid_verdict
 
     rows = {row["arm"]: row for row in grid_rows(shared.load("multilingual_grid.json")["runs"], ARMS, GRIDS)}
-    if (shared.RESULTS / SCRATCH_RESULTS).is_file():
-        scratch = grid_rows(shared.load(SCRATCH_RESULTS)["runs"], scratch_arms.ARMS, GRIDS)
+    if (shared.RESULTS / SCRATCH).is_file():
+        scratch = grid_rows(shared.load(SCRATCH)["runs"], scratch_arms.ARMS, GRIDS)
         rows.update((row["arm"], row) for row in scratch)
     timing = shared.load("queue_vs_batch_grid_timing.json")["rows"]
     label = {arm: method for method, _, arm, _ in METHODS}

@@ -135,19 +135,28 @@ def multilingual_step_table() -> str:
     return report(shared.load("multilingual_step.json")) + "\n"
 
 
+SCRATCH = "multilingual_scratch.json"  # the arms trained from scratch, at their own budget
+
+
 def multilingual_grid(name: str = "multilingual_grid.json") -> str:
     """The 22-language grid (``multilingual_grid.py``): each arm's tune scores, pick and test score under the
-    tuning protocol, the verdict once both arms have it, and the caption from the results file."""
+    tuning protocol, the verdict once both arms have it, and the caption from the results file; for
+    ``multilingual_scratch.json``, the arms trained from scratch (`scratch_arms.ARMS`), "not run yet" before it
+    exists."""
     sys.path.insert(0, str(shared.HERE))
+    import scratch_arms
     from multilingual_grid import ARMS, GRIDS, HF_XLSR, LABELS
     from protocol import grid_table
 
+    arms = scratch_arms.ARMS if name == SCRATCH else ARMS
+    if not (shared.RESULTS / name).is_file():
+        return f"Not run yet: `benchmarks/results/{name}` holds no run.\n"
     record = shared.load(name)
     setup, runs = record["setup"], record["runs"]
     rows = (f"\n{len(setup['languages'])} languages, {setup['steps']} steps of {setup['batch_size']} pairs; tune: "
             f"{setup['split']['tune']}; test: {setup['split']['test']}"
             + (f", encoded in {setup['test_backend']}" if "test_backend" in setup else "") + ".\n")  # fmt: skip
-    return grid_table(runs, ARMS, LABELS, HF_XLSR, grids=GRIDS) + rows + shared.caption(name, setup, runs)
+    return grid_table(runs, arms, LABELS, HF_XLSR, grids=GRIDS) + rows + shared.caption(name, setup, runs)
 
 
 def multilingual_grid_verdict() -> str:
@@ -210,6 +219,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "catalogue-corpus": catalogue_corpus,
     "multilingual-grid": multilingual_grid,
     "multilingual-grid-verdict": multilingual_grid_verdict,
+    "multilingual-scratch": lambda: multilingual_grid(SCRATCH),
     "multilingual-grid-languages": multilingual_grid_languages,
     "multilingual-grid-paired": multilingual_grid_paired,
     "multilingual-118": multilingual_118,
