@@ -266,3 +266,12 @@ def test_a_single_gettext_file_is_refused_in_one_line_naming_its_folder(tmp_path
     assert str(error.value) == (f"{tmp_path / 'fr.po'}: a single gettext file; give its folder ({tmp_path}), which is "
                                 "read as a software catalogue (<language>.po files or <locale>/LC_MESSAGES/*.mo)")
     assert len(load_pair_datasets(str(tmp_path), [("en", "fr")], "train")["en-fr"]) == 1  # the folder reads
+
+
+def test_a_broken_mo_file_is_one_line_naming_the_file(tmp_path):
+    write_mo(tmp_path / "de" / "LC_MESSAGES" / "app.mo", {"Print the page": "Seite drucken"})
+    broken = tmp_path / "fr" / "LC_MESSAGES" / "app.mo"
+    broken.parent.mkdir(parents=True)
+    broken.write_bytes(b"not a catalogue at all")
+    with pytest.raises(BitextFormatError, match=r"fr/LC_MESSAGES/app.mo: not a .mo file \(.*magic number"):
+        read_catalogues(tmp_path, ["en", "de", "fr"])

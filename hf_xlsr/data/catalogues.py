@@ -22,11 +22,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import struct
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import datasets
+import polib
 
 from .bitext import BitextFormatError
 
@@ -68,81 +68,38 @@ def read_json_catalogue(path: Path) -> dict[str, str]:
     return {key: value for key, value in messages.items() if not key.startswith("@") and isinstance(value, str)}
 
 
-PO_LINE = re.compile(r'^(msgctxt|msgid|msgid_plural|msgstr(?:\[(\d+)\])?)\s+"(.*)"\s*$|^"(.*)"\s*$')
-
-
 def read_po(path: Path) -> dict[str, str]:
-    """``{msgid: msgstr}`` of a ``.po`` file (a ``msgctxt`` joined to its msgid with ``\\x04``, as ``.mo`` files
-    hold it; the first plural form; fuzzy and empty translations left out)."""
-    entries: dict[str, str] = {}
-    entry: dict[str, str] = {}
-    field = None
-
-    def close():
-        if entry.get("msgid") and entry.get("msgstr") and "fuzzy" not in entry.get("flags", ""):
-            key = entry["msgid"] if "msgctxt" not in entry else f"{entry['msgctxt']}\x04{entry['msgid']}"
-            entries[key] = entry["msgstr"]
-
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        line = line.strip()
-        if not line:
-            continue
-        if line.startswith("#"):  # a comment opens the next entry; its flags (#, fuzzy) belong to it
-            if "msgstr" in entry:
-                close()
-                entry, field = {}, None
-            if line.startswith("#,"):
-                entry["flags"] = entry.get("flags", "") + line
-            continue
-        match = PO_LINE.match(line)
-        if not match:
-            raise BitextFormatError(f"{path}:{number}: not a line of a .po file: {line[:60]!r}")
-        keyword, index, value, continued = match.groups()
-        if keyword is None:
-            if field is None:
-                raise BitextFormatError(f"{path}:{number}: a continued string with no field before it")
-            entry[field] += unescape(continued)
-            continue
-        if keyword in ("msgctxt", "msgid") and "msgstr" in entry:
-            close()
-            entry = {}
-        plural = keyword.startswith("msgstr") and index not in (None, "0")
-        field = "plural" if plural else "msgstr" if keyword.startswith("msgstr") else keyword
-        entry[field] = unescape(value)
-    close()
-    return entries
-
-
-def unescape(text: str) -> str:
-    return re.sub(r'\\(["\\ntr])', lambda m: {"n": "\n", "t": "\t", "r": "\r"}.get(m.group(1), m.group(1)), text)
+    """``{msgid: msgstr}`` of a ``.po`` file, read by ``polib`` (a ``msgctxt`` joined to its msgid with ``\\x04``, as
+    ``.mo`` files hold it; the first plural form; fuzzy, obsolete and empty translations left out). A line polib
+    cannot read is one line naming the file, the line and its text."""
+    try:
+        catalogue = polib.pofile(str(path), encoding="utf-8")
+    except (OSError, ValueError) as error:
+        number = re.search(r"\(line (\d+)\)", str(error))
+        if not number:
+            raise BitextFormatError(f"{path}: not a .po file ({error})") from None
+        line = path.read_text(encoding="utf-8").splitlines()[int(number.group(1)) - 1].strip()
+        raise BitextFormatError(f"{path}:{number.group(1)}: not a line of a .po file: {line[:60]!r}") from None
+    return entries(catalogue)
 
 
 def read_mo(path: Path) -> dict[str, str]:
-    """``{msgid: msgstr}`` of a compiled ``.mo`` file (GNU gettext's format, either byte order; first plural forms)."""
-    data = path.read_bytes()
-    for order in ("<", ">"):
-        if len(data) >= 20 and struct.unpack(f"{order}I", data[:4])[0] == 0x950412DE:
-            break
-    else:
-        raise BitextFormatError(f"{path}: not a .mo file (no gettext magic number)")
-    count, originals, translations = struct.unpack(f"{order}3I", data[8:20])
-    raw = []
+    """``{msgid: msgstr}`` of a compiled ``.mo`` file (GNU gettext's format, either byte order; first plural forms),
+    read by ``polib``."""
     try:
-        for i in range(count):
-            pair = []
-            for table in (originals, translations):
-                length, offset = struct.unpack(f"{order}2I", data[table + 8 * i : table + 8 * i + 8])
-                pair.append(data[offset : offset + length].split(b"\x00")[0])
-            raw.append(pair)
-    except struct.error as error:
-        raise BitextFormatError(f"{path}: a broken .mo file (entry {i}: {error})") from None
-    header = next((text for original, text in raw if not original), b"")
-    charset = re.search(rb"charset=([\w.-]+)", header)  # the header entry names the encoding (UTF-8 mostly)
-    encoding = charset.group(1).decode("ascii") if charset else "utf-8"
-    try:
-        return {original.decode(encoding): text.decode(encoding) for original, text in raw if original and text}
-    except (LookupError, UnicodeDecodeError) as error:
-        raise BitextFormatError(f"{path}: not readable as its header's {encoding} ({error})") from None
+        return entries(polib.mofile(str(path)))
+    except (OSError, ValueError, UnicodeDecodeError) as error:
+        raise BitextFormatError(f"{path}: not a .mo file ({error})") from None
+
+
+def entries(catalogue: polib._BaseFile) -> dict[str, str]:
+    """A polib catalogue's translated messages, each keyed by its msgid (``msgctxt\\x04msgid`` with a context)."""
+    found = {}
+    for entry in catalogue:
+        translation = entry.msgstr or entry.msgstr_plural.get(0, "") or entry.msgstr_plural.get("0", "")
+        if entry.msgid and translation and "fuzzy" not in entry.flags and not entry.obsolete:
+            found[entry.msgid if entry.msgctxt is None else f"{entry.msgctxt}\x04{entry.msgid}"] = translation
+    return found
 
 
 NOT_LANGUAGES = ("qqq",)  # MediaWiki's message documentation, written in English
