@@ -8,7 +8,7 @@ run at their own budget (``--steps``, ``--batch-size``) and rates (`RATES`, arou
 results file of their own:
 
     HF_HUB_OFFLINE=1 python benchmarks/multilingual_grid.py --threads 1 --grid lightweight lightweight_mnrl \\
-        --steps 2000 --batch-size 128 --checkpoint-steps 250 --models runs/multilingual_grid \\
+        --steps 1000 --batch-size 128 --checkpoint-steps 100 --models runs/multilingual_grid \\
         --out benchmarks/results/multilingual_scratch.json
 """
 
