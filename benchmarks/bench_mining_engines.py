@@ -19,9 +19,7 @@ import time
 import numpy as np
 from bench_mining_scale import K, sides
 from common import Results, machine
-
-ARMS = ("scanner", "faiss Flat", "faiss SQ8")
-SPEEDUP_GOAL = 1.5  # the scanner stays where it is this much faster than faiss at equal gold recall
+from mining_arms import ENGINES as ARMS
 
 
 def query_rows(gold: set[tuple[int, int]], size: int, count: int) -> tuple[np.ndarray, np.ndarray]:

@@ -24,9 +24,9 @@ from unittest import mock
 
 import numpy as np
 from common import AnonymousPeak, Results, machine
+from mining_arms import ARMS, REAL
 from mining_corpus import CACHE, USE_M3, peer_mine, scored, subsample, use_m3_embeddings
 
-REAL = 409_226  # sentences a side the corpus holds
 K = 4
 SAMPLE = 2000  # random queries per direction for the neighbours' recall
 SCALE = CACHE / "scale"
@@ -82,10 +82,6 @@ def neighbours(x: np.ndarray, y: np.ndarray, rows: tuple[np.ndarray, np.ndarray]
     trained = train_index(spec, (x, y), x.shape[1], centres=centres)
     return (knn(x[rows[0]], y, K, spec, trained=trained, centres=centres)[1],
             knn(y[rows[1]], x, K, spec, trained=trained, centres=centres[::-1])[1])  # fmt: skip
-
-
-ARMS = {"peer": "sentence-transformers example", "hf_xlsr": "hf_xlsr `auto`",
-        "hf_xlsr_wide": "hf_xlsr `auto`'s index, twice the probes"}  # fmt: skip
 
 
 def arm_index(arm: str, size: int, dim: int) -> str:

@@ -1117,6 +1117,11 @@ MUTATIONS = [
     Mutation("gpu_languages_grid_never_tests_the_pick", "benchmarks/gpu_languages.py::languages_grid",
              "        grid.test_the_pick(results, arm, rows[\"bible\"])", "        pass",
              "tests/benchmarks/test_gpu_suite.py::test_the_languages_grid_part_runs_an_arms_protocol_and_goes_on_where_it_stopped"),
+    Mutation("mining_report_imports_its_measuring_script", "benchmarks/report/mining_scale.py",
+             "from mining_arms import ARMS, ENGINES, REAL, SPEEDUP_GOAL  # noqa: E402",
+             "from bench_mining_scale import ARMS, REAL  # noqa: E402\n"
+             "from mining_arms import ENGINES, SPEEDUP_GOAL  # noqa: E402",
+             "tests/test_layout.py::test_no_import_circle_between_the_benchmarks_scripts_and_their_report"),
     Mutation("queue_step_skipped", "benchmarks/protocol.py::next_jobs",
              "        if sizes:\n            return sizes", "        pass",
              "tests/benchmarks/test_protocol.py::"

@@ -14,9 +14,7 @@ import numpy as np
 from . import shared
 
 sys.path.insert(0, str(shared.HERE))
-from bench_mining_engines import ARMS as ENGINES  # noqa: E402
-from bench_mining_engines import SPEEDUP_GOAL  # noqa: E402
-from bench_mining_scale import ARMS, REAL  # noqa: E402
+from mining_arms import ARMS, ENGINES, REAL, SPEEDUP_GOAL  # noqa: E402
 
 GOAL_TIME, GOAL_MEMORY, GOAL_RECALL = 0.5, 0.5, 1.0  # × the peer's time and memory; points below exact search
 
