@@ -14,7 +14,7 @@ every part (a call cut short keeps the parts it finished).
 ``--dry-run`` runs every part at toy size on the CPU (the test suite runs it): it proves the code, not the figures.
 
 Every part needs hf_xlsr's ``corpora`` extra and transformers 5.20 or later; on a GPU machine without a network,
-``benchmarks/gpu_kit.py`` brings them. ``--report a.json b.json --out gpu_suite.json`` joins two calls' files into one,
+``tools/gpu_kit.py`` brings them. ``--report a.json b.json --out gpu_suite.json`` joins two calls' files into one,
 with its Markdown table beside it. The parts' code: ``gpu_steps.py`` (2), ``gpu_encoding.py`` (4, 5),
 ``gpu_grid.py`` (6), ``gpu_languages.py`` (7, 8), here (1, 3).
 """

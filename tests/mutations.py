@@ -558,14 +558,14 @@ MUTATIONS = [
     Mutation("lists_trained_uncentred", "hf_xlsr/evaluation/mining/search.py::train_index",
              "            centred(part, centre)\n",
              "", CENTRED),
-    Mutation("kit_without_transformers", "benchmarks/gpu_kit.py",
+    Mutation("kit_without_transformers", "tools/gpu_kit.py",
              '"faiss-cpu", "transformers", "sentence-transformers")', '"faiss-cpu", "sentence-transformers")',
-             "tests/benchmarks/test_gpu_kit.py::"
+             "tests/test_gpu_kit.py::"
              "test_the_kit_installs_without_an_index_and_runs_the_dry_run_in_the_images_packages"),
     Mutation("framework_version_from_metadata", "hf_xlsr/trainers/run.py::framework_versions",
              '"hf_xlsr": __version__}',
              '"hf_xlsr": version("hf_xlsr")}',
-             "tests/benchmarks/test_gpu_kit.py::"
+             "tests/test_gpu_kit.py::"
              "test_the_kit_installs_without_an_index_and_runs_the_dry_run_in_the_images_packages"),
     Mutation("mining_gold_is_the_shuffle", "benchmarks/gpu_encoding.py::mining_sides",
              "gold[order] = np.arange(per_side)",

@@ -1,4 +1,4 @@
-"""The GPU kit (``benchmarks/gpu_kit.py``) holds what the GPU image lacks: built here, installed with ``pip install
+"""The GPU kit (``tools/gpu_kit.py``) holds what the GPU image lacks: built here, installed with ``pip install
 --no-index`` into a clean environment that holds only the image's packages (transformers and sentence-transformers
 at the image's older versions), the suite's dry run passes there, from a copy of the repository as it travels (no
 installed metadata of hf_xlsr).
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
 import gpu_kit  # noqa: E402
 
 # The image's versions (its pip list, 2026-11) of transformers and sentence-transformers, older than hf_xlsr needs,
@@ -120,7 +120,7 @@ def test_the_kit_installs_without_an_index_and_runs_the_dry_run_in_the_images_pa
     wheels = sorted(str(p) for p in (kit / "wheels").glob("*.whl"))
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
                     "--target", str(site), *wheels], check=True)  # fmt: skip
-    subprocess.run([str(python), str(ROOT / "benchmarks" / "gpu_kit.py"), "unpack", str(kit / "data"), str(site)],
+    subprocess.run([str(python), str(ROOT / "tools" / "gpu_kit.py"), "unpack", str(kit / "data"), str(site)],
                    check=True, env={**os.environ, "PYTHONPATH": str(site)})  # fmt: skip
     repository = tmp_path / "repository"  # as it travels: no installed metadata of hf_xlsr, no caches
     for name in gpu_kit.repository_files():

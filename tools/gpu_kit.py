@@ -1,10 +1,10 @@
 """The GPU kit: what a GPU machine's image lacks for ``gpu_suite.py``, in two folders that travel with the
 repository to a machine without a network, one call each (each under 64 MiB with the repository).
 
-The image holds torch, accelerate, peft, pytest and the rest of the packages ``tests/benchmarks/test_gpu_kit.py``
+The image holds torch, accelerate, peft, pytest and the rest of the packages ``tests/test_gpu_kit.py``
 lists; hf_xlsr itself travels as the repository (``PYTHONPATH``). The kit adds
 
-* ``wheels/``: ``datasets``, ``dill``, ``multiprocess``, ``faiss-cpu``, and ``transformers`` and
+* ``wheels/``: ``datasets``, ``dill``, ``multiprocess``, ``faiss-cpu``, ``polib``, and ``transformers`` and
   ``sentence-transformers`` (the image's, 5.17 and 6.0.1, are older than hf_xlsr needs: transformers 5.17 has no
   ``SubConfigSpec``), the versions installed here, for the image's Python 3.12 (``--python`` builds them for
   another: the test below, for the Python that runs it);
@@ -15,7 +15,7 @@ lists; hf_xlsr itself travels as the repository (``PYTHONPATH``). The kit adds
 
 Here, with the project's environment and a package registry::
 
-    python benchmarks/gpu_kit.py build --out .gpukit          # .gpukit is ignored by git; prints its sizes
+    python tools/gpu_kit.py build --out .gpukit          # .gpukit is ignored by git; prints its sizes
 
 On the GPU machine, two calls, the second while the machine is still held (what the first installs lives in
 ``/tmp/site`` there)::
@@ -23,10 +23,10 @@ On the GPU machine, two calls, the second while the machine is still held (what 
     # carry: [.gpukit/wheels]
     python3 -m pip install -q --no-index --no-deps --target /tmp/site .gpukit/wheels/*.whl
     # carry: [.gpukit/data]
-    python3 benchmarks/gpu_kit.py unpack .gpukit/data /tmp/site &&
+    python3 tools/gpu_kit.py unpack .gpukit/data /tmp/site &&
     PYTHONPATH=/tmp/site:$PWD HF_HUB_OFFLINE=1 python3 benchmarks/gpu_suite.py --out $OUT/gpu_suite.json
 
-``tests/benchmarks/test_gpu_kit.py`` builds the kit, installs it that way into a clean environment that holds only
+``tests/test_gpu_kit.py`` builds the kit, installs it that way into a clean environment that holds only
 the image's packages (transformers and sentence-transformers at the image's versions), and runs ``gpu_suite.py
 --dry-run`` there.
 """
@@ -47,7 +47,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LIMIT_MIB = 64  # what one call to the GPU machine carries, the repository included
-WHEELS = ("datasets", "dill", "multiprocess", "faiss-cpu", "transformers", "sentence-transformers")
+WHEELS = ("datasets", "dill", "multiprocess", "faiss-cpu", "transformers", "sentence-transformers", "polib")
 IMAGE_PYTHON = "3.12"
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")
 LANGUAGES = ("en", "fr")
