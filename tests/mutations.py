@@ -559,7 +559,7 @@ MUTATIONS = [
              "            centred(part, centre)\n",
              "", CENTRED),
     Mutation("kit_without_transformers", "tools/gpu_kit.py",
-             '"faiss-cpu", "transformers", "sentence-transformers")', '"faiss-cpu", "sentence-transformers")',
+             '"faiss-cpu", "transformers", "sentence-transformers",', '"faiss-cpu", "sentence-transformers",',
              "tests/test_gpu_kit.py::"
              "test_the_kit_installs_without_an_index_and_runs_the_dry_run_in_the_images_packages"),
     Mutation("framework_version_from_metadata", "hf_xlsr/trainers/run.py::framework_versions",
@@ -1044,9 +1044,9 @@ MUTATIONS = [
              'if getattr(args, "sampler", "shuffle") == "shuffle":', "if True:",
              "tests/benchmarks/test_multilingual_grid.py::"
              "test_with_one_sampler_the_sentence_transformers_arm_trains_on_the_rows_hf_xlsrs_trainer_draws"),
-    Mutation("first_table_verdict_against_the_weaker_peer", "benchmarks/report/index.py::methods_summary",
-             "peers = [rows[arm] for arm in ARMS if arm not in HF_XLSR]",
-             'peers = [rows["mnrl"]]',
+    Mutation("first_table_verdict_against_the_weaker_peer", "benchmarks/report/index.py::peers_of",
+             "return [rows[peer] for peer in ARMS if peer not in HF_XLSR]",
+             'return [rows["mnrl"]]',
              "tests/benchmarks/test_multilingual_grid.py::"
              "test_the_first_table_reads_each_arms_seeds_tatoeba_and_cost_and_gives_its_verdict_against_the_strongest_peer"),
     Mutation("cmlm_bitext_temperature_ignored", "hf_xlsr/modeling/functional.py::additive_margin_retrieval_loss",
@@ -1210,11 +1210,11 @@ MUTATIONS = [
              "tests/benchmarks/test_gpu_suite.py::"
              "test_the_grid_part_runs_the_protocol_scores_tune_and_test_and_goes_on_where_it_stopped"),
     Mutation("grid_rates_beyond_without_end", "benchmarks/protocol.py::next_rate_beyond",
-             "best > min(LEARNING_RATES) / 2**EXTENSIONS", "best > 0", EXTENSION),
+             "best > min(grid_rates) / 2**EXTENSIONS", "best > 0", EXTENSION),
     Mutation("grid_rates_beyond_toward_the_inside", "benchmarks/protocol.py::next_rate_beyond",
              "return best * 2", "return best / 2", EXTENSION),
     Mutation("grid_table_hides_the_rates_beyond", "benchmarks/protocol.py::grid_table",
-             "t == first and r not in LEARNING_RATES", "t == first and r in LEARNING_RATES", EXTENSION),
+             "t == first and r not in grid_rates", "t == first and r in grid_rates", EXTENSION),
     Mutation("multiway_rows_with_one_side", "hf_xlsr/data/multilingual.py::rows_with",
              "[all(row) for row in", "[any(row) for row in",
              "tests/test_multilingual.py::test_a_multiway_file_with_empty_cells_and_per_pair_files"),
