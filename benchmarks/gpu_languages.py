@@ -94,6 +94,8 @@ def languages_grid(args, device: torch.device, seconds: float) -> dict:
 def draw_corpus(source: str | Path, out: str | Path, max_bytes: int = MAX_CORPUS_BYTES, seed: int = 0) -> dict:
     """A draw of ``source``'s rows (a JSONL corpus, one multi-way row a line) in a random order at ``seed``, kept
     while the file stays within ``max_bytes``; the rows and bytes written."""
+    if Path(out).exists():
+        raise FileExistsError(f"{out}: exists; a draw goes to a new file")
     lines = Path(source).read_text(encoding="utf-8").splitlines(keepends=True)
     random.Random(seed).shuffle(lines)
     kept, size = [], 0

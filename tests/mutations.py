@@ -1122,6 +1122,9 @@ MUTATIONS = [
              "from bench_mining_scale import ARMS, REAL  # noqa: E402\n"
              "from mining_arms import ENGINES, SPEEDUP_GOAL  # noqa: E402",
              "tests/test_layout.py::test_no_import_circle_between_the_benchmarks_scripts_and_their_report"),
+    Mutation("gpu_corpus_draw_overwrites", "benchmarks/gpu_languages.py::draw_corpus",
+             "    if Path(out).exists():", "    if False:",
+             "tests/benchmarks/test_gpu_suite.py::test_the_118_language_part_trains_at_the_grids_pick_on_its_corpus_draw_and_scores_tatoeba"),
     Mutation("queue_step_skipped", "benchmarks/protocol.py::next_jobs",
              "        if sizes:\n            return sizes", "        pass",
              "tests/benchmarks/test_protocol.py::"

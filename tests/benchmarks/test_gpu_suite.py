@@ -260,6 +260,8 @@ def test_the_118_language_part_trains_at_the_grids_pick_on_its_corpus_draw_and_s
                               + "\n" for i in range(200)))  # fmt: skip
     drawn = gpu_languages.draw_corpus(corpus, tmp_path / "draw.jsonl", max_bytes=4000)
     assert 0 < drawn["rows"] < 200 and (tmp_path / "draw.jsonl").stat().st_size <= 4000
+    with pytest.raises(FileExistsError, match="draw.jsonl: exists"):  # a second draw never overwrites the first
+        gpu_languages.draw_corpus(corpus, tmp_path / "draw.jsonl")
     tatoeba = tmp_path / "tatoeba"
     tatoeba.mkdir()
     for code, lines in (("fra", ["Bonjour.", "Merci."]), ("deu", ["Hallo.", "Danke."])):
