@@ -103,9 +103,9 @@ def train_help() -> str:
 
     from transformers import HfArgumentParser, TrainingArguments
 
+    from hf_xlsr.registry import paper_recipe, trained_types
     from hf_xlsr.trainers import XlsrTrainingArguments
-    from hf_xlsr.trainers.arguments import MODEL_CONFIGS, DataArguments, ModelArguments
-    from hf_xlsr.trainers.recipes import paper_recipe
+    from hf_xlsr.trainers.arguments import DataArguments, ModelArguments
     from hf_xlsr.trainers.trainer import WARMUP_SHARE
 
     def fixed_width(prog: str) -> argparse.HelpFormatter:
@@ -117,8 +117,8 @@ def train_help() -> str:
     shown = [f for f in dataclasses.fields(XlsrTrainingArguments)
              if f.init and (f.name not in inherited or f.name in COMMON_TRAINING_FIELDS)]  # fmt: skip
     paper: dict[str, list[str]] = {}  # the value a run that does not set a field trains with, by model_type
-    for model_type, config_class in MODEL_CONFIGS.items():
-        for name, value in paper_recipe(config_class.model_type).items():
+    for model_type in trained_types():
+        for name, value in paper_recipe(model_type).items():
             paper.setdefault(name, []).append(f"{model_type} {value}")
     group = parser.add_argument_group("training (hf_xlsr's fields and the most used of TrainingArguments)")
     for item in shown:

@@ -53,7 +53,8 @@ GRIDS = {  # what an arm runs beyond the rates and temperatures of every arm (pr
 }
 LARGE_BATCH = {"cmnrl_8B": 8}  # batch k x B in mini-batches of B, steps / k (the same pairs), lr x sqrt(k)
 # the arms trained by `hf-xlsr train`'s pipeline, and their model types
-MODEL_TYPES = {"hf_xlsr": "dual_momentum", "hictl": "hictl", "cmlm": "cmlm", "lightweight": "lightweight"}
+MODEL_TYPES = {"hf_xlsr": "xlsr_dual_momentum", "hictl": "xlsr_hictl", "cmlm": "xlsr_cmlm",
+               "lightweight": "xlsr_lightweight"}  # fmt: skip
 START = "e5-small"  # the untrained start's arm in the results file
 TEST_BACKEND = "bf16"  # every arm's test rows encode in bfloat16 weights: 1.85x float32's speed on one thread here
 

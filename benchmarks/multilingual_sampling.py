@@ -48,7 +48,7 @@ def run(arm: str, seed: int, files: dict[str, str], args, folder: Path) -> dict:
 
     languages = ["en", *SIZES]
     config = {
-        "model_type": "dual_momentum", "encoder": ENCODERS["minilm"], "languages": languages, "train_data": files,
+        "model_type": "xlsr_dual_momentum", "encoder": ENCODERS["minilm"], "languages": languages, "train_data": files,
         "eval_data": "bible", "max_eval_pairs": 1000, "max_length": 64,
         "model_config": {"shared_encoder": True, "queue_size": 1024, "momentum": 0.99, "temperature": 0.04},
         "per_device_train_batch_size": args.batch_size, "max_steps": args.steps, "learning_rate": args.learning_rate,

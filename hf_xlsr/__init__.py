@@ -2,11 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """hf_xlsr: cross-lingual sentence representations for the Hugging Face ecosystem.
 
-Importing the package registers every model with ``AutoConfig`` / ``AutoModel``.
+Importing the package registers every model type (`hf_xlsr.registry`) with ``AutoConfig`` / ``AutoModel``.
 """
 
-from transformers import AutoConfig, AutoModel, AutoModelForSeq2SeqLM
-
+from . import model_types  # noqa: F401  (registers the model types with the Auto classes)
 from .modeling import (
     CmlmConfig,
     CmlmModel,
@@ -23,19 +22,9 @@ from .modeling import (
     LightweightDualTransformerConfig,
     LightweightDualTransformerOutput,
 )
+from .registry import MODEL_TYPES, ModelType, register_model_type
 
 __version__ = "0.2.0"
-
-for _config, _model in (
-    (DualMomentumConfig, DualMomentumModel),
-    (CmlmConfig, CmlmModel),
-    (HictlConfig, HictlForPreTraining),
-    (LightweightDualTransformerConfig, LightweightDualTransformer),
-):
-    AutoConfig.register(_config.model_type, _config, exist_ok=True)
-    AutoModel.register(_config, _model, exist_ok=True)
-AutoConfig.register(HictlTranslationConfig.model_type, HictlTranslationConfig, exist_ok=True)
-AutoModelForSeq2SeqLM.register(HictlTranslationConfig, HictlForTranslation, exist_ok=True)
 
 __all__ = [
     "CmlmConfig",
@@ -52,5 +41,8 @@ __all__ = [
     "LightweightDualTransformer",
     "LightweightDualTransformerConfig",
     "LightweightDualTransformerOutput",
+    "MODEL_TYPES",
+    "ModelType",
     "__version__",
+    "register_model_type",
 ]

@@ -29,17 +29,12 @@ from .data.multilingual import source_list
 from .evaluation.loading import looks_like_a_hub_id, offline
 from .export import MTEB_META, base_model_reference, export_sentence_transformers, routes, starting_encoder
 from .languages import MTEB_LANGUAGES
+from .registry import get_model_type
 from .tokenization import save_tokenizers
 
 logger = logging.getLogger(__name__)
 
 TEMPLATES = Path(__file__).parent / "model_cards"
-FAMILIES = {
-    "xlsr_dual_momentum": "dual_momentum",
-    "xlsr_lightweight": "lightweight",
-    "xlsr_cmlm": "cmlm",
-    "xlsr_hictl": "hictl",
-}
 RUN_INFO = "hf_xlsr_run.json"
 EVALUATION = "evaluation.json"
 CHECKPOINT_FOLDER = "checkpoint"
@@ -88,7 +83,7 @@ def render_model_card(
     max_seq_length: int | None = None,
     evaluated_by: str | None = None,
 ) -> ModelCard:
-    """The card of an export: metadata (``ModelCardData``, ``model-index``) and the family's template, filled from
+    """The card of an export: metadata (``ModelCardData``, ``model-index``) and its model type's template, filled from
     the model, its training run's record (``run_info``: data, hyperparameters, log, versions) and ``results``.
     ``evaluated_by`` says what measured the results (default: the run's own final evaluation, or ``hf-xlsr
     evaluate``)."""
@@ -96,7 +91,7 @@ def render_model_card(
     from .export import OFFLINE_NOTES
 
     config = model.config
-    family = FAMILIES[config.model_type]
+    entry = get_model_type(config.model_type)
     languages = list(config.languages)
     rows = result_rows(results)
     base_model, base_license = base_model_reference(model, run_info)
@@ -119,7 +114,7 @@ def render_model_card(
             "feature-extraction",
             "cross-lingual",
             "hf_xlsr",
-            family,
+            entry.card,
         ],
         base_model=base_model,
         datasets=hub_datasets or None,
@@ -136,12 +131,12 @@ def render_model_card(
         or None,
     )
     language_routes = list(routes(model))
-    heads = ["Dense"] if getattr(model, "language_specific_heads", False) or config.model_type == "xlsr_hictl" else []
-    stack = ["Transformer", "Pooling", *heads]
+    head = "Dense" if getattr(model, "language_specific_heads", False) else entry.exported_head
+    stack = ["Transformer", "Pooling", *([head] if head else [])]
     modules = [f"Router({' | '.join(language_routes)}: {' → '.join(stack)})"] if language_routes else stack
     log = run_info.get("training_log") or []
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined)
-    content = environment.get_template(f"{family}.md").render(
+    content = environment.get_template(f"{entry.card}.md").render(
         card_data=card_data.to_yaml(),
         model_name=repo_id,
         languages=languages,

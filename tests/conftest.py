@@ -103,7 +103,7 @@ def batch_of(tokenizer, pairs, n: int = 4, offset: int = 0) -> dict[str, torch.T
 
 
 def run_config(path: Path, **values) -> Path:
-    base = dict(model_type="dual_momentum", tokenizer=MINILM, train_data="bible", languages=["en", "fr"],
+    base = dict(model_type="xlsr_dual_momentum", tokenizer=MINILM, train_data="bible", languages=["en", "fr"],
                 model_config={"encoder_x": tiny_encoder_config(), "queue_size": 16, "shared_encoder": True},
                 max_train_pairs=32, max_eval_pairs=16, max_length=16, per_device_train_batch_size=4, max_steps=1,
                 output_dir=str(path.parent / "run"), save_strategy="no", report_to="none")  # fmt: skip

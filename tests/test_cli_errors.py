@@ -176,7 +176,7 @@ def test_push_without_a_token_or_a_network_says_so_in_one_line(tmp_path, capsys,
         ("learning_rat: 0.1\n", r"run\.yaml: unknown argument 'learning_rat'"),
         ("- a\n- b\n", r"run\.yaml: expected a mapping"),
         ("output_dir: [unclosed\n", r"run\.yaml:2: not valid YAML: expected ',' or '\]', but got '<stream end>'$"),
-        ("model_type: dual_momentum\n  max_steps: 3\n", r"run\.yaml:2: not valid YAML: mapping values are not"),
+        ("model_type: xlsr_dual_momentum\n  max_steps: 3\n", r"run\.yaml:2: not valid YAML: mapping values are not"),
         ("model_type: transformer_xl\n", r"unknown model_type 'transformer_xl'"),
     ],
 )

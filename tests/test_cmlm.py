@@ -19,8 +19,8 @@ from hf_xlsr.evaluation.pcr import fit_language_components
 from hf_xlsr.export import export_sentence_transformers
 from hf_xlsr.modeling.functional import additive_margin_retrieval_loss
 from hf_xlsr.modeling.modeling_cmlm import NEW_HEAD_WARMUP_STEPS
+from hf_xlsr.registry import paper_recipe
 from hf_xlsr.trainers import CmlmCollator, StageCallback, XlsrTrainer, XlsrTrainingArguments
-from hf_xlsr.trainers.recipes import paper_recipe
 
 
 def tiny_cmlm(**fields) -> CmlmModel:

@@ -18,7 +18,7 @@ import hf_xlsr
 from hf_xlsr import DualMomentumConfig, DualMomentumModel
 from hf_xlsr.modeling.ema import momentum_pairs
 from hf_xlsr.modeling.pooling import pool
-from hf_xlsr.trainers.recipes import paper_recipe
+from hf_xlsr.registry import paper_recipe
 
 
 def test_auto_classes_resolve_the_model_type(tmp_path):

@@ -177,7 +177,7 @@ def test_mine_makes_its_output_folder_as_encode_and_evaluate_do(tmp_path, minilm
 
 def test_train_help_shows_the_values_a_run_uses():
     text = " ".join(train_help().split())
-    assert "the paper's: dual_momentum 4e-05, lightweight 0.001, cmlm 0.001, hictl 2.5e-05" in text
+    assert "the paper's: xlsr_dual_momentum 4e-05, xlsr_lightweight 0.001, xlsr_cmlm 0.001, xlsr_hictl 2.5e-05" in text
     assert "dual_momentum 400" in text and "at most 10% of the run's steps" in text
     assert "a tenth of the run's steps, at most 500" in text and "(default: 2)" in text
 

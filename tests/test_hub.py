@@ -218,6 +218,13 @@ def test_cards_of_every_model_family_render(tmp_path, tokenizer, heldout_pairs):
     assert "Conditional Masked Language Model" in card.text
     assert (folder / "fr_2_Dense" / "config.json").is_file()
 
+    from hf_xlsr import HictlConfig, HictlForPreTraining
+
+    hictl = HictlForPreTraining(HictlConfig(encoder=tiny_encoder_config(), languages=["en", "fr"]))
+    folder = prepare_upload(hictl, tokenizers, "me/hictl", tmp_path / "hictl", RESULTS, RUN)
+    card = ModelCard.load(folder / "README.md")  # its export projects after pooling (Eq. 1's linear map)
+    assert "Transformer → Pooling → Dense → Normalize" in card.text and "hictl" in card.data.tags
+
 
 def test_the_card_of_a_real_run_tells_the_truth_about_it(tmp_path, tokenizer):
     """A short run of hf-xlsr train, its checkpoint pushed with the card: one encoder shared by three languages,
@@ -230,7 +237,7 @@ def test_the_card_of_a_real_run_tells_the_truth_about_it(tmp_path, tokenizer):
 
     config = tmp_path / "run.yaml"
     config.write_text(yaml.safe_dump({
-        "model_type": "dual_momentum", "encoder": MINILM, "train_data": "bible", "languages": ["en", "fr", "de"],
+        "model_type": "xlsr_dual_momentum", "encoder": MINILM, "train_data": "bible", "languages": ["en", "fr", "de"],
         "model_config": {"shared_encoder": True, "queue_size": 16}, "max_train_pairs": 80, "max_eval_pairs": 30,
         "max_length": 24, "per_device_train_batch_size": 4, "max_steps": 3, "logging_steps": 1, "report_to": "none",
         "save_strategy": "no", "output_dir": str(tmp_path / "run"), "disable_tqdm": True,

@@ -195,10 +195,12 @@ def test_a_run_configuration_written_for_0_2_0_parses_with_a_warning_naming_the_
     with pytest.warns(FutureWarning) as caught:
         model_args, data_args, _ = parse_run_arguments(config, ["--output_dir", str(tmp_path / "run")])
     messages = sorted(str(w.message) for w in caught if issubclass(w.category, FutureWarning))
-    assert len(messages) == 2, messages
+    assert len(messages) == 3, messages
     assert "encoder_x / encoder_y is hf_xlsr 0.2.0's name; write encoder: package:" in messages[0]
-    assert "tokenizer_x is hf_xlsr 0.2.0's name; write tokenizer: package:" in messages[1]
+    assert "model_type 'dual_momentum' is hf_xlsr 0.2.0's name; write 'xlsr_dual_momentum'" in messages[1]
+    assert "tokenizer_x is hf_xlsr 0.2.0's name; write tokenizer: package:" in messages[2]
     assert model_args.encoder == model_args.tokenizer == MINILM and model_args.encoders is None
+    assert model_args.model_type == "xlsr_dual_momentum"
     # two different encoders become one per language, keyed by the run's languages, also on the command line
     values = yaml.safe_load(config.read_text())
     values.update(encoder_y=str(tmp_path / "french"), languages=["fr", "en"])
@@ -217,7 +219,7 @@ def test_a_run_configuration_written_for_0_2_0_parses_with_a_warning_naming_the_
 def test_one_encoder_per_language_from_a_run_configuration(tmp_path, capsys):
     """encoders: {en: ..., fr: ...} builds a model whose languages have the encoders named for them, and the run's
     checkpoint keeps a tokenizer per language when they differ."""
-    values = {"model_type": "dual_momentum", "encoders": {"en": MINILM, "fr": MINILM}, "languages": ["en", "fr"],
+    values = {"model_type": "xlsr_dual_momentum", "encoders": {"en": MINILM, "fr": MINILM}, "languages": ["en", "fr"],
               "tokenizers": {"en": MINILM, "fr": str(OLD / "checkpoint" / "tokenizer_y")},
               "model_config": {"queue_size": 8}, "max_train_pairs": 8, "max_eval_pairs": 0, "max_steps": 1,
               "per_device_train_batch_size": 4, "max_length": 16, "output_dir": str(tmp_path / "run"),
@@ -338,5 +340,5 @@ def test_on_the_command_line_a_deprecation_is_one_line_without_its_source(tmp_pa
     environment = {**os.environ, "HF_HUB_OFFLINE": "1"}
     result = subprocess.run(command, capture_output=True, text=True, timeout=300, env=environment)
     notices = [line for line in result.stderr.splitlines() if "0.2.0's name" in line]
-    assert len(notices) == 2 and all(line.startswith("FutureWarning: ") for line in notices), result.stderr
+    assert len(notices) == 3 and all(line.startswith("FutureWarning: ") for line in notices), result.stderr
     assert "read_config_file" not in result.stderr and "warnings.warn" not in result.stderr

@@ -20,8 +20,8 @@ from hf_xlsr.modeling.functional import (
     in_batch_similarity_loss,
     unified_generative_target,
 )
+from hf_xlsr.registry import paper_recipe
 from hf_xlsr.trainers import PairMaskingCollator
-from hf_xlsr.trainers.recipes import paper_recipe
 
 
 def test_ugt_target_with_repeated_and_coinciding_tokens():
@@ -300,13 +300,13 @@ def test_the_runs_vocabulary_learns_each_sentence_once(tmp_path, monkeypatch, sm
 
     import datasets
 
-    from hf_xlsr.trainers import run
+    from hf_xlsr.trainers import builders
 
     seen = []
-    monkeypatch.setattr(run, "train_unigram_tokenizer",
+    monkeypatch.setattr(builders, "train_unigram_tokenizer",
                         lambda texts, size: seen.extend(texts) or small_tokenizer)  # fmt: skip
     rows = datasets.Dataset.from_dict({"source": ["one", "two", "one", "two"],
                                        "target": ["un", "deux", "eins", "zwei"]})  # English in two language pairs
     training = argparse.Namespace(output_dir=str(tmp_path), main_process_first=lambda desc: contextlib.nullcontext())
-    run.shared_tokenizer(argparse.Namespace(tokenizer=None), None, training, rows, 100)
+    builders.shared_tokenizer(argparse.Namespace(tokenizer=None), None, training, rows, 100)
     assert sorted(seen) == sorted(["one", "two", "un", "deux", "eins", "zwei"])

@@ -205,10 +205,10 @@ def test_per_language_encoders_take_two_languages_only():
 
 
 def run_file(tmp_path, **values):
-    values = {"model_type": "dual_momentum", "tokenizer": MINILM, "train_data": "bible", "languages": ["en", "fr"],
-              "model_config": {"encoder_x": tiny_encoder_config(), "queue_size": 16}, "max_train_pairs": 40,
-              "max_eval_pairs": 20, "max_length": 24, "per_device_train_batch_size": 4, "max_steps": 1,
-              "output_dir": str(tmp_path / "run"), "report_to": "none", **values}  # fmt: skip
+    values = {"model_type": "xlsr_dual_momentum", "tokenizer": MINILM, "train_data": "bible",
+              "languages": ["en", "fr"], "model_config": {"encoder_x": tiny_encoder_config(), "queue_size": 16},
+              "max_train_pairs": 40, "max_eval_pairs": 20, "max_length": 24, "per_device_train_batch_size": 4,
+              "max_steps": 1, "output_dir": str(tmp_path / "run"), "report_to": "none", **values}  # fmt: skip
     path = tmp_path / "run.yaml"
     path.write_text(yaml.safe_dump(values))
     return path

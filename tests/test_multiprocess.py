@@ -47,7 +47,7 @@ def deepspeed_env(tmp_path_factory) -> dict:
 def run_config(tmp_path, lora=None) -> Path:
     """A tiny dual-momentum run on 200 Bible pairs, 3 steps of 4 pairs per process."""
     config = {
-        "model_type": "dual_momentum",
+        "model_type": "xlsr_dual_momentum",
         "tokenizer": MINILM,
         "model_config": {"encoder_x": tiny_encoder_config(), "queue_size": 64, "lora": lora},
         "train_data": "bible",

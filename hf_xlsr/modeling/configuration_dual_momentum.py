@@ -17,7 +17,7 @@ DROPOUT_FIELDS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "dropou
 
 
 # Training settings a configuration saved by hf_xlsr 0.2.0 holds: they belong to the training arguments now
-# (``hf_xlsr.trainers.recipes``); such a configuration loads without them, with a warning that names them.
+# (``hf_xlsr.model_types``); such a configuration loads without them, with a warning that names them.
 FORMER_TRAINING_FIELDS = ("learning_rate", "train_batch_size", "warmup_steps", "warmup_epochs", "max_steps",
                           "num_train_epochs", "lr_scheduler_type", "max_grad_norm", "weight_decay",
                           "max_length")  # fmt: skip

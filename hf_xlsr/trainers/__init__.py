@@ -7,11 +7,10 @@ from .callbacks import EncoderFreezeCallback, MomentumCallback, StageCallback, s
 from .checks import ConfigFileError
 from .collators import BitextCollator, CmlmCollator, HictlCollator, PairMaskingCollator
 from .config_file import parse_run_arguments
-from .run import MODEL_RECIPES, load_pairs, run_training
+from .run import load_pairs, run_training
 from .trainer import XlsrTrainer, XlsrTrainingArguments
 
 __all__ = [
-    "MODEL_RECIPES",
     "BitextCollator",
     "CmlmCollator",
     "HictlCollator",

@@ -10,17 +10,15 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from ..evaluation.retrieval import HELDOUT_SEED
-from ..modeling import CmlmConfig, DualMomentumConfig, HictlConfig, LightweightDualTransformerConfig
 from .trainer import XlsrTrainingArguments
-
-# A run's model_type and the configuration class of the model it trains (``run.MODEL_RECIPES`` builds each).
-MODEL_CONFIGS = {"dual_momentum": DualMomentumConfig, "lightweight": LightweightDualTransformerConfig,
-                 "cmlm": CmlmConfig, "hictl": HictlConfig}  # fmt: skip
 
 
 @dataclass
 class ModelArguments:
-    model_type: str = field(default="dual_momentum", metadata={"help": "which hf_xlsr model to train"})
+    model_type: str = field(
+        default="xlsr_dual_momentum",
+        metadata={"help": "which model type to train (hf_xlsr.MODEL_TYPES; the paper values below name each)"},
+    )
     model_name_or_path: str | None = field(
         default=None, metadata={"help": "an hf_xlsr checkpoint (path or Hub id) to continue training"}
     )

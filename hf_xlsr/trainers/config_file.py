@@ -4,9 +4,9 @@
 
 A config file is flat: model, data and ``TrainingArguments`` fields side by side, the model configuration's
 fields (architecture and method) under ``model_config``. One rule sets each training hyperparameter: a
-``TrainingArguments`` field given explicitly (command line over file) wins; otherwise the paper's value
-(`hf_xlsr.trainers.recipes`), else ``TrainingArguments``' default. So a config that names only the data trains
-with the paper's recipe."""
+``TrainingArguments`` field given explicitly (command line over file) wins; otherwise the paper's value (its model
+type's entry, `hf_xlsr.model_types`), else ``TrainingArguments``' default. So a config that names only the data
+trains with the paper's recipe."""
 
 from __future__ import annotations
 
@@ -25,8 +25,9 @@ import yaml
 from huggingface_hub.errors import StrictDataclassError
 from transformers import HfArgumentParser, PreTrainedConfig
 
+from ..registry import get_model_type, paper_recipe
 from ..utils import UnwritableError, check_writable
-from .arguments import ARGUMENT_CLASSES, MODEL_CONFIGS, DataArguments, ModelArguments, run_fields
+from .arguments import ARGUMENT_CLASSES, DataArguments, ModelArguments, run_fields
 from .checks import (
     ConfigFileError,
     check_bounds,
@@ -35,7 +36,6 @@ from .checks import (
     inputs_beside_the_file,
 )
 from .legacy import legacy_command_line, translate_legacy_references
-from .recipes import paper_recipe
 from .trainer import XlsrTrainingArguments
 
 logger = logging.getLogger(__name__)
@@ -159,18 +159,21 @@ def parse_run_arguments(
     """Parse a run: the config file's values, then command-line ``--key value`` overrides, then paper defaults."""
     values = read_config_file(config_path) if config_path is not None else {}
     overrides = legacy_command_line(list(overrides or []), values)
-    model_type = values.get("model_type", ModelArguments.model_type)
+    model_type, where = values.get("model_type", ModelArguments.model_type), config_path
     for i, arg in enumerate(overrides):
         if arg.startswith("--model_type"):
             model_type = arg.split("=", 1)[1] if "=" in arg else overrides[i + 1]
-    if model_type not in MODEL_CONFIGS:
-        raise ConfigFileError(f"{config_path}: unknown model_type {model_type!r} (one of {sorted(MODEL_CONFIGS)})")
-    config_class = MODEL_CONFIGS[model_type]
+            where = "the command line"
+    try:
+        entry = get_model_type(model_type, where)
+    except ValueError as error:
+        raise ConfigFileError(str(error)) from None
+    config_class = entry.config_class
     given = set(values) | _given_on_command_line(overrides)
     model_config = _model_config(config_class, values, overrides, config_path)
     values["model_config"] = model_config
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    paper = paper_recipe(config_class.model_type, given, world_size)
+    paper = paper_recipe(entry.name, given, world_size)
     values.update(paper)
     if "use_cpu" not in given and world_size > 1 and not torch.cuda.is_available():
         # Several processes and no GPU: without use_cpu, Trainer would run them as independent single processes.
@@ -190,7 +193,7 @@ def parse_run_arguments(
         source = "the command line" if name is None or name in _given_on_command_line(command_line) else config_path
         reason = str(error).split(": ", 1)[-1] if flag else str(error)
         raise ConfigFileError(f"{source}: {name}: {reason}" if name else f"{source}: {reason}") from None
-    model_args.model_config = model_config
+    model_args.model_type, model_args.model_config = entry.name, model_config
     if isinstance(data_args.bible_translations, str):
         data_args.bible_translations = json.loads(data_args.bible_translations)
     for name in ("train_data", "eval_data"):

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """One training run from parsed arguments: the code behind ``hf-xlsr train`` and ``examples/train.py``.
 
-Each model type has a recipe: its configuration class, how to build the model and tokenizers from the run's
-arguments, and how to collate its batches. Under ``accelerate launch`` every process runs this same code.
+The run's model type (`hf_xlsr.registry`) says how to build the model and its tokenizers, how to read its data and
+how to collate its batches. Under ``accelerate launch`` every process runs this same code.
 """
 
 from __future__ import annotations
@@ -12,47 +12,33 @@ import json
 import logging
 import os
 import platform
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 
 import datasets
 import torch
-from transformers import AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase, set_seed
+from transformers import set_seed
 
-from ..data.bitext import BitextFormatError, load_bitext
-from ..data.corpora import load_bible_adjacent
+from ..data.bitext import BitextFormatError
 from ..data.multilingual import (
     describe_sources,
     load_multiway,
     load_pair_datasets,
     pair_name,
     pair_of,
-    shared_meanings,
     source_list,
     stack_pairs,
 )
-from ..data.tokenizer_training import tokenizer_from_sentencepiece, train_unigram_tokenizer
 from ..evaluation.pcr import fit_language_components
 from ..evaluation.retrieval import RetrievalEvaluator
 from ..export import export_sentence_transformers
 from ..hub import RUN_INFO
-from ..modeling import (
-    CmlmConfig,
-    CmlmModel,
-    DualMomentumConfig,
-    DualMomentumModel,
-    HictlConfig,
-    HictlForPreTraining,
-    LightweightDualTransformer,
-    LightweightDualTransformerConfig,
-)
 from ..references import resolve_reference
+from ..registry import get_model_type
 from ..tokenization import load_tokenizers
 from ..utils import atomic_directory, file_digest
 from .arguments import DataArguments, ModelArguments
 from .checks import ConfigFileError
-from .collators import BitextCollator, CmlmCollator, HictlCollator, PairMaskingCollator
 from .config_file import checkpoint_to_resume
 from .run_folder import check_same_run, rows_digest, run_settings, start_run
 from .trainer import XlsrTrainer, XlsrTrainingArguments
@@ -60,16 +46,6 @@ from .trainer import XlsrTrainer, XlsrTrainingArguments
 logger = logging.getLogger(__name__)
 
 OFFLINE_CORPORA = ("bible", "hsk")
-
-
-@dataclass(frozen=True)
-class ModelRecipe:
-    model_class: type[PreTrainedModel]  # what a checkpoint (model_name_or_path) loads as
-    # a new model: (model arguments, data arguments, training arguments, training pairs) -> (model, tokenizers)
-    build: Callable[..., tuple[PreTrainedModel, dict]]
-    collator: Callable[[PreTrainedModel, dict, DataArguments], Callable]
-    train_data: Callable[..., datasets.DatasetDict] | None = None  # each pair's data; default: load_pairs
-    trainer_class: type = XlsrTrainer
 
 
 def resolve_model_references(model_args: ModelArguments) -> None:
@@ -82,165 +58,6 @@ def resolve_model_references(model_args: ModelArguments) -> None:
             setattr(
                 model_args, name, {code: resolve_reference(ref) for code, ref in getattr(model_args, name).items()}
             )
-
-
-def run_tokenizers(model_args: ModelArguments, languages: list[str], shared: bool) -> dict:
-    """``{language: tokenizer}``: each language's (``tokenizer_of``), loaded once per distinct reference; with a
-    shared encoder, the first language's for all."""
-    names = {language: model_args.tokenizer_of(languages[0] if shared else language) for language in languages}
-    if None in names.values():
-        raise ConfigFileError("set encoder (or tokenizer) to the model whose tokenizer the run uses")
-    loaded = {name: AutoTokenizer.from_pretrained(name) for name in dict.fromkeys(names.values())}
-    return {language: loaded[name] for language, name in names.items()}
-
-
-def model_fields(model_args: ModelArguments, data_args: DataArguments) -> dict:
-    """The model configuration's fields of a run: its ``model_config``, and the run's languages (the one place they
-    enter a model configuration)."""
-    return {"languages": list(data_args.languages), **model_args.model_config}
-
-
-def build_dual_momentum(model_args: ModelArguments, data_args: DataArguments, training_args, train_dataset):
-    fields = model_fields(model_args, data_args)
-    if model_args.encoders:
-        model = DualMomentumModel.from_encoders(
-            {language: model_args.encoder_of(language) for language in fields["languages"]}, **fields
-        )
-    elif model_args.encoder:
-        model = DualMomentumModel.from_encoders(model_args.encoder, **fields)
-    elif "encoder_x" in fields:
-        model = DualMomentumModel(DualMomentumConfig(**fields))
-    else:
-        raise ConfigFileError(
-            "dual_momentum needs encoder (a pretrained encoder), encoders (one per language), model_name_or_path, "
-            "or model_config.encoder_x (an encoder configuration)"
-        )
-    return model, run_tokenizers(model_args, model.config.languages, model.config.shared_encoder)
-
-
-def bitext_collator(model: PreTrainedModel, tokenizers: dict, data_args: DataArguments) -> BitextCollator:
-    return BitextCollator(tokenizers, max_length=data_args.max_length,
-                          nli_language=getattr(model.config, "nli_language", None))  # fmt: skip
-
-
-def build_lightweight(model_args: ModelArguments, data_args: DataArguments, training_args, train_dataset):
-    """Over a given tokenizer (a tokenizer folder, Hub id or SentencePiece ``.model`` file) or a Unigram vocabulary
-    trained on the training pairs (``model_config.vocab_size`` pieces)."""
-    fields = model_fields(model_args, data_args)
-    vocab_size = fields.pop("vocab_size", LightweightDualTransformerConfig.vocab_size)
-    tokenizer = shared_tokenizer(model_args, data_args, training_args, train_dataset, vocab_size)
-    return LightweightDualTransformer.from_tokenizer(tokenizer, **fields), dict.fromkeys(
-        fields["languages"], tokenizer
-    )
-
-
-def shared_tokenizer(model_args, data_args, training_args, train_dataset, vocab_size: int):
-    """``tokenizer`` (a folder, a Hub id or a SentencePiece ``.model`` file), else a Unigram vocabulary of
-    ``vocab_size`` pieces trained on every language of the training pairs (by the main process, then shared)."""
-    if model_args.tokenizer and model_args.tokenizer.endswith(".model"):
-        return tokenizer_from_sentencepiece(model_args.tokenizer)
-    if model_args.tokenizer:
-        return AutoTokenizer.from_pretrained(model_args.tokenizer)
-    saved = Path(training_args.output_dir) / "trained_tokenizer"
-    with training_args.main_process_first(desc="training the tokenizer"):
-        if not (saved / "tokenizer.json").is_file():
-            # each sentence once: the pivot side of many language pairs would otherwise count many times
-            texts = [text for column in ("source", "target") for text in train_dataset[column] if text]
-            train_unigram_tokenizer(dict.fromkeys(texts), vocab_size).save_pretrained(saved)
-        return AutoTokenizer.from_pretrained(saved)
-
-
-def shared_tokenizer_of(tokenizers: dict) -> PreTrainedTokenizerBase:
-    """The one tokenizer of a model whose languages share their encoder."""
-    return next(iter(tokenizers.values()))
-
-
-def pair_masking_collator(model: PreTrainedModel, tokenizers: dict, data_args: DataArguments) -> PairMaskingCollator:
-    config = model.config
-    return PairMaskingCollator(
-        shared_tokenizer_of(tokenizers), max_length=data_args.max_length, task=config.generative_task,
-        mlm_probability=config.mlm_probability,
-    )  # fmt: skip
-
-
-def build_cmlm(model_args: ModelArguments, data_args: DataArguments, training_args, train_dataset):
-    """From a pretrained masked LM (``encoder``) or ``model_config.encoder`` (a configuration)."""
-    fields = model_fields(model_args, data_args)
-    if model_args.encoder:
-        model = CmlmModel.from_encoder(model_args.encoder, **fields)
-    elif "encoder" in fields:
-        model = CmlmModel(CmlmConfig(**fields))
-    else:
-        raise ConfigFileError("cmlm needs encoder (a pretrained encoder), model_name_or_path, or "
-                              "model_config.encoder (an encoder configuration)")  # fmt: skip
-    return model, run_tokenizers(model_args, model.config.languages, shared=True)
-
-
-def cmlm_collator(model: PreTrainedModel, tokenizers: dict, data_args: DataArguments) -> CmlmCollator:
-    config = model.config
-    return CmlmCollator(
-        shared_tokenizer_of(tokenizers), max_length=data_args.max_length,
-        mlm_probability=config.mlm_probability, mask_replace_prob=config.mask_replace_prob,
-        random_replace_prob=config.random_replace_prob, swap_probability=config.swap_probability,
-    )  # fmt: skip
-
-
-def build_hictl(model_args: ModelArguments, data_args: DataArguments, training_args, train_dataset):
-    """From a pretrained masked LM (``encoder``, e.g. XLM-R) or ``model_config.encoder`` (a configuration, whose
-    vocabulary then comes from `shared_tokenizer`)."""
-    fields = model_fields(model_args, data_args)
-    if model_args.encoder:
-        tokenizer = shared_tokenizer_of(run_tokenizers(model_args, fields["languages"], shared=True))
-        model = HictlForPreTraining.from_encoder(model_args.encoder, **fields)
-    elif "encoder" in fields:
-        encoder = dict(fields.pop("encoder"))
-        tokenizer = shared_tokenizer(
-            model_args, data_args, training_args, train_dataset, encoder.pop("vocab_size", 50000)
-        )
-        special = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id}
-        model = HictlForPreTraining(HictlConfig(encoder={**encoder, **special}, **fields))
-    else:
-        raise ConfigFileError("hictl needs encoder (a pretrained masked LM), model_name_or_path, or "
-                              "model_config.encoder (an encoder configuration)")  # fmt: skip
-    return model.use_tokenizer(tokenizer), dict.fromkeys(fields["languages"], tokenizer)
-
-
-def hictl_collator(model: PreTrainedModel, tokenizers: dict, data_args: DataArguments) -> HictlCollator:
-    config = model.config
-    return HictlCollator(
-        shared_tokenizer_of(tokenizers), max_length=data_args.max_length, mlm_probability=config.mlm_probability,
-        perturbation=config.perturbation, perturbation_window=config.perturbation_window,
-        monolingual_probability=data_args.monolingual_probability,
-    )  # fmt: skip
-
-
-def load_cmlm_data(source, split: str, data_args: DataArguments) -> datasets.DatasetDict:
-    """Each pair's adjacent-sentence pairs (``first``, ``second``) with their translations: consecutive Bible verses
-    (the adjacent pair alternating between the pair's two languages), or per pair a ``.tsv`` / ``.jsonl`` file with
-    those columns and the pair's two language columns."""
-    pairs = data_args.pairs
-    if source == "bible":
-        parts = {}
-        for pair in pairs:
-            rows = load_bible_adjacent(list(pair), data_args.bible_translations, split=split)
-            parts[pair_name(pair)] = rows.remove_columns("language")
-        return datasets.DatasetDict(parts)
-    if isinstance(source, str) and len(pairs) == 1:
-        source = {pair_name(pairs[0]): source}
-    if not isinstance(source, dict):
-        raise ConfigFileError("cmlm trains on 'bible' or on one file of first / second / language columns per pair")
-    parts = {name: load_bitext(path, ["first", "second", *pair_of(name, data_args.languages)], split=split)
-             for name, path in source.items()}  # fmt: skip
-    return shared_meanings(parts, {name: "user" if "example_id" in part.column_names else None
-                                   for name, part in parts.items()})  # fmt: skip
-
-
-MODEL_RECIPES: dict[str, ModelRecipe] = {
-    "dual_momentum": ModelRecipe(DualMomentumModel, build_dual_momentum, bitext_collator),
-    "lightweight": ModelRecipe(LightweightDualTransformer, build_lightweight, pair_masking_collator),
-    "cmlm": ModelRecipe(CmlmModel, build_cmlm, cmlm_collator, train_data=load_cmlm_data),
-    "hictl": ModelRecipe(HictlForPreTraining, build_hictl, hictl_collator),
-}
 
 
 def load_pairs(
@@ -292,10 +109,10 @@ def run_training(
 ) -> tuple[XlsrTrainer, dict[str, float]]:
     """Build, train, save (and export) one model; return the trainer and the final evaluation metrics."""
     set_seed(training_args.seed)
-    recipe = MODEL_RECIPES[model_args.model_type]
+    entry = get_model_type(model_args.model_type)
     references = {"encoder": model_args.encoder, "encoders": model_args.encoders}  # as the run names them
     resolve_model_references(model_args)
-    parts = (recipe.train_data or load_pairs)(data_args.train_data, data_args.train_split, data_args)
+    parts = (entry.part("train_data") or load_pairs)(data_args.train_data, data_args.train_split, data_args)
     parts = cut_pairs(parts, data_args.max_train_pairs, training_args.seed)
     train_dataset = stack_pairs(parts)
     resume = checkpoint_to_resume(training_args.resume_from_checkpoint)
@@ -310,10 +127,10 @@ def run_training(
     if not evaluators and training_args.eval_strategy != "no":
         raise ConfigFileError("eval_strategy is set but there is no eval_data to evaluate on")
     if model_args.model_name_or_path:  # a checkpoint continued: its configuration, the run's model_config on top
-        model = recipe.model_class.from_pretrained(model_args.model_name_or_path, **model_args.model_config)
+        model = entry.model_class.from_pretrained(model_args.model_name_or_path, **model_args.model_config)
         tokenizers = load_tokenizers(model_args.model_name_or_path)
     else:
-        model, tokenizers = recipe.build(model_args, data_args, training_args, train_dataset)
+        model, tokenizers = entry.part("build")(model_args, data_args, training_args, train_dataset)
     if model.encoders_per_language and data_args.pairs != [tuple(model.config.languages[:2])]:
         raise ConfigFileError(
             f"one encoder per language trains the one pair {pair_name(model.config.languages[:2])}, not "
@@ -323,11 +140,11 @@ def run_training(
     logger.info("training on %d pairs (%s), %s", len(train_dataset), sizes,
                 f"evaluating on {eval_source}" if eval_source else "no held-out evaluation")  # fmt: skip
 
-    trainer = recipe.trainer_class(
+    trainer = XlsrTrainer(
         model=model,
         args=training_args,
         train_dataset=train_dataset,
-        data_collator=recipe.collator(model, tokenizers, data_args),
+        data_collator=entry.part("collator")(model, tokenizers, data_args),
         tokenizers=tokenizers,
         evaluators=evaluators,
     )

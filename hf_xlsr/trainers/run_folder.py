@@ -14,6 +14,7 @@ import shutil
 from pathlib import Path
 
 from ..hub import RUN_INFO
+from ..registry import current_name
 from .checkpoints import CHECKPOINT, CheckpointError
 
 logger = logging.getLogger(__name__)
@@ -97,6 +98,8 @@ def check_same_run(output_dir: str | os.PathLike, settings: dict) -> None:
     if not path.is_file():
         return  # a folder of an earlier version, or a run stopped before its first step: nothing to tell it by
     saved, ours = _flat(json.loads(path.read_text())), _flat(json.loads(json.dumps(settings)))
+    if "model_type" in saved:  # a run started by an earlier version names its type as that version did
+        saved["model_type"] = current_name(saved["model_type"])
     differing = [key for key in dict.fromkeys([*saved, *ours]) if saved.get(key) != ours.get(key)]
     if differing:
         key = differing[0]

@@ -46,6 +46,7 @@ from ..data.multilingual import LANGUAGE_BATCHES, LANGUAGE_SAMPLING_ALPHA, Langu
 from ..evaluation.encoders import as_encoder
 from ..modeling.common import TrainingDeclarations
 from ..modeling.momentum import MomentumMixin
+from ..registry import paper_recipe
 from ..tokenization import save_tokenizers, tokenizers_by_language
 from ..utils import atomic_directory
 from .callbacks import (
@@ -57,7 +58,6 @@ from .callbacks import (
     StageCallback,
 )
 from .checkpoints import check_checkpoint, last_whole_checkpoint
-from .recipes import paper_recipe
 
 logger = logging.getLogger(__name__)
 
@@ -133,9 +133,9 @@ class XlsrTrainingArguments(TrainingArguments):
     @classmethod
     def from_paper(cls, model, **arguments) -> XlsrTrainingArguments:
         """Arguments for training ``model`` (a model, its configuration or its ``model_type``) by its paper's recipe
-        (`hf_xlsr.trainers.recipes`, e.g. MoCo-BERT's Table 9): the ``arguments`` given here, then the paper's
-        values, then ``TrainingArguments``' own defaults. The paper's total batch is shared over ``WORLD_SIZE``
-        processes. ``XlsrTrainingArguments(...)`` itself applies no paper value.
+        (its model type's entry in `hf_xlsr.model_types`, e.g. MoCo-BERT's Table 9): the ``arguments`` given here,
+        then the paper's values, then ``TrainingArguments``' own defaults. The paper's total batch is shared over
+        ``WORLD_SIZE`` processes. ``XlsrTrainingArguments(...)`` itself applies no paper value.
 
         Example:
 

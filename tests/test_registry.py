@@ -1,0 +1,113 @@
+"""The registry of model types: a type added by one `register_model_type` call trains through ``hf-xlsr train``'s
+pipeline with its paper's recipe, loads through the Auto classes and gets its model card; an earlier version's
+name of a type still loads, with a warning naming today's."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import pytest
+import torch
+from conftest import MINILM, run_config, tiny_encoder_config
+from huggingface_hub import ModelCard
+from transformers import AutoConfig, AutoModel
+
+from hf_xlsr import DualMomentumConfig, DualMomentumModel, ModelType, register_model_type
+from hf_xlsr.hub import RUN_INFO, prepare_upload, read_json
+from hf_xlsr.registry import get_model_type, paper_recipe
+from hf_xlsr.trainers import XlsrTrainingArguments, parse_run_arguments, run_training
+from hf_xlsr.trainers.checkpoints import CheckpointError
+from hf_xlsr.trainers.run_folder import RUN_SETTINGS, check_same_run
+
+
+class ToyConfig(DualMomentumConfig):
+    model_type = "toy_dual"
+
+
+class ToyModel(DualMomentumModel):
+    config_class = ToyConfig
+
+
+def build_toy(model_args, data_args, training_args, train_dataset):
+    from transformers import AutoTokenizer
+
+    from hf_xlsr.references import resolve_reference
+
+    torch.manual_seed(0)
+    fields = {"languages": list(data_args.languages), **model_args.model_config}
+    tokenizer = AutoTokenizer.from_pretrained(resolve_reference(MINILM))
+    return ToyModel(ToyConfig(**fields)), dict.fromkeys(fields["languages"], tokenizer)
+
+
+TOY = ModelType(
+    name="toy_dual",
+    config_class=ToyConfig,
+    model_class=ToyModel,
+    build=build_toy,
+    collator="hf_xlsr.trainers.builders:bitext_collator",  # a reference, imported when the run starts
+    paper_recipe={"learning_rate": 3e-4, "warmup_steps": 0, "train_batch_size": 4},
+    card="dual_momentum",
+)
+
+
+def test_a_type_added_by_one_entry_trains_loads_and_gets_its_card(tmp_path):
+    register_model_type(TOY)
+    config = run_config(tmp_path / "run.yaml", model_type="toy_dual", tokenizer=None, per_device_train_batch_size=None,
+                        max_steps=2, model_config={"encoder_x": tiny_encoder_config(), "queue_size": 16,
+                                                   "shared_encoder": True})  # fmt: skip
+    model_args, data_args, training_args = parse_run_arguments(config)
+    assert training_args.learning_rate == 3e-4 and training_args.per_device_train_batch_size == 4  # its recipe
+    trainer, _ = run_training(model_args, data_args, training_args)
+    assert type(trainer.model) is ToyModel and trainer.state.global_step == 2
+    folder = tmp_path / "run"
+    assert json.loads((folder / "config.json").read_text())["model_type"] == "toy_dual"
+    assert type(AutoConfig.from_pretrained(folder)) is ToyConfig
+    assert type(AutoModel.from_pretrained(folder)) is ToyModel
+    assert XlsrTrainingArguments.from_paper(trainer.model, output_dir=str(tmp_path)).learning_rate == 3e-4
+    upload = prepare_upload(trainer.model, trainer.tokenizers, "me/toy", tmp_path / "hub", None,
+                            read_json(folder / RUN_INFO))  # fmt: skip
+    assert "dual_momentum" in ModelCard.load(upload / "README.md").data.tags
+
+
+def test_the_package_types_hold_their_papers_recipes():
+    assert paper_recipe("xlsr_hictl") == {"learning_rate": 2.5e-5, "lr_scheduler_type": "linear",
+                                          "per_device_train_batch_size": 1024}  # fmt: skip
+    assert get_model_type("xlsr_lightweight").part("build").__name__ == "build_lightweight"
+    assert get_model_type("xlsr_hictl_translation").build is None  # loads only
+
+
+def test_a_name_is_one_types_and_the_configuration_says_it():
+    with pytest.raises(ValueError, match="the name 'dual_momentum' is 'xlsr_dual_momentum''s"):
+        register_model_type(ModelType("toy_other", type("C", (DualMomentumConfig,), {"model_type": "toy_other"}),
+                                      ToyModel, old_names=("dual_momentum",)))  # fmt: skip
+    with pytest.raises(ValueError, match="its configuration's model_type is 'xlsr_dual_momentum'"):
+        register_model_type(ModelType("toy_mismatch", DualMomentumConfig, DualMomentumModel))
+    with pytest.raises(ValueError, match=r"^run.yaml: unknown model_type 'bert' \(one of xlsr_dual_momentum, "):
+        get_model_type("bert", "run.yaml")
+
+
+@pytest.mark.parametrize("where", ["file", "command line"])
+def test_an_earlier_name_loads_with_a_warning_naming_todays(tmp_path, where):
+    config = run_config(tmp_path / "run.yaml", model_type="dual_momentum" if where == "file" else "xlsr_hictl")
+    overrides = ["--model_type", "dual_momentum"] if where == "command line" else []
+    with pytest.warns(FutureWarning) as caught:
+        model_args, _, training_args = parse_run_arguments(config, overrides)
+    source = str(config) if where == "file" else "the command line"
+    assert [str(w.message) for w in caught if "0.2.0's name" in str(w.message)] == [
+        f"{source}: model_type 'dual_momentum' is hf_xlsr 0.2.0's name; write 'xlsr_dual_momentum'"
+    ]
+    assert model_args.model_type == "xlsr_dual_momentum"
+
+
+def test_a_run_an_earlier_version_started_resumes_under_todays_name(tmp_path):
+    def saved(model_type):
+        (tmp_path / RUN_SETTINGS).write_text(json.dumps({"model_type": model_type, "seed": 1}))
+
+    saved("dual_momentum")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # quietly: the run did not name it, its folder did
+        check_same_run(tmp_path, {"model_type": "xlsr_dual_momentum", "seed": 1})
+    saved("hictl")
+    with pytest.raises(CheckpointError, match="model_type 'xlsr_hictl', not 'xlsr_dual_momentum'"):
+        check_same_run(tmp_path, {"model_type": "xlsr_dual_momentum", "seed": 1})
