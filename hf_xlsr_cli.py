@@ -111,11 +111,19 @@ def train_help() -> str:
     def fixed_width(prog: str) -> argparse.HelpFormatter:
         return argparse.ArgumentDefaultsHelpFormatter(prog, width=100)
 
-    parser = HfArgumentParser((ModelArguments, DataArguments), prog="hf-xlsr train CONFIG.yaml",
-                              description=TRAIN_HELP, epilog=TRAIN_EPILOG, formatter_class=fixed_width)  # fmt: skip
+    parser = HfArgumentParser(
+        (ModelArguments, DataArguments),
+        prog="hf-xlsr train CONFIG.yaml",
+        description=TRAIN_HELP,
+        epilog=TRAIN_EPILOG,
+        formatter_class=fixed_width,
+    )
     inherited = {f.name for f in dataclasses.fields(TrainingArguments)}
-    shown = [f for f in dataclasses.fields(XlsrTrainingArguments)
-             if f.init and (f.name not in inherited or f.name in COMMON_TRAINING_FIELDS)]  # fmt: skip
+    shown = [
+        f
+        for f in dataclasses.fields(XlsrTrainingArguments)
+        if f.init and (f.name not in inherited or f.name in COMMON_TRAINING_FIELDS)
+    ]
     paper: dict[str, list[str]] = {}  # the value a run that does not set a field trains with, by model_type
     for model_type in trained_types():
         for name, value in paper_recipe(model_type).items():
@@ -127,8 +135,12 @@ def train_help() -> str:
             default = "the paper's: " + ", ".join(paper[item.name])
             if item.name == "warmup_steps":
                 default += f"; at most {WARMUP_SHARE:.0%} of the run's steps"
-        group.add_argument(f"--{item.name}", metavar=item.name.upper(), default=default,
-                           help=OWN_HELP.get(item.name, item.metadata.get("help", "")))  # fmt: skip
+        group.add_argument(
+            f"--{item.name}",
+            metavar=item.name.upper(),
+            default=default,
+            help=OWN_HELP.get(item.name, item.metadata.get("help", "")),
+        )
     return parser.format_help()
 
 
@@ -162,8 +174,9 @@ def _sentence_encoder(args: argparse.Namespace):
     languages = model_languages(model)
     if languages and args.language not in languages:
         given = "no --language" if args.language is None else f"--language {args.language}"
-        raise UsageError(f"{given}: the model encodes each of {', '.join(languages)} its own way; give one of them "
-                         f"with --language")  # fmt: skip
+        raise UsageError(
+            f"{given}: the model encodes each of {', '.join(languages)} its own way; give one of them with --language"
+        )
     warn_untrained(model, args.model, [args.language])
     return as_encoder(model, tokenizers, batch_size=args.batch_size, max_length=args.max_length, backend=args.backend)
 
@@ -188,8 +201,10 @@ def _encode(args: argparse.Namespace, rest: list[str]) -> int:
         del vectors
         with_umask(Path(scratch) / output.name)
         os.replace(Path(scratch) / output.name, output)
-    print(f"{shape[0]} lines of {args.input} -> {output} ({shape[0]} x {shape[1]} float32, L2-normalised; row i "
-          f"is line i + 1{lines_said(sentences, encode, args.language)})")  # fmt: skip
+    print(
+        f"{shape[0]} lines of {args.input} -> {output} ({shape[0]} x {shape[1]} float32, L2-normalised; row i "
+        f"is line i + 1{lines_said(sentences, encode, args.language)})"
+    )
     return 0
 
 
@@ -219,15 +234,25 @@ def _embed(args: argparse.Namespace, rest: list[str]) -> int:
         raise UsageError(f"--output {error}") from None
     state = PartialState(cpu=not torch.cuda.is_available())  # under accelerate launch: this process's share
     encode = _sentence_encoder(args)
-    embedded = embed_shards(encode, sentences, args.language, args.output, manifest, state.process_index,
-                            state.num_processes, progress=state.is_local_main_process)  # fmt: skip
+    embedded = embed_shards(
+        encode,
+        sentences,
+        args.language,
+        args.output,
+        manifest,
+        state.process_index,
+        state.num_processes,
+        progress=state.is_local_main_process,
+    )
     state.wait_for_everyone()
     if state.is_main_process:
         vectors = join_shards(args.output)
-        print(f"{len(vectors)} lines of {args.input} -> {Path(args.output) / VECTORS} ({manifest['shards']} "
-              f"shards, {len(embedded)} embedded by this process, the others found done or by the other "
-              f"{state.num_processes - 1} processes; row i is line i + 1"
-              f"{lines_said(sentences, encode, args.language)})")  # fmt: skip
+        print(
+            f"{len(vectors)} lines of {args.input} -> {Path(args.output) / VECTORS} ({manifest['shards']} "
+            f"shards, {len(embedded)} embedded by this process, the others found done or by the other "
+            f"{state.num_processes - 1} processes; row i is line i + 1"
+            f"{lines_said(sentences, encode, args.language)})"
+        )
     state.wait_for_everyone()
     state.destroy_process_group()  # before the interpreter's teardown, which must not meet gloo's threads alive
     return 0
@@ -245,8 +270,9 @@ def _export(args: argparse.Namespace, rest: list[str]) -> int:
         raise UsageError(str(error)) from None
     model, tokenizers = load_trained_model(args.model)
     run_info = read_json(Path(args.model) / RUN_INFO)
-    folder = export_sentence_transformers(model, tokenizers, args.output, args.max_length, run_info,
-                                          overwrite=args.overwrite, protect=[args.model])  # fmt: skip
+    folder = export_sentence_transformers(
+        model, tokenizers, args.output, args.max_length, run_info, overwrite=args.overwrite, protect=[args.model]
+    )
     language_routes = routes(model)
     if language_routes:
         print(f"{folder}: one encoder per language; encode with task=<language>, one of {', '.join(language_routes)}")
@@ -276,8 +302,10 @@ def _evaluate(args: argparse.Namespace, rest: list[str]) -> int:
 
             check_model_path(args.model)  # a path that is no model says so first
         if installed or not Path(args.model).is_dir():
-            raise UsageError(f"--model {args.model_reference} is not a folder of yours to write results into: give "
-                             "--output FILE.json")  # fmt: skip
+            raise UsageError(
+                f"--model {args.model_reference} is not a folder of yours to write results into: give "
+                "--output FILE.json"
+            )
         args.output = str(Path(args.model) / "eval_results.json")
     args.output_dir = args.output_dir or str(Path(args.output).parent)
     writable(("--output", args.output), ("--output-dir", args.output_dir))
@@ -296,12 +324,21 @@ def _evaluate(args: argparse.Namespace, rest: list[str]) -> int:
             raise UsageError("--languages: name a language besides English, whose Tatoeba test set to score")
 
     options = SuiteOptions(
-        languages=args.languages, data=args.data, split=args.split, max_pairs=args.max_pairs, sts_file=args.sts_file,
-        sts_dataset=args.sts_dataset, output_dir=args.output_dir, batch_size=args.batch_size,
-        mteb_cache=args.mteb_cache, backend=args.backend, tatoeba_dir=args.tatoeba_dir, max_length=args.max_length,
+        languages=args.languages,
+        data=args.data,
+        split=args.split,
+        max_pairs=args.max_pairs,
+        sts_file=args.sts_file,
+        sts_dataset=args.sts_dataset,
+        output_dir=args.output_dir,
+        batch_size=args.batch_size,
+        mteb_cache=args.mteb_cache,
+        backend=args.backend,
+        tatoeba_dir=args.tatoeba_dir,
+        max_length=args.max_length,
         tatoeba_languages=tatoeba_languages,
         **({"seed": args.seed} if args.seed is not None else {}),
-    )  # fmt: skip
+    )
     from hf_xlsr.evaluation.encoders import model_languages
     from hf_xlsr.export import MTEB_META
 
@@ -345,8 +382,12 @@ def warn_training_data(model: str, data: str, split: str) -> None:
     trained_on = Path(data).is_file() and file_digest(data) in (run.get("train_files") or {}).values()
     if trained_on or (data == run.get("train_data") and split == run.get("train_split", "train")):
         what = f"--data {data}" if trained_on else f"--data {data} --split {split}"
-        logger.warning("%s is the data %s was trained on (%s): these scores are on training pairs, not held out",
-                       what, model, RUN_INFO)  # fmt: skip
+        logger.warning(
+            "%s is the data %s was trained on (%s): these scores are on training pairs, not held out",
+            what,
+            model,
+            RUN_INFO,
+        )
 
 
 def warn_untrained(model, path: str, languages: Sequence[str | None]) -> None:
@@ -355,8 +396,13 @@ def warn_untrained(model, path: str, languages: Sequence[str | None]) -> None:
     trained = trained_languages(model, path)
     for language in languages:
         if language and trained and language not in trained:
-            logger.warning("%s was trained on %s, not %s: its vectors of %s are zero-shot", path,
-                           ", ".join(trained), language, language)  # fmt: skip
+            logger.warning(
+                "%s was trained on %s, not %s: its vectors of %s are zero-shot",
+                path,
+                ", ".join(trained),
+                language,
+                language,
+            )
 
 
 def trained_languages(model, path: str) -> list[str]:
@@ -390,8 +436,10 @@ def _mine(args: argparse.Namespace, rest: list[str]) -> int:
         if args.margin != "ratio":
             raise UsageError("the distance margin has no customary cut: give --threshold, or --all-pairs")
         threshold = RATIO_THRESHOLD
-        print(f"keeping pairs whose ratio margin is at least {threshold} (the customary cut; --threshold to change "
-              "it, --all-pairs to keep every mined pair)")  # fmt: skip
+        print(
+            f"keeping pairs whose ratio margin is at least {threshold} (the customary cut; --threshold to change "
+            "it, --all-pairs to keep every mined pair)"
+        )
     if Path(args.source).resolve() == Path(args.target).resolve():
         logger.warning("--source and --target are the same file: every sentence will be mined as its own translation")
     writable(("--output", args.output), *((("--embeddings", args.embeddings),) if args.embeddings else ()))
@@ -402,8 +450,9 @@ def _mine(args: argparse.Namespace, rest: list[str]) -> int:
     model, tokenizers = load_for_evaluation(args.model, args.backend)
     source_language, target_language = mining_languages(model, args.source_language, args.target_language)
     warn_untrained(model, args.model, [source_language, target_language])
-    encode = as_encoder(model, tokenizers, batch_size=args.batch_size, max_length=args.max_length,
-                        backend=args.backend)  # fmt: skip
+    encode = as_encoder(
+        model, tokenizers, batch_size=args.batch_size, max_length=args.max_length, backend=args.backend
+    )
     try:
         check_index(index_spec(0, args.index), encode(["a"], source_language).shape[1])
     except ValueError as error:
@@ -412,11 +461,26 @@ def _mine(args: argparse.Namespace, rest: list[str]) -> int:
     Path(args.output).resolve().parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=Path(args.output).resolve().parent) as scratch:
         written = mine_files(
-            encode, source, target, args.output, source_language, target_language, threshold, work or scratch,
-            k=args.k, margin=args.margin, mode=args.mode, index=args.index, model=str(args.model),
-            memory=args.memory, progress=state.is_local_main_process, process_index=state.process_index,
-            num_processes=state.num_processes, wait=state.wait_for_everyone, shard_size=args.shard_size,
-        )  # fmt: skip
+            encode,
+            source,
+            target,
+            args.output,
+            source_language,
+            target_language,
+            threshold,
+            work or scratch,
+            k=args.k,
+            margin=args.margin,
+            mode=args.mode,
+            index=args.index,
+            model=str(args.model),
+            memory=args.memory,
+            progress=state.is_local_main_process,
+            process_index=state.process_index,
+            num_processes=state.num_processes,
+            wait=state.wait_for_everyone,
+            shard_size=args.shard_size,
+        )
     if state.is_main_process:
         print(f"{written} pairs written to {args.output} (score, source line, target line, source, target)")
     state.wait_for_everyone()
@@ -476,8 +540,9 @@ class RenamedOption(argparse.Action):
         self.new = new
 
     def __call__(self, parser, namespace, values, option_string=None):
-        warnings.warn(f"{option_string} is now {self.new}; the old spelling goes in a later release", FutureWarning,
-                      stacklevel=2)  # fmt: skip
+        warnings.warn(
+            f"{option_string} is now {self.new}; the old spelling goes in a later release", FutureWarning, stacklevel=2
+        )
         setattr(namespace, self.dest, values)
 
 
@@ -485,8 +550,14 @@ def renamed(parser: argparse.ArgumentParser, new: str, old: str, required: bool 
     """``new`` with ``old`` as a hidden earlier spelling (`RenamedOption`); a required option is checked after
     parsing, so that either spelling gives it."""
     action = parser.add_argument(new, **options)
-    parser.add_argument(old, dest=action.dest, action=RenamedOption, new=new, help=argparse.SUPPRESS,
-                        **{k: v for k, v in options.items() if k == "type"})  # fmt: skip
+    parser.add_argument(
+        old,
+        dest=action.dest,
+        action=RenamedOption,
+        new=new,
+        help=argparse.SUPPRESS,
+        **{k: v for k, v in options.items() if k == "type"},
+    )
     if required:
         parser.set_defaults(required_options=[*(parser.get_default("required_options") or []), (new, action.dest)])
 
@@ -509,8 +580,9 @@ def check_evaluation_languages(data: str, languages: Sequence[str]) -> None:
     have = corpus_languages(data)
     missing = [code for code in languages if have is not None and code not in have]
     if missing:
-        raise UsageError(f"--languages {missing[0]}: --data {data} has no language {missing[0]!r}; it has "
-                         f"{', '.join(have)}")  # fmt: skip
+        raise UsageError(
+            f"--languages {missing[0]}: --data {data} has no language {missing[0]!r}; it has {', '.join(have)}"
+        )
 
 
 def mining_languages(model, source: str | None, target: str | None) -> tuple[str | None, str | None]:
@@ -527,8 +599,9 @@ def mining_languages(model, source: str | None, target: str | None) -> tuple[str
         return languages[0], languages[1]
     for flag, language in (("--source-language", source), ("--target-language", target)):
         if language is None:
-            raise UsageError(f"the model encodes each language its own way: give {flag}, one of "
-                                      f"{', '.join(languages)}")  # fmt: skip
+            raise UsageError(
+                f"the model encodes each language its own way: give {flag}, one of {', '.join(languages)}"
+            )
         if language not in languages:
             raise UsageError(f"{flag} {language}: the model encodes {', '.join(languages)}, not {language}")
     return source, target
@@ -549,12 +622,15 @@ def sentence_command(commands, name: str, description: str, output: str) -> argp
     the language and how the model runs."""
     command = commands.add_parser(name, help=description)
     command.add_argument("--model", required=True, help="hf_xlsr model, sentence-transformers folder or export")
-    command.add_argument("--input", required=True,
-                         help="sentences, one per line; row i of the output is line i (a blank line encodes the "
-                              "empty string)")  # fmt: skip
+    command.add_argument(
+        "--input",
+        required=True,
+        help="sentences, one per line; row i of the output is line i (a blank line encodes the empty string)",
+    )
     command.add_argument("--output", required=True, help=output)
-    command.add_argument("--language", help="language of the sentences (picks the route of a model that encodes "
-                                            "languages apart)")  # fmt: skip
+    command.add_argument(
+        "--language", help="language of the sentences (picks the route of a model that encodes languages apart)"
+    )
     command.add_argument("--batch-size", type=positive_int, default=64, help=BATCH_SIZE_HELP)
     command.add_argument("--max-length", type=positive_int, default=128, help=MAX_LENGTH_HELP)
     command.add_argument("--backend", default="torch", choices=BACKENDS, help=BACKEND_HELP)
@@ -562,24 +638,38 @@ def sentence_command(commands, name: str, description: str, output: str) -> argp
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="hf-xlsr", description="Cross-lingual sentence representations: train, "
-                                     "evaluate, encode, mine, export and push hf_xlsr models.")  # fmt: skip
+    parser = OneLineParser(
+        prog="hf-xlsr",
+        description="Cross-lingual sentence representations: train, "
+        "evaluate, encode, mine, export and push hf_xlsr models.",
+    )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    train = commands.add_parser("train", add_help=False,
-                                help="train a model from a YAML/JSON run configuration; --field value overrides it; "
-                                     "train --help lists the fields")  # fmt: skip
+    train = commands.add_parser(
+        "train",
+        add_help=False,
+        help="train a model from a YAML/JSON run configuration; --field value overrides it; "
+        "train --help lists the fields",
+    )
     train.add_argument("config", nargs="?", help="run configuration file (model, data and TrainingArguments fields)")
     train.add_argument("-h", "--help", action="store_true", help="list the run configuration's fields")
     train.set_defaults(handler=_train, allow_extra=True)
 
-    encode = sentence_command(commands, "encode", "embed a file of sentences (one per line) into a .npy file",
-                              "a .npy file of float32 vectors, one row per sentence")  # fmt: skip
+    encode = sentence_command(
+        commands,
+        "encode",
+        "embed a file of sentences (one per line) into a .npy file",
+        "a .npy file of float32 vectors, one row per sentence",
+    )
     encode.set_defaults(handler=_encode)
 
-    embed = sentence_command(commands, "embed", "embed a corpus in shards, resumable, spread over processes",
-                             "folder: shards while running, then vectors.npy (float32)")  # fmt: skip
+    embed = sentence_command(
+        commands,
+        "embed",
+        "embed a corpus in shards, resumable, spread over processes",
+        "folder: shards while running, then vectors.npy (float32)",
+    )
     embed.add_argument(
         "--shard-size", type=positive_int, default=100_000, help="sentences per shard (default 100,000)"
     )
@@ -587,20 +677,34 @@ def build_parser() -> argparse.ArgumentParser:
 
     export = commands.add_parser("export", help="export a trained model to sentence-transformers folders")
     export.add_argument("--model", required=True, help="trained hf_xlsr model folder")
-    renamed(export, "--output", "--out", help="output folder: new, empty, or an earlier export (with --overwrite)",
-            required=True)  # fmt: skip
+    renamed(
+        export,
+        "--output",
+        "--out",
+        help="output folder: new, empty, or an earlier export (with --overwrite)",
+        required=True,
+    )
     export.add_argument("--overwrite", action="store_true", help="replace an earlier export of hf_xlsr in --output")
-    renamed(export, "--max-length", "--max-seq-length", type=positive_int, default=128,
-            help="tokens per sentence of the exported model (its max_seq_length)")  # fmt: skip
+    renamed(
+        export,
+        "--max-length",
+        "--max-seq-length",
+        type=positive_int,
+        default=128,
+        help="tokens per sentence of the exported model (its max_seq_length)",
+    )
     export.set_defaults(handler=_export)
 
     evaluate = commands.add_parser("evaluate", help="run evaluation tasks; write one JSON and print a table")
     evaluate.add_argument("--model", required=True, help="hf_xlsr model, sentence-transformers folder or export")
-    evaluate.add_argument("--tasks", default=",".join(DEFAULT_EVALUATION_TASKS),
-                          help="comma-separated, with what each encodes: "
-                               + "; ".join(f"{task} ({cost})" for task, cost in EVALUATION_TASKS.items())
-                               + "; mteb:<TaskName> (a standard MTEB task, from the Hub). Default: %(default)s, "
-                               "a quick look; each task's time is printed at the end")  # fmt: skip
+    evaluate.add_argument(
+        "--tasks",
+        default=",".join(DEFAULT_EVALUATION_TASKS),
+        help="comma-separated, with what each encodes: "
+        + "; ".join(f"{task} ({cost})" for task, cost in EVALUATION_TASKS.items())
+        + "; mteb:<TaskName> (a standard MTEB task, from the Hub). Default: %(default)s, "
+        "a quick look; each task's time is printed at the end",
+    )
     evaluate.add_argument(
         "--languages",
         nargs="+",
@@ -626,16 +730,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     evaluate.add_argument("--sts-file", help="STS pairs: sentence1<TAB>sentence2<TAB>score[<TAB>subset]")
     evaluate.add_argument("--sts-dataset", help="Hub STS dataset with sentence1/sentence2/score columns")
-    evaluate.add_argument("--output", help="JSON file of all results (default: eval_results.json in the model's "
-                                           "folder, as transformers writes it)")  # fmt: skip
+    evaluate.add_argument(
+        "--output",
+        help="JSON file of all results (default: eval_results.json in the model's folder, as transformers writes it)",
+    )
     evaluate.add_argument("--output-dir", help="folder for plots (default: the folder of --output)")
     evaluate.add_argument("--mteb-cache", help="MTEB result cache folder (results are keyed by weight hash)")
     evaluate.add_argument("--batch-size", type=positive_int, default=64, help=BATCH_SIZE_HELP)
     evaluate.add_argument("--max-length", type=positive_int, default=128, help=MAX_LENGTH_HELP)
-    evaluate.add_argument("--seed", type=int,
-                          help="seed that draws the held-out samples (default: one fixed seed, so that the same "
-                               "data and size give the same sample, whatever seed trained the model); recorded "
-                               "with the results")  # fmt: skip
+    evaluate.add_argument(
+        "--seed",
+        type=int,
+        help="seed that draws the held-out samples (default: one fixed seed, so that the same "
+        "data and size give the same sample, whatever seed trained the model); recorded "
+        "with the results",
+    )
     evaluate.add_argument("--backend", default="torch", choices=BACKENDS, help=BACKEND_HELP)
     evaluate.set_defaults(handler=_evaluate)
 
@@ -643,33 +752,61 @@ def build_parser() -> argparse.ArgumentParser:
     mine.add_argument("--model", required=True, help="hf_xlsr model, sentence-transformers folder or export")
     renamed(mine, "--source", "--src", required=True, help="source sentences, one per line")
     renamed(mine, "--target", "--tgt", required=True, help="target sentences, one per line")
-    renamed(mine, "--output", "--out", required=True,
-            help="output TSV: score, source line, target line, source, target")  # fmt: skip
-    renamed(mine, "--source-language", "--src-lang", help="language of --source (picks the encoder of a dual model; "
-                                                          "inferred when the model has exactly two)")  # fmt: skip
+    renamed(
+        mine, "--output", "--out", required=True, help="output TSV: score, source line, target line, source, target"
+    )
+    renamed(
+        mine,
+        "--source-language",
+        "--src-lang",
+        help="language of --source (picks the encoder of a dual model; inferred when the model has exactly two)",
+    )
     renamed(mine, "--target-language", "--tgt-lang", help="language of --target")
     mine.add_argument("--k", type=positive_int, default=4, help="neighbours in the margin (Eq. 4)")
-    mine.add_argument("--margin", choices=("ratio", "distance"), default="ratio",
-                      help="the margin score (Artetxe and Schwenk 2019): the cosine over (ratio) or less "
-                           "(distance) the mean cosine of both sentences' k nearest neighbours (default: "
-                           "%(default)s)")  # fmt: skip
-    mine.add_argument("--mode", choices=("forward", "backward", "max", "intersect"), default="max",
-                      help="candidates: each source's best target (forward), each target's best source (backward), "
-                           "both, kept one to one by score (max), or the pairs both directions agree on (intersect); "
-                           "default: %(default)s")  # fmt: skip
-    mine.add_argument("--index", default="auto",
-                      help="auto (exact search for a small corpus, IVF for a large one), flat, ivf, or a faiss "
-                           "index_factory string, search parameters after | (e.g. 'HNSW32|efSearch=128')")  # fmt: skip
-    mine.add_argument("--threshold", type=float,
-                      help="keep pairs scoring at least this (default: 1.06 for the ratio margin)")  # fmt: skip
+    mine.add_argument(
+        "--margin",
+        choices=("ratio", "distance"),
+        default="ratio",
+        help="the margin score (Artetxe and Schwenk 2019): the cosine over (ratio) or less "
+        "(distance) the mean cosine of both sentences' k nearest neighbours (default: "
+        "%(default)s)",
+    )
+    mine.add_argument(
+        "--mode",
+        choices=("forward", "backward", "max", "intersect"),
+        default="max",
+        help="candidates: each source's best target (forward), each target's best source (backward), "
+        "both, kept one to one by score (max), or the pairs both directions agree on (intersect); "
+        "default: %(default)s",
+    )
+    mine.add_argument(
+        "--index",
+        default="auto",
+        help="auto (exact search for a small corpus, IVF for a large one), flat, ivf, or a faiss "
+        "index_factory string, search parameters after | (e.g. 'HNSW32|efSearch=128')",
+    )
+    mine.add_argument(
+        "--threshold", type=float, help="keep pairs scoring at least this (default: 1.06 for the ratio margin)"
+    )
     mine.add_argument("--all-pairs", action="store_true", help="keep every mined pair, whatever its score")
-    mine.add_argument("--embeddings", help="folder for the job's stages, each resumed from there: the embeddings "
-                      "(memory-mapped .npy) and the search (default: a temporary one)")  # fmt: skip
-    mine.add_argument("--shard-size", type=positive_int, default=100_000,
-                      help="sentences per shard of the embeddings, and queries per shard of the search (default "
-                           "100,000): what a stopped job does again, and what processes share")  # fmt: skip
-    mine.add_argument("--memory", type=byte_size, metavar="SIZE",
-                      help="what the index may hold (e.g. 8GB): 'auto' picks compressed lists beyond it")  # fmt: skip
+    mine.add_argument(
+        "--embeddings",
+        help="folder for the job's stages, each resumed from there: the embeddings "
+        "(memory-mapped .npy) and the search (default: a temporary one)",
+    )
+    mine.add_argument(
+        "--shard-size",
+        type=positive_int,
+        default=100_000,
+        help="sentences per shard of the embeddings, and queries per shard of the search (default "
+        "100,000): what a stopped job does again, and what processes share",
+    )
+    mine.add_argument(
+        "--memory",
+        type=byte_size,
+        metavar="SIZE",
+        help="what the index may hold (e.g. 8GB): 'auto' picks compressed lists beyond it",
+    )
     mine.add_argument("--batch-size", type=positive_int, default=64, help=BATCH_SIZE_HELP)
     mine.add_argument("--max-length", type=positive_int, default=128, help=MAX_LENGTH_HELP)
     mine.add_argument("--backend", default="torch", choices=BACKENDS, help=BACKEND_HELP)
@@ -677,9 +814,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     push = commands.add_parser("push", help="push a trained model's export and model card to the Hub")
     push.add_argument("--model", required=True, help="trained hf_xlsr model folder")
-    push.add_argument("--repo-id", required=True,
-                      help="one repository that receives the sentence-transformers export (routed by language for "
-                           "a model with one encoder per language), its model card and mteb metadata")  # fmt: skip
+    push.add_argument(
+        "--repo-id",
+        required=True,
+        help="one repository that receives the sentence-transformers export (routed by language for "
+        "a model with one encoder per language), its model card and mteb metadata",
+    )
     push.add_argument("--include-checkpoint", action="store_true", help="also push the full training checkpoint")
     push.add_argument("--private", action="store_true", help="create the Hub repository private")
     push.set_defaults(handler=_push)
@@ -732,8 +872,12 @@ def choose_threads() -> None:
         return
     torch.set_num_threads(free_cpu_threads())
     count = torch.get_num_threads()
-    logger.info("%d torch thread%s on %d cores (OMP_NUM_THREADS sets the number)", count, "s" if count > 1 else "",
-                os.cpu_count() or 1)  # fmt: skip
+    logger.info(
+        "%d torch thread%s on %d cores (OMP_NUM_THREADS sets the number)",
+        count,
+        "s" if count > 1 else "",
+        os.cpu_count() or 1,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -769,8 +913,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command in COMPUTING_COMMANDS and not getattr(args, "help", False):
             choose_threads()
         return args.handler(args, rest)
-    except (ConfigFileError, BitextFormatError, CheckpointError, FileNotFoundError, ModelLoadError, UsageError,
-            PushError) as error:  # fmt: skip
+    except (
+        ConfigFileError,
+        BitextFormatError,
+        CheckpointError,
+        FileNotFoundError,
+        ModelLoadError,
+        UsageError,
+        PushError,
+    ) as error:
         parser.exit(2, f"hf-xlsr {args.command}: error: {error}\n")
     except KeyboardInterrupt:  # Ctrl-C outside training, or a second one during it: no checkpoint, no traceback
         parser.exit(130, f"hf-xlsr {args.command}: stopped by Ctrl-C\n")

@@ -37,10 +37,12 @@ class PeerProcess:
         (self.folder / "calibration.txt").write_text("".join(s + "\n" for s in calibration), encoding="utf-8")
         script = script or Path(__file__).with_name("peer_encoder.py")
         self.process = subprocess.Popen(
-            [python, str(script), model, str(threads), str(self.folder / "calibration.txt")], text=True,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={**os.environ, "HF_HUB_OFFLINE": "1",
-                                                                "HF_DATASETS_OFFLINE": "1"},
-        )  # fmt: skip
+            [python, str(script), model, str(threads), str(self.folder / "calibration.txt")],
+            text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env={**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"},
+        )
         self.arms = self.answer("ready")
 
     def answer(self, key: str):
@@ -76,8 +78,11 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--peer-python", help="the python of an environment with sentence-transformers[openvino] "
-                        "and datasets (peer_encoder.py), for sentence-transformers' OpenVINO arms")  # fmt: skip
+    parser.add_argument(
+        "--peer-python",
+        help="the python of an environment with sentence-transformers[openvino] "
+        "and datasets (peer_encoder.py), for sentence-transformers' OpenVINO arms",
+    )
     parser.add_argument("--out")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -99,15 +104,17 @@ def main() -> None:
     count = sum(len(t) for t in texts.values())
 
     def peer(sentences, language):
-        return model.encode(list(sentences), batch_size=args.batch_size, normalize_embeddings=True,
-                            convert_to_numpy=True)  # fmt: skip
+        return model.encode(
+            list(sentences), batch_size=args.batch_size, normalize_embeddings=True, convert_to_numpy=True
+        )
 
     half = SentenceTransformer(resolve_reference(args.model), device="cpu", model_kwargs={"dtype": torch.bfloat16})
     half.max_seq_length = 128
 
     def peer_bf16(sentences, language):
-        return half.encode(list(sentences), batch_size=args.batch_size, normalize_embeddings=True,
-                           convert_to_numpy=True).astype(np.float32)  # fmt: skip
+        return half.encode(
+            list(sentences), batch_size=args.batch_size, normalize_embeddings=True, convert_to_numpy=True
+        ).astype(np.float32)
 
     arms = {"sentence-transformers": peer, "sentence-transformers bf16": peer_bf16}
     verses = load_multiway("bible", args.languages, "train").select(range(CALIBRATION // len(args.languages)))
@@ -127,9 +134,15 @@ def main() -> None:
             )
             every(texts[args.languages[0]][:8], args.languages[0])
     names = list(arms)
-    seconds, vectors = interleaved({name: lambda encode=arms[name]: {language: encode(texts[language], language)
-                                                                   for language in args.languages}
-                                    for name in names}, args.rounds)  # fmt: skip
+    seconds, vectors = interleaved(
+        {
+            name: lambda encode=arms[name]: {
+                language: encode(texts[language], language) for language in args.languages
+            }
+            for name in names
+        },
+        args.rounds,
+    )
     print("median seconds: " + ", ".join(f"{n} {statistics.median(seconds[n]):.1f}" for n in names), flush=True)
 
     rows = {}
@@ -141,18 +154,31 @@ def main() -> None:
                       "max_abs_difference": float(max(np.abs(vectors[name][lang] - vectors["sentence-transformers"][
                           lang]).max() for lang in args.languages))}  # fmt: skip
     for name, row in rows.items():
-        row["ratio_to_sentence_transformers"] = row["sentences_per_second"] / rows["sentence-transformers"][
-            "sentences_per_second"]  # fmt: skip
-        row["accuracy_lost_points"] = 100 * (rows["sentence-transformers"]["retrieval_accuracy"]
-                                             - row["retrieval_accuracy"])  # fmt: skip
-        print(f"{name:<26}{row['sentences_per_second']:8.1f} sentences/s {row['ratio_to_sentence_transformers']:6.2f}x"
-              f"  retrieval {100 * row['retrieval_accuracy']:6.2f}%  lost {row['accuracy_lost_points']:+5.2f} points"
-              f"  max |difference| {row['max_abs_difference']:.1e}")  # fmt: skip
+        row["ratio_to_sentence_transformers"] = (
+            row["sentences_per_second"] / rows["sentence-transformers"]["sentences_per_second"]
+        )
+        row["accuracy_lost_points"] = 100 * (
+            rows["sentence-transformers"]["retrieval_accuracy"] - row["retrieval_accuracy"]
+        )
+        print(
+            f"{name:<26}{row['sentences_per_second']:8.1f} sentences/s {row['ratio_to_sentence_transformers']:6.2f}x"
+            f"  retrieval {100 * row['retrieval_accuracy']:6.2f}%  lost {row['accuracy_lost_points']:+5.2f} points"
+            f"  max |difference| {row['max_abs_difference']:.1e}"
+        )
     if args.out:
         with open(args.out, "w") as handle:
-            json.dump({"arguments": vars(args), "machine": machine(), "date": time.strftime("%Y-%m-%d"),
-                       "sentences": count, "rows": rows,
-                       "times": seconds}, handle, indent=2)  # fmt: skip
+            json.dump(
+                {
+                    "arguments": vars(args),
+                    "machine": machine(),
+                    "date": time.strftime("%Y-%m-%d"),
+                    "sentences": count,
+                    "rows": rows,
+                    "times": seconds,
+                },
+                handle,
+                indent=2,
+            )
 
 
 if __name__ == "__main__":

@@ -43,18 +43,38 @@ def train(path: str, args, seed: int, learning_rate: float, lora: dict | None):
     from hf_xlsr.trainers import BitextCollator, XlsrTrainer, XlsrTrainingArguments
 
     torch.manual_seed(seed)
-    model = DualMomentumModel.from_encoders(path, shared_encoder=True, languages=args.languages,
-                                            queue_size=args.queue_size, momentum=args.momentum, lora=lora)  # fmt: skip
+    model = DualMomentumModel.from_encoders(
+        path,
+        shared_encoder=True,
+        languages=args.languages,
+        queue_size=args.queue_size,
+        momentum=args.momentum,
+        lora=lora,
+    )
     tokenizers = AutoTokenizer.from_pretrained(path)
     with tempfile.TemporaryDirectory() as output_dir:
         arguments = XlsrTrainingArguments(
-            output_dir=output_dir, max_steps=args.steps, per_device_train_batch_size=args.batch_size,
-            learning_rate=learning_rate, warmup_steps=args.steps // 10, lr_scheduler_type="cosine", weight_decay=1e-4,
-            max_grad_norm=10.0, seed=seed, save_strategy="no", report_to="none", disable_tqdm=True, use_cpu=True,
-        )  # fmt: skip
-        XlsrTrainer(model=model, args=arguments, train_dataset=load_bible(args.languages, split="train"),
-                    data_collator=BitextCollator(tokenizers, languages=args.languages, max_length=args.max_length),
-                    tokenizers=tokenizers).train()  # fmt: skip
+            output_dir=output_dir,
+            max_steps=args.steps,
+            per_device_train_batch_size=args.batch_size,
+            learning_rate=learning_rate,
+            warmup_steps=args.steps // 10,
+            lr_scheduler_type="cosine",
+            weight_decay=1e-4,
+            max_grad_norm=10.0,
+            seed=seed,
+            save_strategy="no",
+            report_to="none",
+            disable_tqdm=True,
+            use_cpu=True,
+        )
+        XlsrTrainer(
+            model=model,
+            args=arguments,
+            train_dataset=load_bible(args.languages, split="train"),
+            data_collator=BitextCollator(tokenizers, languages=args.languages, max_length=args.max_length),
+            tokenizers=tokenizers,
+        ).train()
     return model, tokenizers
 
 
@@ -65,18 +85,21 @@ def child(arm: str, seed: int, args) -> dict:
     torch.set_num_threads(args.threads)
     fields = ARMS[arm]
     start = time.perf_counter()
-    model, tokenizers = train(resolve_reference(ENCODERS["minilm"]), args, seed, fields["learning_rate"],
-                              fields.get("lora"))  # fmt: skip
+    model, tokenizers = train(
+        resolve_reference(ENCODERS["minilm"]), args, seed, fields["learning_rate"], fields.get("lora")
+    )
     seconds = time.perf_counter() - start
     own = [k for _, k, q in momentum_pairs(model.momentum_encoder_x, model.encoder_x) if k is not q]  # its own
     return {
-        "arm": arm, "seed": seed, "learning_rate": fields["learning_rate"],
+        "arm": arm,
+        "seed": seed,
+        "learning_rate": fields["learning_rate"],
         "trainable_parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
         "momentum_encoder_own_mb": sum(p.numel() * p.element_size() for p in own) / 2**20,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "step_seconds": seconds / args.steps,
         **score(heldout_evaluators(args.languages), model, tokenizers),
-    }  # fmt: skip
+    }
 
 
 def main() -> None:
@@ -96,10 +119,19 @@ def main() -> None:
     if args.child:
         print(json.dumps(child(args.child[0], int(args.child[1]), args)))
         return
-    results = Results(args.out, {"script": "benchmarks/bench_lora.py", "steps": args.steps,
-                                 "batch_size": args.batch_size, "queue_size": args.queue_size,
-                                 "momentum": args.momentum, "max_length": args.max_length, "arms": ARMS,
-                                 "machine": machine() + f", {args.threads} thread per run"})  # fmt: skip
+    results = Results(
+        args.out,
+        {
+            "script": "benchmarks/bench_lora.py",
+            "steps": args.steps,
+            "batch_size": args.batch_size,
+            "queue_size": args.queue_size,
+            "momentum": args.momentum,
+            "max_length": args.max_length,
+            "arms": ARMS,
+            "machine": machine() + f", {args.threads} thread per run",
+        },
+    )
     for seed in args.seeds:
         for arm in args.arms:
             if results.done(arm, seed):

@@ -81,8 +81,9 @@ def child(name: str, threads: int) -> dict:
     collator = BitextCollator(tokenizers, languages=["en", "fr"], max_length=64)
     batches = [collator(chunk) for chunk in chunks]
     before_model = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    model = DualMomentumModel.from_encoders(path, queue_size=options["queue_size"],
-                                            queue_dtype=options.get("queue_dtype", "float32"))  # fmt: skip
+    model = DualMomentumModel.from_encoders(
+        path, queue_size=options["queue_size"], queue_dtype=options.get("queue_dtype", "float32")
+    )
     queue_bytes = sum(q.keys.numel() * q.keys.element_size() for q in (model.queue_x, model.queue_y))
     model.queue_x.enqueue(torch.randn(options["queue_size"], 384))  # touch every page: a full queue
     model.queue_y.enqueue(torch.randn(options["queue_size"], 384))
@@ -119,9 +120,11 @@ def report(results: dict) -> str:
     lines = ["| variant | peak RSS MB | × peer | model + queues MB | training MB | queues MB |",
              "| --- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
     for row in results["rows"]:
-        lines.append(f"| {LABELS[row['variant']]} | {row['peak_rss_mb']:,.0f} | {row['peak_rss_vs_peer']:.2f} | "
-                     f"{row['model_and_queue_mb']:,.0f} | {row['training_mb']:,.0f} | "
-                     f"{row['queue_mb']:,.0f} |")  # fmt: skip
+        lines.append(
+            f"| {LABELS[row['variant']]} | {row['peak_rss_mb']:,.0f} | {row['peak_rss_vs_peer']:.2f} | "
+            f"{row['model_and_queue_mb']:,.0f} | {row['training_mb']:,.0f} | "
+            f"{row['queue_mb']:,.0f} |"
+        )
     return "\n".join(lines)
 
 
@@ -138,8 +141,12 @@ def main() -> None:
     header = ["peak RSS MB", "x peer", "model+queue MB", "training MB", "queues MB", "s/step", "x peer"]
     print(f"{'variant':<34}" + "".join(f"{h:>15}" for h in header))
     for name in VARIANTS:
-        output = subprocess.run([sys.executable, __file__, "--child", name, "--threads", str(args.threads)],
-                                capture_output=True, text=True, check=True).stdout  # fmt: skip
+        output = subprocess.run(
+            [sys.executable, __file__, "--child", name, "--threads", str(args.threads)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
         row = json.loads(output.strip().splitlines()[-1])
         rows.append(row)
         peer = rows[0]

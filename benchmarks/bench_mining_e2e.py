@@ -82,9 +82,15 @@ def child(args) -> dict:
         hf_xlsr_steps(folder, x, y)
     done = time.perf_counter()
     index = "n / 1000 lists, 3 probes" if args.child == "peer" else index_spec(len(y), "auto")
-    return {"arm": args.child, "seconds": done - start, "encode_seconds": encoded - start,
-            "search_seconds": done - encoded, "load_seconds": loaded - began,
-            "peak_added_mb": memory_mb("VmHWM") - before, "index": index}  # fmt: skip
+    return {
+        "arm": args.child,
+        "seconds": done - start,
+        "encode_seconds": encoded - start,
+        "search_seconds": done - encoded,
+        "load_seconds": loaded - began,
+        "peak_added_mb": memory_mb("VmHWM") - before,
+        "index": index,
+    }
 
 
 def peer_steps(folder: Path, x: np.ndarray, y: np.ndarray, texts: list[list[str]]) -> None:
@@ -101,8 +107,11 @@ def hf_xlsr_steps(folder: Path, x: np.ndarray, y: np.ndarray) -> None:
 
     mined = mine(x, y, k=4)
     files = SentenceFile(folder / "source.txt"), SentenceFile(folder / "target.txt")
-    with open(folder / "hf_xlsr.tsv", "w", encoding="utf-8") as handle, files[0].reader() as read_source, \
-            files[1].reader() as read_target:  # fmt: skip
+    with (
+        open(folder / "hf_xlsr.tsv", "w", encoding="utf-8") as handle,
+        files[0].reader() as read_source,
+        files[1].reader() as read_target,
+    ):
         for s, t, score in zip(mined.source.tolist(), mined.target.tolist(), mined.scores.tolist(), strict=True):
             handle.write(f"{score:.4f}\t{s + 1}\t{t + 1}\t{read_source(s)}\t{read_target(t)}\n")
 
@@ -128,8 +137,13 @@ def encode_side(args, folder: Path) -> dict:
     encode = hf_xlsr_encoder(args, folder)
     start = time.perf_counter()
     language = "en" if args.side == "source" else "fr"
-    embed_file(encode, SentenceFile(folder / f"{args.side}.txt"), language, folder / f"hf_xlsr_{args.side}.npy",
-               progress=False)  # fmt: skip
+    embed_file(
+        encode,
+        SentenceFile(folder / f"{args.side}.txt"),
+        language,
+        folder / f"hf_xlsr_{args.side}.npy",
+        progress=False,
+    )
     return {"side": args.side, "encode_seconds": time.perf_counter() - start}
 
 
@@ -152,8 +166,12 @@ def mine_shared(args, folder: Path) -> dict:
         x, y = (np.load(path, mmap_mode="r") for path in paths)
         hf_xlsr_steps(folder, x, y)
         index = index_spec(len(y), "auto")
-    return {"arm": args.child, "search_seconds": time.perf_counter() - start,
-            "peak_added_mb": memory_mb("VmHWM") - before, "index": index}  # fmt: skip
+    return {
+        "arm": args.child,
+        "search_seconds": time.perf_counter() - start,
+        "peak_added_mb": memory_mb("VmHWM") - before,
+        "index": index,
+    }
 
 
 def read_pairs(path: Path) -> list[tuple[int, int, float]]:
@@ -172,8 +190,9 @@ def start_child(arm: str, args, work: Path, *extra: str) -> subprocess.Popen:
     command = [sys.executable, __file__, "--child", arm, "--work", str(work), "--model", args.model, "--backend",
                args.backend, "--threads", str(args.threads), "--max-length", str(args.max_length), "--out", "-",
                *extra]  # fmt: skip
-    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "HF_HUB_OFFLINE": "1"})  # fmt: skip
+    return subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}
+    )
 
 
 def encode_once(args, work: Path) -> float:
@@ -229,8 +248,7 @@ def mine_size(args, results, work: Path, size: int, gold, arms: tuple[str, str])
         results.add({"arm": f"exact {size}", "seed": 0, "size": size, **exact})
     for again in args.search_again:
         if not results.done(f"search {again} {size}", 0):
-            results.add({"arm": f"search {again} {size}", "seed": 0, "size": size,
-                         **search_again(work, again, gold)})  # fmt: skip
+            results.add({"arm": f"search {again} {size}", "seed": 0, "size": size, **search_again(work, again, gold)})
             print(json.dumps(results.data["runs"][-1]), flush=True)
 
 
@@ -241,15 +259,27 @@ def main() -> None:
     parser.add_argument("--backend", default="bf16", help="hf_xlsr's encoding backend")
     parser.add_argument("--max-length", type=int, default=128)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--encode-once", type=int, nargs="+", default=[], metavar="SIZE", help="sizes at which "
-                        "both arms mine one encoding by hf_xlsr's backend, timed once, each side in a process of its "
-                        "own, the two at once")  # fmt: skip
+    parser.add_argument(
+        "--encode-once",
+        type=int,
+        nargs="+",
+        default=[],
+        metavar="SIZE",
+        help="sizes at which "
+        "both arms mine one encoding by hf_xlsr's backend, timed once, each side in a process of its "
+        "own, the two at once",
+    )
     parser.add_argument("--child", choices=("peer", "hf_xlsr", "encode"))
     parser.add_argument("--side", choices=("source", "target"), help="the side an encoding child encodes")
     parser.add_argument("--shared", action="store_true", help="an arm's child mines the shared encoding")
     parser.add_argument("--work")
-    parser.add_argument("--search-again", nargs="+", default=[], metavar="INDEX", help="search each size's "
-                        "saved hf_xlsr embeddings again with these indexes (auto, flat, a faiss string)")  # fmt: skip
+    parser.add_argument(
+        "--search-again",
+        nargs="+",
+        default=[],
+        metavar="INDEX",
+        help="search each size's saved hf_xlsr embeddings again with these indexes (auto, flat, a faiss string)",
+    )
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     from hf_xlsr.data import resolve_reference
@@ -266,9 +296,17 @@ def main() -> None:
 
     faiss.omp_set_num_threads(args.threads)  # for --search-again, in this process
 
-    results = Results(args.out, {"script": "benchmarks/bench_mining_e2e.py", "model": reference,
-                                 "backend": args.backend, "threads": args.threads, "machine": machine(),
-                                 "date": time.strftime("%Y-%m-%d")})  # fmt: skip
+    results = Results(
+        args.out,
+        {
+            "script": "benchmarks/bench_mining_e2e.py",
+            "model": reference,
+            "backend": args.backend,
+            "threads": args.threads,
+            "machine": machine(),
+            "date": time.strftime("%Y-%m-%d"),
+        },
+    )
     source_file, target_file, _ = build_sides(5000, 0)
     for index, size in enumerate(args.sizes):
         work = CACHE / f"e2e_{size}"

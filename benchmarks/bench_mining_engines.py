@@ -67,11 +67,21 @@ def measure(size: int, count: int, rounds: int) -> list[dict]:
             seconds = time.perf_counter() - began
             del prepared
             within = float((found[: len(translations)] == translations[:, None]).any(axis=1).mean())
-            runs.append({"arm": f"{arm} {size}", "engine": arm, "seed": repeat, "size": size, "queries": count,
-                         "index": spec if arm != "faiss SQ8" else spec.replace(",Flat", ",SQ8"),
-                         "nprobe": faiss.extract_index_ivf(trained[arm]).nprobe, "seconds": seconds,
-                         "fill_seconds": filled, "gold_within_k": within,
-                         "exact_gold_within_k": exact_within})  # fmt: skip
+            runs.append(
+                {
+                    "arm": f"{arm} {size}",
+                    "engine": arm,
+                    "seed": repeat,
+                    "size": size,
+                    "queries": count,
+                    "index": spec if arm != "faiss SQ8" else spec.replace(",Flat", ",SQ8"),
+                    "nprobe": faiss.extract_index_ivf(trained[arm]).nprobe,
+                    "seconds": seconds,
+                    "fill_seconds": filled,
+                    "gold_within_k": within,
+                    "exact_gold_within_k": exact_within,
+                }
+            )
             print(json.dumps(runs[-1]), flush=True)
     return runs
 

@@ -45,8 +45,9 @@ def sides(size: int, seed: int = 0) -> tuple[Path, Path, set[tuple[int, int]]]:
     gold_rows = ({s for s, _ in gold}, {t for _, t in gold})
     for side, (rows, path) in enumerate(zip((source_rows, target_rows), paths, strict=True)):
         real = np.asarray(full[side][rows], dtype=np.float32)
-        grown = np.lib.format.open_memmap(path.with_suffix(".partial.npy"), mode="w+", dtype=np.float32,
-                                          shape=(size, real.shape[1]))  # fmt: skip
+        grown = np.lib.format.open_memmap(
+            path.with_suffix(".partial.npy"), mode="w+", dtype=np.float32, shape=(size, real.shape[1])
+        )
         grown[: len(real)] = real
         others = np.setdiff1d(np.arange(len(real)), np.fromiter(gold_rows[side], dtype=np.int64))
         unit = real[others] / np.linalg.norm(real[others], axis=1, keepdims=True)
@@ -80,8 +81,10 @@ def neighbours(x: np.ndarray, y: np.ndarray, rows: tuple[np.ndarray, np.ndarray]
     spec = index_spec(max(len(x), len(y)), index, x.shape[1])
     centres = (side_centre(x), side_centre(y))
     trained = train_index(spec, (x, y), x.shape[1], centres=centres)
-    return (knn(x[rows[0]], y, K, spec, trained=trained, centres=centres)[1],
-            knn(y[rows[1]], x, K, spec, trained=trained, centres=centres[::-1])[1])  # fmt: skip
+    return (
+        knn(x[rows[0]], y, K, spec, trained=trained, centres=centres)[1],
+        knn(y[rows[1]], x, K, spec, trained=trained, centres=centres[::-1])[1],
+    )
 
 
 def arm_index(arm: str, size: int, dim: int) -> str:
@@ -131,8 +134,15 @@ def rule_check(size: int, seed: int, settings: list[str], products: list[str] | 
                 seconds = time.perf_counter() - began
             recall = recall_against_exact((found,), (exact,), (rows[1][: len(gold)],), len(gold))
             named = f" {kind} products" if kind else ""
-            yield {"arm": f"rule {setting}{named} {size} seed {seed}", "seed": seed, "size": size, "index": spec,
-                   "products": str(dtype).removeprefix("torch."), "seconds": seconds, **recall}  # fmt: skip
+            yield {
+                "arm": f"rule {setting}{named} {size} seed {seed}",
+                "seed": seed,
+                "size": size,
+                "index": spec,
+                "products": str(dtype).removeprefix("torch."),
+                "seconds": seconds,
+                **recall,
+            }
 
 
 def child(args) -> dict:
@@ -189,8 +199,11 @@ def recall_against_exact(found: tuple, exact: tuple, translations: tuple, n_gold
             kept += len(set(mine.tolist()) & set(true.tolist()))
             total += len(true)
     gold = n_gold * len(found)
-    return {"gold_within_k": within["found"] / gold, "exact_gold_within_k": within["exact"] / gold,
-            "neighbour_recall": kept / total}  # fmt: skip
+    return {
+        "gold_within_k": within["found"] / gold,
+        "exact_gold_within_k": within["exact"] / gold,
+        "neighbour_recall": kept / total,
+    }
 
 
 def run_child(args, arm: str, size: int) -> dict:
@@ -211,8 +224,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="with --rule: the distractors' seed")
     parser.add_argument("--repeat", type=int, default=0, help="a measurement of the sizes again: 1, 2, ...")
     parser.add_argument("--settings", nargs="+", default=RULE, help="with --rule: these settings (RULE's form)")
-    parser.add_argument("--products", nargs="+", choices=["int8", "bfloat16", "float32"],
-                        help="with --rule: each setting scored in each of these dtypes, in this order")  # fmt: skip
+    parser.add_argument(
+        "--products",
+        nargs="+",
+        choices=["int8", "bfloat16", "float32"],
+        help="with --rule: each setting scored in each of these dtypes, in this order",
+    )
     parser.add_argument("--report", action="store_true", help="print the table of a results file (--out) and stop")
     parser.add_argument("--figure", help="with --report: also draw the growth figure to this PNG")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)

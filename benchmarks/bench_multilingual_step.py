@@ -44,8 +44,10 @@ def report(results: dict) -> str:
     """The Markdown table of a results file: each stream's seconds per step against the bilingual one's."""
     lines = [f"| stream | s / step (median of {results['steps']}) | × bilingual |", "| --- | ---: | ---: |"]
     for name, row in results["rows"].items():
-        lines.append(f"| {name.replace('bilingual (en-fr)', 'en-fr')} | {row['seconds_per_step']:.3f} | "
-                     f"{row['ratio_to_bilingual']:.2f} |")  # fmt: skip
+        lines.append(
+            f"| {name.replace('bilingual (en-fr)', 'en-fr')} | {row['seconds_per_step']:.3f} | "
+            f"{row['ratio_to_bilingual']:.2f} |"
+        )
     return "\n".join(lines)
 
 
@@ -67,8 +69,9 @@ def main() -> None:
     path = resolve_reference(ENCODERS["minilm"])
     tokenizer = AutoTokenizer.from_pretrained(path)
     torch.manual_seed(0)
-    model = DualMomentumModel.from_encoders(path, shared_encoder=True, languages=LANGUAGES, queue_size=4096,
-                                            momentum=0.99)  # fmt: skip
+    model = DualMomentumModel.from_encoders(
+        path, shared_encoder=True, languages=LANGUAGES, queue_size=4096, momentum=0.99
+    )
     model.train()
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-5)
     streams = {"bilingual (en-fr)": stream(["en", "fr"], tokenizer, args),
@@ -88,14 +91,26 @@ def main() -> None:
                 shapes[name].add(tuple(batch["source_input_ids"].shape) + tuple(batch["target_input_ids"].shape))
     medians = {name: statistics.median(values) for name, values in seconds.items()}
     baseline = medians["bilingual (en-fr)"]
-    rows = {name: {"seconds_per_step": m, "ratio_to_bilingual": m / baseline, "batch_shapes": sorted(shapes[name])}
-            for name, m in medians.items()}  # fmt: skip
+    rows = {
+        name: {"seconds_per_step": m, "ratio_to_bilingual": m / baseline, "batch_shapes": sorted(shapes[name])}
+        for name, m in medians.items()
+    }
     for name, row in rows.items():
         print(f"{name:<20}{row['seconds_per_step']:8.3f} s / step{row['ratio_to_bilingual']:7.3f} x bilingual")
     with open(args.out, "w") as handle:
-        json.dump({"machine": machine(), "date": time.strftime("%Y-%m-%d"), "command": " ".join(sys.argv),
-                   "batch_size": args.batch_size, "max_length": args.max_length, "steps": args.steps, "rows": rows},
-                  handle, indent=2)  # fmt: skip
+        json.dump(
+            {
+                "machine": machine(),
+                "date": time.strftime("%Y-%m-%d"),
+                "command": " ".join(sys.argv),
+                "batch_size": args.batch_size,
+                "max_length": args.max_length,
+                "steps": args.steps,
+                "rows": rows,
+            },
+            handle,
+            indent=2,
+        )
 
 
 if __name__ == "__main__":

@@ -61,10 +61,15 @@ def floor_products(batch: int, size: int) -> dict[int, functools.partial]:
     """For each width w of `FLOOR_WIDTHS`, the floor's float32 products at that block width, 2 ``size`` / w pairs of
     them (both directions)."""
     return {
-        width: functools.partial(products, torch.randn(batch, D), torch.randn(width, D), torch.randn(batch, width),
-                                 pairs=round(2 * size / width))
+        width: functools.partial(
+            products,
+            torch.randn(batch, D),
+            torch.randn(width, D),
+            torch.randn(batch, width),
+            pairs=round(2 * size / width),
+        )
         for width in FLOOR_WIDTHS
-    }  # fmt: skip
+    }
 
 
 def one_configuration(implementation: str, size: int, batch: int, dtype: str, repeats: int, block: int) -> dict:
@@ -95,8 +100,9 @@ def one_configuration(implementation: str, size: int, batch: int, dtype: str, re
 
     floors = floor_products(batch, size)
     stored_width = functional.QUEUE_BLOCK_SIZE if implementation == "blocked" else size  # materialised: one piece
-    stored = functools.partial(stored_products, torch.randn(batch, D), [queue for _, _, queue in sides],
-                               torch.randn(batch, stored_width))  # fmt: skip
+    stored = functools.partial(
+        stored_products, torch.randn(batch, D), [queue for _, _, queue in sides], torch.randn(batch, stored_width)
+    )
     step(False)
     reset_peak()
     before = memory_mb("VmRSS")
@@ -114,12 +120,20 @@ def one_configuration(implementation: str, size: int, batch: int, dtype: str, re
     added = [a - b for a, b in zip(times["queue"], times["no queue"], strict=True)]
     ratios = [a / f for a, f in zip(added, floor_times, strict=True)]
     stored_ratios = [a / f for a, f in zip(added, times["stored"], strict=True)]
-    return {"seconds": statistics.median(times["queue"]), "no_queue_seconds": statistics.median(times["no queue"]),
-            "added_seconds": statistics.median(added), "floor_seconds": statistics.median(floor_times),
-            "ratio_to_floor": statistics.median(ratios), "ratio_to_issue_floor": statistics.median(ratios) / 2,
-            "stored_seconds": statistics.median(times["stored"]), "ratio_to_stored": statistics.median(stored_ratios),
-            "added_rss_mb": added_rss, "floor_width": width, "floor_multiply_adds": multiply_adds,
-            "matmul_rate_gmacs": multiply_adds / statistics.median(floor_times) / 1e9}  # fmt: skip
+    return {
+        "seconds": statistics.median(times["queue"]),
+        "no_queue_seconds": statistics.median(times["no queue"]),
+        "added_seconds": statistics.median(added),
+        "floor_seconds": statistics.median(floor_times),
+        "ratio_to_floor": statistics.median(ratios),
+        "ratio_to_issue_floor": statistics.median(ratios) / 2,
+        "stored_seconds": statistics.median(times["stored"]),
+        "ratio_to_stored": statistics.median(stored_ratios),
+        "added_rss_mb": added_rss,
+        "floor_width": width,
+        "floor_multiply_adds": multiply_adds,
+        "matmul_rate_gmacs": multiply_adds / statistics.median(floor_times) / 1e9,
+    }
 
 
 def report(results: dict) -> str:
@@ -130,10 +144,12 @@ def report(results: dict) -> str:
     for row in results["rows"]:
         block = f"{row['block_size']:,}" if row.get("block_size") else ""
         stored = f"{row['ratio_to_stored']:.2f}" if "ratio_to_stored" in row else ""
-        lines.append(f"| {row['K']:,} | {row['queue_dtype']} | {row['implementation']} | {block} | "
-                     f"{row['added_seconds']:.4f} | "
-                     f"{row['ratio_to_floor']:.2f} | {row['ratio_to_issue_floor']:.2f} | {stored} | "
-                     f"{row['added_rss_mb']:.0f} | {row['queue_mb']:,.0f} |")  # fmt: skip
+        lines.append(
+            f"| {row['K']:,} | {row['queue_dtype']} | {row['implementation']} | {block} | "
+            f"{row['added_seconds']:.4f} | "
+            f"{row['ratio_to_floor']:.2f} | {row['ratio_to_issue_floor']:.2f} | {stored} | "
+            f"{row['added_rss_mb']:.0f} | {row['queue_mb']:,.0f} |"
+        )
     return "\n".join(lines)
 
 
@@ -143,8 +159,13 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=15)
-    parser.add_argument("--block-sizes", type=int, nargs="+", default=[QUEUE_BLOCK_SIZE],
-                        help="keys the blocked queue scores at once (default: QUEUE_BLOCK_SIZE)")  # fmt: skip
+    parser.add_argument(
+        "--block-sizes",
+        type=int,
+        nargs="+",
+        default=[QUEUE_BLOCK_SIZE],
+        help="keys the blocked queue scores at once (default: QUEUE_BLOCK_SIZE)",
+    )
     parser.add_argument("--out")
     parser.add_argument(
         "--one", nargs=5, metavar=("IMPLEMENTATION", "SIZE", "DTYPE", "REPEATS", "BLOCK"), help=argparse.SUPPRESS
@@ -163,10 +184,14 @@ def main() -> None:
         return json.loads(output.strip().splitlines()[-1])
 
     rows = []
-    print(f"batch {args.batch}, d {D}, {args.threads} threads; each ratio the median of {args.repeats} interleaved "
-          "repeats")  # fmt: skip
-    print(f"{'K':>8} {'queue':>8} {'implementation':>13} {'block':>6} {'ms added':>9} {'x floor':>8} "
-          f"{'x 4BKd floor':>14} {'x its products':>15} {'MB added':>9}")  # fmt: skip
+    print(
+        f"batch {args.batch}, d {D}, {args.threads} threads; each ratio the median of {args.repeats} interleaved "
+        "repeats"
+    )
+    print(
+        f"{'K':>8} {'queue':>8} {'implementation':>13} {'block':>6} {'ms added':>9} {'x floor':>8} "
+        f"{'x 4BKd floor':>14} {'x its products':>15} {'MB added':>9}"
+    )
     for size in args.sizes:
         for dtype in ("float32", "float16"):
             for implementation, block in [("blocked", block) for block in args.block_sizes] + [("materialised", 0)]:
@@ -174,9 +199,12 @@ def main() -> None:
                        "batch": args.batch, **run(implementation, size, dtype, block),
                        "queue_mb": size * D * (4 if dtype == "float32" else 2) / 2**20}  # fmt: skip
                 rows.append(row)
-                print(f"{size:>8} {dtype:>8} {implementation:>13} {block:>6} {row['added_seconds'] * 1e3:>9.1f} "
-                      f"{row['ratio_to_floor']:>8.2f} {row['ratio_to_issue_floor']:>14.2f} "
-                      f"{row['ratio_to_stored']:>15.2f} {row['added_rss_mb']:>9.1f}", flush=True)  # fmt: skip
+                print(
+                    f"{size:>8} {dtype:>8} {implementation:>13} {block:>6} {row['added_seconds'] * 1e3:>9.1f} "
+                    f"{row['ratio_to_floor']:>8.2f} {row['ratio_to_issue_floor']:>14.2f} "
+                    f"{row['ratio_to_stored']:>15.2f} {row['added_rss_mb']:>9.1f}",
+                    flush=True,
+                )
     if args.out:
         with open(args.out, "w") as handle:
             json.dump({"arguments": vars(args), "rows": rows}, handle, indent=2)

@@ -83,24 +83,43 @@ def run_one(arm: str, seed: int, args) -> dict:
     with tempfile.TemporaryDirectory() as output_dir:
         reset_peak()  # what the arm holds: from before its model, momentum copy and queues are built
         unbuilt = memory_mb("VmRSS")
-        trainer, score = build(arm, path, train, args.languages, steps, args.learning_rate, output_dir, seed,
-                               args.max_length, temperature=args.temperature, queue_size=queue_size,
-                               momentum=args.momentum)  # fmt: skip
+        trainer, score = build(
+            arm,
+            path,
+            train,
+            args.languages,
+            steps,
+            args.learning_rate,
+            output_dir,
+            seed,
+            args.max_length,
+            temperature=args.temperature,
+            queue_size=queue_size,
+            momentum=args.momentum,
+        )
         trainer.add_callback(Measure())
         before = memory_mb("VmRSS")
         peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         trainer.train()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {
-        "arm": arm, "seed": seed, "batch": batch, "steps": steps,
-        "learning_rate": args.learning_rate * s["lr_factor"], "base_learning_rate": args.learning_rate,
+        "arm": arm,
+        "seed": seed,
+        "batch": batch,
+        "steps": steps,
+        "learning_rate": args.learning_rate * s["lr_factor"],
+        "base_learning_rate": args.learning_rate,
         "temperature": args.temperature,
-        "queue": queue_size, **({"queue_size": queue_size, "momentum": args.momentum} if queue_size else {}),
-        "curve": curve, "bible": curve[-1]["bible"], "tune": curve[-1]["tune"],
-        "train_seconds": curve[-1]["train_seconds"], "peak_rss_mb": round(peak, 1),
+        "queue": queue_size,
+        **({"queue_size": queue_size, "momentum": args.momentum} if queue_size else {}),
+        "curve": curve,
+        "bible": curve[-1]["bible"],
+        "tune": curve[-1]["tune"],
+        "train_seconds": curve[-1]["train_seconds"],
+        "peak_rss_mb": round(peak, 1),
         "training_mb": round(max(peak, peak_before) - before, 1) if peak > peak_before else None,
         "held_mb": round(memory_mb("VmHWM") - unbuilt, 1),
-    }  # fmt: skip
+    }
 
 
 def child(args) -> None:
@@ -112,9 +131,11 @@ def child(args) -> None:
 def weight_state_mb(trainer) -> float:
     """What training holds for the weights themselves, whatever the loss: for each weight that got a gradient, the
     gradient and the optimizer's state (AdamW: two moments), read from the tensors after training."""
-    held = sum(weight.numel() * weight.element_size() + sum(value.numel() * value.element_size()
-                                                            for value in state.values() if torch.is_tensor(value))
-               for weight, state in trainer.optimizer.state.items())  # fmt: skip
+    held = sum(
+        weight.numel() * weight.element_size()
+        + sum(value.numel() * value.element_size() for value in state.values() if torch.is_tensor(value))
+        for weight, state in trainer.optimizer.state.items()
+    )
     return held / 2**20
 
 
@@ -142,8 +163,18 @@ def timing_child(args) -> None:
     with tempfile.TemporaryDirectory() as output_dir:
         reset_peak()
         unbuilt = memory_mb("VmRSS")
-        trainer, _ = build(arm, path, train, args.languages, steps, args.learning_rate, output_dir, 0, args.max_length,
-                           temperature=args.temperature)  # fmt: skip
+        trainer, _ = build(
+            arm,
+            path,
+            train,
+            args.languages,
+            steps,
+            args.learning_rate,
+            output_dir,
+            0,
+            args.max_length,
+            temperature=args.temperature,
+        )
         trainer.add_callback(Clock())
         before = memory_mb("VmRSS")
         trainer.train()
@@ -156,13 +187,37 @@ def timing_child(args) -> None:
 
 
 def spawn(args, flag: str, value: str) -> dict:
-    command = [sys.executable, __file__, flag, value, "--threads", str(args.threads), "--encoder", args.encoder,
-               "--languages", *args.languages, "--pairs", str(args.pairs), "--learning-rate", str(args.learning_rate),
-               "--temperature", str(args.temperature), "--momentum", str(args.momentum),
-               *(["--queue-size", str(args.queue_size)] if args.queue_size else []),
-               "--max-length", str(args.max_length), "--timing-steps", str(args.timing_steps),
-               "--heldout", str(args.heldout), "--eval-points", *map(str, args.eval_points),
-               "--out", args.out] + (["--whole-test"] if args.whole_test else [])  # fmt: skip
+    command = [
+        sys.executable,
+        __file__,
+        flag,
+        value,
+        "--threads",
+        str(args.threads),
+        "--encoder",
+        args.encoder,
+        "--languages",
+        *args.languages,
+        "--pairs",
+        str(args.pairs),
+        "--learning-rate",
+        str(args.learning_rate),
+        "--temperature",
+        str(args.temperature),
+        "--momentum",
+        str(args.momentum),
+        *(["--queue-size", str(args.queue_size)] if args.queue_size else []),
+        "--max-length",
+        str(args.max_length),
+        "--timing-steps",
+        str(args.timing_steps),
+        "--heldout",
+        str(args.heldout),
+        "--eval-points",
+        *map(str, args.eval_points),
+        "--out",
+        args.out,
+    ] + (["--whole-test"] if args.whole_test else [])
     completed = subprocess.run(command, capture_output=True, text=True)
     lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT ")]
     if completed.returncode != 0 or not lines:
@@ -172,14 +227,29 @@ def spawn(args, flag: str, value: str) -> dict:
 
 
 def setup(args) -> dict:
-    return {"script": "benchmarks/bench_queue_vs_batch.py", "encoder": args.encoder, "languages": args.languages,
-            "B": BATCH, "pairs": args.pairs, "learning_rate": args.learning_rate, "temperature": args.temperature,
-            "momentum": 0.99, "max_length": args.max_length, "heldout": args.heldout, "whole_test": args.whole_test,
-            "eval_points": args.eval_points, "machine": machine(), "date": time.strftime("%Y-%m-%d"),
-            "split": {"train": "the Bible's training books", "tune": f"held-out rows {args.heldout}-"
-                      f"{2 * args.heldout - 1} of one draw (seed 0)", "test": f"held-out rows 0-{args.heldout - 1}"
-                      + (f" and from {2 * args.heldout} on" if args.whole_test else "")},
-            "command": "python benchmarks/" + " ".join([Path(sys.argv[0]).name, *sys.argv[1:]])}  # fmt: skip
+    return {
+        "script": "benchmarks/bench_queue_vs_batch.py",
+        "encoder": args.encoder,
+        "languages": args.languages,
+        "B": BATCH,
+        "pairs": args.pairs,
+        "learning_rate": args.learning_rate,
+        "temperature": args.temperature,
+        "momentum": 0.99,
+        "max_length": args.max_length,
+        "heldout": args.heldout,
+        "whole_test": args.whole_test,
+        "eval_points": args.eval_points,
+        "machine": machine(),
+        "date": time.strftime("%Y-%m-%d"),
+        "split": {
+            "train": "the Bible's training books",
+            "tune": f"held-out rows {args.heldout}-{2 * args.heldout - 1} of one draw (seed 0)",
+            "test": f"held-out rows 0-{args.heldout - 1}"
+            + (f" and from {2 * args.heldout} on" if args.whole_test else ""),
+        },
+        "command": "python benchmarks/" + " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+    }
 
 
 def timing(args) -> None:
@@ -243,9 +313,12 @@ def main() -> None:
         default=[],
         help="ARM:SEED or ARM:SEED:RATE:TEMPERATURE (a grid point), run one after the other",
     )
-    parser.add_argument("--grid", nargs="+", metavar="ARM",
-                        help="run each arm's jobs under the tuning protocol (protocol.py), one after the other, "
-                             "resumed from --out")  # fmt: skip
+    parser.add_argument(
+        "--grid",
+        nargs="+",
+        metavar="ARM",
+        help="run each arm's jobs under the tuning protocol (protocol.py), one after the other, resumed from --out",
+    )
     parser.add_argument("--arms", nargs="+", help="with --timing: the arms to time (default: every base arm)")
     parser.add_argument("--timing", action="store_true")
     parser.add_argument("--timing-steps", type=int, default=3)
@@ -283,8 +356,11 @@ def run_jobs(args, results: Results, jobs: list[str]) -> None:
         settings = {"base_learning_rate": rate, "temperature": temperature, **queue} if point else {}
         if results.done(arm, int(seed), **settings):
             continue
-        run = spawn(argparse.Namespace(**{**vars(args), "learning_rate": rate, "temperature": temperature, **queue}),
-                    "--child", f"{arm}:{seed}")  # fmt: skip
+        run = spawn(
+            argparse.Namespace(**{**vars(args), "learning_rate": rate, "temperature": temperature, **queue}),
+            "--child",
+            f"{arm}:{seed}",
+        )
         results.add(run)
         print(json.dumps({k: v for k, v in run.items() if k != "curve"}), flush=True)
 

@@ -79,8 +79,10 @@ def summary(record: dict) -> str:
         per = {code: sum(n for s, n in by.items() if source in ("all", s)) for code, by in counts.items()}
         per = {code: n for code, n in per.items() if n}
         tatoeba = {TATOEBA[code] for code in per if code in TATOEBA}
-        lines.append(f"| {source} | {len(per)} | {len(tatoeba)} | {sum(per.values()):,} | "
-                     f"{sum(n >= 1000 for n in per.values())} |")  # fmt: skip
+        lines.append(
+            f"| {source} | {len(per)} | {len(tatoeba)} | {sum(per.values()):,} | "
+            f"{sum(n >= 1000 for n in per.values())} |"
+        )
     return "\n".join(lines) + f"\n\nTatoeba's languages with no catalogue here: {112 - len(reached)}.\n"
 
 
@@ -89,8 +91,11 @@ def training_languages(record: dict, min_pairs: int) -> list[str]:
     that names one of Tatoeba's sets with at least ``min_pairs`` pairs with English (the catalogues' codes)."""
     from hf_xlsr.evaluation.tatoeba import CATALOGUE_TATOEBA_CODES, TATOEBA_CODES
 
-    reached = [code for code, by in record["pairs"].items()
-               if code in CATALOGUE_TATOEBA_CODES and sum(by.values()) >= min_pairs]  # fmt: skip
+    reached = [
+        code
+        for code, by in record["pairs"].items()
+        if code in CATALOGUE_TATOEBA_CODES and sum(by.values()) >= min_pairs
+    ]
     return [PIVOT, *TATOEBA_CODES, *sorted(set(reached) - set(TATOEBA_CODES))]
 
 
@@ -102,15 +107,21 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("catalogues"))
     parser.add_argument("--out", type=Path, default=Path("catalogues/corpus.jsonl"))
     parser.add_argument("--counts", type=Path, default=Path("benchmarks/results/catalogue_corpus.json"))
-    parser.add_argument("--print-languages", type=int, metavar="MIN_PAIRS",
-                        help="print the languages a run for Tatoeba trains on, and stop")  # fmt: skip
+    parser.add_argument(
+        "--print-languages",
+        type=int,
+        metavar="MIN_PAIRS",
+        help="print the languages a run for Tatoeba trains on, and stop",
+    )
     args = parser.parse_args()
     if args.print_languages is not None:
         print(" ".join(training_languages(json.loads(args.counts.read_text()), args.print_languages)))
         return
     if args.packages and not (shutil.which("apt-get") and shutil.which("dpkg-deb")):
-        raise SystemExit("catalogue_corpus.py: apt-get and dpkg-deb are not here (a Debian or Ubuntu machine has "
-                         "them): give --packages with no names and --installed, or run it where they are")  # fmt: skip
+        raise SystemExit(
+            "catalogue_corpus.py: apt-get and dpkg-deb are not here (a Debian or Ubuntu machine has "
+            "them): give --packages with no names and --installed, or run it where they are"
+        )
     sources = {package: catalogue_folders(unpack(package, args.work)) for package in args.packages}
     if args.installed:
         sources["installed"] = [Path("/usr/share/locale")]

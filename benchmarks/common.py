@@ -24,8 +24,10 @@ ENCODERS = {
 
 def machine() -> str:
     device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "CPU"
-    return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {torch.get_num_threads()} torch " \
-           f"threads, {device}, torch {torch.__version__}"  # fmt: skip
+    return (
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {torch.get_num_threads()} torch "
+        f"threads, {device}, torch {torch.__version__}"
+    )
 
 
 def interleaved(runs: dict, rounds: int, palindromic: bool = True, sync=lambda: None) -> tuple[dict, dict]:
@@ -93,7 +95,7 @@ def heldout_evaluators(languages: list[str], max_pairs: int = 1000) -> dict:
     evaluators = {
         "bible": RetrievalEvaluator.from_dataset(
             load_bible(languages, split="heldout"), languages, max_pairs=max_pairs, seed=0
-        ),  # fmt: skip
+        ),
     }
     if sorted(languages) == ["en", "zh"]:
         evaluators["hsk"] = RetrievalEvaluator.from_dataset(
@@ -129,12 +131,16 @@ class Results:
         longer stands leaves the file (git keeps it), and the next call runs it again."""
         if self.path.is_file():
             self.data["runs"] = json.loads(self.path.read_text())["runs"]
-        found = any(run["arm"] == arm and run["seed"] == seed
-                    and all(run.get(key) == value for key, value in settings.items())
-                    for run in self.data["runs"])  # fmt: skip
+        found = any(
+            run["arm"] == arm and run["seed"] == seed and all(run.get(key) == value for key, value in settings.items())
+            for run in self.data["runs"]
+        )
         if found:
-            print(f"{arm}, seed {seed}{''.join(f', {k} {v}' for k, v in settings.items())}: skipped, {self.path} "
-                  "holds it (remove it from the file to run it again)", file=sys.stderr)  # fmt: skip
+            print(
+                f"{arm}, seed {seed}{''.join(f', {k} {v}' for k, v in settings.items())}: skipped, {self.path} "
+                "holds it (remove it from the file to run it again)",
+                file=sys.stderr,
+            )
         return found
 
     def runs(self) -> list[dict]:

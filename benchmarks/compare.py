@@ -57,8 +57,10 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{seed:>4} {100 * a:>30.2f} {100 * b:>30.2f} {100 * (a - b):>+11.2f}")
     mean, spread, n = mean_and_spread([100 * (a - b) for a, b in pairs.values()])
     test = ttest_rel([a for a, _ in pairs.values()], [b for _, b in pairs.values()])
-    print(f"paired difference {mean:+.2f} ± {spread:.2f} points over {n} seeds; "
-          f"t = {test.statistic:.2f}, {n - 1} df, two-sided p = {test.pvalue:.3f}")  # fmt: skip
+    print(
+        f"paired difference {mean:+.2f} ± {spread:.2f} points over {n} seeds; "
+        f"t = {test.statistic:.2f}, {n - 1} df, two-sided p = {test.pvalue:.3f}"
+    )
 
 
 if __name__ == "__main__":

@@ -72,8 +72,10 @@ def encoding(args, device: torch.device, seconds: float) -> dict:
     for model in models.values():
         model.max_seq_length = 128
     ours = as_encoder(models["sentence-transformers_float32"], batch_size=256, backend="bf16")
-    arms = {name: (lambda m=model: m.encode(texts, batch_size=256, normalize_embeddings=True))
-            for name, model in models.items()}  # fmt: skip
+    arms = {
+        name: (lambda m=model: m.encode(texts, batch_size=256, normalize_embeddings=True))
+        for name, model in models.items()
+    }
     arms["hf_xlsr_bf16"] = lambda: ours(texts, "en")
     times, _ = interleaved(arms, 3, palindromic=False, sync=lambda: synchronize(device))
     rate = {name: len(texts) / statistics.median(each) for name, each in times.items()}
@@ -112,8 +114,18 @@ def demo(args, device: torch.device, seconds: float) -> dict:
         if args.dry_run:
             command += ["--max_steps", "2", "--max_eval_pairs", "50", "--per_device_train_batch_size", "4"]
         began = time.perf_counter()
-        result = subprocess.run(command, cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"}, capture_output=True,
-                                text=True, timeout=max(10, seconds))  # fmt: skip
+        result = subprocess.run(
+            command,
+            cwd=ROOT,
+            env={**os.environ, "HF_HUB_OFFLINE": "1"},
+            capture_output=True,
+            text=True,
+            timeout=max(10, seconds),
+        )
     figures = [line for line in result.stdout.splitlines() if "mean" in line and "->" in line]
-    return {"returncode": result.returncode, "seconds": time.perf_counter() - began, "held_out": figures,
-            "error": result.stderr.strip().splitlines()[-1:] if result.returncode else None}  # fmt: skip
+    return {
+        "returncode": result.returncode,
+        "seconds": time.perf_counter() - began,
+        "held_out": figures,
+        "error": result.stderr.strip().splitlines()[-1:] if result.returncode else None,
+    }

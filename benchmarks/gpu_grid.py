@@ -53,11 +53,20 @@ def queue_grid(args, device: torch.device, seconds: float) -> dict:
                "batch": batch, "pairs": pairs, "steps": pairs // batch}  # fmt: skip
         with tempfile.TemporaryDirectory() as scratch:
             reset_peak(device)
-            trainer, score = build(arm, encoder_folder(setup["encoder"], Path(scratch)),
-                                   datasets_repeat(verses.shuffle(seed=int(seed)), pairs), ["en", "fr"],
-                                   pairs // batch, float(rate), f"{scratch}/run", int(seed),
-                                   16 if args.dry_run else 64, base=base, bf16=not args.dry_run,
-                                   temperature=float(temperature))  # fmt: skip
+            trainer, score = build(
+                arm,
+                encoder_folder(setup["encoder"], Path(scratch)),
+                datasets_repeat(verses.shuffle(seed=int(seed)), pairs),
+                ["en", "fr"],
+                pairs // batch,
+                float(rate),
+                f"{scratch}/run",
+                int(seed),
+                16 if args.dry_run else 64,
+                base=base,
+                bf16=not args.dry_run,
+                temperature=float(temperature),
+            )
             trainer.train()
             row["peak_mb"] = peak_mb(device)
             for name, evaluator in scorers.items():

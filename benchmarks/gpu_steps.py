@@ -74,8 +74,10 @@ def batches(batch_size: int, count: int) -> list[tuple[list[str], list[str]]]:
     from hf_xlsr.data import load_bible
 
     pairs = load_bible(["en", "fr"], split="train").shuffle(seed=0).select(range(batch_size * count))
-    return [(pairs["en"][i * batch_size : (i + 1) * batch_size], pairs["fr"][i * batch_size : (i + 1) * batch_size])
-            for i in range(count)]  # fmt: skip
+    return [
+        (pairs["en"][i * batch_size : (i + 1) * batch_size], pairs["fr"][i * batch_size : (i + 1) * batch_size])
+        for i in range(count)
+    ]
 
 
 def bf16_forward(module: torch.nn.Module) -> torch.nn.Module:
@@ -100,8 +102,15 @@ def full_queues(contrast, device: torch.device, seed: int = 0) -> None:
         queue.commit()
 
 
-def sentence_transformer_step(folder: str, batch_size: int, device: torch.device, max_length: int, arm: str,
-                              queue_size: int | None, mini_batch: int):  # fmt: skip
+def sentence_transformer_step(
+    folder: str,
+    batch_size: int,
+    device: torch.device,
+    max_length: int,
+    arm: str,
+    queue_size: int | None,
+    mini_batch: int,
+):
     """One optimizer step of a sentence-transformers loss on en-fr pairs, both directions, scale 25 (tau 0.04):
     MNRL, CachedMNRL, MomentumQueueLoss or CachedMomentumQueueLoss (with meaning ids as labels, a full queue)."""
     from sentence_transformers import SentenceTransformer
@@ -122,8 +131,9 @@ def sentence_transformer_step(folder: str, batch_size: int, device: torch.device
     elif arm == "mql":
         loss = MomentumQueueLoss(model, queue_size=queue_size, temperature=0.04).to(device)
     else:
-        loss = CachedMomentumQueueLoss(model, queue_size=queue_size, temperature=0.04,
-                                       mini_batch_size=mini_batch).to(device)  # fmt: skip
+        loss = CachedMomentumQueueLoss(model, queue_size=queue_size, temperature=0.04, mini_batch_size=mini_batch).to(
+            device
+        )
     momentum = arm in ("mql", "cached_mql")
     if momentum:
         loss.key_autocast = torch.bfloat16  # what its callback sets under SentenceTransformerTrainer(bf16=True)
@@ -149,15 +159,23 @@ def sentence_transformer_step(folder: str, batch_size: int, device: torch.device
     return step, (loss.momentum_update if momentum else None)
 
 
-def dual_momentum_step(folder: str, batch_size: int, device: torch.device, max_length: int, shared: bool,
-                       queue_size: int, mini_batch_size: int | None = None):  # fmt: skip
+def dual_momentum_step(
+    folder: str,
+    batch_size: int,
+    device: torch.device,
+    max_length: int,
+    shared: bool,
+    queue_size: int,
+    mini_batch_size: int | None = None,
+):
     from transformers import AutoTokenizer
 
     from hf_xlsr import DualMomentumModel
     from hf_xlsr.trainers import BitextCollator
 
-    model = DualMomentumModel.from_encoders(folder, shared_encoder=shared, queue_size=queue_size,
-                                            languages=["en", "fr"], mini_batch_size=mini_batch_size)  # fmt: skip
+    model = DualMomentumModel.from_encoders(
+        folder, shared_encoder=shared, queue_size=queue_size, languages=["en", "fr"], mini_batch_size=mini_batch_size
+    )
     model.to(device)
     bf16_forward(model)
     tokenizers = AutoTokenizer.from_pretrained(folder)
@@ -185,9 +203,11 @@ def step_arms(queues: list[int]) -> list[tuple[str, int | None]]:
     """The arms of a training-step group: the peers, both queue losses at the first K, DualMomentumModel at every K
     with one encoder, at the first K with one per language and with GradCache (``mini_batch_size``)."""
     first = queues[0]
-    return ([("mnrl", None), ("cached_mnrl", None), ("mql", first), ("cached_mql", first)]
-            + [("dual_momentum_shared", k) for k in queues] + [("dual_momentum_per_language", first),
-                                                                  ("dual_momentum_cached", first)])  # fmt: skip
+    return (
+        [("mnrl", None), ("cached_mnrl", None), ("mql", first), ("cached_mql", first)]
+        + [("dual_momentum_shared", k) for k in queues]
+        + [("dual_momentum_per_language", first), ("dual_momentum_cached", first)]
+    )
 
 
 def training_step(args, device: torch.device, seconds: float) -> dict:
@@ -221,11 +241,13 @@ def training_step(args, device: torch.device, seconds: float) -> dict:
                         if arm.startswith("dual_momentum"):
                             shared = arm != "dual_momentum_per_language"
                             cached = mini_batch if arm == "dual_momentum_cached" else None
-                            step, ema = dual_momentum_step(folder, batch_size, device, max_length, shared, queue_size,
-                                                           cached)  # fmt: skip
+                            step, ema = dual_momentum_step(
+                                folder, batch_size, device, max_length, shared, queue_size, cached
+                            )
                         else:
-                            step, ema = sentence_transformer_step(folder, batch_size, device, max_length, arm,
-                                                                  queue_size, mini_batch)  # fmt: skip
+                            step, ema = sentence_transformer_step(
+                                folder, batch_size, device, max_length, arm, queue_size, mini_batch
+                            )
                         step()  # warm-up
                         synchronize(device)
                         peak = peak_mb(device)
@@ -240,8 +262,9 @@ def training_step(args, device: torch.device, seconds: float) -> dict:
                 for _ in range(rounds):  # interleaved: the machine's drift hits every arm alike
                     for name, (_, step, _) in group.items():
                         times[name] += timed(step, device, steps, warm=False)
-                peer = next((statistics.median(times[n]) for n, (r, _, _) in group.items() if r["arm"] == "mnrl"),
-                            None)  # fmt: skip
+                peer = next(
+                    (statistics.median(times[n]) for n, (r, _, _) in group.items() if r["arm"] == "mnrl"), None
+                )
                 for name, (row, _, ema) in group.items():
                     row["seconds_per_step"] = statistics.median(times[name])
                     if ema is not None:

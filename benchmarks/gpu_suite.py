@@ -60,9 +60,26 @@ class Clock:
 
 def cuda_tests(args, device: torch.device, seconds: float) -> dict:
     environment = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_XLSR_TEST_DEVICE": device.type}
-    result = subprocess.run([sys.executable, "-m", "pytest", "-m", "cuda", "-n", "0", "-q", "-p", "no:cacheprovider",
-                             "tests/test_cuda.py"], cwd=ROOT, env=environment, capture_output=True, text=True,
-                            timeout=max(10, seconds))  # fmt: skip
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-m",
+            "cuda",
+            "-n",
+            "0",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/test_cuda.py",
+        ],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=max(10, seconds),
+    )
     counts = {name: int(n) for n, name in re.findall(r"(\d+) (passed|failed|skipped|error)", result.stdout)}
     return {"returncode": result.returncode, **counts, "tail": result.stdout.strip().splitlines()[-1:]}
 
@@ -100,9 +117,18 @@ def queue_floor(args, device: torch.device, seconds: float) -> dict:
         with_queue = statistics.median(timed(lambda: loss_step(True), device, repeats))
         without = statistics.median(timed(lambda: loss_step(False), device, repeats))
         floor = statistics.median(timed(floor_step, device, repeats))
-        rows.append({"queue_size": size, "batch": batch, "dim": dim, "directions": 2, "queue_dtype": "bfloat16",
-                     "added_seconds": with_queue - without, "floor_seconds": floor,
-                     "times_floor": (with_queue - without) / floor})  # fmt: skip
+        rows.append(
+            {
+                "queue_size": size,
+                "batch": batch,
+                "dim": dim,
+                "directions": 2,
+                "queue_dtype": "bfloat16",
+                "added_seconds": with_queue - without,
+                "floor_seconds": floor,
+                "times_floor": (with_queue - without) / floor,
+            }
+        )
         print(json.dumps(rows[-1]), flush=True)
     return {"rows": rows}
 
@@ -148,20 +174,30 @@ def main() -> int:
     parser.add_argument("--report", nargs="+", type=Path, help="join these calls' JSON files into --out; run nothing")
     parser.add_argument("--dry-run", action="store_true", help="every part at toy size, on the CPU")
     parser.add_argument("--budget", type=float, default=540, help="seconds for the parts asked for")
-    parser.add_argument("--parts", nargs="+", choices=list(PARTS), default=[p for p in PARTS if p not in LANGUAGES],
-                        help="default: all but the languages parts, which run on calls of their own")  # fmt: skip
+    parser.add_argument(
+        "--parts",
+        nargs="+",
+        choices=list(PARTS),
+        default=[p for p in PARTS if p not in LANGUAGES],
+        help="default: all but the languages parts, which run on calls of their own",
+    )
     parser.add_argument("--grid-arms", nargs="+", choices=list(ARMS), default=GRID_ARMS, help="queue_grid's arms")
     parser.add_argument("--grid-pairs", type=int, default=2**14, help="queue_grid: training pairs per run")
     parser.add_argument("--grid-out", help="queue_grid's results file, resumable (default: --out's name + _grid)")
-    parser.add_argument("--languages-arms", nargs="+", help="languages_grid's arms (default: every arm of "
-                        "multilingual_grid.py)")  # fmt: skip
-    parser.add_argument("--languages-out", help="languages_grid's results file, resumable (default: --out's name + "
-                        "_languages)")  # fmt: skip
-    parser.add_argument("--languages-models", help="where the languages parts save their models and checkpoints "
-                        "(default: --out's name + _models)")  # fmt: skip
+    parser.add_argument(
+        "--languages-arms", nargs="+", help="languages_grid's arms (default: every arm of multilingual_grid.py)"
+    )
+    parser.add_argument(
+        "--languages-out", help="languages_grid's results file, resumable (default: --out's name + _languages)"
+    )
+    parser.add_argument(
+        "--languages-models",
+        help="where the languages parts save their models and checkpoints (default: --out's name + _models)",
+    )
     parser.add_argument("--corpus", help="languages_118: a draw of the catalogue corpus (gpu_languages.py --draw)")
-    parser.add_argument("--tatoeba-dir", default=str(ROOT.parent / "shared" / "tatoeba"),
-                        help="languages_118: Tatoeba's test sets")  # fmt: skip
+    parser.add_argument(
+        "--tatoeba-dir", default=str(ROOT.parent / "shared" / "tatoeba"), help="languages_118: Tatoeba's test sets"
+    )
     parser.add_argument("--out", required=True, help="JSON file; the Markdown table goes beside it (.md)")
     args = parser.parse_args()
     if args.report:
@@ -189,8 +225,11 @@ def main() -> int:
                                          "traceback": traceback.format_exc()[-2000:]}  # fmt: skip
             report["parts"][part]["seconds"] = time.perf_counter() - began
         write(report, Path(args.out))  # after each part: a call cut short keeps the parts it finished
-    return 0 if all(p["status"] in ("done",) or p["status"].startswith("skipped") for p in report["parts"].values()) \
-        else 1  # fmt: skip
+    return (
+        0
+        if all(p["status"] in ("done",) or p["status"].startswith("skipped") for p in report["parts"].values())
+        else 1
+    )
 
 
 if __name__ == "__main__":

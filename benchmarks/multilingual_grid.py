@@ -66,11 +66,22 @@ def training_arguments(args, output_dir: str, seed: int, checkpoint_steps: int =
     if checkpoint_steps:
         saving = {"save_strategy": "steps", "save_steps": checkpoint_steps, "save_total_limit": 1}
     return dict(
-        output_dir=output_dir, max_steps=args.steps, per_device_train_batch_size=args.batch_size,
-        learning_rate=args.learning_rate, warmup_steps=args.steps // 10, lr_scheduler_type="cosine",
-        weight_decay=1e-4, max_grad_norm=10.0, seed=seed, report_to="none", disable_tqdm=True,
-        logging_steps=40, use_cpu=not torch.cuda.is_available(), bf16=getattr(args, "bf16", False), **saving,
-    )  # fmt: skip
+        output_dir=output_dir,
+        max_steps=args.steps,
+        per_device_train_batch_size=args.batch_size,
+        learning_rate=args.learning_rate,
+        warmup_steps=args.steps // 10,
+        lr_scheduler_type="cosine",
+        weight_decay=1e-4,
+        max_grad_norm=10.0,
+        seed=seed,
+        report_to="none",
+        disable_tqdm=True,
+        logging_steps=40,
+        use_cpu=not torch.cuda.is_available(),
+        bf16=getattr(args, "bf16", False),
+        **saving,
+    )
 
 
 def last_checkpoint(output_dir: str) -> str | None:
@@ -124,8 +135,14 @@ def large_batch(arm: str, args) -> argparse.Namespace:
     k = LARGE_BATCH.get(arm, 1)
     if k == 1:
         return args
-    return argparse.Namespace(**{**vars(args), "batch_size": args.batch_size * k, "steps": args.steps // k,
-                                 "learning_rate": args.learning_rate * math.sqrt(k)})  # fmt: skip
+    return argparse.Namespace(
+        **{
+            **vars(args),
+            "batch_size": args.batch_size * k,
+            "steps": args.steps // k,
+            "learning_rate": args.learning_rate * math.sqrt(k),
+        }
+    )
 
 
 def drawn_pairs(pairs, args, seed: int):
@@ -188,12 +205,20 @@ def model_config(arm: str, args) -> dict:
     if arm == "hictl":
         return {"temperature": args.temperature}
     if arm == "cmlm":
-        return {"schedule": "cmlm->cmlm+br", "second_stage_step": args.steps // 2,
-                "head_warmup_steps": args.steps // 10, "br_temperature": args.temperature}  # fmt: skip
+        return {
+            "schedule": "cmlm->cmlm+br",
+            "second_stage_step": args.steps // 2,
+            "head_warmup_steps": args.steps // 10,
+            "br_temperature": args.temperature,
+        }
     if arm == "lightweight":
         return {"align_temperature": args.temperature}
-    return {"shared_encoder": True, "queue_size": args.queue_size, "momentum": args.momentum,
-            "temperature": args.temperature}  # fmt: skip
+    return {
+        "shared_encoder": True,
+        "queue_size": args.queue_size,
+        "momentum": args.momentum,
+        "temperature": args.temperature,
+    }
 
 
 def train_hf_xlsr(args, seed: int, output_dir: str, checkpoint_steps: int = 0, arm: str = "hf_xlsr"):
@@ -218,8 +243,10 @@ def train_hf_xlsr(args, seed: int, output_dir: str, checkpoint_steps: int = 0, a
     path.write_text(yaml.safe_dump(config))
     trainer, _ = run_training(*parse_run_arguments(path))
     if trainer.preemption.stopped_by:
-        raise SystemExit(f"stopped by {trainer.preemption.stopped_by} at step {trainer.state.global_step}, its "
-                         f"checkpoint in {output_dir}: the same command goes on from it")  # fmt: skip
+        raise SystemExit(
+            f"stopped by {trainer.preemption.stopped_by} at step {trainer.state.global_step}, its "
+            f"checkpoint in {output_dir}: the same command goes on from it"
+        )
     return SentenceTransformer(f"{output_dir}/export", device="cpu"), trainer
 
 
@@ -331,15 +358,24 @@ def claimer(models: str):
 def test_the_pick(results: Results, arm: str, test) -> None:
     """Seed 0's pick scored on test, from its saved model: the grid's other points are never scored on test."""
     chosen = pick(results.runs(), arm)
-    at_pick = [run for run in results.runs() if run["arm"] == arm and run["seed"] == PICK_SEED
-               and point(run) == point(chosen)]  # fmt: skip
+    at_pick = [
+        run for run in results.runs() if run["arm"] == arm and run["seed"] == PICK_SEED and point(run) == point(chosen)
+    ]
     if any("bible" in run for run in at_pick):
         return
     saved = next(run for run in at_pick if "model" in run)
     queue = {name: saved[name] for name in ("queue_size", "momentum") if name in saved}
-    results.add({"arm": arm, "seed": PICK_SEED, "base_learning_rate": saved["base_learning_rate"],
-                 "temperature": saved["temperature"], **queue, "model": saved["model"],
-                 **test_scores(saved["model"], test)})  # fmt: skip
+    results.add(
+        {
+            "arm": arm,
+            "seed": PICK_SEED,
+            "base_learning_rate": saved["base_learning_rate"],
+            "temperature": saved["temperature"],
+            **queue,
+            "model": saved["model"],
+            **test_scores(saved["model"], test),
+        }
+    )
 
 
 def test_the_start(results: Results, test) -> None:
@@ -367,25 +403,43 @@ def main() -> None:
     parser.add_argument("--train-data", default="bible", help="a source, or a JSON list of sources")
     parser.add_argument("--languages", nargs="+", default=LANGUAGES, help="the first is the pivot")
     parser.add_argument("--tune-rows", type=int, default=300, help="held-out verses to tune (as many come first)")
-    parser.add_argument("--whole-test", action=argparse.BooleanOptionalAction, default=True,
-                        help="test on every held-out verse but the tuning ones (--no-whole-test: the first "
-                             "--tune-rows)")  # fmt: skip
+    parser.add_argument(
+        "--whole-test",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="test on every held-out verse but the tuning ones (--no-whole-test: the first --tune-rows)",
+    )
     parser.add_argument("--steps", type=int, default=320)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--max-length", type=int, default=64)
     parser.add_argument("--queue-size", type=int, default=QUEUE[0])
     parser.add_argument("--momentum", type=float, default=QUEUE[1])
     parser.add_argument("--language-batches", default="mixed")
-    parser.add_argument("--sampler", choices=("shuffle", "one"), default="shuffle",
-                        help="how sentence-transformers' arms draw their pairs: a shuffle of all pairs, or one draw "
-                             "with hf_xlsr's arms (its language-pair sampler, α = 0.5)")  # fmt: skip
+    parser.add_argument(
+        "--sampler",
+        choices=("shuffle", "one"),
+        default="shuffle",
+        help="how sentence-transformers' arms draw their pairs: a shuffle of all pairs, or one draw "
+        "with hf_xlsr's arms (its language-pair sampler, α = 0.5)",
+    )
     parser.add_argument("--models", default="runs/multilingual_grid", help="where every trained model is saved")
-    parser.add_argument("--checkpoint-steps", type=int, default=0,
-                        help="a checkpoint every N steps, from which a killed run goes on (0: none)")  # fmt: skip
-    parser.add_argument("--picks-from", type=Path,
-                        help="run no grid: each arm's 3 seeds at its pick in this grid's results file")  # fmt: skip
-    parser.add_argument("--seeds", type=int, nargs="+", choices=SEEDS, default=list(SEEDS),
-                        help="with --picks-from: the seeds to run now (the rest on a later call)")  # fmt: skip
+    parser.add_argument(
+        "--checkpoint-steps",
+        type=int,
+        default=0,
+        help="a checkpoint every N steps, from which a killed run goes on (0: none)",
+    )
+    parser.add_argument(
+        "--picks-from", type=Path, help="run no grid: each arm's 3 seeds at its pick in this grid's results file"
+    )
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        nargs="+",
+        choices=SEEDS,
+        default=list(SEEDS),
+        help="with --picks-from: the seeds to run now (the rest on a later call)",
+    )
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--report", action="store_true", help="print the grid's table of --out and stop")
     parser.add_argument("--out", required=True)
@@ -393,8 +447,10 @@ def main() -> None:
     if args.train_data.lstrip().startswith("["):
         args.train_data = json.loads(args.train_data)
     if 0 < len(set(args.grid) & set(scratch_arms.ARMS)) < len(args.grid):
-        parser.error(f"{' and '.join(scratch_arms.ARMS)} train from scratch at a budget of their own: give them a "
-                     "--grid, --steps, --batch-size and --out of their own")  # fmt: skip
+        parser.error(
+            f"{' and '.join(scratch_arms.ARMS)} train from scratch at a budget of their own: give them a "
+            "--grid, --steps, --batch-size and --out of their own"
+        )
     if args.report:
         runs = json.loads(Path(args.out).read_text())["runs"]
         print(grid_table(runs, args.grid, LABELS, HF_XLSR, grids=GRIDS))
@@ -417,8 +473,7 @@ def main() -> None:
     if args.picks_from:
         run_at_picks(args, results, rows)
     else:
-        run_grid(results.runs, args.grid, lambda job: run_job(args, results, job, rows), GRIDS,
-                 claimer(args.models))  # fmt: skip
+        run_grid(results.runs, args.grid, lambda job: run_job(args, results, job, rows), GRIDS, claimer(args.models))
     claim = claimer(args.models)
     for arm in args.grid:
         if claim(f"{arm}:test"):  # one process scores the pick

@@ -60,10 +60,15 @@ def run(arm: str, seed: int, files: dict[str, str], args, folder: Path) -> dict:
     path.write_text(yaml.safe_dump(config))
     _, metrics = run_training(*parse_run_arguments(path))
     scores = {key.removeprefix("eval_retrieval_"): value for key, value in metrics.items() if "retrieval" in key}
-    per_language = {language: (scores[f"en2{language}_accuracy"] + scores[f"{language}2en_accuracy"]) / 2
-                    for language in SIZES}  # fmt: skip
-    return {"trained": scores["trained_accuracy"], "zero_shot": scores["zero_shot_accuracy"], **per_language,
-            "directions": scores}  # fmt: skip
+    per_language = {
+        language: (scores[f"en2{language}_accuracy"] + scores[f"{language}2en_accuracy"]) / 2 for language in SIZES
+    }
+    return {
+        "trained": scores["trained_accuracy"],
+        "zero_shot": scores["zero_shot_accuracy"],
+        **per_language,
+        "directions": scores,
+    }
 
 
 ORDER = ("alpha1", "alpha0.5", "alpha0", "alpha0.5_one_pair")  # the report's rows
@@ -76,8 +81,11 @@ def report(results: dict) -> str:
 
     sizes, arms = results["setup"]["sizes"], results["setup"]["arms"]
     columns = ["trained", "zero_shot", *sizes]
-    stats = {arm: {c: mean_and_spread([r[c] for r in results["runs"] if r["arm"] == arm]) for c in columns}
-             for arm in ORDER if any(r["arm"] == arm for r in results["runs"])}  # fmt: skip
+    stats = {
+        arm: {c: mean_and_spread([r[c] for r in results["runs"] if r["arm"] == arm]) for c in columns}
+        for arm in ORDER
+        if any(r["arm"] == arm for r in results["runs"])
+    }
     best = {c: max(stats, key=lambda arm: stats[arm][c][0]) for c in columns}
     lines = ["| arm | α | batches | mean of the 4 | zero-shot | "
              + " | ".join(f"{language} ({size:,})" for language, size in sizes.items()) + " |",
@@ -119,8 +127,10 @@ def main() -> None:
                 began = time.time()
                 scores = run(arm, seed, files, args, folder)
                 results.add({"arm": arm, "seed": seed, "train_seconds": round(time.time() - began), **scores})
-                print(json.dumps({"arm": arm, "seed": seed, **{k: v for k, v in scores.items() if k != "directions"}}),
-                      flush=True)  # fmt: skip
+                print(
+                    json.dumps({"arm": arm, "seed": seed, **{k: v for k, v in scores.items() if k != "directions"}}),
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

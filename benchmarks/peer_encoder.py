@@ -42,9 +42,15 @@ def prepare(model: str, threads: int, calibration: Path, folder: Path) -> dict:
     data.mkdir()
     sentences = calibration.read_text(encoding="utf-8").splitlines()
     (data / "train.jsonl").write_text("".join(json.dumps({"sentence": s}) + "\n" for s in sentences), encoding="utf-8")
-    export_static_quantized_openvino_model(exported, OVQuantizationConfig(num_samples=len(sentences)), str(copy),
-                                           dataset_name=str(data), dataset_config_name="default",
-                                           dataset_split="train", column_name="sentence")  # fmt: skip
+    export_static_quantized_openvino_model(
+        exported,
+        OVQuantizationConfig(num_samples=len(sentences)),
+        str(copy),
+        dataset_name=str(data),
+        dataset_config_name="default",
+        dataset_split="train",
+        column_name="sentence",
+    )
     quantised = {**config, "file_name": "openvino/openvino_model_qint8_quantized.xml"}
     int8 = SentenceTransformer(str(copy), device="cpu", backend="openvino", model_kwargs=quantised)
     full = SentenceTransformer(str(copy), device="cpu", backend="openvino", model_kwargs=config)  # quantising

@@ -56,8 +56,7 @@ def split_rows(total: int, size: int, whole: bool = False) -> dict[str, list[int
 
 def tune_view(runs: Iterable[Mapping]) -> list[dict]:
     """What a choice is handed of each run: its arm, seed, rate, temperature and ``tune`` score, nothing of test."""
-    return [{name: run[name] for name in CHOOSER_FIELDS if name in run} for run in runs
-            if "tune" in run]  # fmt: skip
+    return [{name: run[name] for name in CHOOSER_FIELDS if name in run} for run in runs if "tune" in run]
 
 
 def pick(runs: Iterable[Mapping], arm: str) -> dict | None:
@@ -72,16 +71,15 @@ def point(run: Mapping) -> tuple:
     return run["base_learning_rate"], run["temperature"], run.get("queue_size"), run.get("momentum")
 
 
-def job(arm: str, seed: int, rate: float, temperature: float, queue_size: int | None = None,
-        momentum: float | None = None) -> str:  # fmt: skip
+def job(
+    arm: str, seed: int, rate: float, temperature: float, queue_size: int | None = None, momentum: float | None = None
+) -> str:
     """``ARM:SEED:RATE:TEMPERATURE``, and ``:QUEUE_SIZE:MOMENTUM`` for an arm with a queue."""
     base = f"{arm}:{seed}:{rate:g}:{temperature:g}"
     return base if queue_size is None else f"{base}:{queue_size}:{momentum:g}"
 
 
-def next_rate_beyond(
-    rates: set[float], best: float, grid_rates: tuple[float, ...] = LEARNING_RATES
-) -> float | None:
+def next_rate_beyond(rates: set[float], best: float, grid_rates: tuple[float, ...] = LEARNING_RATES) -> float | None:
     """The rate to run next where the best of ``rates`` (at the first temperature) is the lowest or the highest run:
     half or twice it, at most `EXTENSIONS` steps beyond ``grid_rates``; None where the best lies inside."""
     if best == min(rates) and best > min(grid_rates) / 2**EXTENSIONS:
@@ -102,8 +100,11 @@ def next_jobs(runs: Iterable[Mapping], arm: str, grid: ArmGrid = NO_EXTRA) -> li
     size, momentum = grid.queue or (None, None)
     done = {(run["seed"], *point(run)) for run in runs}
     first = TEMPERATURES[0]
-    rates = [job(arm, PICK_SEED, rate, first, size, momentum) for rate in grid.learning_rates
-             if (PICK_SEED, rate, first, size, momentum) not in done]  # fmt: skip
+    rates = [
+        job(arm, PICK_SEED, rate, first, size, momentum)
+        for rate in grid.learning_rates
+        if (PICK_SEED, rate, first, size, momentum) not in done
+    ]
     if rates:
         return rates
     at_queue = [run for run in runs if run["seed"] == PICK_SEED and point(run)[2:] == (size, momentum)]
@@ -112,30 +113,47 @@ def next_jobs(runs: Iterable[Mapping], arm: str, grid: ArmGrid = NO_EXTRA) -> li
     beyond = next_rate_beyond({point(run)[0] for run in at_first}, best_rate, grid.learning_rates)
     if beyond is not None:
         return [job(arm, PICK_SEED, beyond, first, size, momentum)]
-    temperatures = [job(arm, PICK_SEED, best_rate, t, size, momentum) for t in grid.temperatures[1:]
-                    if (PICK_SEED, best_rate, t, size, momentum) not in done]  # fmt: skip
+    temperatures = [
+        job(arm, PICK_SEED, best_rate, t, size, momentum)
+        for t in grid.temperatures[1:]
+        if (PICK_SEED, best_rate, t, size, momentum) not in done
+    ]
     if temperatures:
         return temperatures
     if grid.queue:
         rate, temperature = point(pick(at_queue, arm))[:2]
-        sizes = [job(arm, PICK_SEED, rate, temperature, k, momentum) for k in grid.queue_sizes
-                 if (PICK_SEED, rate, temperature, k, momentum) not in done]  # fmt: skip
+        sizes = [
+            job(arm, PICK_SEED, rate, temperature, k, momentum)
+            for k in grid.queue_sizes
+            if (PICK_SEED, rate, temperature, k, momentum) not in done
+        ]
         if sizes:
             return sizes
-        at_sizes = [run for run in runs if run["seed"] == PICK_SEED and point(run)[:2] == (rate, temperature)
-                    and point(run)[3] == momentum]  # fmt: skip
+        at_sizes = [
+            run
+            for run in runs
+            if run["seed"] == PICK_SEED and point(run)[:2] == (rate, temperature) and point(run)[3] == momentum
+        ]
         best_size = point(pick(at_sizes, arm))[2]
-        momenta = [job(arm, PICK_SEED, rate, temperature, best_size, m) for m in grid.momenta
-                   if (PICK_SEED, rate, temperature, best_size, m) not in done]  # fmt: skip
+        momenta = [
+            job(arm, PICK_SEED, rate, temperature, best_size, m)
+            for m in grid.momenta
+            if (PICK_SEED, rate, temperature, best_size, m) not in done
+        ]
         if momenta:
             return momenta
     chosen = point(pick(runs, arm))
     return [job(arm, seed, *chosen) for seed in SEEDS if (seed, *chosen) not in done]
 
 
-def run_grid(runs: Callable[[], list], arms: Iterable[str], run_job: Callable[[str], None],
-             grids: Mapping[str, ArmGrid] | None = None, claim: Callable[[str], bool] | None = None,
-             wait: float = 60.0) -> None:  # fmt: skip
+def run_grid(
+    runs: Callable[[], list],
+    arms: Iterable[str],
+    run_job: Callable[[str], None],
+    grids: Mapping[str, ArmGrid] | None = None,
+    claim: Callable[[str], bool] | None = None,
+    wait: float = 60.0,
+) -> None:
     """Each of ``arms`` under the protocol, one job at a time: the first arm with a job still to run runs its stage's
     next one, and the next stage waits for the one before it, as the runs so far (``runs()``, read again after every
     job) decide; ``grids``: what an arm runs beyond the shared grid (`ArmGrid`).
@@ -167,8 +185,7 @@ def run_grid(runs: Callable[[], list], arms: Iterable[str], run_job: Callable[[s
 def at_pick(runs: list[Mapping], arm: str) -> list[Mapping]:
     """The runs of ``arm`` scored on test (``bible``) at its pick, one a seed: what the arm's reported figures read."""
     chosen = pick(runs, arm)
-    return [run for run in runs if run["arm"] == arm and chosen
-            and "bible" in run and point(run) == point(chosen)]  # fmt: skip
+    return [run for run in runs if run["arm"] == arm and chosen and "bible" in run and point(run) == point(chosen)]
 
 
 def grid_rows(runs: list[Mapping], arms: Iterable[str], grids: Mapping[str, ArmGrid] | None = None) -> list[dict]:
@@ -187,10 +204,17 @@ def grid_rows(runs: list[Mapping], arms: Iterable[str], grids: Mapping[str, ArmG
         best = point(at_base)[:2] if at_base else None
         queue = {point(run)[2:]: run["tune"] for run in seed0 if extra.queue and point(run)[:2] == best}
         tests = [run["bible"] for run in at_pick(runs, arm)]
-        rows.append({"arm": arm, "grid": grid, "queue": queue, "pick": point(chosen) if chosen else None,
-                     "pick_tune": chosen["tune"] if chosen else None, "test": tests,
-                     "complete": not next_jobs(runs, arm, (grids or {}).get(arm, NO_EXTRA))
-                                 and len(tests) >= len(SEEDS)})  # fmt: skip
+        rows.append(
+            {
+                "arm": arm,
+                "grid": grid,
+                "queue": queue,
+                "pick": point(chosen) if chosen else None,
+                "pick_tune": chosen["tune"] if chosen else None,
+                "test": tests,
+                "complete": not next_jobs(runs, arm, (grids or {}).get(arm, NO_EXTRA)) and len(tests) >= len(SEEDS),
+            }
+        )
     return rows
 
 
@@ -256,16 +280,27 @@ def grid_table(
             edges.append(f"{labels.get(row['arm'], row['arm'])} ({best_rate:g}, the {end})")
         cells += [f"{100 * grid[(best_rate, t)]:.1f}" if (best_rate, t) in grid else "—" for t in others]
         if queues:
-            cells.append("; ".join(f"{k}, {m:g}: {100 * tune:.1f}" for (k, m), tune in sorted(row["queue"].items()))
-                         or "—")  # fmt: skip
+            cells.append(
+                "; ".join(f"{k}, {m:g}: {100 * tune:.1f}" for (k, m), tune in sorted(row["queue"].items())) or "—"
+            )
         tests = row["test"]
-        test = "—" if not tests else f"{100 * fmean(tests):.1f}" + (f" ± {100 * stdev(tests):.1f}" if len(tests) > 1
-                                                                     else "")  # fmt: skip
-        chosen = "—" if row["pick"] is None else f"{row['pick'][0]:g}, {row['pick'][1]:g}" + (
-            f" (K {row['pick'][2]}, m {row['pick'][3]:g})" if row["pick"][2] is not None else "")  # fmt: skip
+        test = (
+            "—"
+            if not tests
+            else f"{100 * fmean(tests):.1f}" + (f" ± {100 * stdev(tests):.1f}" if len(tests) > 1 else "")
+        )
+        chosen = (
+            "—"
+            if row["pick"] is None
+            else f"{row['pick'][0]:g}, {row['pick'][1]:g}"
+            + (f" (K {row['pick'][2]}, m {row['pick'][3]:g})" if row["pick"][2] is not None else "")
+        )
         tune = "—" if row["pick_tune"] is None else f"{100 * row['pick_tune']:.1f}"
-        lines.append(f"| {labels.get(row['arm'], row['arm'])} | " + " | ".join(cells)
-                     + f" | {chosen} | {tune} | {test} | {len(tests)} |")  # fmt: skip
+        lines.append(
+            f"| {labels.get(row['arm'], row['arm'])} | "
+            + " | ".join(cells)
+            + f" | {chosen} | {tune} | {test} | {len(tests)} |"
+        )
     done = [row for row in rows if row["complete"]]
     lines.append("")
     if edges:
@@ -288,12 +323,19 @@ def grid_table(
             ours_cost, peer_cost = cost[ours["arm"]], cost[peer["arm"]]
             time = ours_cost["seconds_per_pair"] / peer_cost["seconds_per_pair"]
             memory = ours_cost["held_mb"] / peer_cost["held_mb"]
-            at_equal_time = (("holds" if holds else "does not hold") + ", read at its whole budget" if time <= 1
-                             else "cannot show: the runs are scored at their end only")  # fmt: skip
-            lines.append(f"- {time:.2f}× the peer's seconds per training pair and {memory:.2f}× the memory it holds "
-                         f"({ours_cost['held_mb']:.0f} MB against {peer_cost['held_mb']:.0f} MB, everything each "
-                         f"holds); at equal time: {at_equal_time}.")  # fmt: skip
+            at_equal_time = (
+                ("holds" if holds else "does not hold") + ", read at its whole budget"
+                if time <= 1
+                else "cannot show: the runs are scored at their end only"
+            )
+            lines.append(
+                f"- {time:.2f}× the peer's seconds per training pair and {memory:.2f}× the memory it holds "
+                f"({ours_cost['held_mb']:.0f} MB against {peer_cost['held_mb']:.0f} MB, everything each "
+                f"holds); at equal time: {at_equal_time}."
+            )
     if len(done) < len(rows):
-        lines.append(f"- {len(rows) - len(done)} of {len(rows)} arms without their whole grid and 3 seeds at their "
-                     "pick: the verdict over every arm cannot show before they have them.")  # fmt: skip
+        lines.append(
+            f"- {len(rows) - len(done)} of {len(rows)} arms without their whole grid and 3 seeds at their "
+            "pick: the verdict over every arm cannot show before they have them."
+        )
     return "\n".join(lines) + "\n"

@@ -59,8 +59,10 @@ def spec(arm: str) -> dict:
     suffix = next((s for s in LEARNING_RATE_RULES if s and arm.endswith(s)), "")
     base = arm.removesuffix(suffix) if suffix else arm
     if base not in ARMS:
-        raise SystemExit(f"unknown arm {arm!r}: one of {', '.join(ARMS)}, optionally followed by one of "
-                         f"{', '.join(filter(None, LEARNING_RATE_RULES))}")  # fmt: skip
+        raise SystemExit(
+            f"unknown arm {arm!r}: one of {', '.join(ARMS)}, optionally followed by one of "
+            f"{', '.join(filter(None, LEARNING_RATE_RULES))}"
+        )
     k = ARMS[base]["batch"]
     factor = LEARNING_RATE_RULES[suffix](k)
     rate = {"": "", "_sqrtlr": f" (lr × √{k})", "_klr": f" (lr × {k})"}[suffix] if factor != 1 else ""
@@ -103,8 +105,10 @@ def evaluators(languages: list[str], size: int = 1000, whole: bool = False) -> d
 
     heldout = unique_pairs(load_bible(languages, split="heldout"), languages).shuffle(seed=0)
     rows = split_rows(len(heldout), size, whole)
-    return {name: RetrievalEvaluator({lang: heldout.select(rows[part])[lang] for lang in languages}, deduplicate=False)
-            for name, part in (("bible", "test"), ("tune", "tune"))}  # fmt: skip
+    return {
+        name: RetrievalEvaluator({lang: heldout.select(rows[part])[lang] for lang in languages}, deduplicate=False)
+        for name, part in (("bible", "test"), ("tune", "tune"))
+    }
 
 
 def accuracy(metrics: dict) -> float:
@@ -131,16 +135,41 @@ def training_arguments(
     steps: int, batch: int, learning_rate: float, output_dir: str, seed: int, bf16: bool = False
 ) -> dict:
     return dict(
-        output_dir=output_dir, max_steps=steps, per_device_train_batch_size=batch, learning_rate=learning_rate,
-        bf16=bf16, warmup_steps=max(1, steps // 10), lr_scheduler_type="cosine", weight_decay=1e-4, max_grad_norm=10.0,
-        seed=seed, save_strategy="no", report_to="none", disable_tqdm=True, logging_steps=max(1, steps // 8),
-        use_cpu=not torch.cuda.is_available(), dataloader_pin_memory=False,
-    )  # fmt: skip
+        output_dir=output_dir,
+        max_steps=steps,
+        per_device_train_batch_size=batch,
+        learning_rate=learning_rate,
+        bf16=bf16,
+        warmup_steps=max(1, steps // 10),
+        lr_scheduler_type="cosine",
+        weight_decay=1e-4,
+        max_grad_norm=10.0,
+        seed=seed,
+        save_strategy="no",
+        report_to="none",
+        disable_tqdm=True,
+        logging_steps=max(1, steps // 8),
+        use_cpu=not torch.cuda.is_available(),
+        dataloader_pin_memory=False,
+    )
 
 
-def build(arm: str, path: str, train, languages: list[str], steps: int, learning_rate: float, output_dir: str,
-          seed: int, max_length: int, base: int = BATCH, bf16: bool = False,
-          temperature: float = TEMPERATURE, queue_size: int | None = None, momentum: float = MOMENTUM):  # fmt: skip
+def build(
+    arm: str,
+    path: str,
+    train,
+    languages: list[str],
+    steps: int,
+    learning_rate: float,
+    output_dir: str,
+    seed: int,
+    max_length: int,
+    base: int = BATCH,
+    bf16: bool = False,
+    temperature: float = TEMPERATURE,
+    queue_size: int | None = None,
+    momentum: float = MOMENTUM,
+):
     """``(trainer, score)``: the arm's trainer and a function scoring its model on an evaluator; ``base`` is B;
     ``bf16`` trains in mixed precision; ``queue_size`` (None: the arm's own, K x B) and ``momentum`` are a queue's.
     Rows with an ``example_id`` (the meaning: a verse) give the queue's arms their ``label`` and sentence-transformers'
@@ -162,16 +191,26 @@ def build(arm: str, path: str, train, languages: list[str], steps: int, learning
         from hf_xlsr import DualMomentumModel
         from hf_xlsr.trainers import BitextCollator, XlsrTrainer, XlsrTrainingArguments
 
-        model = DualMomentumModel.from_encoders(path, shared_encoder=True, languages=languages,
-                                                queue_size=queue_size, momentum=momentum,
-                                                temperature=temperature)  # fmt: skip
+        model = DualMomentumModel.from_encoders(
+            path,
+            shared_encoder=True,
+            languages=languages,
+            queue_size=queue_size,
+            momentum=momentum,
+            temperature=temperature,
+        )
         tokenizers = AutoTokenizer.from_pretrained(path)
         collator = BitextCollator(tokenizers, languages=None if many else languages, max_length=max_length)
         args = XlsrTrainingArguments(**training_arguments(steps, batch, learning_rate, output_dir, seed, bf16))
         # with many languages the rows keep their languages and meaning ids: no translation of a verse is a negative
         kept = [*columns, "source_language", "target_language", "example_id"] if many else columns
-        trainer = XlsrTrainer(model=model, args=args, train_dataset=train.select_columns(kept),
-                              data_collator=collator, tokenizers=tokenizers)  # fmt: skip
+        trainer = XlsrTrainer(
+            model=model,
+            args=args,
+            train_dataset=train.select_columns(kept),
+            data_collator=collator,
+            tokenizers=tokenizers,
+        )
         return trainer, lambda evaluator: evaluator(model, tokenizers=tokenizers)
 
     from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
@@ -196,8 +235,11 @@ def build(arm: str, path: str, train, languages: list[str], steps: int, learning
         loss = losses.CachedMultipleNegativesRankingLoss(model, scale=1 / temperature, mini_batch_size=base, **both)
     else:
         options = {"queue_size": queue_size, "momentum": momentum, "temperature": temperature}
-        loss = (MomentumQueueLoss(model, **options) if s["loss"] == "mql"
-                else CachedMomentumQueueLoss(model, mini_batch_size=base, **options))  # fmt: skip
+        loss = (
+            MomentumQueueLoss(model, **options)
+            if s["loss"] == "mql"
+            else CachedMomentumQueueLoss(model, mini_batch_size=base, **options)
+        )
         callbacks = [loss.callback]
     if ids and s["loss"] in ("mql", "cmql"):  # no queued copy of a query's verse is a negative
         data = data.add_column("label", train["example_id"])

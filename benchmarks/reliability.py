@@ -42,9 +42,15 @@ def write_config(folder: Path, name: str, steps: int) -> Path:
 
 
 def train(path: Path, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "hf_xlsr_cli", "train", str(path), *args], cwd=ROOT,
-                            env=ENVIRONMENT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-m", "hf_xlsr_cli", "train", str(path), *args],
+        cwd=ROOT,
+        env=ENVIRONMENT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def wait_for(condition, job: subprocess.Popen, seconds: float = 300) -> bool:
@@ -69,9 +75,12 @@ def compare(folder: Path, reference: Path) -> dict:
 
     ours, theirs = load_file(folder / "model.safetensors"), load_file(reference / "model.safetensors")
     differ = sorted(name for name in theirs if name not in ours or not ours[name].equal(theirs[name]))
-    return {"tensors": len(theirs), "bytes_compared": sum(t.numel() * t.element_size() for t in theirs.values()),
-            "differing_tensors": differ + sorted(set(ours) - set(theirs)),
-            "queue_and_momentum_tensors": sum("queue" in n or "momentum" in n for n in theirs)}  # fmt: skip
+    return {
+        "tensors": len(theirs),
+        "bytes_compared": sum(t.numel() * t.element_size() for t in theirs.values()),
+        "differing_tensors": differ + sorted(set(ours) - set(theirs)),
+        "queue_and_momentum_tensors": sum("queue" in n or "momentum" in n for n in theirs),
+    }
 
 
 def kill_and_resume(folder: Path, kills: int = 10, steps: int = 16, seed: int = 0) -> dict:
@@ -100,18 +109,26 @@ def kill_and_resume(folder: Path, kills: int = 10, steps: int = 16, seed: int = 
     while not (run / "model.safetensors").is_file():
         finish(path, "--resume_from_checkpoint", "true")
         starts += 1
-    return {"kills": done, "kills_while_saving": during_save, "processes_started": starts, "steps": steps,
-            **compare(run, folder / "unkilled")}  # fmt: skip
+    return {
+        "kills": done,
+        "kills_while_saving": during_save,
+        "processes_started": starts,
+        "steps": steps,
+        **compare(run, folder / "unkilled"),
+    }
 
 
 def summary(record: dict) -> str:
     """The report's sentence of a results file."""
     same = not record["differing_tensors"]
-    return (f"Killed {record['kills']} times with SIGKILL ({record['kills_while_saving']} of them while a checkpoint "
-            f"was being written) and resumed each time, a {record['steps']}-step run ended with "
-            + ("the same" if same else "NOT the same") + f" {record['tensors']} tensors as the run never killed "
-            f"({record['bytes_compared']:,} bytes compared, {record['queue_and_momentum_tensors']} of them queues and "
-            f"the momentum encoder's): " + ("holds." if same else "does not hold.") + "\n")  # fmt: skip
+    return (
+        f"Killed {record['kills']} times with SIGKILL ({record['kills_while_saving']} of them while a checkpoint "
+        f"was being written) and resumed each time, a {record['steps']}-step run ended with "
+        + ("the same" if same else "NOT the same")
+        + f" {record['tensors']} tensors as the run never killed "
+        f"({record['bytes_compared']:,} bytes compared, {record['queue_and_momentum_tensors']} of them queues and "
+        f"the momentum encoder's): " + ("holds." if same else "does not hold.") + "\n"
+    )
 
 
 def main() -> None:

@@ -50,9 +50,13 @@ def main() -> None:
     parser.add_argument("--tatoeba-dir", required=True)
     parser.add_argument("--bible-languages", action="store_true", help="only the 21 languages of the Bible")
     parser.add_argument("--use-languages", action="store_true", help="only the 14 languages of USE-m3")
-    parser.add_argument("--training-languages", nargs="+", default=["en", *TATOEBA_CODES],
-                        help="the model's training languages (hf_xlsr's or the catalogues' codes; default the "
-                             "Bible's 22): their sets' mean is tatoeba_trained_f1")  # fmt: skip
+    parser.add_argument(
+        "--training-languages",
+        nargs="+",
+        default=["en", *TATOEBA_CODES],
+        help="the model's training languages (hf_xlsr's or the catalogues' codes; default the "
+        "Bible's 22): their sets' mean is tatoeba_trained_f1",
+    )
     parser.add_argument("--prefix", default="", help="text put before every sentence (e5's 'query: ')")
     parser.add_argument("--backend", default="torch")
     parser.add_argument("--threads", type=int, default=1)
@@ -72,9 +76,11 @@ def main() -> None:
               "metrics": metrics}  # fmt: skip
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2))
-    print(f"{args.model}: {metrics['tatoeba_f1']:.1f} over {metrics['tatoeba_languages']} languages, "
-          f"{metrics.get('tatoeba_trained_f1', float('nan')):.1f} over the {len(evaluator.trained)} sets of its "
-          "training languages")  # fmt: skip
+    print(
+        f"{args.model}: {metrics['tatoeba_f1']:.1f} over {metrics['tatoeba_languages']} languages, "
+        f"{metrics.get('tatoeba_trained_f1', float('nan')):.1f} over the {len(evaluator.trained)} sets of its "
+        "training languages"
+    )
 
 
 if __name__ == "__main__":

@@ -36,9 +36,13 @@ training_args = SentenceTransformerTrainingArguments(
     eval_steps=max(1, args.max_steps // 2),
 )
 trainer = SentenceTransformerTrainer(
-    model=model, args=training_args, train_dataset=train_dataset, loss=loss, evaluator=evaluator,
+    model=model,
+    args=training_args,
+    train_dataset=train_dataset,
+    loss=loss,
+    evaluator=evaluator,
     callbacks=[loss.callback],
-)  # fmt: skip
+)
 trainer.train()  # trainer.train(resume_from_checkpoint=True) continues with the same queue and momentum model
 print({key: value for key, value in trainer.state.log_history[-2].items() if "retrieval" in key})
 model.save(f"{args.output_dir}/final")

@@ -33,9 +33,11 @@ model[0].max_seq_length = 64
 pairs = resolve_language_pairs(args.languages)  # en-fr, en-de, ...: the first language with each other
 parts = load_pair_datasets("bible", pairs, split="train")  # {"en-fr": Dataset(en, fr, example_id), ...}
 train_dataset = DatasetDict(
-    {name: part.rename_columns({source: "anchor", target: "positive", "example_id": "label"})
-     for name, part, (source, target) in zip(parts, parts.values(), pairs, strict=True)}
-)  # fmt: skip
+    {
+        name: part.rename_columns({source: "anchor", target: "positive", "example_id": "label"})
+        for name, part, (source, target) in zip(parts, parts.values(), pairs, strict=True)
+    }
+)
 loss = MomentumQueueLoss(model, queue_size=1024, momentum=0.99, temperature=0.04)  # labels: one id per meaning
 training_args = SentenceTransformerTrainingArguments(
     output_dir=args.output_dir,

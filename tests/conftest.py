@@ -43,9 +43,12 @@ def tiny_dual_momentum(**config) -> DualMomentumModel:
 
 
 def pytest_addoption(parser):
-    parser.addoption("--tatoeba-dir", default=os.environ.get("HF_XLSR_TATOEBA_DIR"),
-                     help="the Tatoeba test sets of 112 languages (tatoeba.XXX-eng.XXX files); default: "
-                          "$HF_XLSR_TATOEBA_DIR. Without them, the tests that read them skip")  # fmt: skip
+    parser.addoption(
+        "--tatoeba-dir",
+        default=os.environ.get("HF_XLSR_TATOEBA_DIR"),
+        help="the Tatoeba test sets of 112 languages (tatoeba.XXX-eng.XXX files); default: "
+        "$HF_XLSR_TATOEBA_DIR. Without them, the tests that read them skip",
+    )
 
 
 @pytest.fixture(scope="session")
@@ -103,10 +106,21 @@ def batch_of(tokenizer, pairs, n: int = 4, offset: int = 0) -> dict[str, torch.T
 
 
 def run_config(path: Path, **values) -> Path:
-    base = dict(model_type="xlsr_dual_momentum", tokenizer=MINILM, train_data="bible", languages=["en", "fr"],
-                model_config={"encoder_x": tiny_encoder_config(), "queue_size": 16, "shared_encoder": True},
-                max_train_pairs=32, max_eval_pairs=16, max_length=16, per_device_train_batch_size=4, max_steps=1,
-                output_dir=str(path.parent / "run"), save_strategy="no", report_to="none")  # fmt: skip
+    base = dict(
+        model_type="xlsr_dual_momentum",
+        tokenizer=MINILM,
+        train_data="bible",
+        languages=["en", "fr"],
+        model_config={"encoder_x": tiny_encoder_config(), "queue_size": 16, "shared_encoder": True},
+        max_train_pairs=32,
+        max_eval_pairs=16,
+        max_length=16,
+        per_device_train_batch_size=4,
+        max_steps=1,
+        output_dir=str(path.parent / "run"),
+        save_strategy="no",
+        report_to="none",
+    )
     base.update(values)
     path.write_text(yaml.safe_dump({k: v for k, v in base.items() if v is not None}))
     return path

@@ -55,8 +55,9 @@ def test_the_command_line_offers_the_librarys_backends():
 
 
 @pytest.mark.parametrize("backend", ["bf16", "onnx", "onnx-int8", "openvino", "openvino-int8"])
-def test_each_backend_gives_the_float32_vectors_within_its_precision(backend, minilm, verses, reference, tmp_path,
-                                                                     monkeypatch):  # fmt: skip
+def test_each_backend_gives_the_float32_vectors_within_its_precision(
+    backend, minilm, verses, reference, tmp_path, monkeypatch
+):
     monkeypatch.chdir(tmp_path)  # the exported graphs go to a temporary folder, never the working directory
     expected, exact = reference
     encoder = as_encoder(minilm, backend=backend, batch_size=16)
@@ -89,8 +90,9 @@ def test_int8_keeps_the_products_that_narrow_the_width_in_float32(minilm, verses
     quantize_int8(tmp_path / "model.onnx", tmp_path / "int8.onnx")
     graph = onnx.load(str(tmp_path / "int8.onnx"), load_external_data=False).graph
     shapes = {tensor.name: tuple(tensor.dims) for tensor in graph.initializer}
-    float_products = [shapes[node.input[1]] for node in graph.node
-                      if node.op_type == "MatMul" and node.input[1] in shapes]  # fmt: skip
+    float_products = [
+        shapes[node.input[1]] for node in graph.node if node.op_type == "MatMul" and node.input[1] in shapes
+    ]
     assert float_products == [(1536, 384)] * 6
     assert Counter(node.op_type for node in graph.node)["MatMulInteger"] == 30
 
@@ -119,11 +121,30 @@ def test_encode_and_mine_run_on_onnx_with_the_pytorch_results(tmp_path, verses, 
     outputs = {}
     for backend in ("torch", "onnx"):
         vectors = tmp_path / f"{backend}.npy"
-        assert main(["encode", "--model", model, "--input", str(target), "--output", str(vectors),
-                     "--backend", backend]) == 0  # fmt: skip
+        assert (
+            main(["encode", "--model", model, "--input", str(target), "--output", str(vectors), "--backend", backend])
+            == 0
+        )
         pairs = tmp_path / f"{backend}.tsv"
-        assert main(["mine", "--model", model, "--source", str(source), "--target", str(target), "--output",
-                     str(pairs), "--all-pairs", "--backend", backend]) == 0  # fmt: skip
+        assert (
+            main(
+                [
+                    "mine",
+                    "--model",
+                    model,
+                    "--source",
+                    str(source),
+                    "--target",
+                    str(target),
+                    "--output",
+                    str(pairs),
+                    "--all-pairs",
+                    "--backend",
+                    backend,
+                ]
+            )
+            == 0
+        )
         outputs[backend] = np.load(vectors), [line.split("\t") for line in pairs.read_text().splitlines()]
     np.testing.assert_allclose(outputs["onnx"][0], outputs["torch"][0], atol=1e-5)
     torch_pairs, onnx_pairs = outputs["torch"][1], outputs["onnx"][1]
@@ -138,8 +159,19 @@ def test_an_unknown_backend_is_refused_in_one_line(tmp_path, minilm, capsys):
     ):
         as_encoder(minilm, backend="tensorrt")
     with pytest.raises(SystemExit) as exit_info:
-        main(["encode", "--model", resolve_reference(MINILM), "--input", "x.txt", "--output", "x.npy", "--backend",
-              "tensorrt"])  # fmt: skip
+        main(
+            [
+                "encode",
+                "--model",
+                resolve_reference(MINILM),
+                "--input",
+                "x.txt",
+                "--output",
+                "x.npy",
+                "--backend",
+                "tensorrt",
+            ]
+        )
     assert exit_info.value.code == 2 and "invalid choice: 'tensorrt'" in capsys.readouterr().err
 
 
@@ -160,8 +192,9 @@ def saved_model(kind: str, folder, tokenizer) -> str:
         "cmlm": lambda: CmlmModel(CmlmConfig(encoder=encoder, num_projections=2, languages=languages)),
         "hictl": lambda: HictlForPreTraining(HictlConfig(encoder=encoder, languages=languages)),
         "lightweight": lambda: LightweightDualTransformer.from_tokenizer(
-            tokenizer, hidden_size=32, intermediate_size=64, num_attention_heads=2, languages=languages),
-    }[kind]()  # fmt: skip
+            tokenizer, hidden_size=32, intermediate_size=64, num_attention_heads=2, languages=languages
+        ),
+    }[kind]()
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return str(folder)
@@ -199,8 +232,22 @@ def test_the_encode_command_loads_bfloat16_weights_for_bf16(tmp_path, verses, mo
     outputs = {}
     for backend in ("torch", "bf16"):
         outputs[backend] = tmp_path / f"{backend}.npy"
-        assert main(["encode", "--model", resolve_reference(MINILM), "--input", str(target), "--output",
-                     str(outputs[backend]), "--backend", backend]) == 0  # fmt: skip
+        assert (
+            main(
+                [
+                    "encode",
+                    "--model",
+                    resolve_reference(MINILM),
+                    "--input",
+                    str(target),
+                    "--output",
+                    str(outputs[backend]),
+                    "--backend",
+                    backend,
+                ]
+            )
+            == 0
+        )
     assert [next(model.parameters()).dtype for model, _ in loaded] == [torch.float32, torch.bfloat16]
     difference = np.abs(np.load(outputs["bf16"]) - np.load(outputs["torch"])).max()
     assert TOLERANCE["onnx"] < difference <= 2 * TOLERANCE["bf16"], difference

@@ -59,8 +59,9 @@ def reference_loss(model, momentum, features, labels, queues, symmetric, in_batc
                     continue
                 scores.append(queries[i] @ batch_keys[j])
             queued, queued_ids = queue
-            scores += [queries[i] @ k for k, m in zip(queued, queued_ids.tolist(), strict=True)
-                       if labels is None or m != own]  # fmt: skip
+            scores += [
+                queries[i] @ k for k, m in zip(queued, queued_ids.tolist(), strict=True) if labels is None or m != own
+            ]
             logits = torch.stack(scores) / TAU
             total = total + torch.logsumexp(logits, 0) - logits[0]
         return total / N
@@ -97,8 +98,10 @@ def test_the_cached_loss_gives_the_plain_losss_value_gradients_and_queues(encode
     cached_model.load_state_dict(plain_model.state_dict())
     texts = [pairs["anchor"][:N], pairs["positive"][:N], pairs["positive"][30 : 30 + N]][:columns]
     labels = torch.tensor([0, 1, 2, 0, 3, 4, 5, 1, 6, 7, 8, 9, 2]) if with_labels else None
-    queues = [(q.negatives()[0].double().clone(), q.negatives()[1].clone()) if q is not None else None
-              for q in (plain.momentum_contrast.queue_x, plain.momentum_contrast.queue_y)]  # fmt: skip
+    queues = [
+        (q.negatives()[0].double().clone(), q.negatives()[1].clone()) if q is not None else None
+        for q in (plain.momentum_contrast.queue_x, plain.momentum_contrast.queue_y)
+    ]
     model64 = copy.deepcopy(plain_model).double()
     momentum64 = copy.deepcopy(plain.momentum_contrast.momentum["encoder"]).double()
 
@@ -108,15 +111,17 @@ def test_the_cached_loss_gives_the_plain_losss_value_gradients_and_queues(encode
         value = loss([model.preprocess(list(t)) for t in texts], labels)
         value.backward()
         values[name] = value.item()
-    expected = reference_loss(model64, momentum64, [model64.preprocess(list(t)) for t in texts], labels, queues,
-                              symmetric, in_batch)  # fmt: skip
+    expected = reference_loss(
+        model64, momentum64, [model64.preprocess(list(t)) for t in texts], labels, queues, symmetric, in_batch
+    )
     expected.backward()
 
     assert values["cached"] == pytest.approx(values["plain"], rel=1e-5)
     assert values["cached"] == pytest.approx(expected.item(), rel=1e-5)
     scale = max(r.grad.abs().max().item() for r in model64.parameters() if r.grad is not None)
-    for (name, p), q, r in zip(plain_model.named_parameters(), cached_model.parameters(), model64.parameters(),
-                               strict=True):  # fmt: skip
+    for (name, p), q, r in zip(
+        plain_model.named_parameters(), cached_model.parameters(), model64.parameters(), strict=True
+    ):
         if p.grad is None:
             assert q.grad is None and r.grad is None, name
             continue
@@ -146,8 +151,15 @@ def test_the_second_pass_replays_the_first_passs_dropout(encoder_dir, pairs):  #
 
     reference.train()
     torch.manual_seed(5)
-    live = [torch.cat([unit(reference(_create_minibatch(f, b, min(b + MINI_BATCH, N)))["sentence_embedding"])
-                       for b in range(0, N, MINI_BATCH)]) for f in features]  # fmt: skip
+    live = [
+        torch.cat(
+            [
+                unit(reference(_create_minibatch(f, b, min(b + MINI_BATCH, N)))["sentence_embedding"])
+                for b in range(0, N, MINI_BATCH)
+            ]
+        )
+        for f in features
+    ]
     keys = [k.detach() for k in (loss._batch_keys(features, loss.momentum_keys))]  # eval mode: no random state
     from hf_xlsr.modeling.functional import info_nce
 
@@ -168,8 +180,17 @@ def test_trains_with_accumulation_one_ema_per_step_and_resumes_exactly(encoder_d
     def run(folder, stop=None, resume=None):
         model = sentence_model(encoder_dir)
         loss = CachedMomentumQueueLoss(model, queue_size=20, momentum=0.9, mini_batch_size=3)
-        trainer = trainer_for(model, loss, pairs, folder, max_steps=4, per_device_train_batch_size=8,
-                              gradient_accumulation_steps=2, save_strategy="steps", save_steps=2)  # fmt: skip
+        trainer = trainer_for(
+            model,
+            loss,
+            pairs,
+            folder,
+            max_steps=4,
+            per_device_train_batch_size=8,
+            gradient_accumulation_steps=2,
+            save_strategy="steps",
+            save_steps=2,
+        )
         if stop:
             trainer.add_callback(StopAt(stop))
         trainer.train(resume_from_checkpoint=resume)

@@ -15,21 +15,24 @@ from hf_xlsr.data.catalogues import clean_message, read_catalogues
 from hf_xlsr.data.multilingual import load_pair_datasets
 
 
-@pytest.mark.parametrize("text, cleaned", [
-    ("{{PLURAL:$1|Category|Categories}}", "Category"),
-    ("Il y a {{PLURAL:$1|une page|$1 pages}} ici.", "Il y a une page ici."),
-    ('Pages in category "$1"', "Pages in category"),
-    ("Pages dans la catégorie « $1 »", "Pages dans la catégorie"),
-    ("<em>This category contains no pages.</em>", "This category contains no pages."),
-    ("See [[Special:Log|the log]] of '''pages'''.", "See the log of pages."),
-    ("use [https://translatewiki.net/ translatewiki.net], the project", "use translatewiki.net, the project"),
-    ("_Open File…", "Open File…"),
-    ("&Save As", "Save As"),
-    ("Rock & Roll", "Rock & Roll"),
-    ("%(count)d files in %s", "files in"),
-    ("{0} items of %1$s", "items of"),
-    ("{{GRAMMAR:genitive|{{SITENAME}}}}", ""),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "text, cleaned",
+    [
+        ("{{PLURAL:$1|Category|Categories}}", "Category"),
+        ("Il y a {{PLURAL:$1|une page|$1 pages}} ici.", "Il y a une page ici."),
+        ('Pages in category "$1"', "Pages in category"),
+        ("Pages dans la catégorie « $1 »", "Pages dans la catégorie"),
+        ("<em>This category contains no pages.</em>", "This category contains no pages."),
+        ("See [[Special:Log|the log]] of '''pages'''.", "See the log of pages."),
+        ("use [https://translatewiki.net/ translatewiki.net], the project", "use translatewiki.net, the project"),
+        ("_Open File…", "Open File…"),
+        ("&Save As", "Save As"),
+        ("Rock & Roll", "Rock & Roll"),
+        ("%(count)d files in %s", "files in"),
+        ("{0} items of %1$s", "items of"),
+        ("{{GRAMMAR:genitive|{{SITENAME}}}}", ""),
+    ],
+)
 def test_a_message_is_cleaned_to_a_sentence(text, cleaned):
     assert clean_message(text) == cleaned
 
@@ -135,8 +138,9 @@ def write_mo(path: Path, messages: dict[str, str], order: str = "<") -> None:
 
 @pytest.mark.parametrize("order", ["<", ">"], ids=["little-endian", "big-endian"])
 def test_mo_catalogues_of_locale_folders_are_read_in_either_byte_order(tmp_path, order):
-    write_mo(tmp_path / "pt_BR" / "LC_MESSAGES" / "app.mo", {"Print the page": "Imprimir a página", "": "header"},
-             order)  # fmt: skip
+    write_mo(
+        tmp_path / "pt_BR" / "LC_MESSAGES" / "app.mo", {"Print the page": "Imprimir a página", "": "header"}, order
+    )
     write_mo(tmp_path / "de" / "LC_MESSAGES" / "app.mo", {"Print the page": "Seite drucken"}, order)
     rows = read_catalogues(tmp_path, ["en", "pt-br", "de"]).to_list()
     assert [(r["en"], r["pt-br"], r["de"]) for r in rows] == [("Print the page", "Imprimir a página", "Seite drucken")]
@@ -151,11 +155,14 @@ def test_a_pair_whose_side_is_a_test_line_is_dropped(tmp_path):
     assert [(r["en"], r["de"]) for r in rows] == [("Save page", ""), ("One page found", "Eine Seite gefunden")]
 
 
-@pytest.mark.parametrize("name, text, message", [
-    ("fr.json", '{"save": "Enregistrer",\n "x": }', r"fr.json:2: not valid JSON"),
-    ("fr.po", 'msgid "a b"\nmsgstr "c d"\nbogus line\n', r"fr.po:3: not a line of a .po file: 'bogus line'"),
-    ("fr.json", '["a list"]', r"fr.json: expected an object of message keys, found list"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "name, text, message",
+    [
+        ("fr.json", '{"save": "Enregistrer",\n "x": }', r"fr.json:2: not valid JSON"),
+        ("fr.po", 'msgid "a b"\nmsgstr "c d"\nbogus line\n', r"fr.po:3: not a line of a .po file: 'bogus line'"),
+        ("fr.json", '["a list"]', r"fr.json: expected an object of message keys, found list"),
+    ],
+)
 def test_a_malformed_catalogue_is_one_line_naming_the_file_and_line(tmp_path, name, text, message):
     (tmp_path / "en.json").write_text('{"save": "Save page"}')
     (tmp_path / name).write_text(text)
@@ -196,19 +203,36 @@ def test_hf_xlsr_train_takes_a_catalogue_folder_beside_its_configuration(tmp_pat
     from hf_xlsr_cli import main
 
     write_json_folder(tmp_path / "i18n")
-    config = run_config(tmp_path / "run.yaml", train_data="i18n", languages=["en", "fr", "de"], max_steps=2,
-                        max_eval_pairs=0, per_device_train_batch_size=2,
-                        model_config={"encoder_x": {"model_type": "bert", "vocab_size": 30522, "hidden_size": 32,
-                                                    "num_hidden_layers": 1, "num_attention_heads": 2,
-                                                    "intermediate_size": 64, "max_position_embeddings": 64},
-                                      "queue_size": 4, "shared_encoder": True})  # fmt: skip
+    config = run_config(
+        tmp_path / "run.yaml",
+        train_data="i18n",
+        languages=["en", "fr", "de"],
+        max_steps=2,
+        max_eval_pairs=0,
+        per_device_train_batch_size=2,
+        model_config={
+            "encoder_x": {
+                "model_type": "bert",
+                "vocab_size": 30522,
+                "hidden_size": 32,
+                "num_hidden_layers": 1,
+                "num_attention_heads": 2,
+                "intermediate_size": 64,
+                "max_position_embeddings": 64,
+            },
+            "queue_size": 4,
+            "shared_encoder": True,
+        },
+    )
     with caplog.at_level("INFO", logger="hf_xlsr.trainers.trainer"):
         assert main(["train", str(config), "--language_sampling_alpha", "0.3"]) == 0
     run = json.loads((tmp_path / "run" / "hf_xlsr_run.json").read_text())
     assert run["train_pairs"] == {"en-fr": 3, "en-de": 2}
     french, german = 3**0.3 / (3**0.3 + 2**0.3), 2**0.3 / (3**0.3 + 2**0.3)
-    assert f"language pairs drawn with p proportional to size^0.3: en-fr {100 * french:.1f}% (3 pairs), en-de " \
-           f"{100 * german:.1f}% (2 pairs)" in caplog.messages  # fmt: skip
+    assert (
+        f"language pairs drawn with p proportional to size^0.3: en-fr {100 * french:.1f}% (3 pairs), en-de "
+        f"{100 * german:.1f}% (2 pairs)" in caplog.messages
+    )
 
 
 def test_hf_xlsr_train_takes_a_list_of_sources_and_says_where_each_language_came_from(tmp_path):
@@ -218,12 +242,27 @@ def test_hf_xlsr_train_takes_a_list_of_sources_and_says_where_each_language_came
 
     folder = write_json_folder(tmp_path / "i18n")
     (folder / "eu.json").write_text(json.dumps({"save": "Gorde orria", "search": "Bilatu wikian"}), encoding="utf-8")
-    config = run_config(tmp_path / "run.yaml", train_data=["bible", "i18n"], languages=["en", "fr", "eu"],
-                        max_steps=1, max_eval_pairs=0, per_device_train_batch_size=2,
-                        model_config={"encoder_x": {"model_type": "bert", "vocab_size": 30522, "hidden_size": 32,
-                                                    "num_hidden_layers": 1, "num_attention_heads": 2,
-                                                    "intermediate_size": 64, "max_position_embeddings": 64},
-                                      "queue_size": 4, "shared_encoder": True})  # fmt: skip
+    config = run_config(
+        tmp_path / "run.yaml",
+        train_data=["bible", "i18n"],
+        languages=["en", "fr", "eu"],
+        max_steps=1,
+        max_eval_pairs=0,
+        per_device_train_batch_size=2,
+        model_config={
+            "encoder_x": {
+                "model_type": "bert",
+                "vocab_size": 30522,
+                "hidden_size": 32,
+                "num_hidden_layers": 1,
+                "num_attention_heads": 2,
+                "intermediate_size": 64,
+                "max_position_embeddings": 64,
+            },
+            "queue_size": 4,
+            "shared_encoder": True,
+        },
+    )
     assert main(["train", str(config), "--export_dir", str(tmp_path / "export")]) == 0
     run = json.loads((tmp_path / "run" / "hf_xlsr_run.json").read_text())
     assert run["train_pairs"] == {"en-fr": 32, "en-eu": 2}  # en-fr cut to max_train_pairs (32) from both sources
@@ -263,8 +302,10 @@ def test_a_single_gettext_file_is_refused_in_one_line_naming_its_folder(tmp_path
     (tmp_path / "fr.po").write_text('msgid "Save the file"\nmsgstr "Enregistrer le fichier"\n', encoding="utf-8")
     with pytest.raises(BitextFormatError) as error:
         load_pair_datasets(str(tmp_path / "fr.po"), [("en", "fr")], "train")
-    assert str(error.value) == (f"{tmp_path / 'fr.po'}: a single gettext file; give its folder ({tmp_path}), which is "
-                                "read as a software catalogue (<language>.po files or <locale>/LC_MESSAGES/*.mo)")
+    assert str(error.value) == (
+        f"{tmp_path / 'fr.po'}: a single gettext file; give its folder ({tmp_path}), which is "
+        "read as a software catalogue (<language>.po files or <locale>/LC_MESSAGES/*.mo)"
+    )
     assert len(load_pair_datasets(str(tmp_path), [("en", "fr")], "train")["en-fr"]) == 1  # the folder reads
 
 

@@ -128,8 +128,9 @@ def test_both_entry_points_run_the_same_training(tmp_path):
 def test_example_configs_parse(name, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error", FutureWarning)  # the examples name today's fields and model types
-        model_args, data_args, training_args = parse_run_arguments(ROOT / "examples" / "configs" / name,
-                                                                   ["--output_dir", str(tmp_path)])  # fmt: skip
+        model_args, data_args, training_args = parse_run_arguments(
+            ROOT / "examples" / "configs" / name, ["--output_dir", str(tmp_path)]
+        )
     assert model_args.model_type in trained_types()
     assert data_args.train_data == "bible" and training_args.output_dir == str(tmp_path)
 
@@ -153,11 +154,23 @@ def test_every_recipe_trains_three_languages_evaluates_and_exports(model_type, t
     from hf_xlsr_cli import main
 
     config = write_config(
-        tmp_path / "run.yaml", model_type=model_type, train_data="bible", languages=["en", "fr", "de"],
-        max_train_pairs=150, max_eval_pairs=30, max_length=24, per_device_train_batch_size=8, max_steps=2,
-        learning_rate=1e-3, output_dir=str(tmp_path / "run"), save_strategy="no", report_to="none",
-        disable_tqdm=True, export_dir=str(tmp_path / "export"), **TINY_RECIPES[model_type],
-    )  # fmt: skip
+        tmp_path / "run.yaml",
+        model_type=model_type,
+        train_data="bible",
+        languages=["en", "fr", "de"],
+        max_train_pairs=150,
+        max_eval_pairs=30,
+        max_length=24,
+        per_device_train_batch_size=8,
+        max_steps=2,
+        learning_rate=1e-3,
+        output_dir=str(tmp_path / "run"),
+        save_strategy="no",
+        report_to="none",
+        disable_tqdm=True,
+        export_dir=str(tmp_path / "export"),
+        **TINY_RECIPES[model_type],
+    )
     assert main(["train", str(config)]) == 0
     printed = capsys.readouterr().out
     metrics = json.loads(printed[printed.rindex("{\n") :])  # the JSON hf-xlsr prints after the Trainer's logs
@@ -202,11 +215,23 @@ def test_the_run_its_export_and_evaluate_give_one_figure_for_one_model(tmp_path)
     from hf_xlsr.trainers.run import run_training
     from hf_xlsr_cli import main
 
-    config = write_config(tmp_path / "run.yaml", model_type="xlsr_dual_momentum", encoder=MINILM, train_data="bible",
-                          model_config={"queue_size": 32, "shared_encoder": True}, max_train_pairs=16,
-                          max_eval_pairs=100, max_length=8, per_device_train_batch_size=8, max_steps=1,
-                          output_dir=str(tmp_path / "run"), save_strategy="no", report_to="none", disable_tqdm=True,
-                          export_dir=str(tmp_path / "export"))  # fmt: skip
+    config = write_config(
+        tmp_path / "run.yaml",
+        model_type="xlsr_dual_momentum",
+        encoder=MINILM,
+        train_data="bible",
+        model_config={"queue_size": 32, "shared_encoder": True},
+        max_train_pairs=16,
+        max_eval_pairs=100,
+        max_length=8,
+        per_device_train_batch_size=8,
+        max_steps=1,
+        output_dir=str(tmp_path / "run"),
+        save_strategy="no",
+        report_to="none",
+        disable_tqdm=True,
+        export_dir=str(tmp_path / "export"),
+    )
     trainer, _ = run_training(*parse_run_arguments(config, []))
     assert trainer.args.eval_max_length == 8
     during = trainer.evaluate()["eval_retrieval_accuracy"]
@@ -218,12 +243,14 @@ def test_the_run_its_export_and_evaluate_give_one_figure_for_one_model(tmp_path)
 
 
 def test_the_command_line_answers_help_and_version_without_importing_the_library():
-    code = ("import sys, contextlib, io, hf_xlsr_cli\n"
-            "for argv in (['--help'], ['--version'], ['train', '--help'], ['encode', '--help']):\n"
-            "    with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()) as out:\n"
-            "        hf_xlsr_cli.main(argv)\n"
-            "    print(out.getvalue())\n"
-            "print('loaded:', [m for m in ('torch', 'transformers', 'hf_xlsr') if m in sys.modules])")  # fmt: skip
+    code = (
+        "import sys, contextlib, io, hf_xlsr_cli\n"
+        "for argv in (['--help'], ['--version'], ['train', '--help'], ['encode', '--help']):\n"
+        "    with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        "        hf_xlsr_cli.main(argv)\n"
+        "    print(out.getvalue())\n"
+        "print('loaded:', [m for m in ('torch', 'transformers', 'hf_xlsr') if m in sys.modules])"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     import hf_xlsr
 
@@ -247,8 +274,15 @@ def test_train_help_lists_the_run_fields(capsys):
 
     assert main(["train", "--help"]) == 0
     text = capsys.readouterr().out
-    for field in ("--languages", "--language_pairs", "--language_sampling_alpha", "--resume_from_checkpoint",
-                  "--model_config", "--train_data", "--max_steps"):  # fmt: skip
+    for field in (
+        "--languages",
+        "--language_pairs",
+        "--language_sampling_alpha",
+        "--resume_from_checkpoint",
+        "--model_config",
+        "--train_data",
+        "--max_steps",
+    ):
         assert field in text, field
     # the run's own fields first, the rest of TrainingArguments named in one line at the end
     assert text.index("--languages") < text.index("--max_steps") and "--adam_beta1" not in text
@@ -263,8 +297,22 @@ def test_encode_streams_a_file_into_the_vectors_sentence_transformers_gives(tmp_
     source = tmp_path / "fr.txt"
     source.write_text("\n".join(verses["fr"][:10]) + "\n\n" + "\n".join(verses["fr"][10:]) + "\n", encoding="utf-8")
     output = tmp_path / "out" / "fr.npy"
-    assert main(["encode", "--model", resolve_reference(MINILM), "--input", str(source), "--output", str(output),
-                 "--batch-size", "7"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "encode",
+                "--model",
+                resolve_reference(MINILM),
+                "--input",
+                str(source),
+                "--output",
+                str(output),
+                "--batch-size",
+                "7",
+            ]
+        )
+        == 0
+    )
     vectors = np.load(output)
     lines = [*verses["fr"][:10], "", *verses["fr"][10:]]  # the blank line is row 10, the empty string's vector
     expected = SentenceTransformer(resolve_reference(MINILM)).encode(lines, normalize_embeddings=True)
@@ -289,11 +337,22 @@ def test_a_run_on_per_pair_files_exports_with_its_training_datasets(tmp_path, ca
         path.write_text("".join(f"{a}\t{b}\n" for a, b in zip(verses["en"], verses[other], strict=True)), "utf-8")
         sources[f"en-{other}"] = str(path)
     config = write_config(
-        tmp_path / "run.yaml", model_type="xlsr_dual_momentum", train_data=sources, languages=["en", "fr", "de"],
-        eval_data="bible", max_eval_pairs=20, max_length=24, per_device_train_batch_size=8, max_steps=1,
-        output_dir=str(tmp_path / "run"), save_strategy="no", report_to="none", disable_tqdm=True,
-        export_dir=str(tmp_path / "export"), **TINY_RECIPES["dual_momentum"],
-    )  # fmt: skip
+        tmp_path / "run.yaml",
+        model_type="xlsr_dual_momentum",
+        train_data=sources,
+        languages=["en", "fr", "de"],
+        eval_data="bible",
+        max_eval_pairs=20,
+        max_length=24,
+        per_device_train_batch_size=8,
+        max_steps=1,
+        output_dir=str(tmp_path / "run"),
+        save_strategy="no",
+        report_to="none",
+        disable_tqdm=True,
+        export_dir=str(tmp_path / "export"),
+        **TINY_RECIPES["dual_momentum"],
+    )
     assert main(["train", str(config)]) == 0
     meta = json.loads((tmp_path / "export" / "mteb_model_meta.json").read_text())
     assert meta["training_datasets"] == []
@@ -322,12 +381,23 @@ def test_per_pair_files_of_hyphenated_codes_train_and_score_each_pair(tmp_path, 
         return sources
 
     config = write_config(
-        tmp_path / "run.yaml", model_type="xlsr_dual_momentum", train_data=files(verses, "train"),
-        eval_data=files(held, "heldout"), languages=["en", "pt-br", "zh-hans"],
-        language_pairs=["en-zh-hans", "pt-br-zh-hans"], max_eval_pairs=12, max_length=24,
-        per_device_train_batch_size=8, max_steps=1, output_dir=str(tmp_path / "run"), save_strategy="no",
-        report_to="none", disable_tqdm=True, export_dir=str(tmp_path / "export"), **TINY_RECIPES["dual_momentum"],
-    )  # fmt: skip
+        tmp_path / "run.yaml",
+        model_type="xlsr_dual_momentum",
+        train_data=files(verses, "train"),
+        eval_data=files(held, "heldout"),
+        languages=["en", "pt-br", "zh-hans"],
+        language_pairs=["en-zh-hans", "pt-br-zh-hans"],
+        max_eval_pairs=12,
+        max_length=24,
+        per_device_train_batch_size=8,
+        max_steps=1,
+        output_dir=str(tmp_path / "run"),
+        save_strategy="no",
+        report_to="none",
+        disable_tqdm=True,
+        export_dir=str(tmp_path / "export"),
+        **TINY_RECIPES["dual_momentum"],
+    )
     assert main(["train", str(config)]) == 0
     printed = capsys.readouterr().out
     metrics = json.loads(printed[printed.rindex("{\n") :])
@@ -370,8 +440,14 @@ def printed_lines(command: list[str], cwd: Path) -> list[str]:
     import sys
 
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("HF_HUB_DISABLE", "HF_DATASETS_DISABLE"))}
-    completed = subprocess.run([sys.executable, "-m", "hf_xlsr_cli", *command], cwd=cwd, capture_output=True,
-                               text=True, env={**environment, "HF_HUB_OFFLINE": "1"}, timeout=600)  # fmt: skip
+    completed = subprocess.run(
+        [sys.executable, "-m", "hf_xlsr_cli", *command],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**environment, "HF_HUB_OFFLINE": "1"},
+        timeout=600,
+    )
     assert completed.returncode == 0, completed.stderr[-3000:]
     # lines as a terminal shows them: a progress bar is one line, however often it is redrawn
     lines, bar = [], None
@@ -387,11 +463,27 @@ def test_a_short_train_and_encode_print_within_their_line_budget(tmp_path, sente
     config = run_config(tmp_path / "run.yaml", max_steps=2, export_dir=str(tmp_path / "export"))
     lines = printed_lines(["train", str(config)], tmp_path)
     text = "\n".join(lines)
-    for noise in ("Loading weights", "Writing model shards", "Filter", "Setting accelerator", "pin_memory",
-                  "Flattening"):  # fmt: skip
+    for noise in (
+        "Loading weights",
+        "Writing model shards",
+        "Filter",
+        "Setting accelerator",
+        "pin_memory",
+        "Flattening",
+    ):
         assert noise not in text, text
     assert len(lines) <= LINE_BUDGET["train"], text
-    lines = printed_lines(["encode", "--model", str(tmp_path / "export"), "--input", str(sentences), "--output",
-                           str(tmp_path / "v.npy")], tmp_path)  # fmt: skip
+    lines = printed_lines(
+        [
+            "encode",
+            "--model",
+            str(tmp_path / "export"),
+            "--input",
+            str(sentences),
+            "--output",
+            str(tmp_path / "v.npy"),
+        ],
+        tmp_path,
+    )
     assert len(lines) <= LINE_BUDGET["encode"], "\n".join(lines)
     assert lines[0].startswith(f"8 lines of {sentences} -> ")

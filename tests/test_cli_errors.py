@@ -45,10 +45,15 @@ def untouched(tmp_path: Path) -> set[str]:
 
 @pytest.mark.parametrize(
     "encoder, message",
-    [("/nonexistent/encoder", "encoder: /nonexistent/encoder: no such model folder"),
-     ("someone/not-in-the-cache", "encoder: someone/not-in-the-cache: no such folder, and not a Hub model in this "
-                                  "machine's Hugging Face cache")],
-)  # fmt: skip
+    [
+        ("/nonexistent/encoder", "encoder: /nonexistent/encoder: no such model folder"),
+        (
+            "someone/not-in-the-cache",
+            "encoder: someone/not-in-the-cache: no such folder, and not a Hub model in this "
+            "machine's Hugging Face cache",
+        ),
+    ],
+)
 def test_an_encoder_that_is_not_here(tmp_path, capsys, encoder, message):
     config = run_config(tmp_path / "run.yaml", encoder=encoder, model_config={"queue_size": 16})
     before = untouched(tmp_path)
@@ -126,10 +131,25 @@ def test_every_command_checks_its_output_can_be_written_before_loading(tmp_path,
 
 def test_evaluate_names_a_language_the_data_lacks_and_leaves_no_folder(tmp_path, capsys):
     output = tmp_path / "evaluation"
-    line = one_line_error(capsys, ["evaluate", "--model", resolve_reference(MINILM), "--languages", "en", "xx",
-                                   "--output", str(output / "results.json"), "--output-dir", str(output)])  # fmt: skip
-    assert line.endswith("--languages xx: --data bible has no language 'xx'; it has ar, bn, de, en, es, fa, fr, hi, "
-                         "id, it, ja, ko, pl, pt, ro, ru, sw, tl, tr, uk, vi, zh")  # fmt: skip
+    line = one_line_error(
+        capsys,
+        [
+            "evaluate",
+            "--model",
+            resolve_reference(MINILM),
+            "--languages",
+            "en",
+            "xx",
+            "--output",
+            str(output / "results.json"),
+            "--output-dir",
+            str(output),
+        ],
+    )
+    assert line.endswith(
+        "--languages xx: --data bible has no language 'xx'; it has ar, bn, de, en, es, fa, fr, hi, "
+        "id, it, ja, ko, pl, pt, ro, ru, sw, tl, tr, uk, vi, zh"
+    )
     assert not output.exists()
 
 
@@ -217,8 +237,10 @@ def test_cli_names_a_model_path_that_is_not_a_model(command, tmp_path, capsys):
         "export": ["--output", str(tmp_path / "out")],
         "push": ["--repo-id", "me/model"],
     }[command]
-    for model, reason in ((str(tmp_path / "nowhere"), "no such model folder"),
-                          (str(empty), "not a model folder (no config.json or modules.json in it)")):  # fmt: skip
+    for model, reason in (
+        (str(tmp_path / "nowhere"), "no such model folder"),
+        (str(empty), "not a model folder (no config.json or modules.json in it)"),
+    ):
         with pytest.raises(SystemExit) as exit_info:
             main([command, "--model", model, *extra])
         assert exit_info.value.code == 2
@@ -265,8 +287,9 @@ def test_train_without_a_configuration_gives_a_usage_line_and_an_error(capsys):
     ]
 
 
-def test_a_backend_whose_runtime_is_missing_names_the_install_before_the_model_loads(tmp_path, capsys, sentences,
-                                                                                     monkeypatch):  # fmt: skip
+def test_a_backend_whose_runtime_is_missing_names_the_install_before_the_model_loads(
+    tmp_path, capsys, sentences, monkeypatch
+):
     import importlib.util
 
     from hf_xlsr.evaluation import loading
@@ -275,23 +298,39 @@ def test_a_backend_whose_runtime_is_missing_names_the_install_before_the_model_l
     missing = lambda name, *args: None if name == "openvino" else find_spec(name, *args)  # noqa: E731
     monkeypatch.setattr(importlib.util, "find_spec", missing)
     monkeypatch.setattr(loading, "load_for_evaluation", lambda *args: pytest.fail("the model loaded"))
-    line = one_line_error(capsys, ["encode", "--model", MINILM, "--input", str(sentences), "--output",
-                                   str(tmp_path / "v.npy"), "--backend", "openvino"])  # fmt: skip
-    assert line.endswith("""--backend openvino: backend 'openvino' needs openvino: pip install "hf_xlsr[openvino]" """
-                         """(from a clone: pip install ".[openvino]")""")  # fmt: skip
+    line = one_line_error(
+        capsys,
+        [
+            "encode",
+            "--model",
+            MINILM,
+            "--input",
+            str(sentences),
+            "--output",
+            str(tmp_path / "v.npy"),
+            "--backend",
+            "openvino",
+        ],
+    )
+    assert line.endswith(
+        """--backend openvino: backend 'openvino' needs openvino: pip install "hf_xlsr[openvino]" """
+        """(from a clone: pip install ".[openvino]")"""
+    )
     assert not (tmp_path / "v.npy").exists()
 
 
 def test_a_warm_up_of_half_the_run_or_more_is_said(tmp_path, caplog):
     from hf_xlsr.trainers import run_training
 
-    config = run_config(tmp_path / "run.yaml", output_dir=str(tmp_path / "run"), max_steps=4, warmup_steps=4,
-                        max_eval_pairs=0)  # fmt: skip
+    config = run_config(
+        tmp_path / "run.yaml", output_dir=str(tmp_path / "run"), max_steps=4, warmup_steps=4, max_eval_pairs=0
+    )
     with caplog.at_level("INFO"):
         run_training(*parse_run_arguments(config))
     said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and "warmup_steps" in r.getMessage()]
-    assert said == ["warmup_steps 4 of this run's 4 steps: the whole run is warm-up; lower warmup_steps to train at "
-                    "the full rate"]  # fmt: skip
+    assert said == [
+        "warmup_steps 4 of this run's 4 steps: the whole run is warm-up; lower warmup_steps to train at the full rate"
+    ]
     assert not any("None" in r.getMessage() for r in caplog.records if r.name.startswith("hf_xlsr"))
 
 

@@ -78,9 +78,13 @@ def test_projections_and_their_concatenation_before_the_second_sentence(tokenize
     hook = model.encoder.register_forward_pre_hook(  # the pass over the second sentence, with its prefix
         lambda module, args, kwargs: seen.update(kwargs) if "inputs_embeds" in kwargs else None, with_kwargs=True
     )
-    model(first_input_ids=batch["first_input_ids"], first_attention_mask=batch["first_attention_mask"],
-          second_input_ids=batch["second_input_ids"], second_attention_mask=batch["second_attention_mask"],
-          second_labels=batch["second_labels"])  # fmt: skip
+    model(
+        first_input_ids=batch["first_input_ids"],
+        first_attention_mask=batch["first_attention_mask"],
+        second_input_ids=batch["second_input_ids"],
+        second_attention_mask=batch["second_attention_mask"],
+        second_labels=batch["second_labels"],
+    )
     hook.remove()
     expected_prefix = model.project(model.sentence_vector(batch["first_input_ids"], batch["first_attention_mask"]))
     tokens = model.masked_lm.get_input_embeddings()(batch["second_input_ids"])
@@ -158,11 +162,16 @@ def test_the_bitext_loss_of_a_cmlm_model_takes_its_configured_temperature():
     ids = torch.randint(5, 100, (4, 6))
     mask = torch.ones_like(ids)
     for temperature in (0.0, 0.05):
-        config = CmlmConfig(encoder=tiny_encoder_config(vocab_size=120), languages=["en", "fr"], schedule="br",
-                            br_temperature=temperature)  # fmt: skip
+        config = CmlmConfig(
+            encoder=tiny_encoder_config(vocab_size=120),
+            languages=["en", "fr"],
+            schedule="br",
+            br_temperature=temperature,
+        )
         model = CmlmModel(config).eval()
-        out = model(source_input_ids=ids, source_attention_mask=mask, target_input_ids=ids.flip(0),
-                    target_attention_mask=mask)  # fmt: skip
+        out = model(
+            source_input_ids=ids, source_attention_mask=mask, target_input_ids=ids.flip(0), target_attention_mask=mask
+        )
         with torch.no_grad():
             u, v = model.sentence_vector(ids, mask), model.sentence_vector(ids.flip(0), mask)
         expected = reference_margin_loss(u.double().tolist(), v.double().tolist(), 0.3, temperature)
@@ -206,8 +215,9 @@ def test_the_trainer_switches_stages_of_the_models_that_declare_them(tmp_path, t
     args = XlsrTrainingArguments(output_dir=str(tmp_path), report_to="none")
     staged = XlsrTrainer(model=tiny_cmlm(schedule="cmlm->br", second_stage_step=10), args=args, tokenizers=tokenizer)
     assert any(isinstance(callback, StageCallback) for callback in staged.callback_handler.callbacks)
-    plain = BertForMaskedLM(BertConfig(vocab_size=99, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
-                                       intermediate_size=16))  # fmt: skip
+    plain = BertForMaskedLM(
+        BertConfig(vocab_size=99, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16)
+    )
     trainer = XlsrTrainer(model=plain, args=args, tokenizers=tokenizer)
     assert not any(isinstance(callback, StageCallback) for callback in trainer.callback_handler.callbacks)
 
@@ -307,8 +317,13 @@ def test_a_new_masked_lm_head_trains_alone_first(tmp_path, tokenizer, adjacent, 
         use_cpu=True,
         disable_tqdm=True,
     )
-    XlsrTrainer(model=model, args=args, train_dataset=adjacent.select(range(32)), callbacks=[Snapshot()],
-                data_collator=CmlmCollator(tokenizer, ["en", "fr"], max_length=32)).train()  # fmt: skip
+    XlsrTrainer(
+        model=model,
+        args=args,
+        train_dataset=adjacent.select(range(32)),
+        callbacks=[Snapshot()],
+        data_collator=CmlmCollator(tokenizer, ["en", "fr"], max_length=32),
+    ).train()
     end = model.state_dict()
 
     def changed(a, b, prefix):
@@ -324,9 +339,13 @@ def test_cross_lingual_nli_head(tokenizer):
     premise = tokenizer(["A man plays a guitar.", "A dog runs."], padding=True, return_tensors="pt")
     hypothesis = tokenizer(["Quelqu'un fait de la musique.", "Un chat dort."], padding=True, return_tensors="pt")
     labels = torch.tensor([0, 2])
-    out = model(premise_input_ids=premise["input_ids"], premise_attention_mask=premise["attention_mask"],
-                hypothesis_input_ids=hypothesis["input_ids"], hypothesis_attention_mask=hypothesis["attention_mask"],
-                nli_labels=labels)  # fmt: skip
+    out = model(
+        premise_input_ids=premise["input_ids"],
+        premise_attention_mask=premise["attention_mask"],
+        hypothesis_input_ids=hypothesis["input_ids"],
+        hypothesis_attention_mask=hypothesis["attention_mask"],
+        nli_labels=labels,
+    )
     u = model.sentence_vector(premise["input_ids"], premise["attention_mask"])
     v = model.sentence_vector(hypothesis["input_ids"], hypothesis["attention_mask"])
     logits = model.nli_classifier(torch.cat([u, v, (u - v).abs(), u * v], dim=-1)).double()
@@ -361,8 +380,9 @@ def test_pcr_removes_each_languages_top_component_and_exports_it(tmp_path, token
     assert [type(m).__name__ for m in exported[0].sub_modules["fr"]] == ["Transformer", "Pooling", "Dense"]
     assert exported[0].sub_modules["fr"][0] is exported[0].sub_modules["en"][0]  # one encoder, saved once
     for language, texts in (("en", english[:5]), ("fr", french[:5])):
-        np.testing.assert_allclose(exported.encode(texts, task=language),
-                                   as_encoder(model, tokenizers)(texts, language), atol=1e-5)  # fmt: skip
+        np.testing.assert_allclose(
+            exported.encode(texts, task=language), as_encoder(model, tokenizers)(texts, language), atol=1e-5
+        )
 
 
 def test_save_load_round_trip_keeps_the_tied_head(tmp_path):

@@ -90,20 +90,23 @@ def test_the_queue_lives_on_the_device_and_holds_the_momentum_keys(device, token
     assert int(model.queue_y.filled) == 4
 
 
-def test_a_checkpoint_saved_on_the_device_resumes_the_queue_and_momentum_encoder(device, tmp_path, tokenizer,
-                                                                                bible_pairs):  # fmt: skip
+def test_a_checkpoint_saved_on_the_device_resumes_the_queue_and_momentum_encoder(
+    device, tmp_path, tokenizer, bible_pairs
+):
     """4 steps straight against 2 steps, a checkpoint, and 2 more in a new trainer: the same queue, pointer and
     weights (to the device's reduction order)."""
     options = {"max_steps": 4, "use_cpu": device.type == "cpu"}
-    straight = make_trainer(tmp_path / "straight", tokenizer, bible_pairs, model=tiny_dual_momentum(queue_size=10),
-                            **options)  # fmt: skip
+    straight = make_trainer(
+        tmp_path / "straight", tokenizer, bible_pairs, model=tiny_dual_momentum(queue_size=10), **options
+    )
     straight.train()
     split = {"save_strategy": "steps", "save_steps": 2, **options}
     first = make_trainer(tmp_path / "split", tokenizer, bible_pairs, model=tiny_dual_momentum(queue_size=10), **split)
     first.add_callback(StopAt(2))
     first.train()
-    resumed = make_trainer(tmp_path / "split", tokenizer, bible_pairs, model=tiny_dual_momentum(queue_size=10),
-                           **split)  # fmt: skip
+    resumed = make_trainer(
+        tmp_path / "split", tokenizer, bible_pairs, model=tiny_dual_momentum(queue_size=10), **split
+    )
     resumed.train(resume_from_checkpoint=str(tmp_path / "split" / "checkpoint-2"))
     assert next(resumed.model.parameters()).device.type == device.type
     a, b = straight.model.state_dict(), resumed.model.state_dict()

@@ -24,10 +24,14 @@ def write(path, data: bytes):
     return path
 
 
-@pytest.mark.parametrize("name, content", [
-    ("pairs.tsv", b"\nHello.\tBonjour.\n \t \n\nThanks.\tMerci.\n\n"),
-    ("pairs.jsonl", b'{"en": "Hello.", "fr": "Bonjour."}\n\n  \n{"en": "Thanks.", "fr": "Merci."}\n\n'),
-], ids=["tsv", "jsonl"])  # fmt: skip
+@pytest.mark.parametrize(
+    "name, content",
+    [
+        ("pairs.tsv", b"\nHello.\tBonjour.\n \t \n\nThanks.\tMerci.\n\n"),
+        ("pairs.jsonl", b'{"en": "Hello.", "fr": "Bonjour."}\n\n  \n{"en": "Thanks.", "fr": "Merci."}\n\n'),
+    ],
+    ids=["tsv", "jsonl"],
+)
 def test_blank_lines_are_skipped_and_counted_as_pandas_and_datasets_skip_them(tmp_path, name, content, caplog):
     path = write(tmp_path / name, content)
     with caplog.at_level("INFO", logger="hf_xlsr.data.bitext"):

@@ -16,9 +16,19 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.slow
 def test_the_demo_learns_the_space_and_its_export_ranks_the_translation_first(tmp_path):
     result = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "demo.py"), "--output_dir", str(tmp_path / "run"),
-         "--export_dir", str(tmp_path / "export")], capture_output=True, text=True, timeout=1800, cwd=tmp_path,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(ROOT / "examples" / "demo.py"),
+            "--output_dir",
+            str(tmp_path / "run"),
+            "--export_dir",
+            str(tmp_path / "export"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     before, after = (float(m) for m in re.findall(r"mean\s+([\d.]+)%", result.stdout))
     assert after > before + 30, result.stdout  # 19.4% -> 75.3% on 2 CPU cores, 2026-11-25

@@ -42,8 +42,13 @@ def test_readme_is_under_200_lines_and_opens_with_what_the_library_is():
 
 
 def test_the_site_builds_strictly(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
-                            cwd=ROOT, capture_output=True, text=True, timeout=600)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr[-4000:]
     assert (tmp_path / "site" / "benchmarks" / "index.html").is_file()
     assert (tmp_path / "site" / "benchmarks" / "queue" / "index.html").is_file()
@@ -90,8 +95,9 @@ def test_every_python_example_runs_and_prints_what_the_page_shows(page, tmp_path
     is covered by that page's run."""
     environment = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore"}
     for code, shown in examples(page):
-        result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
-                                timeout=900, env=environment)  # fmt: skip
+        result = subprocess.run(
+            [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=900, env=environment
+        )
         assert result.returncode == 0, f"{page.name}: {code[:80]!r}\n{result.stderr[-4000:]}"
         if shown is not None:  # the block's own lines end the output (a trainer's log lines may come before)
             last = result.stdout.strip().splitlines()[-len(shown.strip().splitlines()) :]
@@ -101,20 +107,30 @@ def test_every_python_example_runs_and_prints_what_the_page_shows(page, tmp_path
 def test_the_wheel_installs_into_a_clean_venv_with_its_package_data(tmp_path):
     """``python -m build --wheel``, installed without dependencies into a venv of its own: the model-card templates,
     the evaluate metrics and py.typed are inside, and ``hf-xlsr --help`` runs (it needs none of the dependencies)."""
-    built = subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(tmp_path / "dist"), str(ROOT)],
-                           capture_output=True, text=True, timeout=600)  # fmt: skip
+    built = subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--outdir", str(tmp_path / "dist"), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
     (wheel,) = (tmp_path / "dist").glob("hf_xlsr-*.whl")
     subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "venv")], check=True, timeout=300)
     pip = [str(tmp_path / "venv" / "bin" / "python"), "-m", "pip", "install", "--no-deps", "--quiet", str(wheel)]
     subprocess.run(pip, check=True, timeout=300)
     (site,) = (tmp_path / "venv" / "lib").glob("python*/site-packages")
-    for name in ("hf_xlsr/model_cards/base.md", "hf_xlsr/model_cards/dual_momentum.md", "hf_xlsr/py.typed",
-                 "hf_xlsr/metrics/retrieval_accuracy/retrieval_accuracy.py", "hf_xlsr_cli.py"):  # fmt: skip
+    for name in (
+        "hf_xlsr/model_cards/base.md",
+        "hf_xlsr/model_cards/dual_momentum.md",
+        "hf_xlsr/py.typed",
+        "hf_xlsr/metrics/retrieval_accuracy/retrieval_accuracy.py",
+        "hf_xlsr_cli.py",
+    ):
         assert (site / name).is_file(), name
     assert not (site / "tests").exists() and not (site / "benchmarks").exists()
-    result = subprocess.run([str(tmp_path / "venv" / "bin" / "hf-xlsr"), "--help"], capture_output=True, text=True,
-                            timeout=120)  # fmt: skip
+    result = subprocess.run(
+        [str(tmp_path / "venv" / "bin" / "hf-xlsr"), "--help"], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0 and "{train,encode,embed,export,evaluate,mine,push}" in result.stdout
 
 

@@ -35,17 +35,24 @@ def reference_loss(model, batch, ids) -> torch.Tensor:
 
     h_x, h_y = side("x", "source"), side("y", "target")
     with torch.no_grad():
-        k_x, k_y = (torch.nn.functional.normalize(double._key_vector(double.momentum_contrast.momentum,
-                    batch[f"{p}_input_ids"], batch[f"{p}_attention_mask"], side=s), dim=-1)
-                    for s, p in (("x", "source"), ("y", "target")))  # fmt: skip
+        k_x, k_y = (
+            torch.nn.functional.normalize(
+                double._key_vector(
+                    double.momentum_contrast.momentum, batch[f"{p}_input_ids"], batch[f"{p}_attention_mask"], side=s
+                ),
+                dim=-1,
+            )
+            for s, p in (("x", "source"), ("y", "target"))
+        )
 
     def direction(queries, keys, queue):
         written = int(queue.filled)
         queued, queued_ids = queue.keys[:written].double(), queue.ids[:written].tolist()
         total = 0.0
         for i in range(N):
-            scores = [queries[i] @ keys[i]] + [queries[i] @ k for k, m in zip(queued, queued_ids, strict=True)
-                                               if m != int(ids[i])]  # fmt: skip
+            scores = [queries[i] @ keys[i]] + [
+                queries[i] @ k for k, m in zip(queued, queued_ids, strict=True) if m != int(ids[i])
+            ]
             logits = torch.stack(scores) / TAU
             total = total + torch.logsumexp(logits, 0) - logits[0]
         return total / N
@@ -91,8 +98,9 @@ def test_the_cached_forward_gives_the_loss_gradients_and_queues_of_eq_3(tokenize
 def test_dropout_of_each_mini_batch_is_replayed_in_the_backward_pass(tokenizer, bible_pairs):
     """With dropout, the backward pass must see the masks the loss saw: the gradient equals that of the same
     mini-batch forwards, in the same order from the same random state, kept in one graph."""
-    model = tiny_dual_momentum(shared_encoder=True, queue_size=32, temperature=TAU, dropout=0.3,
-                               mini_batch_size=MINI_BATCH)  # fmt: skip
+    model = tiny_dual_momentum(
+        shared_encoder=True, queue_size=32, temperature=TAU, dropout=0.3, mini_batch_size=MINI_BATCH
+    )
     fill_queues(model)
     reference = copy.deepcopy(model)
     batch = batch_of(tokenizer, bible_pairs, n=N)
@@ -102,12 +110,22 @@ def test_dropout_of_each_mini_batch_is_replayed_in_the_backward_pass(tokenizer, 
 
     reference.train()
     side_inputs = {"x": "source", "y": "target"}
-    keys = {s: reference.momentum_keys(batch[f"{p}_input_ids"], batch[f"{p}_attention_mask"], side=s)
-            for s, p in side_inputs.items()}  # fmt: skip
+    keys = {
+        s: reference.momentum_keys(batch[f"{p}_input_ids"], batch[f"{p}_attention_mask"], side=s)
+        for s, p in side_inputs.items()
+    }
     torch.manual_seed(7)
-    h = {s: torch.cat([reference._embed(s, batch[f"{p}_input_ids"][b : b + MINI_BATCH],
-                                        batch[f"{p}_attention_mask"][b : b + MINI_BATCH])
-                       for b in range(0, N, MINI_BATCH)]) for s, p in side_inputs.items()}  # fmt: skip
+    h = {
+        s: torch.cat(
+            [
+                reference._embed(
+                    s, batch[f"{p}_input_ids"][b : b + MINI_BATCH], batch[f"{p}_attention_mask"][b : b + MINI_BATCH]
+                )
+                for b in range(0, N, MINI_BATCH)
+            ]
+        )
+        for s, p in side_inputs.items()
+    }
     xy, yx = reference._contrast(h["x"], h["y"], keys["x"], keys["y"], ids)
     (SCALE * (xy.loss + yx.loss)).backward()
     torch.testing.assert_close(output.loss, (xy.loss + yx.loss).detach(), rtol=1e-5, atol=1e-7)
@@ -121,7 +139,8 @@ def test_the_replay_runs_in_the_forwards_bf16_autocast(tokenizer, bible_pairs):
     fill_queues(model)
     dtypes = []
     hook = model.encoder_x.encoder.layer[0].attention.self.query.register_forward_hook(
-        lambda module, inputs, output: dtypes.append((torch.is_grad_enabled(), output.dtype)))  # fmt: skip
+        lambda module, inputs, output: dtypes.append((torch.is_grad_enabled(), output.dtype))
+    )
     model.train()
     with torch.autocast("cpu", dtype=torch.bfloat16):
         output = model(**batch_of(tokenizer, bible_pairs, n=N), example_ids=torch.arange(N))
@@ -159,13 +178,28 @@ def test_xlsr_trainer_with_accumulation_trains_the_cached_model_as_the_uncached_
 
     def train(mini_batch_size):
         model = tiny_dual_momentum(shared_encoder=True, queue_size=24, dropout=0.0, mini_batch_size=mini_batch_size)
-        args = XlsrTrainingArguments(output_dir=str(tmp_path / str(mini_batch_size)), per_device_train_batch_size=6,
-                                     gradient_accumulation_steps=2, max_steps=3, learning_rate=1e-3, warmup_steps=0,
-                                     save_strategy="no", report_to="none", disable_tqdm=True, use_cpu=True,
-                                     seed=0, dataloader_pin_memory=False)  # fmt: skip
+        args = XlsrTrainingArguments(
+            output_dir=str(tmp_path / str(mini_batch_size)),
+            per_device_train_batch_size=6,
+            gradient_accumulation_steps=2,
+            max_steps=3,
+            learning_rate=1e-3,
+            warmup_steps=0,
+            save_strategy="no",
+            report_to="none",
+            disable_tqdm=True,
+            use_cpu=True,
+            seed=0,
+            dataloader_pin_memory=False,
+        )
         collator = BitextCollator(tokenizer, languages=["en", "fr"], max_length=32)
-        trainer = XlsrTrainer(model=model, args=args, train_dataset=bible_pairs.select(range(48)),
-                              data_collator=collator, tokenizers=tokenizer)  # fmt: skip
+        trainer = XlsrTrainer(
+            model=model,
+            args=args,
+            train_dataset=bible_pairs.select(range(48)),
+            data_collator=collator,
+            tokenizers=tokenizer,
+        )
         trainer.train()
         return model
 

@@ -131,8 +131,9 @@ def test_linear_probe_transfers_when_the_space_is_language_agnostic():
         table[("en", f"s{i}")], table[("fr", f"s{i}")] = meaning, meaning + 0.1 * rng.normal(size=10)
         table[("de", f"s{i}")] = rng.normal(size=10)  # a language the space does not align
     names = [f"s{i}" for i in range(90)]
-    evaluator = LinearProbeEvaluator(names[:60], labels[:60], "en", {
-        language: (names[60:], labels[60:]) for language in ("en", "fr", "de")})  # fmt: skip
+    evaluator = LinearProbeEvaluator(
+        names[:60], labels[:60], "en", {language: (names[60:], labels[60:]) for language in ("en", "fr", "de")}
+    )
     metrics = evaluator(fixed_encoder(table))
     assert metrics["probe_en2en_accuracy"] == 1.0 and metrics["probe_en2fr_accuracy"] == 1.0
     assert metrics["probe_en2de_accuracy"] < 0.7
@@ -268,8 +269,21 @@ def test_mteb_cache_is_keyed_by_the_weights(tmp_path, tokenizer, heldout_pairs, 
 
 def test_evaluate_command_writes_json_and_table(tmp_path, capsys):
     output = tmp_path / "results.json"
-    code = main(["evaluate", "--model", resolve_reference(MINILM), "--tasks", "retrieval,retrieval_pcr,sts,bias",
-                 "--max-pairs", "100", "--output", str(output), "--output-dir", str(tmp_path)])  # fmt: skip
+    code = main(
+        [
+            "evaluate",
+            "--model",
+            resolve_reference(MINILM),
+            "--tasks",
+            "retrieval,retrieval_pcr,sts,bias",
+            "--max-pairs",
+            "100",
+            "--output",
+            str(output),
+            "--output-dir",
+            str(tmp_path),
+        ]
+    )
     assert code == 0
     results = json.loads(output.read_text())
     assert set(results) == {"retrieval", "retrieval_pcr", "sts", "bias"}
@@ -292,9 +306,28 @@ def test_evaluate_marks_the_languages_never_trained_and_times_each_task(tmp_path
     folder = tmp_path / "model"
     tiny_dual_momentum(shared_encoder=True).save_pretrained(folder)  # trained on en and fr
     tokenizer.save_pretrained(folder)
-    assert main(["evaluate", "--model", str(folder), "--languages", "en", "fr", "de", "--max-pairs", "40",
-                 "--tasks", "retrieval,retrieval_pcr", "--output", str(tmp_path / "out" / "results.json"),
-                 "--output-dir", str(tmp_path / "out")]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "evaluate",
+                "--model",
+                str(folder),
+                "--languages",
+                "en",
+                "fr",
+                "de",
+                "--max-pairs",
+                "40",
+                "--tasks",
+                "retrieval,retrieval_pcr",
+                "--output",
+                str(tmp_path / "out" / "results.json"),
+                "--output-dir",
+                str(tmp_path / "out"),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert f"{folder} was trained on en, fr; de: zero-shot" in out
     assert "| de (zero-shot) |" in out and "| fr |" in out
@@ -338,9 +371,29 @@ def test_evaluate_on_every_engine_through_the_cached_encoder_scores_alike(tmp_pa
     results = {}
     for backend in ("torch", "onnx"):
         output = tmp_path / backend / "results.json"
-        assert main(["evaluate", "--model", resolve_reference(MINILM), "--languages", "en", "fr", "--max-pairs", "60",
-                     "--tasks", "retrieval,retrieval_pcr", "--backend", backend, "--output", str(output),
-                     "--output-dir", str(output.parent)]) == 0  # fmt: skip
+        assert (
+            main(
+                [
+                    "evaluate",
+                    "--model",
+                    resolve_reference(MINILM),
+                    "--languages",
+                    "en",
+                    "fr",
+                    "--max-pairs",
+                    "60",
+                    "--tasks",
+                    "retrieval,retrieval_pcr",
+                    "--backend",
+                    backend,
+                    "--output",
+                    str(output),
+                    "--output-dir",
+                    str(output.parent),
+                ]
+            )
+            == 0
+        )
         results[backend] = json.loads(output.read_text())
     for task in ("retrieval", "retrieval_pcr"):
         assert results["onnx"][task][f"{task}_accuracy"] == pytest.approx(results["torch"][task][f"{task}_accuracy"])

@@ -27,8 +27,10 @@ def test_a_dual_encoder_exports_one_folder_routed_by_language(tmp_path, tokenize
     assert "No route found" not in caplog.text
     assert folder == tmp_path / "export"
     modules = json.loads((folder / "modules.json").read_text())
-    assert [m["type"] for m in modules] == ["sentence_transformers.base.modules.router.Router",
-                                            "sentence_transformers.base.modules.normalize.Normalize"]  # fmt: skip
+    assert [m["type"] for m in modules] == [
+        "sentence_transformers.base.modules.router.Router",
+        "sentence_transformers.base.modules.normalize.Normalize",
+    ]
     st = SentenceTransformer(str(folder), trust_remote_code=False, device="cpu")
     encode = as_encoder(model, tokenizer)
     for language in ("en", "fr"):

@@ -38,8 +38,15 @@ def train(path: Path, *args: str, wait: bool = True):
     command = [sys.executable, "-m", "hf_xlsr_cli", "train", str(path), *args]
     if wait:
         return subprocess.run(command, cwd=ROOT, env=ENVIRONMENT, capture_output=True, text=True, timeout=600)
-    return subprocess.Popen(command, cwd=ROOT, env=ENVIRONMENT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)  # fmt: skip
+    return subprocess.Popen(
+        command,
+        cwd=ROOT,
+        env=ENVIRONMENT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def assert_same_model(folder: Path, reference: Path) -> int:
@@ -78,8 +85,9 @@ def test_a_stop_signal_saves_exits_0_and_the_resumed_run_ends_as_one_never_stopp
     saved = [line for line in stderr.splitlines() if "stopped by" in line]
     assert len(saved) == 1 and f"stopped by {signal.Signals(signal_number).name} at step " in saved[0], stderr[-2000:]
     step = int(saved[0].split(" at step ")[1].split(":")[0])
-    assert 0 < step < STEPS and saved[0].endswith(f"saved {tmp_path / 'run' / f'checkpoint-{step}'}; "
-                                                  "--resume_from_checkpoint true continues the run")  # fmt: skip
+    assert 0 < step < STEPS and saved[0].endswith(
+        f"saved {tmp_path / 'run' / f'checkpoint-{step}'}; --resume_from_checkpoint true continues the run"
+    )
     assert not (tmp_path / "run" / "model.safetensors").exists()  # a stopped run writes no final model
     result = train(path, "--resume_from_checkpoint", "true")
     assert result.returncode == 0, result.stderr[-3000:]
@@ -95,9 +103,18 @@ def test_a_second_ctrl_c_stops_at_once_without_a_checkpoint(tmp_path):
 
     from conftest import MINILM
 
-    path = config(tmp_path, "run", save_steps=100, max_steps=100_000, logging_steps=1, encoder=MINILM, tokenizer=None,
-                  model_config={"queue_size": 16, "shared_encoder": True}, max_length=128,
-                  per_device_train_batch_size=16)  # fmt: skip
+    path = config(
+        tmp_path,
+        "run",
+        save_steps=100,
+        max_steps=100_000,
+        logging_steps=1,
+        encoder=MINILM,
+        tokenizer=None,
+        model_config={"queue_size": 16, "shared_encoder": True},
+        max_length=128,
+        per_device_train_batch_size=16,
+    )
     job = train(path, wait=False)
     for line in job.stdout:
         if "'loss'" in line:
@@ -130,8 +147,15 @@ def test_one_ctrl_c_that_reaches_the_process_twice_through_a_wrapper_still_saves
     exits 0 like a single SIGINT."""
     path = config(tmp_path, "run", save_steps=100, max_steps=100_000, logging_steps=1)
     command = [sys.executable, "-c", FORWARDER, sys.executable, "-m", "hf_xlsr_cli", "train", str(path)]
-    job = subprocess.Popen(command, cwd=ROOT, env=ENVIRONMENT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True, start_new_session=True)  # fmt: skip
+    job = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        env=ENVIRONMENT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     for line in job.stdout:
         if "'loss'" in line:
             break
@@ -154,14 +178,28 @@ def test_killed_ten_times_at_random_moments_a_save_among_them_the_run_ends_as_on
 def test_a_checkpoint_left_incomplete_is_skipped_with_one_line(tmp_path, tokenizer, bible_pairs, caplog):
     from test_trainer import make_trainer
 
-    first = make_trainer(tmp_path, tokenizer, bible_pairs, max_steps=4, save_strategy="steps", save_steps=2,
-                         model=tiny_dual_momentum(queue_size=10))  # fmt: skip
+    first = make_trainer(
+        tmp_path,
+        tokenizer,
+        bible_pairs,
+        max_steps=4,
+        save_strategy="steps",
+        save_steps=2,
+        model=tiny_dual_momentum(queue_size=10),
+    )
     first.train()
     broken = tmp_path / "checkpoint-6"
     broken.mkdir()
     (broken / "config.json").write_text((tmp_path / "checkpoint-4" / "config.json").read_text())
-    resumed = make_trainer(tmp_path, tokenizer, bible_pairs, max_steps=6, save_strategy="steps", save_steps=2,
-                           model=tiny_dual_momentum(queue_size=10))  # fmt: skip
+    resumed = make_trainer(
+        tmp_path,
+        tokenizer,
+        bible_pairs,
+        max_steps=6,
+        save_strategy="steps",
+        save_steps=2,
+        model=tiny_dual_momentum(queue_size=10),
+    )
     with caplog.at_level("WARNING", logger="hf_xlsr.trainers.checkpoints"):
         resumed.train(resume_from_checkpoint=True)
     assert [r.getMessage() for r in caplog.records] == [
@@ -175,17 +213,31 @@ def test_a_checkpoint_left_incomplete_is_skipped_with_one_line(tmp_path, tokeniz
 def checkpoint(tmp_path, tokenizer, bible_pairs) -> Path:
     from test_trainer import make_trainer
 
-    make_trainer(tmp_path, tokenizer, bible_pairs, max_steps=2, save_strategy="steps", save_steps=2,
-                 model=tiny_dual_momentum(queue_size=10)).train()  # fmt: skip
+    make_trainer(
+        tmp_path,
+        tokenizer,
+        bible_pairs,
+        max_steps=2,
+        save_strategy="steps",
+        save_steps=2,
+        model=tiny_dual_momentum(queue_size=10),
+    ).train()
     return tmp_path / "checkpoint-2"
 
 
-@pytest.mark.parametrize("damage, message", [
-    ("truncate", r"model.safetensors: cannot be read \("),
-    ("queue", r"model.safetensors: momentum_contrast.queue_x.keys has shape \[10, 32\], the model's is \[12, 32\]"),
-    ("type", r"config.json: a checkpoint of a 'xlsr_hictl' model, not of this run's 'xlsr_dual_momentum'"),
-    ("optimizer", r"checkpoint-2: not a whole checkpoint \(no optimizer.pt\)"),
-], ids=["truncate", "queue", "type", "optimizer"])  # fmt: skip
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        ("truncate", r"model.safetensors: cannot be read \("),
+        (
+            "queue",
+            r"model.safetensors: momentum_contrast.queue_x.keys has shape \[10, 32\], the model's is \[12, 32\]",
+        ),
+        ("type", r"config.json: a checkpoint of a 'xlsr_hictl' model, not of this run's 'xlsr_dual_momentum'"),
+        ("optimizer", r"checkpoint-2: not a whole checkpoint \(no optimizer.pt\)"),
+    ],
+    ids=["truncate", "queue", "type", "optimizer"],
+)
 def test_a_broken_checkpoint_is_one_line_naming_the_file_before_anything_trains(
     tmp_path, checkpoint, tokenizer, bible_pairs, damage, message
 ):
@@ -195,15 +247,23 @@ def test_a_broken_checkpoint_is_one_line_naming_the_file_before_anything_trains(
     if damage == "truncate":
         weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
     elif damage == "type":
-        (checkpoint / "config.json").write_text((checkpoint / "config.json").read_text().replace(
-            '"model_type": "xlsr_dual_momentum"', '"model_type": "xlsr_hictl"'))  # fmt: skip
+        (checkpoint / "config.json").write_text(
+            (checkpoint / "config.json")
+            .read_text()
+            .replace('"model_type": "xlsr_dual_momentum"', '"model_type": "xlsr_hictl"')
+        )
     elif damage == "optimizer":
         (checkpoint / "optimizer.pt").unlink()
     model = tiny_dual_momentum(queue_size=12 if damage == "queue" else 10)
     trainer = make_trainer(tmp_path / "again", tokenizer, bible_pairs, max_steps=4, model=model)
     steps = []
-    trainer.add_callback(type("Spy", (__import__("transformers").TrainerCallback,),
-                              {"on_step_begin": lambda self, *a, **k: steps.append(1)})())  # fmt: skip
+    trainer.add_callback(
+        type(
+            "Spy",
+            (__import__("transformers").TrainerCallback,),
+            {"on_step_begin": lambda self, *a, **k: steps.append(1)},
+        )()
+    )
     with pytest.raises(CheckpointError, match=message) as error:
         trainer.train(resume_from_checkpoint=str(checkpoint))
     assert "\n" not in str(error.value) and not steps
@@ -216,8 +276,15 @@ def launch(path: Path, *args: str) -> subprocess.Popen:
     command = [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
                str(ROOT / "examples" / "accelerate" / "two_processes.yaml"), "--main_process_port",
                str(free_port()), str(ROOT / "examples" / "train.py"), str(path), *args]  # fmt: skip
-    return subprocess.Popen(command, cwd=ROOT, env=ENVIRONMENT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)  # fmt: skip
+    return subprocess.Popen(
+        command,
+        cwd=ROOT,
+        env=ENVIRONMENT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
 
 @pytest.mark.slow  # two runs of two processes: about a minute and a half
@@ -290,8 +357,9 @@ def test_an_export_killed_halfway_leaves_the_previous_export_as_it_was(tmp_path,
     result = subprocess.run(command, cwd=ROOT, env=ENVIRONMENT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     before = {p.relative_to(output): p.read_bytes() for p in output.rglob("*") if p.is_file()}
-    job = subprocess.Popen([*command, "--overwrite"], cwd=ROOT, env=ENVIRONMENT, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)  # fmt: skip
+    job = subprocess.Popen(
+        [*command, "--overwrite"], cwd=ROOT, env=ENVIRONMENT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     assert wait_for(lambda: any(tmp_path.glob(".export.partial-*/*")), job)  # writing the new export
     job.kill()
     job.wait()

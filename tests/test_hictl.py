@@ -119,8 +119,9 @@ def test_model_negatives_avoid_the_pairs_words_and_special_tokens(tokenizer, pai
 def first_token_state_and_words(model, batch):
     """The pair's final first-token state ([CLS]) and the cosine of it with every input embedding, by hand."""
     with torch.no_grad():
-        states = model.masked_lm(input_ids=batch["pair_input_ids"], attention_mask=batch["pair_attention_mask"],
-                                 output_hidden_states=True).hidden_states[-1]  # fmt: skip
+        states = model.masked_lm(
+            input_ids=batch["pair_input_ids"], attention_mask=batch["pair_attention_mask"], output_hidden_states=True
+        ).hidden_states[-1]
         embeddings = model.masked_lm.get_input_embeddings().weight
         cosines = (
             torch.nn.functional.normalize(states[:, 0], dim=-1) @ torch.nn.functional.normalize(embeddings, dim=-1).T
@@ -156,8 +157,11 @@ def test_word_level_query_is_the_pairs_first_token(tokenizer, pairs):
     special = set(tokenizer.all_special_ids)
     total = 0.0
     for row in range(4):
-        bag = {int(t) for t, m in zip(original[row], batch["pair_attention_mask"][row], strict=True)
-               if m and int(t) not in special}  # fmt: skip
+        bag = {
+            int(t)
+            for t, m in zip(original[row], batch["pair_attention_mask"][row], strict=True)
+            if m and int(t) not in special
+        }
         s = cosines[row] / 0.5
         negative_sum = sum(math.exp(float(s[j])) for j in negatives[row].tolist())
         total += sum(-math.log(math.exp(float(s[t])) / (math.exp(float(s[t])) + negative_sum)) for t in bag) / len(bag)
@@ -285,9 +289,15 @@ def test_two_stage_fine_tuning_and_generate(tmp_path, tokenizer, pairs):
         return {**source, "labels": target["input_ids"].masked_fill(target["attention_mask"] == 0, -100)}
 
     args = XlsrTrainingArguments(
-        output_dir=str(tmp_path), per_device_train_batch_size=8, learning_rate=1e-3, max_steps=4, save_strategy="no",
-        report_to="none", use_cpu=True, disable_tqdm=True,
-    )  # fmt: skip
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=8,
+        learning_rate=1e-3,
+        max_steps=4,
+        save_strategy="no",
+        report_to="none",
+        use_cpu=True,
+        disable_tqdm=True,
+    )
     XlsrTrainer(model=model, args=args, train_dataset=pairs, data_collator=collate, callbacks=[Snapshot()]).train()
     end = model.state_dict()
 

@@ -33,10 +33,20 @@ def test_the_upload_folder_of_a_dual_encoder(tmp_path, tokenizer):
     folder = prepare_upload(model, tokenizer, "me/moco", tmp_path, RESULTS, RUN)
     route = ["config.json", "model.safetensors", "sentence_bert_config.json", "tokenizer.json",
              "tokenizer_config.json"]  # fmt: skip
-    expected = sorted(["1_Normalize/config.json", "README.md", "config_sentence_transformers.json", "modules.json",
-                       "mteb_model_meta.json", "hf_xlsr_export.json", "router_config.json", "en_1_Pooling/config.json",
-                       "fr_1_Pooling/config.json", *(f"{lang}_0_Transformer/{name}" for lang in ("en", "fr")
-                                                     for name in route)])  # fmt: skip
+    expected = sorted(
+        [
+            "1_Normalize/config.json",
+            "README.md",
+            "config_sentence_transformers.json",
+            "modules.json",
+            "mteb_model_meta.json",
+            "hf_xlsr_export.json",
+            "router_config.json",
+            "en_1_Pooling/config.json",
+            "fr_1_Pooling/config.json",
+            *(f"{lang}_0_Transformer/{name}" for lang in ("en", "fr") for name in route),
+        ]
+    )
     assert files_of(folder) == expected  # the export, its card and metadata, nothing of the training state
     assert json.loads((folder / "mteb_model_meta.json").read_text())["name"] == "me/moco"
     card = ModelCard.load(folder / "README.md")
@@ -78,17 +88,25 @@ def test_push_calls_huggingface_hub_once_per_repository(tmp_path, tokenizer, mon
     monkeypatch.setattr(HfApi, "create_repo", create_repo)
     monkeypatch.setattr(HfApi, "upload_folder", upload_folder)
     model = tiny_dual_momentum(shared_encoder=True)
-    urls = push_to_hub(model, tokenizer, "me/shared", RESULTS, RUN, include_checkpoint=True,
-                       private=True)  # fmt: skip
+    urls = push_to_hub(model, tokenizer, "me/shared", RESULTS, RUN, include_checkpoint=True, private=True)
     assert urls == ["https://huggingface.co/me/shared/commit/0"]
     assert [c[:2] for c in calls] == [("create_repo", "me/shared"), ("upload_folder", "me/shared")]
     assert calls[0][2] == {"private": True, "exist_ok": True}
     uploaded = calls[1][2]
     assert "README.md" in uploaded and "modules.json" in uploaded
-    for name in ("checkpoint/config.json", "checkpoint/model.safetensors", "checkpoint/modeling_dual_momentum.py",
-                 "checkpoint/configuration_dual_momentum.py", "checkpoint/queue.py", "checkpoint/momentum.py",
-                 "checkpoint/ema.py", "checkpoint/distributed.py", "checkpoint/functional.py",
-                 "checkpoint/pooling.py", "checkpoint/tokenizer.json"):  # fmt: skip
+    for name in (
+        "checkpoint/config.json",
+        "checkpoint/model.safetensors",
+        "checkpoint/modeling_dual_momentum.py",
+        "checkpoint/configuration_dual_momentum.py",
+        "checkpoint/queue.py",
+        "checkpoint/momentum.py",
+        "checkpoint/ema.py",
+        "checkpoint/distributed.py",
+        "checkpoint/functional.py",
+        "checkpoint/pooling.py",
+        "checkpoint/tokenizer.json",
+    ):
         assert name in uploaded, name
 
 
@@ -111,8 +129,9 @@ def test_a_push_refused_mid_upload_says_what_was_sent_and_that_nothing_was_commi
     message = str(error.value)
     assert message.startswith("me/shared: the push failed (413 Request Entity Too Large); ") and "\n" not in message
     assert f"; {len(sent)} files (" in message
-    assert message.endswith("MB) were sent as one commit, which the Hub did not record: the repository holds what "
-                            "it held before")  # fmt: skip
+    assert message.endswith(
+        "MB) were sent as one commit, which the Hub did not record: the repository holds what it held before"
+    )
 
 
 def test_push_of_a_trained_folder_reads_its_results(tmp_path, tokenizer, monkeypatch, hub_stand_in):
@@ -181,9 +200,13 @@ def test_pushed_checkpoint_loads_with_remote_code_where_hf_xlsr_is_absent(tmp_pa
     script.write_text(HIDE_HF_XLSR)
     inputs = json.dumps({k: v.tolist() for k, v in batch.items()})
     result = subprocess.run(
-        [sys.executable, str(script), str(checkpoint), inputs], capture_output=True, text=True, timeout=300,
-        cwd=tmp_path, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "HF_HOME": str(tmp_path / "hf")},
-    )  # fmt: skip
+        [sys.executable, str(script), str(checkpoint), inputs],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "HF_HOME": str(tmp_path / "hf")},
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     loaded = json.loads(result.stdout.strip().splitlines()[-1])
     assert loaded["class"].startswith("transformers_modules.") and loaded["class"].endswith("DualMomentumModel")
@@ -207,10 +230,12 @@ def test_cards_of_every_model_family_render(tmp_path, tokenizer, heldout_pairs):
     assert "One encoder embeds every one of its 2 languages (en, fr)" in text and "Lightweight Cross-Lingual" in text
     assert "| generative task | ugt |" in text
 
-    cmlm = CmlmModel(CmlmConfig(encoder=tiny_encoder_config(), num_projections=3, pcr_components=1,
-                                languages=["en", "fr"]))  # fmt: skip
-    fit_language_components(cmlm, tokenizers, {"en": list(heldout_pairs["en"][:40]),
-                                                "fr": list(heldout_pairs["fr"][:40])})  # fmt: skip
+    cmlm = CmlmModel(
+        CmlmConfig(encoder=tiny_encoder_config(), num_projections=3, pcr_components=1, languages=["en", "fr"])
+    )
+    fit_language_components(
+        cmlm, tokenizers, {"en": list(heldout_pairs["en"][:40]), "fr": list(heldout_pairs["fr"][:40])}
+    )
     folder = prepare_upload(cmlm, tokenizers, "me/cmlm", tmp_path / "cmlm", RESULTS, RUN)
     assert (folder / "router_config.json").is_file()  # PCR differs per language: a route each
     card = ModelCard.load(folder / "README.md")
@@ -236,12 +261,27 @@ def test_the_card_of_a_real_run_tells_the_truth_about_it(tmp_path, tokenizer):
     from hf_xlsr.trainers import parse_run_arguments, run_training
 
     config = tmp_path / "run.yaml"
-    config.write_text(yaml.safe_dump({
-        "model_type": "xlsr_dual_momentum", "encoder": MINILM, "train_data": "bible", "languages": ["en", "fr", "de"],
-        "model_config": {"shared_encoder": True, "queue_size": 16}, "max_train_pairs": 80, "max_eval_pairs": 30,
-        "max_length": 24, "per_device_train_batch_size": 4, "max_steps": 3, "logging_steps": 1, "report_to": "none",
-        "save_strategy": "no", "output_dir": str(tmp_path / "run"), "disable_tqdm": True,
-    }))  # fmt: skip
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "model_type": "xlsr_dual_momentum",
+                "encoder": MINILM,
+                "train_data": "bible",
+                "languages": ["en", "fr", "de"],
+                "model_config": {"shared_encoder": True, "queue_size": 16},
+                "max_train_pairs": 80,
+                "max_eval_pairs": 30,
+                "max_length": 24,
+                "per_device_train_batch_size": 4,
+                "max_steps": 3,
+                "logging_steps": 1,
+                "report_to": "none",
+                "save_strategy": "no",
+                "output_dir": str(tmp_path / "run"),
+                "disable_tqdm": True,
+            }
+        )
+    )
     trainer, metrics = run_training(*parse_run_arguments(config))
     run_info = read_json(tmp_path / "run" / RUN_INFO)
     results = {"retrieval": {k.removeprefix("eval_"): v for k, v in metrics.items() if "retrieval" in k}}
@@ -263,8 +303,16 @@ def test_the_card_of_a_real_run_tells_the_truth_about_it(tmp_path, tokenizer):
     assert f"- transformers: {run_info['framework_versions']['transformers']}" in text
     assert "| 3 | " in text.split("### Training log")[1]  # the loss at every logged step
     assert "Bible verses, an old and religious register" in text
-    elsewhere = prepare_upload(trainer.model, trainer.tokenizers, "me/moco3", tmp_path / "hub2", results, run_info,
-                               max_seq_length=16, evaluated_by="benchmarks/multilingual_grid.py")  # fmt: skip
+    elsewhere = prepare_upload(
+        trainer.model,
+        trainer.tokenizers,
+        "me/moco3",
+        tmp_path / "hub2",
+        results,
+        run_info,
+        max_seq_length=16,
+        evaluated_by="benchmarks/multilingual_grid.py",
+    )
     text = ModelCard.load(elsewhere / "README.md").text
     assert "It cuts sentences at 16 tokens (it was trained at 24)." in text
     assert "Measured by benchmarks/multilingual_grid.py, on bible (heldout)" in text

@@ -120,11 +120,22 @@ def test_public_signatures_take_languages_not_sides():
 
 def test_the_training_log_names_directions_by_meaning(tmp_path, tokenizer, bible_pairs):
     model = tiny_dual_momentum(queue_size=8)
-    args = XlsrTrainingArguments(output_dir=str(tmp_path), max_steps=3, per_device_train_batch_size=4,
-                                 logging_steps=1, report_to="none", save_strategy="no", use_cpu=True)  # fmt: skip
-    trainer = XlsrTrainer(model=model, args=args, train_dataset=bible_pairs.select_columns(["en", "fr"]),
-                          data_collator=BitextCollator(tokenizer, languages=["en", "fr"], max_length=16),
-                          tokenizers=tokenizer)  # fmt: skip
+    args = XlsrTrainingArguments(
+        output_dir=str(tmp_path),
+        max_steps=3,
+        per_device_train_batch_size=4,
+        logging_steps=1,
+        report_to="none",
+        save_strategy="no",
+        use_cpu=True,
+    )
+    trainer = XlsrTrainer(
+        model=model,
+        args=args,
+        train_dataset=bible_pairs.select_columns(["en", "fr"]),
+        data_collator=BitextCollator(tokenizer, languages=["en", "fr"], max_length=16),
+        tokenizers=tokenizer,
+    )
     trainer.train()
     keys = {key for entry in trainer.state.log_history for key in entry}
     assert {"loss_source_to_target", "loss_target_to_source", "accuracy_source_to_target"} <= keys, keys
@@ -143,9 +154,11 @@ def test_a_checkpoint_written_by_0_2_0_loads_with_one_warning_per_old_name(tmp_p
         model, tokenizers = load_trained_model(folder)
     messages = [str(w.message) for w in caught if issubclass(w.category, FutureWarning)]
     assert len(messages) == 3, messages
-    assert messages[0] == ("DualMomentumConfig: learning_rate, train_batch_size, warmup_steps, num_train_epochs, "
-                           "lr_scheduler_type, max_grad_norm, weight_decay ignored: training settings belong to the "
-                           "training arguments (XlsrTrainingArguments.from_paper gives the paper's)")  # fmt: skip
+    assert messages[0] == (
+        "DualMomentumConfig: learning_rate, train_batch_size, warmup_steps, num_train_epochs, "
+        "lr_scheduler_type, max_grad_norm, weight_decay ignored: training settings belong to the "
+        "training arguments (XlsrTrainingArguments.from_paper gives the paper's)"
+    )
     assert "nli_language: 'y'" in messages[1] and "write nli_language: fr" in messages[1]
     assert "tokenizer_x/ and tokenizer_y/" in messages[2] and "tokenizer_en/ and tokenizer_fr/" in messages[2]
     assert model.config.nli_language == "fr" and list(tokenizers) == ["en", "fr"]
@@ -185,8 +198,9 @@ def test_a_checkpoint_written_by_0_2_0_exports_and_names_its_start(tmp_path):
     features = tokenizers["fr"](["le chat dort ."], return_tensors="pt")
     with torch.no_grad():
         expected = model.get_sentence_embeddings(features["input_ids"], features["attention_mask"], language="fr")
-    assert torch.allclose(exported.encode(["le chat dort ."], task="fr", convert_to_tensor=True), expected[0],
-                          atol=1e-5)  # fmt: skip
+    assert torch.allclose(
+        exported.encode(["le chat dort ."], task="fr", convert_to_tensor=True), expected[0], atol=1e-5
+    )
 
 
 def test_a_run_configuration_written_for_0_2_0_parses_with_a_warning_naming_the_new_fields(tmp_path):
@@ -211,8 +225,9 @@ def test_a_run_configuration_written_for_0_2_0_parses_with_a_warning_naming_the_
         model_args, _, _ = parse_run_arguments(config, ["--output_dir", str(tmp_path / "run")])
     assert model_args.encoders == {"fr": MINILM, "en": str(tmp_path / "french")}
     with pytest.warns(FutureWarning, match="tokenizer_x is hf_xlsr 0.2.0's name"):
-        model_args, _, _ = parse_run_arguments(None, ["--tokenizer_x", MINILM, "--encoder", MINILM,
-                                                      "--output_dir", str(tmp_path / "run")])  # fmt: skip
+        model_args, _, _ = parse_run_arguments(
+            None, ["--tokenizer_x", MINILM, "--encoder", MINILM, "--output_dir", str(tmp_path / "run")]
+        )
     assert model_args.tokenizer == MINILM
 
 
@@ -262,8 +277,11 @@ def test_the_collator_tokenizes_each_language_with_its_own_tokenizer(tmp_path):
     )
     collator = BitextCollator(tokenizers, languages=["en", "fr"])
     assert isinstance(collator.tokenizer, LanguageTokenizers)
-    trainer = Trainer(model=model, args=TrainingArguments(output_dir=str(tmp_path), report_to="none", use_cpu=True),
-                      data_collator=collator)  # fmt: skip
+    trainer = Trainer(
+        model=model,
+        args=TrainingArguments(output_dir=str(tmp_path), report_to="none", use_cpu=True),
+        data_collator=collator,
+    )
     trainer.save_model(str(tmp_path / "saved"))
     assert load_tokenizers(tmp_path / "saved")["fr"].convert_tokens_to_ids("chat") == 5
 
@@ -277,8 +295,10 @@ def test_a_shared_encoder_needs_no_language_and_a_mapping_of_one_tokenizer_is_on
     assert torch.equal(plain, named)  # any language, even one it was not trained on: the one encoder
     collator = BitextCollator({"en": tokenizer, "fr": tokenizer, "de": tokenizer})
     assert collator.tokenizer is tokenizer
-    rows = [{"source": "a", "target": "b", "source_language": "en", "target_language": language} for language in
-            ("fr", "de")]  # fmt: skip
+    rows = [
+        {"source": "a", "target": "b", "source_language": "en", "target_language": language}
+        for language in ("fr", "de")
+    ]
     assert collator(rows)["target_input_ids"].shape[0] == 2
 
 
@@ -307,8 +327,11 @@ def test_the_losses_import_from_0_2_0s_module_one_loss_per_file():
         " MomentumQueueCallback.__module__)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["hf_xlsr.losses.MomentumQueueLoss", "hf_xlsr.losses.CachedMomentumQueueLoss",
-                   "hf_xlsr.losses.MomentumQueueCallback"]  # fmt: skip
+    assert out == [
+        "hf_xlsr.losses.MomentumQueueLoss",
+        "hf_xlsr.losses.CachedMomentumQueueLoss",
+        "hf_xlsr.losses.MomentumQueueCallback",
+    ]
 
 
 def test_adapters_saved_by_0_2_0_load_with_a_warning(tmp_path):

@@ -90,10 +90,12 @@ def test_the_alignment_loss_of_the_model_takes_its_configured_temperature(small_
     ids = torch.randint(10, 2000, (6, 9))
     mask = torch.ones_like(ids)
     for temperature in (0.0, 0.05):
-        model = tiny_lightweight(small_tokenizer, generative_task="none", use_sim=False,
-                                 align_temperature=temperature).eval()  # fmt: skip
-        out = model(source_input_ids=ids, source_attention_mask=mask, target_input_ids=ids.flip(0),
-                    target_attention_mask=mask)  # fmt: skip
+        model = tiny_lightweight(
+            small_tokenizer, generative_task="none", use_sim=False, align_temperature=temperature
+        ).eval()
+        out = model(
+            source_input_ids=ids, source_attention_mask=mask, target_input_ids=ids.flip(0), target_attention_mask=mask
+        )
         with torch.no_grad():
             u, v = model._encode(ids, mask)[1], model._encode(ids.flip(0), mask)[1]
         expected = reference_align(u.double().tolist(), v.double().tolist(), temperature)
@@ -218,7 +220,7 @@ def test_model_losses_against_float64_references(small_tokenizer, bible_train):
                 input_ids=batch[f"{side}_input_ids"], attention_mask=batch[f"{side}_attention_mask"]
             ).last_hidden_state.double()
             weights = batch[f"{side}_attention_mask"].unsqueeze(-1).double()
-            vectors[side] = (states * weights).sum(1) / weights.sum(1)  # fmt: skip
+            vectors[side] = (states * weights).sum(1) / weights.sum(1)
     u, v = vectors["source"], vectors["target"]
     special = {small_tokenizer.pad_token_id, small_tokenizer.cls_token_id, small_tokenizer.sep_token_id}
 
@@ -226,8 +228,11 @@ def test_model_losses_against_float64_references(small_tokenizer, bible_train):
         ids = batch[f"{side}_input_ids"][row].clone()
         if int(batch["masked_side"][row]) == ("source", "target").index(side):
             ids[batch["masked_position"][row]] = batch["masked_token"][row]
-        return [int(t) for t, m in zip(ids, batch[f"{side}_attention_mask"][row], strict=True)
-                if m and int(t) not in special]  # fmt: skip
+        return [
+            int(t)
+            for t, m in zip(ids, batch[f"{side}_attention_mask"][row], strict=True)
+            if m and int(t) not in special
+        ]
 
     def kl(target, logits):
         log_p = torch.log_softmax(logits, dim=-1)
@@ -278,10 +283,19 @@ def test_training_from_scratch_lowers_the_loss_and_raises_retrieval(tmp_path, sm
     model = tiny_lightweight(small_tokenizer)
     before = heldout(model, tokenizers=tokenizers)["retrieval_accuracy"]
     args = XlsrTrainingArguments(
-        output_dir=str(tmp_path), per_device_train_batch_size=32, learning_rate=2e-3, max_steps=40, warmup_steps=5,
-        lr_scheduler_type="constant_with_warmup", logging_steps=10, save_strategy="no", report_to="none",
-        use_cpu=True, disable_tqdm=True, seed=0,
-    )  # fmt: skip
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=32,
+        learning_rate=2e-3,
+        max_steps=40,
+        warmup_steps=5,
+        lr_scheduler_type="constant_with_warmup",
+        logging_steps=10,
+        save_strategy="no",
+        report_to="none",
+        use_cpu=True,
+        disable_tqdm=True,
+        seed=0,
+    )
     collator = PairMaskingCollator(small_tokenizer, ["en", "fr"], 48, task="ugt")
     trainer = XlsrTrainer(model=model, args=args, train_dataset=train, data_collator=collator, tokenizers=tokenizers)
     trainer.train()
@@ -303,10 +317,10 @@ def test_the_runs_vocabulary_learns_each_sentence_once(tmp_path, monkeypatch, sm
     from hf_xlsr.trainers import builders
 
     seen = []
-    monkeypatch.setattr(builders, "train_unigram_tokenizer",
-                        lambda texts, size: seen.extend(texts) or small_tokenizer)  # fmt: skip
-    rows = datasets.Dataset.from_dict({"source": ["one", "two", "one", "two"],
-                                       "target": ["un", "deux", "eins", "zwei"]})  # English in two language pairs
+    monkeypatch.setattr(builders, "train_unigram_tokenizer", lambda texts, size: seen.extend(texts) or small_tokenizer)
+    rows = datasets.Dataset.from_dict(
+        {"source": ["one", "two", "one", "two"], "target": ["un", "deux", "eins", "zwei"]}
+    )  # English in two language pairs
     training = argparse.Namespace(output_dir=str(tmp_path), main_process_first=lambda desc: contextlib.nullcontext())
     builders.shared_tokenizer(argparse.Namespace(tokenizer=None), None, training, rows, 100)
     assert sorted(seen) == sorted(["one", "two", "un", "deux", "eins", "zwei"])

@@ -117,12 +117,14 @@ def test_resume_with_adapters_continues_exactly(tmp_path, tokenizer, bible_pairs
 
     straight = make_trainer(tmp_path / "straight", tokenizer, bible_pairs, model=model(), max_steps=4)
     straight.train()
-    first = make_trainer(tmp_path / "split", tokenizer, bible_pairs, model=model(), max_steps=4,
-                         save_strategy="steps", save_steps=2)  # fmt: skip
+    first = make_trainer(
+        tmp_path / "split", tokenizer, bible_pairs, model=model(), max_steps=4, save_strategy="steps", save_steps=2
+    )
     first.add_callback(StopAt(2))
     first.train()
-    resumed = make_trainer(tmp_path / "split", tokenizer, bible_pairs, model=model(), max_steps=4,
-                           save_strategy="steps", save_steps=2)  # fmt: skip
+    resumed = make_trainer(
+        tmp_path / "split", tokenizer, bible_pairs, model=model(), max_steps=4, save_strategy="steps", save_steps=2
+    )
     resumed.train(resume_from_checkpoint=str(tmp_path / "split" / "checkpoint-2"))
     a, b = straight.model.state_dict(), resumed.model.state_dict()
     for name in a:

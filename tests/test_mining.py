@@ -97,8 +97,10 @@ def test_blocks_and_ivf_agree_with_exact_search(monkeypatch):
     assert np.mean(ivf_ids[:, 0] == exact_ids[:, 0]) > 0.95
     assert np.mean(ivf_ids == exact_ids) > 0.95  # all 4 nearest, in order: 99.4%
     # k_factor sets the candidates re-scored: with one bit per dimension, 96% with 8 x 4, 42% with 1 x 4
-    agree = {factor: np.mean(knn(queries, corpus, 4, f"IVF63,RaBitQ|nprobe=16,k_factor={factor}")[1] == exact_ids)
-             for factor in (1, 8)}  # fmt: skip
+    agree = {
+        factor: np.mean(knn(queries, corpus, 4, f"IVF63,RaBitQ|nprobe=16,k_factor={factor}")[1] == exact_ids)
+        for factor in (1, 8)
+    }
     assert agree[8] > 0.9 and agree[1] < 0.6, agree
 
 
@@ -137,8 +139,9 @@ def test_scanned_lists_find_what_a_float64_search_of_the_same_lists_finds(monkey
     sims, ids = knn(queries, corpus, 4, spec, trained=trained, centres=centres)
     if scan_queries:
         scanned, scan = [], search_module.scan_lists
-        monkeypatch.setattr(search_module, "scan_lists", lambda queries, *rest: scanned.append(len(queries)) or
-                            scan(queries, *rest))  # fmt: skip
+        monkeypatch.setattr(
+            search_module, "scan_lists", lambda queries, *rest: scanned.append(len(queries)) or scan(queries, *rest)
+        )
         monkeypatch.setattr(search_module, "SCAN_QUERIES", scan_queries)
         in_blocks = knn(queries, corpus, 4, spec, block_size=32, trained=trained, centres=centres)
         assert scanned == [96] * 8 + [32]
@@ -249,8 +252,9 @@ def test_the_int8_scale_read_in_blocks_is_the_scale_of_the_whole_sample():
     expected = 127 / np.abs(mapped).max(axis=0)
     for block_size in (7, 1000):
         assert np.allclose(scan_module._int8_scale(corpus, centre, pca, block_size), expected, rtol=1e-5)
-    assert np.allclose(scan_module._int8_scale(corpus, None, None, 7), 127 / np.abs(unit(corpus)).max(axis=0),
-                       rtol=1e-5)  # fmt: skip
+    assert np.allclose(
+        scan_module._int8_scale(corpus, None, None, 7), 127 / np.abs(unit(corpus)).max(axis=0), rtol=1e-5
+    )
 
 
 def test_a_linear_map_applied_a_few_rows_at_a_time_maps_every_row_as_float64_does(monkeypatch):
@@ -478,9 +482,26 @@ def test_mine_command_writes_scored_pairs(tmp_path, minilm, index):
     (tmp_path / "a.txt").write_text("\n".join(verses["en"][:30]) + "\n\n", encoding="utf-8")  # a blank line too
     (tmp_path / "b.txt").write_text("\n".join(reversed(verses["kjv"][10:40])), encoding="utf-8")
     model_dir = resolve_reference(MINILM)
-    assert main(["mine", "--model", model_dir, "--source", str(tmp_path / "a.txt"), "--target",
-                 str(tmp_path / "b.txt"), "--output", str(tmp_path / "pairs.tsv"), "--threshold", "1.0", "--index",
-                 index]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "mine",
+                "--model",
+                model_dir,
+                "--source",
+                str(tmp_path / "a.txt"),
+                "--target",
+                str(tmp_path / "b.txt"),
+                "--output",
+                str(tmp_path / "pairs.tsv"),
+                "--threshold",
+                "1.0",
+                "--index",
+                index,
+            ]
+        )
+        == 0
+    )
     rows = [line.split("\t") for line in (tmp_path / "pairs.tsv").read_text(encoding="utf-8").splitlines()]
     scores = [float(r[0]) for r in rows]
     assert scores == sorted(scores, reverse=True) and min(scores) >= 1.0
@@ -501,8 +522,9 @@ def routed_export(tmp_path_factory, tokenizer):
     return str(export_sentence_transformers(tiny_dual_momentum(), tokenizer, folder))
 
 
-def test_mine_infers_the_two_routes_names_a_wrong_language_and_warns_about_one_file(tmp_path, routed_export, capsys,
-                                                                                    caplog):  # fmt: skip
+def test_mine_infers_the_two_routes_names_a_wrong_language_and_warns_about_one_file(
+    tmp_path, routed_export, capsys, caplog
+):
     verses = load_bible(["en", "fr"], split="heldout").select(range(12))
     source = write_lines(tmp_path / "en.txt", verses["en"])
     target = write_lines(tmp_path / "fr.txt", verses["fr"])
@@ -511,8 +533,19 @@ def test_mine_infers_the_two_routes_names_a_wrong_language_and_warns_about_one_f
     assert main([*common, "--target", str(target), "--output", str(tmp_path / "pairs.tsv")]) == 0
     assert oct((tmp_path / "pairs.tsv").stat().st_mode & 0o777) == oct(0o666 & ~current_umask())
     with pytest.raises(SystemExit) as exit_info:
-        main([*common, "--target", str(target), "--output", str(tmp_path / "de.tsv"), "--source-language", "en",
-              "--target-language", "de"])  # fmt: skip
+        main(
+            [
+                *common,
+                "--target",
+                str(target),
+                "--output",
+                str(tmp_path / "de.tsv"),
+                "--source-language",
+                "en",
+                "--target-language",
+                "de",
+            ]
+        )
     assert exit_info.value.code == 2 and not (tmp_path / "de.tsv").exists()
     error = capsys.readouterr().err.strip().splitlines()[-1]  # after the model's loading bar
     assert error == "hf-xlsr mine: error: --target-language de: the model encodes en, fr, not de"
@@ -526,8 +559,20 @@ def test_mine_infers_the_two_routes_names_a_wrong_language_and_warns_about_one_f
 
 def test_evaluate_names_a_language_the_export_does_not_route(tmp_path, routed_export, capsys):
     with pytest.raises(SystemExit):
-        main(["evaluate", "--model", routed_export, "--languages", "en", "de", "--tasks", "retrieval",
-              "--output", str(tmp_path / "r.json")])  # fmt: skip
+        main(
+            [
+                "evaluate",
+                "--model",
+                routed_export,
+                "--languages",
+                "en",
+                "de",
+                "--tasks",
+                "retrieval",
+                "--output",
+                str(tmp_path / "r.json"),
+            ]
+        )
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert error == f"hf-xlsr evaluate: error: {routed_export}: encodes en, fr each its own way, not de"
 
@@ -536,9 +581,23 @@ def test_mine_refuses_an_index_faiss_cannot_build_before_embedding(tmp_path, rou
     verses = load_bible(["en", "fr"], split="heldout").select(range(5))
     source, target = write_lines(tmp_path / "en.txt", verses["en"]), write_lines(tmp_path / "fr.txt", verses["fr"])
     with pytest.raises(SystemExit) as exit_info:
-        main(["mine", "--model", routed_export, "--source", str(source), "--target", str(target), "--output",
-              str(tmp_path / "pairs.tsv"), "--index", "IVF10,PQ5", "--embeddings",
-              str(tmp_path / "vectors")])  # fmt: skip
+        main(
+            [
+                "mine",
+                "--model",
+                routed_export,
+                "--source",
+                str(source),
+                "--target",
+                str(target),
+                "--output",
+                str(tmp_path / "pairs.tsv"),
+                "--index",
+                "IVF10,PQ5",
+                "--embeddings",
+                str(tmp_path / "vectors"),
+            ]
+        )
     assert exit_info.value.code == 2
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert error.startswith(
@@ -553,8 +612,9 @@ def test_encode_without_a_language_on_a_routed_model_names_the_routes_not_none(t
     with pytest.raises(SystemExit):
         main(["encode", "--model", routed_export, "--input", str(sentences), "--output", str(tmp_path / "v.npy")])
     error = capsys.readouterr().err.strip().splitlines()[-1]
-    assert error.endswith("no --language: the model encodes each of en, fr its own way; give one of them with "
-                          "--language")  # fmt: skip
+    assert error.endswith(
+        "no --language: the model encodes each of en, fr its own way; give one of them with --language"
+    )
     assert "None" not in error and not (tmp_path / "v.npy").exists()
 
 
@@ -611,7 +671,12 @@ def test_mine_memory_takes_a_size_and_reaches_the_search(tmp_path, monkeypatch, 
     from hf_xlsr_cli import byte_size
 
     assert [byte_size(t) for t in ("8GB", "512MB", "2.5GiB", "1000", "3KB")] == [
-        8_000_000_000, 512_000_000, int(2.5 * 1024**3), 1000, 3000]  # fmt: skip
+        8_000_000_000,
+        512_000_000,
+        int(2.5 * 1024**3),
+        1000,
+        3000,
+    ]
     seen = []
     import hf_xlsr.evaluation.mining.job as job_module
 
@@ -640,7 +705,8 @@ def test_exact_search_in_blocks_is_the_float64_cosine_ranking_and_marks_missing_
     rng = np.random.default_rng(3)
     queries, corpus = rng.normal(size=(6, 16)), rng.normal(size=(40, 16))
     cosines = (queries / np.linalg.norm(queries, axis=1, keepdims=True)) @ (
-        corpus / np.linalg.norm(corpus, axis=1, keepdims=True)).T  # fmt: skip
+        corpus / np.linalg.norm(corpus, axis=1, keepdims=True)
+    ).T
     similarities, indices = exact_knn(queries.astype(np.float32), corpus.astype(np.float32), 5, block_size=7)
     assert np.array_equal(indices, np.argsort(-cosines, axis=1)[:, :5])
     assert np.allclose(similarities, np.sort(cosines, axis=1)[:, ::-1][:, :5], atol=1e-5)

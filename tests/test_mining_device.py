@@ -69,8 +69,13 @@ def test_auto_searches_every_vector_where_a_device_holds_the_corpus(monkeypatch)
     assert searched == [4000, 4000]  # both directions on the device
     exact = mine(x, y.astype(np.float32), k=4, index="flat")
     pairs = dict(zip(zip(exact.source.tolist(), exact.target.tolist(), strict=True), exact.scores, strict=True))
-    same = [(pair, score) for pair, score in zip(zip(found.source.tolist(), found.target.tolist(), strict=True),
-                                                 found.scores, strict=True) if pair in pairs]  # fmt: skip
+    same = [
+        (pair, score)
+        for pair, score in zip(
+            zip(found.source.tolist(), found.target.tolist(), strict=True), found.scores, strict=True
+        )
+        if pair in pairs
+    ]
     assert len(same) > 0.99 * len(pairs) and all(abs(score - pairs[pair]) < 1e-5 for pair, score in same)
 
 
@@ -85,8 +90,9 @@ def test_a_job_in_shards_on_the_device_moves_each_corpus_there_once_and_pairs_wh
     monkeypatch.setattr(index_module, "IVF_THRESHOLD", 1000)
     monkeypatch.setattr(margin_module, "IVF_THRESHOLD", 1000)
     copies, copy = [], device_module.device_corpus
-    monkeypatch.setattr(search_module, "device_corpus", lambda corpus, *rest: copies.append(len(corpus)) or
-                        copy(corpus, *rest))  # fmt: skip
+    monkeypatch.setattr(
+        search_module, "device_corpus", lambda corpus, *rest: copies.append(len(corpus)) or copy(corpus, *rest)
+    )
     x, y = clustered(2800, 16, 6), clustered(2800, 16, 7)
     sharded = mine_in_shards(x, y, tmp_path / "job", shard_size=700)
     assert copies == [2800, 2800]

@@ -28,16 +28,22 @@ def sides() -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(0)
     centres = rng.standard_normal((40, 64)).astype(np.float32)
     source = centres[rng.integers(0, 40, 2500)] + 0.6 * rng.standard_normal((2500, 64)).astype(np.float32)
-    target = np.concatenate([source[:2000] + 0.3 * rng.standard_normal((2000, 64)).astype(np.float32),
-                             centres[rng.integers(0, 40, 500)] + 0.6 * rng.standard_normal((500, 64))])  # fmt: skip
+    target = np.concatenate(
+        [
+            source[:2000] + 0.3 * rng.standard_normal((2000, 64)).astype(np.float32),
+            centres[rng.integers(0, 40, 500)] + 0.6 * rng.standard_normal((500, 64)),
+        ]
+    )
     order = rng.permutation(2500)
     return source, target[order].astype(np.float32)
 
 
 def same_pairs(a, b) -> None:
     """The same pairs at the same scores (the order of pairs whose scores tie in all but the last bits aside)."""
-    first, second = (dict(zip(zip(p.source.tolist(), p.target.tolist(), strict=True), p.scores.tolist(), strict=True))
-                     for p in (a, b))  # fmt: skip
+    first, second = (
+        dict(zip(zip(p.source.tolist(), p.target.tolist(), strict=True), p.scores.tolist(), strict=True))
+        for p in (a, b)
+    )
     assert first.keys() == second.keys()
     np.testing.assert_allclose([first[pair] for pair in second], list(second.values()), rtol=1e-5)
 
@@ -52,7 +58,8 @@ def test_shards_of_queries_give_the_pairs_of_one_search(sides, index, products, 
     same_pairs(sharded, whole)
     names = sorted(p.name for p in (tmp_path / "search").iterdir())
     assert [n for n in names if n.startswith("neighbours-source")] == [
-        f"neighbours-source-to-target-{i:05d}.npz" for i in range(4)]  # fmt: skip
+        f"neighbours-source-to-target-{i:05d}.npz" for i in range(4)
+    ]
     assert ("index.faiss" in names) == (index != "flat")
 
 
@@ -96,9 +103,23 @@ def test_two_processes_mine_the_pairs_of_one(tmp_path):
         (tmp_path / f"{language}.txt").write_text("".join(f"{v}\n" for v in verses[language]), encoding="utf-8")
 
     def argv(name: str) -> list[str]:
-        return ["mine", "--model", resolve_reference(MINILM), "--source", str(tmp_path / "en.txt"), "--target",
-                str(tmp_path / "fr.txt"), "--output", str(tmp_path / f"{name}.tsv"), "--embeddings",
-                str(tmp_path / name), "--shard-size", "150", "--index", "IVF24,Flat|nprobe=6"]  # fmt: skip
+        return [
+            "mine",
+            "--model",
+            resolve_reference(MINILM),
+            "--source",
+            str(tmp_path / "en.txt"),
+            "--target",
+            str(tmp_path / "fr.txt"),
+            "--output",
+            str(tmp_path / f"{name}.tsv"),
+            "--embeddings",
+            str(tmp_path / name),
+            "--shard-size",
+            "150",
+            "--index",
+            "IVF24,Flat|nprobe=6",
+        ]
 
     assert main(argv("one")) == 0
     one = (tmp_path / "one.tsv").read_text()

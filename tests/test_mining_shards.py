@@ -89,8 +89,13 @@ def test_a_folder_of_another_job_is_refused_in_one_line_before_the_model_loads(c
         main(embed(corpus, tmp_path / "shards", "--shard-size", "100"))
     assert exit_info.value.code == 2
     line = capsys.readouterr().err.strip()
-    assert line.startswith(f"hf-xlsr embed: error: --output {tmp_path / 'shards'} holds the shards of another job "
-                           "(shard_size: 600, not 100)") and "\n" not in line  # fmt: skip
+    assert (
+        line.startswith(
+            f"hf-xlsr embed: error: --output {tmp_path / 'shards'} holds the shards of another job "
+            "(shard_size: 600, not 100)"
+        )
+        and "\n" not in line
+    )
 
 
 @pytest.mark.slow  # two mining runs of 600 sentences a side
@@ -109,8 +114,11 @@ def test_mine_resumes_its_embeddings_folder(corpus, tmp_path):
 
 @pytest.mark.slow
 def test_two_processes_share_the_shards_and_give_the_vectors_of_one(corpus, one_pass, tmp_path):
-    result = launch_two_processes(ROOT / "hf_xlsr_cli.py", *embed(corpus, tmp_path / "shards", "--shard-size", "100"),
-                                  env={"HF_HUB_OFFLINE": "1"})  # fmt: skip
+    result = launch_two_processes(
+        ROOT / "hf_xlsr_cli.py",
+        *embed(corpus, tmp_path / "shards", "--shard-size", "100"),
+        env={"HF_HUB_OFFLINE": "1"},
+    )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     assert "6 shards, 3 embedded by this process, the others found done or by the other 1 processes" in result.stdout
     np.testing.assert_allclose(np.load(tmp_path / "shards" / "vectors.npy"), one_pass, atol=1e-6)

@@ -73,8 +73,9 @@ def test_a_multiway_file_with_empty_cells_and_per_pair_files(tmp_path):
     assert rows["en"] == ["Hello."]  # held-out sets keep the lines with every language
     (tmp_path / "en_fr.tsv").write_text("Hello.\tBonjour.\n", encoding="utf-8")
     (tmp_path / "en_de.jsonl").write_text('{"en": "Yes.", "de": "Ja."}\n', encoding="utf-8")
-    parts = load_pair_datasets({"en-fr": str(tmp_path / "en_fr.tsv"), "en-de": str(tmp_path / "en_de.jsonl")},
-                               [("en", "fr"), ("en", "de")])  # fmt: skip
+    parts = load_pair_datasets(
+        {"en-fr": str(tmp_path / "en_fr.tsv"), "en-de": str(tmp_path / "en_de.jsonl")}, [("en", "fr"), ("en", "de")]
+    )
     assert parts["en-de"]["de"] == ["Ja."] and parts["en-fr"]["example_id"] != parts["en-de"]["example_id"]
     dataset_dict = datasets.DatasetDict({"en-fr": datasets.Dataset.from_dict({"en": ["a b c"], "fr": ["d e f"]})})
     assert load_pair_datasets(dataset_dict, [("en", "fr")])["en-fr"]["example_id"] == [0]
@@ -92,8 +93,10 @@ def test_codes_with_hyphens_name_their_pairs_and_stack(tmp_path):
     with pytest.raises(ValueError, match="more than one way"):
         pair_of("a-b-c", ["a", "b-c", "a-b", "c"])
     languages = ["en", "zh-hans", "pt-br"]
-    assert resolve_language_pairs(languages, ["en-zh-hans", "pt-br-zh-hans"]) == [("en", "zh-hans"),
-                                                                                 ("pt-br", "zh-hans")]  # fmt: skip
+    assert resolve_language_pairs(languages, ["en-zh-hans", "pt-br-zh-hans"]) == [
+        ("en", "zh-hans"),
+        ("pt-br", "zh-hans"),
+    ]
     multiway = tmp_path / "catalogue.jsonl"
     lines = [{"en": "Save", "zh-hans": "保存", "pt-br": "Salvar"}, {"en": "Open the file", "zh-hans": "打开文件"}]
     multiway.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
@@ -169,8 +172,9 @@ def test_a_querys_translation_in_a_third_language_is_never_its_negative(tokenize
     assert queued_ids.tolist() == [101, 102, 103]
     expected = 0.0
     for i in range(2):  # Eq. 2: the positive and the queue, less the keys of the query's own meaning
-        logits = [queries[i] @ keys[i]] + [queries[i] @ k for k, m in zip(queued.double(), queued_ids, strict=True)
-                                           if int(m) != int(ids[i])]  # fmt: skip
+        logits = [queries[i] @ keys[i]] + [
+            queries[i] @ k for k, m in zip(queued.double(), queued_ids, strict=True) if int(m) != int(ids[i])
+        ]
         expected -= float(torch.log_softmax(torch.stack(logits) / 0.1, dim=0)[0]) / 2
     assert out.loss_source_to_target.item() == pytest.approx(expected, rel=1e-5)
     # in the batch: rows 0 and 1 both hold verse A (en-fr and en-de); row 1's German key is not row 0's negative
@@ -217,17 +221,24 @@ def run_file(tmp_path, **values):
 @pytest.mark.parametrize(
     "values, message",
     [
-        ({"languages": ["en", "fr", "de"], "language_pairs": [["en", "xx"]]},
-         "language pair en-xx names 'xx', which is not one of the languages"),
+        (
+            {"languages": ["en", "fr", "de"], "language_pairs": [["en", "xx"]]},
+            "language pair en-xx names 'xx', which is not one of the languages",
+        ),
         ({"languages": ["en", "fr", "de"], "language_pairs": ["en-fr"]}, "language 'de' is in no language pair"),
         ({"languages": ["en", "fr", "de"]}, "one query encoder per language takes exactly two languages, got 3"),
         ({"languages": ["en", "fr"], "train_data": {"en-fr": "EMPTY"}}, "EMPTY: no sentence pairs"),
-        ({"languages": ["en", "fr", "de"], "train_data": {"en-fr": "bible"},
-          "model_config": {"encoder_x": tiny_encoder_config(), "shared_encoder": True}},
-         "no data for the language pair en-de"),
+        (
+            {
+                "languages": ["en", "fr", "de"],
+                "train_data": {"en-fr": "bible"},
+                "model_config": {"encoder_x": tiny_encoder_config(), "shared_encoder": True},
+            },
+            "no data for the language pair en-de",
+        ),
     ],
     ids=["unknown_language", "language_without_pair", "per_language_encoders", "empty_pair_file", "no_data"],
-)  # fmt: skip
+)
 def test_bad_multilingual_runs_fail_in_one_line_before_training(tmp_path, capsys, values, message):
     empty = tmp_path / "empty.tsv"
     empty.write_text("", encoding="utf-8")
@@ -265,10 +276,25 @@ def test_evaluate_scores_every_pair_of_many_languages_with_a_table_and_a_heat_ma
 
 def test_the_multilingual_sentence_transformers_example_trains(tmp_path):
     result = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "train_sentence_transformers_multilingual.py"), "--model", MINILM,
-         "--languages", "en", "fr", "de", "--max-steps", "3", "--output-dir", str(tmp_path / "run")],
-        capture_output=True, text=True, timeout=600, cwd=tmp_path,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(ROOT / "examples" / "train_sentence_transformers_multilingual.py"),
+            "--model",
+            MINILM,
+            "--languages",
+            "en",
+            "fr",
+            "de",
+            "--max-steps",
+            "3",
+            "--output-dir",
+            str(tmp_path / "run"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert (tmp_path / "run" / "final" / "modules.json").is_file()
 
@@ -313,6 +339,7 @@ def test_one_default_sampling_temperature_whatever_the_arguments(tmp_path, token
     assert torch.allclose(LanguagePairSampler(stacked["pair"], batch_size=4).weights, expected.float())
     for arguments in (XlsrTrainingArguments, TrainingArguments):
         args = arguments(output_dir=str(tmp_path), report_to="none", use_cpu=True, remove_unused_columns=False)
-        trainer = XlsrTrainer(model=tiny_dual_momentum(), args=args, train_dataset=stacked,
-                              data_collator=BitextCollator(tokenizer))  # fmt: skip
+        trainer = XlsrTrainer(
+            model=tiny_dual_momentum(), args=args, train_dataset=stacked, data_collator=BitextCollator(tokenizer)
+        )
         assert torch.allclose(trainer._get_train_sampler().weights, expected.float()), arguments

@@ -133,9 +133,14 @@ def test_deepspeed_zero2_in_bf16_trains_a_momentum_encoder_with_a_float32_ema(tm
     Two CPU processes, DeepSpeed's own engine (its CPU accelerator, gloo)."""
     config_path = run_config(tmp_path)
     result = launch_two_processes(
-        ROOT / "tests" / "scripts" / "train_and_dump_state.py", str(config_path), str(tmp_path), "--bf16", "true",
-        config="deepspeed_two_cpu_processes.yaml", env=deepspeed_env,
-    )  # fmt: skip
+        ROOT / "tests" / "scripts" / "train_and_dump_state.py",
+        str(config_path),
+        str(tmp_path),
+        "--bf16",
+        "true",
+        config="deepspeed_two_cpu_processes.yaml",
+        env=deepspeed_env,
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     rank0, rank1 = torch.load(tmp_path / "rank0.pt"), torch.load(tmp_path / "rank1.pt")
     assert int(rank0["world_size"]) == 2 and rank0["query_dtype_is_bfloat16"]  # DeepSpeed did cast the model
@@ -154,7 +159,8 @@ def test_deepspeed_zero3_is_refused_for_a_momentum_encoder(tmp_path, deepspeed_e
     env = {**os.environ, **deepspeed_env, "RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1",
            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}  # fmt: skip
     script = ROOT / "tests" / "scripts" / "zero3_refusal.py"
-    result = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, env=env,
-                            timeout=300, cwd=ROOT)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, env=env, timeout=300, cwd=ROOT
+    )
     assert "refused: DualMomentumModel keeps a momentum (EMA) copy" in result.stdout, result.stderr[-3000:]
     assert "but DeepSpeed ZeRO-3 shards them" in result.stdout

@@ -94,8 +94,11 @@ def reference_lse(queries, keys, scale, query_ids=None, key_ids=None):
     """log sum_j exp(scale q_i . k_j) over the keys not of the query's example, one term at a time, float64."""
     rows = []
     for i, q in enumerate(queries):
-        terms = [scale * sum(a * b for a, b in zip(q, k, strict=True)) for j, k in enumerate(keys)
-                 if query_ids is None or query_ids[i] < 0 or key_ids[j] != query_ids[i]]  # fmt: skip
+        terms = [
+            scale * sum(a * b for a, b in zip(q, k, strict=True))
+            for j, k in enumerate(keys)
+            if query_ids is None or query_ids[i] < 0 or key_ids[j] != query_ids[i]
+        ]
         top = max(terms)
         rows.append(top + math.log(sum(math.exp(t - top) for t in terms)))
     return rows
@@ -124,8 +127,9 @@ def test_blocked_queue_logsumexp_and_its_gradient_match_float64(block_size, mask
         p = [math.exp(t - top) for t in logits]
         expected_gradient[i] = weights[i] * 2.5 * sum(p[j] / sum(p) * keys[j] for j in range(37))
     torch.testing.assert_close(gradient, expected_gradient, rtol=1e-10, atol=1e-12)
-    kept = [(i, j) for i in range(5) for j in range(37)
-            if not masked or query_ids[i] < 0 or key_ids[j] != query_ids[i]]  # fmt: skip
+    kept = [
+        (i, j) for i in range(5) for j in range(37) if not masked or query_ids[i] < 0 or key_ids[j] != query_ids[i]
+    ]
     assert int(count) == len(kept)
     assert float(total) == pytest.approx(sum(2.5 * float(queries[i].detach() @ keys[j]) for i, j in kept), rel=1e-10)
     best_expected = [max(2.5 * float(queries[i].detach() @ keys[j]) for i2, j in kept if i2 == i) for i in range(5)]
@@ -227,8 +231,9 @@ def test_info_nce_gradients_match_a_naive_float64_implementation():
             logits = [(q[i] @ k[i] - options.get("margin", 0.0)) / 0.07]
             if options.get("in_batch_negatives", True):
                 logits += [q[i] @ k[j] / 0.07 for j in range(6) if j != i]
-            logits += [q[i] @ queue[j] / 0.07 for j in range(23)
-                       if "query_ids" not in options or int(queue_ids[j]) != i]  # fmt: skip
+            logits += [
+                q[i] @ queue[j] / 0.07 for j in range(23) if "query_ids" not in options or int(queue_ids[j]) != i
+            ]
             naive = naive - torch.log_softmax(torch.stack(logits), dim=0)[0] / 6
         (expected,) = torch.autograd.grad(naive, q)
         torch.testing.assert_close(gradient, expected, rtol=1e-8, atol=1e-9)

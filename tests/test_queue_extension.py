@@ -23,13 +23,15 @@ def build(kind, tokenizer, **config):
     """A tiny model of ``kind`` with a queue of 16, its collator, 64 training rows and the name of its key module."""
     torch.manual_seed(0)
     if kind == "lightweight":
-        model = LightweightDualTransformer.from_tokenizer(tokenizer, hidden_size=32, intermediate_size=64,
-                                                          num_attention_heads=2, queue_size=16, **config)  # fmt: skip
+        model = LightweightDualTransformer.from_tokenizer(
+            tokenizer, hidden_size=32, intermediate_size=64, num_attention_heads=2, queue_size=16, **config
+        )
         rows = load_bible(["en", "fr"], split="train").select(range(64))
         return model, PairMaskingCollator(tokenizer, ["en", "fr"], 32), rows, "encoder"
     if kind == "cmlm":
-        model = CmlmModel(CmlmConfig(encoder=tiny_encoder_config(), num_projections=2, schedule="s1", queue_size=16,
-                                     **config))  # fmt: skip
+        model = CmlmModel(
+            CmlmConfig(encoder=tiny_encoder_config(), num_projections=2, schedule="s1", queue_size=16, **config)
+        )
         rows = load_bible_adjacent(["en", "fr"], split="train").select(range(64))
         return model, CmlmCollator(tokenizer, ["en", "fr"], max_length=32), rows, "encoder"
     model = HictlForPreTraining(HictlConfig(encoder=tiny_encoder_config(), num_negatives=16, queue_size=16, **config))
@@ -55,12 +57,17 @@ def test_queue_negatives_for_every_model(kind, tokenizer, tmp_path):
     assert getattr(second, CONTRASTIVE[kind]) > getattr(first, CONTRASTIVE[kind])
 
     args = XlsrTrainingArguments(
-        output_dir=str(tmp_path), per_device_train_batch_size=4, max_steps=3, learning_rate=1e-3, save_strategy="no",
-        report_to="none", use_cpu=True, disable_tqdm=True,
-    )  # fmt: skip
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=4,
+        max_steps=3,
+        learning_rate=1e-3,
+        save_strategy="no",
+        report_to="none",
+        use_cpu=True,
+        disable_tqdm=True,
+    )
     before = {n: b.clone() for n, b, _ in momentum_pairs(key, live)}
-    trainer = XlsrTrainer(model=model, args=args, train_dataset=rows, data_collator=collator,
-                          tokenizers=tokenizer)  # fmt: skip
+    trainer = XlsrTrainer(model=model, args=args, train_dataset=rows, data_collator=collator, tokenizers=tokenizer)
     assert any(isinstance(c, MomentumCallback) for c in trainer.callback_handler.callbacks)
     trainer.train()
     assert int(model.momentum_contrast.queue_x.filled) == 16  # 8 earlier + 3 x 4, capped at the queue size
@@ -187,8 +194,10 @@ def test_without_a_queue_nothing_is_added(tokenizer):
 
 
 # lightweight by default; CMLM and HICTL, the same mechanism through their own models, with `pytest -m slow`
-@pytest.mark.parametrize("model_type", ["lightweight", pytest.param("cmlm", marks=pytest.mark.slow),
-                                        pytest.param("hictl", marks=pytest.mark.slow)])  # fmt: skip
+@pytest.mark.parametrize(
+    "model_type",
+    ["lightweight", pytest.param("cmlm", marks=pytest.mark.slow), pytest.param("hictl", marks=pytest.mark.slow)],
+)
 def test_two_processes_gather_every_models_keys(model_type, tmp_path):
     model_config = {
         "lightweight": {"vocab_size": 600, "hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 2},

@@ -53,9 +53,14 @@ TOY = ModelType(
 
 def test_a_type_added_by_one_entry_trains_loads_and_gets_its_card(tmp_path):
     register_model_type(TOY)
-    config = run_config(tmp_path / "run.yaml", model_type="toy_dual", tokenizer=None, per_device_train_batch_size=None,
-                        max_steps=2, model_config={"encoder_x": tiny_encoder_config(), "queue_size": 16,
-                                                   "shared_encoder": True})  # fmt: skip
+    config = run_config(
+        tmp_path / "run.yaml",
+        model_type="toy_dual",
+        tokenizer=None,
+        per_device_train_batch_size=None,
+        max_steps=2,
+        model_config={"encoder_x": tiny_encoder_config(), "queue_size": 16, "shared_encoder": True},
+    )
     model_args, data_args, training_args = parse_run_arguments(config)
     assert training_args.learning_rate == 3e-4 and training_args.per_device_train_batch_size == 4  # its recipe
     trainer, _ = run_training(model_args, data_args, training_args)
@@ -65,22 +70,32 @@ def test_a_type_added_by_one_entry_trains_loads_and_gets_its_card(tmp_path):
     assert type(AutoConfig.from_pretrained(folder)) is ToyConfig
     assert type(AutoModel.from_pretrained(folder)) is ToyModel
     assert XlsrTrainingArguments.from_paper(trainer.model, output_dir=str(tmp_path)).learning_rate == 3e-4
-    upload = prepare_upload(trainer.model, trainer.tokenizers, "me/toy", tmp_path / "hub", None,
-                            read_json(folder / RUN_INFO))  # fmt: skip
+    upload = prepare_upload(
+        trainer.model, trainer.tokenizers, "me/toy", tmp_path / "hub", None, read_json(folder / RUN_INFO)
+    )
     assert "dual_momentum" in ModelCard.load(upload / "README.md").data.tags
 
 
 def test_the_package_types_hold_their_papers_recipes():
-    assert paper_recipe("xlsr_hictl") == {"learning_rate": 2.5e-5, "lr_scheduler_type": "linear",
-                                          "per_device_train_batch_size": 1024}  # fmt: skip
+    assert paper_recipe("xlsr_hictl") == {
+        "learning_rate": 2.5e-5,
+        "lr_scheduler_type": "linear",
+        "per_device_train_batch_size": 1024,
+    }
     assert get_model_type("xlsr_lightweight").part("build").__name__ == "build_lightweight"
     assert get_model_type("xlsr_hictl_translation").build is None  # loads only
 
 
 def test_a_name_is_one_types_and_the_configuration_says_it():
     with pytest.raises(ValueError, match="the name 'dual_momentum' is 'xlsr_dual_momentum''s"):
-        register_model_type(ModelType("toy_other", type("C", (DualMomentumConfig,), {"model_type": "toy_other"}),
-                                      ToyModel, old_names=("dual_momentum",)))  # fmt: skip
+        register_model_type(
+            ModelType(
+                "toy_other",
+                type("C", (DualMomentumConfig,), {"model_type": "toy_other"}),
+                ToyModel,
+                old_names=("dual_momentum",),
+            )
+        )
     with pytest.raises(ValueError, match="its configuration's model_type is 'xlsr_dual_momentum'"):
         register_model_type(ModelType("toy_mismatch", DualMomentumConfig, DualMomentumModel))
     with pytest.raises(ValueError, match=r"^run.yaml: unknown model_type 'bert' \(one of xlsr_dual_momentum, "):

@@ -43,8 +43,17 @@ def sentence_model(encoder_dir) -> SentenceTransformer:
 
 
 def trainer_for(model, loss, pairs, output_dir, callbacks=None, **arguments):
-    defaults = dict(output_dir=str(output_dir), per_device_train_batch_size=4, max_steps=6, learning_rate=1e-3,
-                    save_strategy="no", report_to="none", use_cpu=True, disable_tqdm=True, seed=0)  # fmt: skip
+    defaults = dict(
+        output_dir=str(output_dir),
+        per_device_train_batch_size=4,
+        max_steps=6,
+        learning_rate=1e-3,
+        save_strategy="no",
+        report_to="none",
+        use_cpu=True,
+        disable_tqdm=True,
+        seed=0,
+    )
     args = SentenceTransformerTrainingArguments(**{**defaults, **arguments})
     callbacks = [loss.callback] if callbacks is None else callbacks
     return SentenceTransformerTrainer(model=model, args=args, train_dataset=pairs, loss=loss, callbacks=callbacks)
@@ -161,8 +170,14 @@ def test_two_processes_hold_the_same_queue_of_both_processes_keys(encoder_dir, t
 def test_the_model_card_names_the_loss_and_cites_the_paper(encoder_dir, pairs, tmp_path):
     model = sentence_model(encoder_dir)
     loss = MomentumQueueLoss(model, queue_size=10)
-    assert loss.get_config_dict() == {"queue_size": 10, "momentum": 0.999, "temperature": 0.05, "symmetric": True,
-                                      "in_batch_negatives": True, "queue_dtype": "auto"}  # fmt: skip
+    assert loss.get_config_dict() == {
+        "queue_size": 10,
+        "momentum": 0.999,
+        "temperature": 0.05,
+        "symmetric": True,
+        "in_batch_negatives": True,
+        "queue_dtype": "auto",
+    }
     trainer_for(model, loss, pairs, tmp_path, max_steps=1).train()
     model.save(str(tmp_path / "saved"))
     card = (tmp_path / "saved" / "README.md").read_text()
@@ -175,10 +190,21 @@ def test_the_readme_script_trains(tmp_path):
     import sys
 
     result = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "train_sentence_transformers.py"), "--max-steps", "2",
-         "--output-dir", str(tmp_path / "run"), "--eval-pairs", "50"], capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            str(ROOT / "examples" / "train_sentence_transformers.py"),
+            "--max-steps",
+            "2",
+            "--output-dir",
+            str(tmp_path / "run"),
+            "--eval-pairs",
+            "50",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
         cwd=tmp_path,
-    )  # fmt: skip
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "'eval_retrieval_accuracy'" in result.stdout  # hf_xlsr's evaluator under SentenceTransformerTrainer
     model = SentenceTransformer(str(tmp_path / "run" / "final"))
@@ -286,8 +312,9 @@ def test_labels_keep_every_hard_negative(encoder_dir, pairs, in_batch_negatives)
     """Triplets with meaning ids: each row's hard negative stays a negative of its own anchor (and, with in-batch
     negatives, of every anchor). Reference: the loss written out in float64 from the model's embeddings."""
     model = sentence_model(encoder_dir)
-    loss = MomentumQueueLoss(model, queue_size=16, temperature=0.1, symmetric=False,
-                             in_batch_negatives=in_batch_negatives)  # fmt: skip
+    loss = MomentumQueueLoss(
+        model, queue_size=16, temperature=0.1, symmetric=False, in_batch_negatives=in_batch_negatives
+    )
     anchors, positives, negatives = pairs["anchor"][:4], pairs["positive"][:4], pairs["positive"][30:34]
     labels = torch.tensor([0, 1, 2, 3])
     model.eval()
@@ -297,8 +324,9 @@ def test_labels_keep_every_hard_negative(encoder_dir, pairs, in_batch_negatives)
         a, p, n = (unit_rows(model.encode(list(t), convert_to_tensor=True)) for t in (anchors, positives, negatives))
     expected = 0.0
     for i in range(4):
-        keys = [p[i], n[i]] + ([p[j] for j in range(4) if j != i] + [n[j] for j in range(4) if j != i]
-                               if in_batch_negatives else [])  # fmt: skip
+        keys = [p[i], n[i]] + (
+            [p[j] for j in range(4) if j != i] + [n[j] for j in range(4) if j != i] if in_batch_negatives else []
+        )
         expected -= float(torch.log_softmax(torch.stack([a[i] @ k for k in keys]) / 0.1, dim=0)[0]) / 4
     assert with_labels == pytest.approx(expected, rel=1e-6)
     assert without == pytest.approx(expected, rel=1e-6)

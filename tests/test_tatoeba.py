@@ -70,8 +70,12 @@ def test_the_shared_test_sets_load_112_languages_of_aligned_lines(tatoeba_dir):
 def test_a_real_encoder_scores_each_language_and_tells_the_router_its_language(tmp_path, minilm_path):
     from sentence_transformers import SentenceTransformer
 
-    write_set(tmp_path, "fra", ["Le chat dort.", "Il pleut.", "Merci beaucoup."],
-              ["The cat sleeps.", "It is raining.", "Thank you very much."])  # fmt: skip
+    write_set(
+        tmp_path,
+        "fra",
+        ["Le chat dort.", "Il pleut.", "Merci beaucoup."],
+        ["The cat sleeps.", "It is raining.", "Thank you very much."],
+    )
     seen = []
     model = SentenceTransformer(minilm_path, device="cpu")
 
@@ -120,8 +124,23 @@ def test_a_language_without_a_test_set_is_one_line_before_the_model_loads(tmp_pa
 
     write_set(tmp_path, "fra", ["Il pleut."], ["It is raining."])
     with pytest.raises(SystemExit) as exit_info:
-        main(["evaluate", "--model", str(tmp_path / "never-loaded"), "--tasks", "tatoeba", "--tatoeba-dir",
-              str(tmp_path), "--languages", "en", "fr", "de", "--output", str(tmp_path / "r.json")])  # fmt: skip
+        main(
+            [
+                "evaluate",
+                "--model",
+                str(tmp_path / "never-loaded"),
+                "--tasks",
+                "tatoeba",
+                "--tatoeba-dir",
+                str(tmp_path),
+                "--languages",
+                "en",
+                "fr",
+                "de",
+                "--output",
+                str(tmp_path / "r.json"),
+            ]
+        )
     error = capsys.readouterr().err.strip().splitlines()
     assert exit_info.value.code == 2 and error == [
         f"hf-xlsr evaluate: error: --tatoeba-dir: {tmp_path}: no Tatoeba test set for de (tatoeba.deu-eng.deu)"
@@ -152,7 +171,16 @@ def test_the_task_without_its_folder_is_one_line_before_any_work(tmp_path, capsy
     from hf_xlsr_cli import main
 
     with pytest.raises(SystemExit) as exit_info:
-        main(["evaluate", "--model", str(tmp_path / "never-loaded"), "--tasks", "tatoeba", "--output",
-              str(tmp_path / "r.json")])  # fmt: skip
+        main(
+            [
+                "evaluate",
+                "--model",
+                str(tmp_path / "never-loaded"),
+                "--tasks",
+                "tatoeba",
+                "--output",
+                str(tmp_path / "r.json"),
+            ]
+        )
     error = capsys.readouterr().err.strip().splitlines()
     assert exit_info.value.code == 2 and len(error) == 1 and "give their folder, --tatoeba-dir DIR" in error[0]

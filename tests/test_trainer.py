@@ -73,12 +73,20 @@ def test_loss_parts_and_queue_statistics_are_logged(tmp_path, tokenizer, bible_p
 def test_resume_continues_exactly(tmp_path, tokenizer, bible_pairs):
     """6 steps straight == 3 steps, checkpoint, resume in a new trainer, 3 more steps. The queue holds 10 keys and
     a step brings 4, so the pointer at the checkpoint (2) is not where a fresh queue starts (0)."""
-    straight = make_trainer(tmp_path / "straight", tokenizer, bible_pairs, max_steps=6,
-                            model=tiny_dual_momentum(queue_size=10))  # fmt: skip
+    straight = make_trainer(
+        tmp_path / "straight", tokenizer, bible_pairs, max_steps=6, model=tiny_dual_momentum(queue_size=10)
+    )
     straight.train()
 
-    first = make_trainer(tmp_path / "split", tokenizer, bible_pairs, max_steps=6, save_strategy="steps", save_steps=3,
-                         model=tiny_dual_momentum(queue_size=10))  # fmt: skip
+    first = make_trainer(
+        tmp_path / "split",
+        tokenizer,
+        bible_pairs,
+        max_steps=6,
+        save_strategy="steps",
+        save_steps=3,
+        model=tiny_dual_momentum(queue_size=10),
+    )
     # stop after the checkpoint of step 3, as an interrupted run would
     first.add_callback(StopAt(3))
     first.train()
@@ -167,8 +175,14 @@ def test_a_step_with_non_finite_gradients_leaves_no_trace_in_queue_or_momentum_e
     query weights NaN, so steps 4-5 have a NaN loss, queue nothing and update nothing either. The callback reads the
     norm the Trainer computed (for clipping, or to log it), never computing it again."""
     monkeypatch.setattr("hf_xlsr.trainers.callbacks.get_total_norm", None)  # calling it would raise
-    trainer = make_trainer(tmp_path, tokenizer, bible_pairs, max_steps=5, max_grad_norm=max_grad_norm,
-                           model=tiny_dual_momentum(queue_size=10))  # fmt: skip
+    trainer = make_trainer(
+        tmp_path,
+        tokenizer,
+        bible_pairs,
+        max_steps=5,
+        max_grad_norm=max_grad_norm,
+        model=tiny_dual_momentum(queue_size=10),
+    )
     trainer.add_callback(NanGradientsAt(3))
     with caplog.at_level("WARNING"):
         trainer.train()
@@ -188,10 +202,19 @@ def test_a_plain_trainer_that_never_runs_the_ema_is_warned(tmp_path, tokenizer, 
     from transformers import Trainer, TrainingArguments
 
     collator = BitextCollator(tokenizer, languages=["en", "fr"], max_length=32)
-    args = dict(output_dir=str(tmp_path), per_device_train_batch_size=4, max_steps=3, save_strategy="no",
-                report_to="none", use_cpu=True, disable_tqdm=True, remove_unused_columns=False)  # fmt: skip
-    plain = Trainer(model=tiny_dual_momentum(), args=TrainingArguments(**args), train_dataset=bible_pairs,
-                    data_collator=collator)  # fmt: skip
+    args = dict(
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=4,
+        max_steps=3,
+        save_strategy="no",
+        report_to="none",
+        use_cpu=True,
+        disable_tqdm=True,
+        remove_unused_columns=False,
+    )
+    plain = Trainer(
+        model=tiny_dual_momentum(), args=TrainingArguments(**args), train_dataset=bible_pairs, data_collator=collator
+    )
     with pytest.warns(UserWarning, match="the momentum encoder has never been updated"):
         plain.train()
     import warnings
@@ -263,12 +286,23 @@ def test_the_first_log_line_of_a_queue_holds_no_statistic_of_an_empty_queue(tmp_
     negative similarity (no NaN, no accuracy of 1); from the second step on they are there."""
     import math
 
-    args = XlsrTrainingArguments(output_dir=str(tmp_path), max_steps=3, per_device_train_batch_size=4,
-                                 logging_steps=1, report_to="none", save_strategy="no", use_cpu=True,
-                                 disable_tqdm=True)  # fmt: skip
-    trainer = XlsrTrainer(model=tiny_dual_momentum(), args=args, train_dataset=bible_pairs.select(range(12)),
-                          data_collator=BitextCollator(tokenizer, languages=["en", "fr"], max_length=24),
-                          tokenizers=tokenizer)  # fmt: skip
+    args = XlsrTrainingArguments(
+        output_dir=str(tmp_path),
+        max_steps=3,
+        per_device_train_batch_size=4,
+        logging_steps=1,
+        report_to="none",
+        save_strategy="no",
+        use_cpu=True,
+        disable_tqdm=True,
+    )
+    trainer = XlsrTrainer(
+        model=tiny_dual_momentum(),
+        args=args,
+        train_dataset=bible_pairs.select(range(12)),
+        data_collator=BitextCollator(tokenizer, languages=["en", "fr"], max_length=24),
+        tokenizers=tokenizer,
+    )
     trainer.train()
     history = [entry for entry in trainer.state.log_history if "loss" in entry]
     assert history[0]["step"] == 1 and history[0]["loss"] == 0.0

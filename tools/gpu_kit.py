@@ -61,8 +61,16 @@ def mib(path: Path) -> float:
 def repository_files() -> list[Path]:
     """What travels of the repository, relative to it: its tracked files and the untracked ones git does not ignore
     (no ``*.egg-info``: hf_xlsr is not installed there, only on ``PYTHONPATH``)."""
-    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=ROOT,
-                            capture_output=True, check=True).stdout.decode().split("\0")  # fmt: skip
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     return [Path(name) for name in listed if name and (ROOT / name).is_file()]
 
 
@@ -73,9 +81,26 @@ def repository_mib() -> float:
 def download_wheels(folder: Path, python: str) -> None:
     pins = [f"{name}=={importlib.metadata.version(name)}" for name in WHEELS]
     platforms = [option for platform in PLATFORMS for option in ("--platform", platform)]
-    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-                    "--python-version", python, "--implementation", "cp", *platforms, "-d", str(folder), *pins],
-                   check=True)  # fmt: skip
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--python-version",
+            python,
+            "--implementation",
+            "cp",
+            *platforms,
+            "-d",
+            str(folder),
+            *pins,
+        ],
+        check=True,
+    )
 
 
 def trimmed_bible(database: Path, out: Path) -> None:
@@ -128,8 +153,10 @@ def build(out: Path, python: str = IMAGE_PYTHON) -> float:
         print(f"{name:>10}: {size - repository:5.1f} MiB, {size:5.1f} with the repository, of {LIMIT_MIB} a call")
     name, largest = max(calls.items(), key=lambda item: item[1])
     if largest >= LIMIT_MIB:
-        raise SystemExit(f"the kit's {name}/ and the repository come to {largest:.1f} MiB, over the {LIMIT_MIB} MiB "
-                         "one call carries")  # fmt: skip
+        raise SystemExit(
+            f"the kit's {name}/ and the repository come to {largest:.1f} MiB, over the {LIMIT_MIB} MiB "
+            "one call carries"
+        )
     return largest
 
 

@@ -68,12 +68,16 @@ def step_cost_table(name: str = "queue_vs_batch_grid_timing.json") -> str:
     lines = ["| arm | seconds per pair | × MNRL, batch B | memory held (MB) | × MNRL, batch B |",
              "| --- | ---: | ---: | ---: | ---: |"]  # fmt: skip
     for arm, row in rows.items():
-        lines.append(f"| {LABELS[arm]} | {row['seconds_per_pair']:.3f} | "
-                     f"{row['seconds_per_pair'] / peer['seconds_per_pair']:.2f} | {row['held_mb']:,.0f} | "
-                     f"{row['held_mb'] / peer['held_mb']:.2f} |")  # fmt: skip
+        lines.append(
+            f"| {LABELS[arm]} | {row['seconds_per_pair']:.3f} | "
+            f"{row['seconds_per_pair'] / peer['seconds_per_pair']:.2f} | {row['held_mb']:,.0f} | "
+            f"{row['held_mb'] / peer['held_mb']:.2f} |"
+        )
     setup = timed["setup"]
-    return ("\n".join(lines) + f"\n\n`benchmarks/results/{name}`, the median of {setup['rounds']} rounds of "
-            f"{setup['timed_steps']} steps; {setup['machine']}; {setup['date']}.\n")  # fmt: skip
+    return (
+        "\n".join(lines) + f"\n\n`benchmarks/results/{name}`, the median of {setup['rounds']} rounds of "
+        f"{setup['timed_steps']} steps; {setup['machine']}; {setup['date']}.\n"
+    )
 
 
 TABLES: dict[str, Callable[[], str]] = {

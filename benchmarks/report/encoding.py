@@ -18,12 +18,12 @@ MATCHING_PEER = {
     "onnx-int8": (
         "sentence-transformers openvino int8",
         "its static int8 on OpenVINO (its ONNX int8 does not install beside it)",
-    ),  # fmt: skip
+    ),
     "openvino": ("sentence-transformers openvino", '`backend="openvino"`, in an environment of its own'),
     "openvino-int8": (
         "sentence-transformers openvino int8",
         "`export_static_quantized_openvino_model`, in an environment of its own",
-    ),  # fmt: skip
+    ),
 }
 
 
@@ -41,8 +41,11 @@ def fastest_peer(rows: dict, lost: float) -> str:
     arm that loses ``lost`` points (less than none counts as none; `TIE` points more count as no more): the peer at
     its best for that arm."""
     base = rows[PEER]["retrieval_accuracy"]
-    eligible = [name for name, row in rows.items() if name.startswith(PEER)
-                and 100 * (base - row["retrieval_accuracy"]) <= max(lost, 0) + TIE]  # fmt: skip
+    eligible = [
+        name
+        for name, row in rows.items()
+        if name.startswith(PEER) and 100 * (base - row["retrieval_accuracy"]) <= max(lost, 0) + TIE
+    ]
     return max(eligible, key=lambda name: rows[name]["sentences_per_second"])
 
 

@@ -51,18 +51,26 @@ def markdown(report: dict) -> str:
         lines.append(f"| {name} | {part['status']} | {part.get('seconds', 0):.0f} | {figures_in_words(shown)} |")
     steps = report["parts"].get("training_step", {}).get("rows", [])
     if steps:
-        lines += ["", "| encoder | batch | arm | K | s / step | × MNRL | peak MB | EMA share |",
-                  "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+        lines += [
+            "",
+            "| encoder | batch | arm | K | s / step | × MNRL | peak MB | EMA share |",
+            "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |",
+        ]
         for row in steps:
             cells = [row.get("seconds_per_step"), row.get("ratio_to_mnrl"), row.get("peak_mb"), row.get("ema_share")]
             shown = [number(value) if isinstance(value, float) else (row.get("error") or "—") for value in cells]
-            lines.append(f"| {row['encoder']} | {row['batch']} | {row['arm']} | {row['queue_size'] or '—'} | "
-                         + " | ".join(shown) + " |")  # fmt: skip
+            lines.append(
+                f"| {row['encoder']} | {row['batch']} | {row['arm']} | {row['queue_size'] or '—'} | "
+                + " | ".join(shown)
+                + " |"
+            )
     if "table" in report["parts"].get("queue_grid", {}):
         lines += ["", report["parts"]["queue_grid"]["table"]]
     for row in report["parts"].get("queue_floor", {}).get("rows", []):
-        lines.append(f"\nqueue K = {row['queue_size']:,}: {row['added_seconds']:.4f} s added, "
-                     f"{row['times_floor']:.2f} × its bfloat16 floor, both directions")  # fmt: skip
+        lines.append(
+            f"\nqueue K = {row['queue_size']:,}: {row['added_seconds']:.4f} s added, "
+            f"{row['times_floor']:.2f} × its bfloat16 floor, both directions"
+        )
     encoding = report["parts"].get("encoding", {})
     if "sentences_per_second" in encoding:
         rates = encoding["sentences_per_second"]
@@ -95,8 +103,14 @@ def gpu_step_summary(name: str = "gpu_suite_h200_bf16.json") -> str:
     for arm, queue in arms:
         cells = []
         for encoder, batch in groups:
-            row = next((r for r in rows if (r["encoder"], r["batch"], r["arm"], r["queue_size"]) ==
-                        (encoder, batch, arm, queue)), None)  # fmt: skip
+            row = next(
+                (
+                    r
+                    for r in rows
+                    if (r["encoder"], r["batch"], r["arm"], r["queue_size"]) == (encoder, batch, arm, queue)
+                ),
+                None,
+            )
             ratio = row and row.get("ratio_to_mnrl")
             memory = row and row.get("peak_mb") and row["peak_mb"] / peaks[(encoder, batch)]
             cells.append(f"{ratio:.2f} ({memory:.2f})" if ratio and memory else "—")
@@ -116,8 +130,13 @@ def gpu_step_findings(name: str = "gpu_suite_h200_bf16.json") -> str:
         return f"{low:.2f}" if f"{low:.2f}" == f"{high:.2f}" else f"{low:.2f} to {high:.2f}"
 
     def ratios(arm: str, **where) -> list[float]:
-        return [row["ratio_to_mnrl"] for row in rows if row["arm"].startswith(arm) and "ratio_to_mnrl" in row
-                and all(row[key] == value for key, value in where.items())]  # fmt: skip
+        return [
+            row["ratio_to_mnrl"]
+            for row in rows
+            if row["arm"].startswith(arm)
+            and "ratio_to_mnrl" in row
+            and all(row[key] == value for key, value in where.items())
+        ]
 
     first = [row for row in rows if row["queue_size"] in (None, 0, 65536)]  # each arm at its first queue size
     peak = {(row["encoder"], row["batch"], row["arm"]): row["peak_mb"] for row in first}
@@ -139,15 +158,23 @@ def gpu_step_findings(name: str = "gpu_suite_h200_bf16.json") -> str:
     ]
     if "cached_memory" in parts:
         held = parts["cached_memory"]
-        lines[-1] += (f" (`cached_memory`: {held['ratio_beyond_queue']:.2f} times CachedMNRL's beyond the queue's "
-                      f"{held['queue_mb']:.0f} MB)")  # fmt: skip
+        lines[-1] += (
+            f" (`cached_memory`: {held['ratio_beyond_queue']:.2f} times CachedMNRL's beyond the queue's "
+            f"{held['queue_mb']:.0f} MB)"
+        )
     lines[-1] += "."
     if "queue_floor" in parts:
         floor = parts["queue_floor"]["rows"]
-        lines.append("- **The queue's own time against its floor** (the bfloat16 products of the same shapes, both "
-                     "directions): " + "; ".join(f"{1e3 * row['added_seconds']:.1f} ms added per step at "
-                                                 f"{row['queue_size']:,} keys, {row['times_floor']:.1f} times"
-                                                 for row in floor) + ".")  # fmt: skip
+        lines.append(
+            "- **The queue's own time against its floor** (the bfloat16 products of the same shapes, both "
+            "directions): "
+            + "; ".join(
+                f"{1e3 * row['added_seconds']:.1f} ms added per step at "
+                f"{row['queue_size']:,} keys, {row['times_floor']:.1f} times"
+                for row in floor
+            )
+            + "."
+        )
     return "\n".join(lines) + "\n"
 
 

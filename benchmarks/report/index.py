@@ -26,9 +26,11 @@ def tatoeba_verdict(languages: str) -> tuple[str, str, str]:
     ours_f1, theirs_f1 = ([runs[seed]["112"] for seed in seeds] for runs in (ours, theirs))
     differences = [a - b for a, b in zip(ours_f1, theirs_f1, strict=True)]
     gain = statistics.fmean(differences)
-    measured = (f"F1 {mean_text(ours_f1, scale=1)} against {mean_text(theirs_f1, scale=1)} "
-                f"({len(seeds)} seed{'s' * (len(seeds) > 1)}), paired {gain:+.2f} points, ahead on "
-                f"{sum(d > 0 for d in differences)} of {len(seeds)}")  # fmt: skip
+    measured = (
+        f"F1 {mean_text(ours_f1, scale=1)} against {mean_text(theirs_f1, scale=1)} "
+        f"({len(seeds)} seed{'s' * (len(seeds) > 1)}), paired {gain:+.2f} points, ahead on "
+        f"{sum(d > 0 for d in differences)} of {len(seeds)}"
+    )
     if reason := tatoeba.unlike(languages):
         return question, measured, f"cannot show: {reason}"
     if len(seeds) < 3:
@@ -40,9 +42,11 @@ def tatoeba_verdict(languages: str) -> tuple[str, str, str]:
 
 def tatoeba_verdicts() -> str:
     """README's first-screen lines of `tatoeba_verdict`, one per comparison that gives a verdict."""
-    return "".join(f"- {question}: {measured}: {verdict}.\n"
-                   for question, measured, verdict in map(tatoeba_verdict, tatoeba.COMPARISONS)
-                   if not verdict.startswith("cannot show"))  # fmt: skip
+    return "".join(
+        f"- {question}: {measured}: {verdict}.\n"
+        for question, measured, verdict in map(tatoeba_verdict, tatoeba.COMPARISONS)
+        if not verdict.startswith("cannot show")
+    )
 
 
 def questions_summary() -> str:
@@ -159,14 +163,25 @@ def method_cells() -> dict[str, list[str]]:
     cells = {}
     for _, _, arm, timed in METHODS:
         row = rows.get(arm)
-        test = "—" if not row or len(row["test"]) < 3 else mean_text(row["test"]) + ("" if row["complete"] else
-                                                                                   " (pick not final)")  # fmt: skip
+        test = (
+            "—"
+            if not row or len(row["test"]) < 3
+            else mean_text(row["test"]) + ("" if row["complete"] else " (pick not final)")
+        )
         means = list(tatoeba.tatoeba_means(f"tatoeba_{arm}_22_grid").values())
-        f1 = [mean_text([run[column] for run in means], scale=1) if len(means) >= 3 else "—"
-              for column in ("112", "the Bible's 21")]  # fmt: skip
+        f1 = [
+            mean_text([run[column] for run in means], scale=1) if len(means) >= 3 else "—"
+            for column in ("112", "the Bible's 21")
+        ]
         cost = timing.get(timed) if timed else None
-        ratios = ([f"{cost['seconds_per_pair'] / timing['mnrl_B']['seconds_per_pair']:.2f}×",
-                   f"{cost['held_mb'] / timing['mnrl_B']['held_mb']:.2f}×"] if cost else ["—", "—"])  # fmt: skip
+        ratios = (
+            [
+                f"{cost['seconds_per_pair'] / timing['mnrl_B']['seconds_per_pair']:.2f}×",
+                f"{cost['held_mb'] / timing['mnrl_B']['held_mb']:.2f}×",
+            ]
+            if cost
+            else ["—", "—"]
+        )
         if row is None:
             verdict = "cannot show yet: not run on the 22-language task"
         elif arm not in HF_XLSR:
@@ -175,8 +190,10 @@ def method_cells() -> dict[str, list[str]]:
             verdict = f"cannot show yet: {' and '.join(missing)} without the whole grid and 3 seeds"
         else:
             _, peer, difference, spread, holds = grid_verdict([row, *peers_of(arm, rows)], [arm])
-            verdict = (f"{'holds' if holds else 'does not hold'} against {label[peer['arm']]}: "
-                       f"{100 * difference:+.1f} points, the larger seed spread {100 * spread:.1f}")  # fmt: skip
+            verdict = (
+                f"{'holds' if holds else 'does not hold'} against {label[peer['arm']]}: "
+                f"{100 * difference:+.1f} points, the larger seed spread {100 * spread:.1f}"
+            )
         cells[arm] = [test, *f1, *ratios, verdict]
     return cells
 

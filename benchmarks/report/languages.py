@@ -87,11 +87,19 @@ def multilingual_grid_paired(name: str = "multilingual_grid.json") -> str:
         + ", ".join(f"{language} {gains[language]:+.2f}" for language in order[::-1][:3]) + ".",
     ]  # fmt: skip
     if start:
-        below = {arm: [language for language in languages[1:]
-                       if statistics.fmean(run[language] for run in figures) < start[language]]
-                 for arm, figures in arms.items()}  # fmt: skip
-        lines.append("- languages below the start: " + "; ".join(
-            f"{arm} {', '.join(found) or 'none'}" for arm, found in below.items()) + ".")  # fmt: skip
+        below = {
+            arm: [
+                language
+                for language in languages[1:]
+                if statistics.fmean(run[language] for run in figures) < start[language]
+            ]
+            for arm, figures in arms.items()
+        }
+        lines.append(
+            "- languages below the start: "
+            + "; ".join(f"{arm} {', '.join(found) or 'none'}" for arm, found in below.items())
+            + "."
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -112,8 +120,10 @@ def sampling_paired(name: str = "multilingual_sampling.json") -> str:
             differences = [100 * (a - b) for a, b in paired(runs, arm, "alpha0.5", key).values()]
             mean, spread, _ = mean_and_spread(differences)
             ahead = sum(d > 0 for d in differences)
-            cells.append(f"{label} {mean:+.2f} ± {spread:.2f} (ahead on {ahead} of {len(differences)} seeds, p = "
-                         f"{ttest_1samp(differences, 0).pvalue:.3f})")  # fmt: skip
+            cells.append(
+                f"{label} {mean:+.2f} ± {spread:.2f} (ahead on {ahead} of {len(differences)} seeds, p = "
+                f"{ttest_1samp(differences, 0).pvalue:.3f})"
+            )
         lines.append(f"- `{arm}` against `alpha0.5`, points: " + "; ".join(cells) + ".")
     return "\n".join(lines) + "\n"
 
@@ -153,9 +163,12 @@ def multilingual_grid(name: str = "multilingual_grid.json") -> str:
         return f"Not run yet: `benchmarks/results/{name}` holds no run.\n"
     record = shared.load(name)
     setup, runs = record["setup"], record["runs"]
-    rows = (f"\n{len(setup['languages'])} languages, {setup['steps']} steps of {setup['batch_size']} pairs; tune: "
-            f"{setup['split']['tune']}; test: {setup['split']['test']}"
-            + (f", encoded in {setup['test_backend']}" if "test_backend" in setup else "") + ".\n")  # fmt: skip
+    rows = (
+        f"\n{len(setup['languages'])} languages, {setup['steps']} steps of {setup['batch_size']} pairs; tune: "
+        f"{setup['split']['tune']}; test: {setup['split']['test']}"
+        + (f", encoded in {setup['test_backend']}" if "test_backend" in setup else "")
+        + ".\n"
+    )
     return grid_table(runs, arms, LABELS, HF_XLSR, grids=GRIDS) + rows + shared.caption(name, setup, runs)
 
 
@@ -179,30 +192,45 @@ def multilingual_118(name: str = "multilingual_118.json") -> str:
     lines = ["| arm | pick (lr, T) | seeds | tune, seed 0 (%) | test: with English (%) | test: zero-shot pairs (%) |",
              "| --- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
     if start:
-        lines.append(f"| the start (multilingual-e5-small) | — | — | — | {100 * start['bible']:.2f} | "
-                     f"{100 * start['zero_shot']:.2f} |")  # fmt: skip
+        lines.append(
+            f"| the start (multilingual-e5-small) | — | — | — | {100 * start['bible']:.2f} | "
+            f"{100 * start['zero_shot']:.2f} |"
+        )
     arms = {arm: figures for arm, figures in arms.items() if figures}
     chosen = {arm: pick(runs, arm) for arm in arms}  # each arm's one point, seed 0's run
     for arm, figures in arms.items():
-        lines.append(f"| {LABELS[arm]} | {chosen[arm]['base_learning_rate']:g}, {chosen[arm]['temperature']:g} | "
-                     f"{len(figures)} | {100 * chosen[arm]['tune']:.2f} | "
-                     f"{mean_text([run['bible'] for run in figures], 100, 2)} | "
-                     f"{mean_text([run['zero_shot'] for run in figures], 100, 2)} |")  # fmt: skip
-    rows = [{"arm": arm, "pick_tune": chosen[arm]["tune"], "test": [run["bible"] for run in figures],
-             "complete": len(figures) >= len(SEEDS)} for arm, figures in arms.items()]  # fmt: skip
+        lines.append(
+            f"| {LABELS[arm]} | {chosen[arm]['base_learning_rate']:g}, {chosen[arm]['temperature']:g} | "
+            f"{len(figures)} | {100 * chosen[arm]['tune']:.2f} | "
+            f"{mean_text([run['bible'] for run in figures], 100, 2)} | "
+            f"{mean_text([run['zero_shot'] for run in figures], 100, 2)} |"
+        )
+    rows = [
+        {
+            "arm": arm,
+            "pick_tune": chosen[arm]["tune"],
+            "test": [run["bible"] for run in figures],
+            "complete": len(figures) >= len(SEEDS),
+        }
+        for arm, figures in arms.items()
+    ]
     from .tatoeba import TWO_SAMPLERS
 
     if setup.get("sampler") != "one":
         lines.append(f"\n- hf_xlsr against MNRL: cannot show: {TWO_SAMPLERS}.")
     elif verdict := grid_verdict(rows, ["hf_xlsr"]):
         _, _, difference, spread, holds = verdict
-        lines.append(f"\n- hf_xlsr against MNRL: {100 * difference:+.2f} points on test, the larger seed spread "
-                     f"{100 * spread:.2f}: {'holds' if holds else 'does not hold'}.")  # fmt: skip
+        lines.append(
+            f"\n- hf_xlsr against MNRL: {100 * difference:+.2f} points on test, the larger seed spread "
+            f"{100 * spread:.2f}: {'holds' if holds else 'does not hold'}."
+        )
     else:
         lines.append(f"\n- hf_xlsr against MNRL: cannot show before {len(SEEDS)} seeds of each at its pick.")
-    said = (f"\n{len(setup['languages'])} languages ({len(languages)} of them in the Bible), {setup['steps']} steps "
-            f"of {setup['batch_size']} pairs; tune: {setup['split']['tune']}; test: {setup['split']['test']}, "
-            f"encoded in {setup['test_backend']}; picks from `{setup['picks_from']}`.\n")  # fmt: skip
+    said = (
+        f"\n{len(setup['languages'])} languages ({len(languages)} of them in the Bible), {setup['steps']} steps "
+        f"of {setup['batch_size']} pairs; tune: {setup['split']['tune']}; test: {setup['split']['test']}, "
+        f"encoded in {setup['test_backend']}; picks from `{setup['picks_from']}`.\n"
+    )
     return "\n".join(lines) + "\n" + said + shared.caption(name, setup, runs)
 
 

@@ -33,26 +33,42 @@ def e2e_table(data: dict) -> str:
             if shared:
                 label = label.replace(f" ({peer_dtype})", "").replace("the peer's embeddings", "the shared encoding")
             timed = "seconds" in run
-            cells = [f"{run['seconds']:.0f}", f"{run['seconds'] / peer['seconds']:.2f}",
-                     f"{run['encode_seconds']:.0f}", f"{run['search_seconds']:.1f}",
-                     f"{run['search_seconds'] / peer['search_seconds']:.2f}",
-                     f"{run['peak_added_mb']:.0f}"] if timed and peer else ["—"] * 6  # fmt: skip
+            cells = (
+                [
+                    f"{run['seconds']:.0f}",
+                    f"{run['seconds'] / peer['seconds']:.2f}",
+                    f"{run['encode_seconds']:.0f}",
+                    f"{run['search_seconds']:.1f}",
+                    f"{run['search_seconds'] / peer['search_seconds']:.2f}",
+                    f"{run['peak_added_mb']:.0f}",
+                ]
+                if timed and peer
+                else ["—"] * 6
+            )
             if arm == "hf_xlsr":
                 label = f"{label}: `{run['index']}`".replace("|", "\\|")
-            lines.append(f"| {size:,} | {label} | " + " | ".join(cells) + f" | {100 * run['recall']:.1f} | "
-                         f"{100 * run['best_f1']:.1f} | {100 * run['f1_at_1.06']:.1f} |")  # fmt: skip
+            lines.append(
+                f"| {size:,} | {label} | " + " | ".join(cells) + f" | {100 * run['recall']:.1f} | "
+                f"{100 * run['best_f1']:.1f} | {100 * run['f1_at_1.06']:.1f} |"
+            )
         for run in (run for run in data["runs"] if run["arm"].startswith("search ") and run["size"] == size):
             index = run["index"].replace("|", "\\|")
             searched = f"{run['search_seconds']:.1f} | {run['search_seconds'] / peer['search_seconds']:.2f}"
-            lines.append(f"| {size:,} | hf_xlsr's embeddings searched again: `{index}` | — | — | — | {searched} | "
-                         f"— | {100 * run['recall']:.1f} | {100 * run['best_f1']:.1f} | "
-                         f"{100 * run['f1_at_1.06']:.1f} |")  # fmt: skip
-    head = (f"`{setup['model']}`, {setup['threads']} torch and faiss thread per arm; the launching process: "
-            f"{setup['machine']}; {setup.get('date', '')}.\n\n")  # fmt: skip
+            lines.append(
+                f"| {size:,} | hf_xlsr's embeddings searched again: `{index}` | — | — | — | {searched} | "
+                f"— | {100 * run['recall']:.1f} | {100 * run['best_f1']:.1f} | "
+                f"{100 * run['f1_at_1.06']:.1f} |"
+            )
+    head = (
+        f"`{setup['model']}`, {setup['threads']} torch and faiss thread per arm; the launching process: "
+        f"{setup['machine']}; {setup.get('date', '')}.\n\n"
+    )
     if shared_sizes:
-        head += (f"At {', '.join(shared_sizes)} sentences per side both arms mine one encoding, hf_xlsr's "
-                 f"`{setup['backend']}` (`--encode-once`), timed once: each side in a process of "
-                 f"{setup['threads']} thread, the two at once, their seconds summed.\n\n")  # fmt: skip
+        head += (
+            f"At {', '.join(shared_sizes)} sentences per side both arms mine one encoding, hf_xlsr's "
+            f"`{setup['backend']}` (`--encode-once`), timed once: each side in a process of "
+            f"{setup['threads']} thread, the two at once, their seconds summed.\n\n"
+        )
     return head + "\n".join(lines) + "\n"
 
 

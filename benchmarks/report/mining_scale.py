@@ -61,8 +61,12 @@ def scale_table(data: dict) -> str:
                      f"{run['peak_added_mb'] / peer['peak_added_mb']:.2f}" if peer else "—",
                      f"{100 * run['recall']:.1f}"]  # fmt: skip
             if arm != "peer":
-                cells += [f"{100 * run['exact_gold_within_k']:.1f}", f"{100 * run['gold_within_k']:.1f}",
-                          f"{100 * run['neighbour_recall']:.1f}", verdict(run, peer)]  # fmt: skip
+                cells += [
+                    f"{100 * run['exact_gold_within_k']:.1f}",
+                    f"{100 * run['gold_within_k']:.1f}",
+                    f"{100 * run['neighbour_recall']:.1f}",
+                    verdict(run, peer),
+                ]
             else:
                 cells += ["", "", "", ""]
             lines.append("| " + " | ".join(cells) + " |")
@@ -74,9 +78,11 @@ def scale_table(data: dict) -> str:
         f"USE-m3 embeddings (512-d), {setup['threads']} thread per search; the launching process: "
         f"{setup['machine']}; {setup.get('date', '')}. Real sides up to {REAL:,}, distractors added beyond.\n\n"
     )
-    goal = (f"\n\nTime grows as: {fits} (least squares over the sizes measured). Goal: at most {GOAL_TIME}× the "
-            f"example's time and {GOAL_MEMORY}× its memory, gold pairs within k at most {GOAL_RECALL:g} point below "
-            "exact search's.")  # fmt: skip
+    goal = (
+        f"\n\nTime grows as: {fits} (least squares over the sizes measured). Goal: at most {GOAL_TIME}× the "
+        f"example's time and {GOAL_MEMORY}× its memory, gold pairs within k at most {GOAL_RECALL:g} point below "
+        "exact search's."
+    )
     return head + "\n".join(lines) + goal + "\n"
 
 
@@ -87,21 +93,34 @@ def scale_summary(data: dict) -> str:
     lines = ["| sentences per side | hf_xlsr's time | its memory | gold within k below exact (points) | "
              "mined gold recall: hf_xlsr | the example | goal |",
              "| ---: | ---: | ---: | ---: | ---: | ---: | --- |"]  # fmt: skip
-    pairs = [(size, runs["hf_xlsr"], runs["peer"]) for size, _, runs in measurements(data)
-             if {"peer", "hf_xlsr"} <= set(runs)]  # fmt: skip
+    pairs = [
+        (size, runs["hf_xlsr"], runs["peer"])
+        for size, _, runs in measurements(data)
+        if {"peer", "hf_xlsr"} <= set(runs)
+    ]
     for size in sorted({size for size, _, _ in pairs}):
-        cells = [[f"{ours['seconds'] / peer['seconds']:.2f}×", f"{ours['peak_added_mb'] / peer['peak_added_mb']:.2f}×",
-                  f"{100 * (ours['exact_gold_within_k'] - ours['gold_within_k']):.1f}", f"{100 * ours['recall']:.1f}",
-                  f"{100 * peer['recall']:.1f}", verdict(ours, peer)]
-                 for other, ours, peer in pairs if other == size]  # fmt: skip
+        cells = [
+            [
+                f"{ours['seconds'] / peer['seconds']:.2f}×",
+                f"{ours['peak_added_mb'] / peer['peak_added_mb']:.2f}×",
+                f"{100 * (ours['exact_gold_within_k'] - ours['gold_within_k']):.1f}",
+                f"{100 * ours['recall']:.1f}",
+                f"{100 * peer['recall']:.1f}",
+                verdict(ours, peer),
+            ]
+            for other, ours, peer in pairs
+            if other == size
+        ]
         columns = [", ".join(dict.fromkeys(column)) for column in zip(*cells, strict=True)]
         verdicts = [row[-1] for row in cells]
         if len(set(verdicts)) > 1:
             columns[-1] = f"met in {verdicts.count('met')} of {len(verdicts)} runs"
         seconds, memory, below, ours, peer, goal = columns
         lines.append(f"| {size:,} | {seconds} the example's | {memory} | {below} | {ours} | {peer} | {goal} |")
-    goal = (f"Goal: at most {GOAL_TIME}× the example's time and {GOAL_MEMORY}× its memory, gold pairs within k at "
-            f"most {GOAL_RECALL:g} point below exact search's.")  # fmt: skip
+    goal = (
+        f"Goal: at most {GOAL_TIME}× the example's time and {GOAL_MEMORY}× its memory, gold pairs within k at "
+        f"most {GOAL_RECALL:g} point below exact search's."
+    )
     return "\n".join(lines) + f"\n\n{goal}\n"
 
 
@@ -120,9 +139,11 @@ def rule_table(data: dict, first: str = "full lists") -> str:
             index = "`" + run["index"].replace("|", "\\|") + "`"
             index += f", {run['products']} products" if len(shown) > 1 else ""
             sides = "real" if size <= REAL else f"distractors of seed {seed}"
-            lines.append(f"| {size:,} ({sides}) | {index} | {run['seconds']:.1f} | {run['seconds'] / base:.2f} | "
-                         f"{100 * run['exact_gold_within_k']:.1f} | {100 * run['gold_within_k']:.1f} | "
-                         f"{100 * run['neighbour_recall']:.1f} |")  # fmt: skip
+            lines.append(
+                f"| {size:,} ({sides}) | {index} | {run['seconds']:.1f} | {run['seconds'] / base:.2f} | "
+                f"{100 * run['exact_gold_within_k']:.1f} | {100 * run['gold_within_k']:.1f} | "
+                f"{100 * run['neighbour_recall']:.1f} |"
+            )
     setup = data["setup"]
     head = f"{setup['threads']} thread; {setup['machine']}; {setup.get('date', '')}.\n\n"
     return head + "\n".join(lines) + "\n"
@@ -156,8 +177,13 @@ def figure(data: dict, path: Path) -> None:
         points = [(size, np.mean([run["seconds"] for run in runs if run["arm"] == f"{arm} {size}"])) for size in sizes]
         label = label.replace("`", "")
         axes.plot(*zip(*points, strict=True), marker="o", label=f"{label} (n^{growth(runs, arm):.2f})")
-    axes.set(xscale="log", yscale="log", xlabel="sentences per side", ylabel="seconds (one thread)",
-             title="Mining search time")  # fmt: skip
+    axes.set(
+        xscale="log",
+        yscale="log",
+        xlabel="sentences per side",
+        ylabel="seconds (one thread)",
+        title="Mining search time",
+    )
     axes.legend()
     figure.tight_layout()
     figure.savefig(path, dpi=120)
@@ -191,10 +217,14 @@ def engines_table(data: dict) -> str:
         equal = [arm for arm in ENGINES[1:] if recall[arm] >= recall["scanner"] - RECALL_TOLERANCE]
         lead = min(seconds[arm] / seconds["scanner"] for arm in equal)
         held = "holds" if lead >= SPEEDUP_GOAL else "does not hold"
-        verdicts.append(f"at {size:,} a side: {lead:.2f}x the time of the scanner for the fastest faiss engine at "
-                        f"equal gold recall: the scanner's lead of {SPEEDUP_GOAL}x {held}")  # fmt: skip
-    caption = (f"\n\n{setup['queries']:,} source sentences searched in the targets, {setup['rounds']} rounds, one "
-               f"thread, {setup['machine']}; {setup['date']}; `python {setup['script']}`.\n\n")  # fmt: skip
+        verdicts.append(
+            f"at {size:,} a side: {lead:.2f}x the time of the scanner for the fastest faiss engine at "
+            f"equal gold recall: the scanner's lead of {SPEEDUP_GOAL}x {held}"
+        )
+    caption = (
+        f"\n\n{setup['queries']:,} source sentences searched in the targets, {setup['rounds']} rounds, one "
+        f"thread, {setup['machine']}; {setup['date']}; `python {setup['script']}`.\n\n"
+    )
     return "\n".join(lines) + caption + "Verdict " + "; ".join(verdicts) + ".\n"
 
 

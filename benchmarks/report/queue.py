@@ -42,8 +42,10 @@ def grid_table(name: str = "queue_vs_batch_grid.json") -> str:
     timed = timing_of(shared.RESULTS / name, shared.RESULTS / GRID_TIMING)
     cost = {arm: timed[spec(arm)["base"]] for arm in GRID_ARMS if spec(arm)["base"] in timed}
     setup = shared.load(GRID_TIMING)["setup"]
-    caption = (f"\nTime and memory: `benchmarks/results/{GRID_TIMING}`, every arm's steps timed in {setup['rounds']} "
-               f"interleaved rounds of {setup['timed_steps']}; {setup['machine']}; {setup['date']}.\n")  # fmt: skip
+    caption = (
+        f"\nTime and memory: `benchmarks/results/{GRID_TIMING}`, every arm's steps timed in {setup['rounds']} "
+        f"interleaved rounds of {setup['timed_steps']}; {setup['machine']}; {setup['date']}.\n"
+    )
     grids = {arm: grid for arm in GRID_ARMS if (grid := queue_grid(arm))}  # the queues' step: K, then m
     return table(shared.load(name)["runs"], GRID_ARMS, labels, ours, cost, grids) + caption
 

@@ -73,8 +73,9 @@ COMPARISONS = {
 }
 # the training runs' results file of a comparison whose arms may differ in how they drew their pairs
 TRAINING_RUNS = {"118-language": "multilingual_118.json"}
-TWO_SAMPLERS = ("the arms drew their pairs differently (hf_xlsr by language pair at α = 0.5, MNRL in proportion to "
-                "the corpus)")  # fmt: skip
+TWO_SAMPLERS = (
+    "the arms drew their pairs differently (hf_xlsr by language pair at α = 0.5, MNRL in proportion to the corpus)"
+)
 
 
 def unlike(languages: str) -> str | None:
@@ -110,8 +111,11 @@ def tatoeba_table() -> str:
         seeds = sorted(seed for seed in runs if seed is not None)
         label += f" ({len(seeds)} seeds)" if len(seeds) > 1 else f" (seed {seeds[0]})" if seeds else ""
         scored = "/".join(sorted({str(run["languages"]) for run in runs.values()}))
-        lines.append(f"| {label} | {scored} | " + " | ".join(
-            cell([run[column] for run in runs.values()]) for column in TATOEBA_COLUMNS) + " |")  # fmt: skip
+        lines.append(
+            f"| {label} | {scored} | "
+            + " | ".join(cell([run[column] for run in runs.values()]) for column in TATOEBA_COLUMNS)
+            + " |"
+        )
     for row in shared.load("tatoeba_published.json")["models"]:
         lines.append(f"| {row['model']} | 112 | {row['all_112']:.1f} | {row['bible_21']:.1f} | — |")
     return "\n".join(lines) + "\n"
@@ -135,8 +139,10 @@ def tatoeba_paired() -> str:
         for column in TATOEBA_COLUMNS:
             differences = [ours[seed][column] - theirs[seed][column] for seed in seeds]
             mean, spread, _ = mean_and_spread(differences)
-            stated.append(f"over {column} {mean:+.2f} ± {spread:.2f} (ahead on {sum(d > 0 for d in differences)} of "
-                          f"{len(seeds)} seeds, p = {ttest_1samp(differences, 0).pvalue:.3f})")  # fmt: skip
+            stated.append(
+                f"over {column} {mean:+.2f} ± {spread:.2f} (ahead on {sum(d > 0 for d in differences)} of "
+                f"{len(seeds)} seeds, p = {ttest_1samp(differences, 0).pvalue:.3f})"
+            )
         lines.append(f"{said}, paired by seed ({len(seeds)} seeds), F1 points: " + "; ".join(stated) + ".")
     return "\n".join(lines) + "\n"
 
@@ -166,8 +172,9 @@ def tatoeba_languages() -> str:
     lines = ["| language | start | " + " | ".join(f"{TATOEBA_RUNS[stem]} ({seeds[stem]})" for stem in models) + " |",
              "| --- | ---: | " + " | ".join("---:" for _ in models) + " |"]  # fmt: skip
     for code in sorted(start):
-        cells = [f"**{means[stem][code]:.1f}**" if code in trained[stem] else f"{means[stem][code]:.1f}"
-                 for stem in models]  # fmt: skip
+        cells = [
+            f"**{means[stem][code]:.1f}**" if code in trained[stem] else f"{means[stem][code]:.1f}" for stem in models
+        ]
         lines.append(f"| {code} | {start[code]:.1f} | " + " | ".join(cells) + " |")
     lines.append("")
     for stem in models:
@@ -175,8 +182,10 @@ def tatoeba_languages() -> str:
             (means[stem][code] - start[code], code) for code in trained[stem] if means[stem][code] < start[code]
         )
         listed = ", ".join(f"{code} ({difference:+.1f})" for difference, code in below) or "none"
-        lines.append(f"- {TATOEBA_RUNS[stem]}: trained on {len(trained[stem])} of the {len(start)} sets; of those, "
-                     f"below the start: {listed}.")  # fmt: skip
+        lines.append(
+            f"- {TATOEBA_RUNS[stem]}: trained on {len(trained[stem])} of the {len(start)} sets; of those, "
+            f"below the start: {listed}."
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -21,8 +21,6 @@ TSV_SUFFIXES = (".tsv", ".tab", ".txt")
 JSONL_SUFFIXES = (".jsonl", ".json")
 
 
-
-
 class BitextFormatError(ValueError):
     """A parallel-corpus file or dataset does not have the expected shape; the message names where."""
 
@@ -31,8 +29,10 @@ class BitextFormatError(ValueError):
         """A data file of a type hf_xlsr does not read: the types it reads, and for a gettext file (``.po``,
         ``.mo``) that its folder is read as a catalogue."""
         if path.suffix.lower() in (".po", ".mo"):
-            return cls(f"{path}: a single gettext file; give its folder ({path.parent}), which is read as a software "
-                       "catalogue (<language>.po files or <locale>/LC_MESSAGES/*.mo)")  # fmt: skip
+            return cls(
+                f"{path}: a single gettext file; give its folder ({path.parent}), which is read as a software "
+                "catalogue (<language>.po files or <locale>/LC_MESSAGES/*.mo)"
+            )
         readable = ", ".join(TSV_SUFFIXES + JSONL_SUFFIXES)
         return cls(f"{path}: unknown file type {path.suffix!r} (use {readable}, or a catalogue folder)")
 
@@ -241,6 +241,9 @@ def unique_pairs(dataset: datasets.Dataset, columns: Sequence[str]) -> datasets.
     if len(keep) < len(dataset):
         seen_before = (dataset._fingerprint, tuple(columns)) in _REPORTED_DROPS
         _REPORTED_DROPS.add((dataset._fingerprint, tuple(columns)))
-        logger.log(logging.DEBUG if seen_before else logging.INFO, "dropped %d pairs whose sentence repeats an "
-                   "earlier one", len(dataset) - len(keep))  # fmt: skip
+        logger.log(
+            logging.DEBUG if seen_before else logging.INFO,
+            "dropped %d pairs whose sentence repeats an earlier one",
+            len(dataset) - len(keep),
+        )
     return dataset.select(keep)

@@ -115,8 +115,9 @@ def catalogue_files(folder: Path) -> dict[str, list[Path]]:
     for code in NOT_LANGUAGES:
         found.pop(code, None)
     if not found:
-        raise BitextFormatError(f"{folder}: no catalogue here (<language>.json, <language>.po or "
-                                "<locale>/LC_MESSAGES/*.mo files)")  # fmt: skip
+        raise BitextFormatError(
+            f"{folder}: no catalogue here (<language>.json, <language>.po or <locale>/LC_MESSAGES/*.mo files)"
+        )
     return found
 
 
@@ -137,8 +138,13 @@ def read_messages(paths: Iterable[Path]) -> dict[str, str]:
 
 def held_out_lines(folder: str | os.PathLike) -> set[str]:
     """Every line of every file of a folder of test sets (Tatoeba's ``tatoeba.XXX-eng.*``), stripped."""
-    return {line.strip() for path in Path(folder).iterdir() if path.is_file()
-            for line in path.read_text(encoding="utf-8").splitlines() if line.strip()}  # fmt: skip
+    return {
+        line.strip()
+        for path in Path(folder).iterdir()
+        if path.is_file()
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    }
 
 
 def read_catalogues(
@@ -162,8 +168,7 @@ def read_catalogues(
         for key, text in read_messages(files[code]).items():
             source = clean_message(key[1].split("\x04")[-1] if gettext else english.get(key, ""))
             target = clean_message(text)
-            if (len(source.split()) < 2 or not target or target == source or source in excluded
-                    or target in excluded):  # fmt: skip
+            if len(source.split()) < 2 or not target or target == source or source in excluded or target in excluded:
                 continue
             row = columns.setdefault(key, {PIVOT: source})
             row[code] = target

@@ -163,8 +163,10 @@ def load_bible(
         code = translations.get(column) or DEFAULT_BIBLE_TRANSLATIONS.get(column)
         if code not in BIBLE_TRANSLATIONS:
             languages_here = ", ".join(sorted(DEFAULT_BIBLE_TRANSLATIONS))
-            raise ValueError(f"the Bible has no language {column!r}: it has {languages_here}, or name a translation "
-                             f"code for {column!r} (one of {', '.join(sorted(BIBLE_TRANSLATIONS))})")  # fmt: skip
+            raise ValueError(
+                f"the Bible has no language {column!r}: it has {languages_here}, or name a translation "
+                f"code for {column!r} (one of {', '.join(sorted(BIBLE_TRANSLATIONS))})"
+            )
         codes[column] = code
     if split not in (None, "train", "heldout"):
         raise ValueError(f"split must be 'train', 'heldout' or None, got {split!r}")

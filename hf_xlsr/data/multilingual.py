@@ -53,11 +53,16 @@ def pair_of(name: str, languages: Iterable[str]) -> tuple[str, str]:
     part from a second source), read against the ``languages`` it is made of. A name that splits into two known
     codes no way, or more than one way, is a ``ValueError`` naming it."""
     name, known = name.partition("#")[0], set(languages)
-    splits = [(name[:i], name[i + 1 :]) for i, char in enumerate(name)
-              if char == "-" and name[:i] in known and name[i + 1 :] in known]  # fmt: skip
+    splits = [
+        (name[:i], name[i + 1 :])
+        for i, char in enumerate(name)
+        if char == "-" and name[:i] in known and name[i + 1 :] in known
+    ]
     if len(splits) != 1:
-        raise ValueError(f"language pair {name!r}: {'no' if not splits else 'more than one'} way to read it as two of "
-                         f"the languages ({', '.join(sorted(known))})")  # fmt: skip
+        raise ValueError(
+            f"language pair {name!r}: {'no' if not splits else 'more than one'} way to read it as two of "
+            f"the languages ({', '.join(sorted(known))})"
+        )
     return splits[0]
 
 
@@ -87,8 +92,10 @@ def resolve_language_pairs(
             raise ValueError(f"language pair {entry!r}: name two different languages, as [en, fr] or 'en-fr'")
         unknown = [code for code in pair if code not in languages]
         if unknown:
-            raise ValueError(f"language pair {pair_name(pair)} names {unknown[0]!r}, which is not one of the "
-                             f"languages ({', '.join(languages)})")  # fmt: skip
+            raise ValueError(
+                f"language pair {pair_name(pair)} names {unknown[0]!r}, which is not one of the "
+                f"languages ({', '.join(languages)})"
+            )
         if pair in pairs or pair[::-1] in pairs:
             raise ValueError(f"language pair {pair_name(pair)} is named twice")
         pairs.append(pair)
@@ -118,12 +125,20 @@ def read_multiway(path: str | os.PathLike, languages: Sequence[str]) -> datasets
 def rows_with(table: datasets.Dataset, languages: Sequence[str]) -> datasets.Dataset:
     """The rows of a multi-way table with a sentence in every one of ``languages``, reading those columns alone (a
     table of a hundred languages is filtered once per pair)."""
-    return table.filter(lambda *cells: [all(row) for row in zip(*cells, strict=True)], input_columns=list(languages),
-                        batched=True, desc=f"lines with {', '.join(languages)}")  # fmt: skip
+    return table.filter(
+        lambda *cells: [all(row) for row in zip(*cells, strict=True)],
+        input_columns=list(languages),
+        batched=True,
+        desc=f"lines with {', '.join(languages)}",
+    )
 
 
-def load_multiway(source: str | os.PathLike, languages: Sequence[str], split: str = "heldout",
-                  translations: Mapping[str, str | list[str]] | None = None) -> datasets.Dataset:  # fmt: skip
+def load_multiway(
+    source: str | os.PathLike,
+    languages: Sequence[str],
+    split: str = "heldout",
+    translations: Mapping[str, str | list[str]] | None = None,
+) -> datasets.Dataset:
     """The same meanings in every one of ``languages``, a column each (held-out sets that encode each language
     once): the Bible's verses present in all of them (of ``split``), HSK's en-zh sentences, or the rows of a
     multi-way file that have every language."""
@@ -174,8 +189,13 @@ def describe_sources(
         entry = source.get(pair_name(pair)) if isinstance(source, Mapping) else source
         for language in pair:
             if isinstance(entry, (list, tuple)):  # the sources that have the language, joined
-                have = [item for item in entry if corpus_languages(item) is None or language in corpus_languages(item)
-                        or (item == "bible" and language in (translations or {}))]  # fmt: skip
+                have = [
+                    item
+                    for item in entry
+                    if corpus_languages(item) is None
+                    or language in corpus_languages(item)
+                    or (item == "bible" and language in (translations or {}))
+                ]
                 described.setdefault(language, "; ".join(one(item, language) for item in have))
             else:
                 described.setdefault(language, one(entry, language))
@@ -308,9 +328,11 @@ def _joined_sources(
     parts, namespaces = {}, {}
     for index, source in enumerate(sources):
         if not isinstance(source, (str, os.PathLike)):
-            raise BitextFormatError(f"train data: source {index + 1} of the list is a {type(source).__name__}; "
-                                    "a list holds corpus names (bible, hsk), multi-way files and catalogue "
-                                    "folders")  # fmt: skip
+            raise BitextFormatError(
+                f"train data: source {index + 1} of the list is a {type(source).__name__}; "
+                "a list holds corpus names (bible, hsk), multi-way files and catalogue "
+                "folders"
+            )
         have = corpus_languages(source)
         if have is not None:
             have = [*have, *(translations or {})] if source == "bible" else have
@@ -320,8 +342,11 @@ def _joined_sources(
             has = catalogue_languages(source) if Path(source).is_dir() else languages
             codes = [code for code in languages if code in has]
             table = read_multiway(source, codes)
-            loaded = {pair_name(pair): rows_with(table, pair).select_columns([*pair, "example_id"])
-                      for pair in pairs if set(pair) <= set(codes)}  # fmt: skip
+            loaded = {
+                pair_name(pair): rows_with(table, pair).select_columns([*pair, "example_id"])
+                for pair in pairs
+                if set(pair) <= set(codes)
+            }
         for name, part in loaded.items():
             if len(part):
                 parts[f"{name}#{index}"] = part
@@ -329,8 +354,9 @@ def _joined_sources(
     found = {key.partition("#")[0] for key in parts}
     missing = [pair_name(pair) for pair in pairs if pair_name(pair) not in found]
     if missing:
-        raise BitextFormatError(f"no source of {[str(source) for source in sources]} has the language pair "
-                                f"{missing[0]}")  # fmt: skip
+        raise BitextFormatError(
+            f"no source of {[str(source) for source in sources]} has the language pair {missing[0]}"
+        )
     shared = shared_meanings(parts, namespaces)
     joined = {}
     for key, part in shared.items():
@@ -346,8 +372,9 @@ def _checked(parts: datasets.DatasetDict, pairs: Sequence[tuple[str, str]]) -> d
             raise BitextFormatError(f"no data for the language pair {name}")
         missing = [code for code in pair if code not in parts[name].column_names]
         if missing:
-            raise BitextFormatError(f"the data of {name} has no column {missing[0]!r} "
-                                    f"(columns: {', '.join(parts[name].column_names)})")  # fmt: skip
+            raise BitextFormatError(
+                f"the data of {name} has no column {missing[0]!r} (columns: {', '.join(parts[name].column_names)})"
+            )
         if not len(parts[name]):
             raise BitextFormatError(f"no sentence pairs for the language pair {name}")
     return parts

@@ -36,9 +36,12 @@ def train_unigram_tokenizer(texts: Iterable[str], vocab_size: int = 50000) -> Pr
     """A Unigram (SentencePiece) vocabulary of ``vocab_size`` pieces learned from ``texts`` (Kudo, 2018)."""
     tokenizer = SentencePieceUnigramTokenizer()
     tokenizer.train_from_iterator(
-        texts, vocab_size=vocab_size, special_tokens=list(SPECIAL_TOKENS.values()),
-        unk_token=SPECIAL_TOKENS["unk_token"], show_progress=False,
-    )  # fmt: skip
+        texts,
+        vocab_size=vocab_size,
+        special_tokens=list(SPECIAL_TOKENS.values()),
+        unk_token=SPECIAL_TOKENS["unk_token"],
+        show_progress=False,
+    )
     logger.info("trained a Unigram vocabulary of %d pieces", tokenizer.get_vocab_size())
     return _as_transformers(tokenizer)
 

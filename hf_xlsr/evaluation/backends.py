@@ -54,8 +54,10 @@ def check_backend(backend: str) -> None:
     missing = [name for name in _NEEDS.get(backend, []) if importlib.util.find_spec(name) is None]
     if missing:
         extra = "onnx" if backend.startswith("onnx") else "openvino"
-        raise ValueError(f'backend {backend!r} needs {" and ".join(missing)}: pip install "hf_xlsr[{extra}]" (from a '
-                         f'clone: pip install ".[{extra}]")')  # fmt: skip
+        raise ValueError(
+            f'backend {backend!r} needs {" and ".join(missing)}: pip install "hf_xlsr[{extra}]" (from a '
+            f'clone: pip install ".[{extra}]")'
+        )
 
 
 class SentenceGraph(torch.nn.Module):
@@ -117,9 +119,15 @@ def export_onnx(graph: SentenceGraph, example: tuple[np.ndarray, np.ndarray], pa
         warnings.simplefilter("ignore", FutureWarning)
         warnings.filterwarnings("ignore", message="# The axis name")
         torch.onnx.export(
-            graph, inputs, str(path), input_names=["input_ids", "attention_mask"],
-            output_names=["sentence_embedding"], dynamic_shapes=(dynamic, dynamic), dynamo=True, verbose=False,
-        )  # fmt: skip
+            graph,
+            inputs,
+            str(path),
+            input_names=["input_ids", "attention_mask"],
+            output_names=["sentence_embedding"],
+            dynamic_shapes=(dynamic, dynamic),
+            dynamo=True,
+            verbose=False,
+        )
     graph.train(was_training)
 
 
@@ -147,8 +155,9 @@ def quantize_int8(path: Path, quantized: Path) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     with _quiet(""):  # its advice to pre-process, whose shape inference fails on these graphs
-        quantize_dynamic(path, quantized, per_channel=True, weight_type=QuantType.QInt8,
-                         nodes_to_exclude=narrowing_products(path))  # fmt: skip
+        quantize_dynamic(
+            path, quantized, per_channel=True, weight_type=QuantType.QInt8, nodes_to_exclude=narrowing_products(path)
+        )
 
 
 def _onnx_runner(path: Path) -> Runner:

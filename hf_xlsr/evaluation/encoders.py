@@ -235,9 +235,13 @@ def as_encoder(
             if routed and language not in routed:
                 raise KeyError(f"the model routes languages {routed}, not {language!r}")
             return model.encode(
-                list(sentences), batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True,
-                show_progress_bar=encode.show_progress, **({"task": language} if routed else {}),
-            ).astype(np.float32)  # fmt: skip
+                list(sentences),
+                batch_size=batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=encode.show_progress,
+                **({"task": language} if routed else {}),
+            ).astype(np.float32)
 
         encode.show_progress, encode.model = show_progress, model
         return encode
@@ -258,8 +262,10 @@ def as_encoder(
         return ModelEncoder(model, None, batch_size, max_length, show_progress, backend)
     if hasattr(model, "get_sentence_embeddings"):
         if tokenizers is None:
-            raise ValueError("an hf_xlsr model needs its tokenizers to encode text: pass tokenizers=tokenizer, or "
-                             "{language: tokenizer} for one per language (hf_xlsr.load_tokenizers(path))")  # fmt: skip
+            raise ValueError(
+                "an hf_xlsr model needs its tokenizers to encode text: pass tokenizers=tokenizer, or "
+                "{language: tokenizer} for one per language (hf_xlsr.load_tokenizers(path))"
+            )
         return ModelEncoder(model, tokenizers, batch_size, max_length, show_progress, backend)
     if callable(model):
         return model

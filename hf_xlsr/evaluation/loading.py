@@ -40,8 +40,10 @@ def check_model_path(path: str | os.PathLike) -> None:
     if not looks_like_a_hub_id(str(path)):
         raise ModelLoadError(f"{path}: no such model folder")
     if offline() and not cached_on_this_machine(str(path)):
-        raise ModelLoadError(f"{path}: no such folder, and not a Hub model in this machine's Hugging Face cache "
-                             "(HF_HUB_OFFLINE=1: nothing is downloaded); give a local folder")  # fmt: skip
+        raise ModelLoadError(
+            f"{path}: no such folder, and not a Hub model in this machine's Hugging Face cache "
+            "(HF_HUB_OFFLINE=1: nothing is downloaded); give a local folder"
+        )
 
 
 def offline() -> bool:

@@ -124,37 +124,56 @@ def bitext_task(
     x, y = languages
     dataset = load_bitext(dataset, languages)
     metadata = _metadata(
-        name, f"hf_xlsr local bitext retrieval {x}-{y}", "BitextMining",
+        name,
+        f"hf_xlsr local bitext retrieval {x}-{y}",
+        "BitextMining",
         {f"{x}-{y}": [mteb_language(x), mteb_language(y)], f"{y}-{x}": [mteb_language(y), mteb_language(x)]},
-        "f1", ["test"], _dataset_fingerprint(dataset),
-    )  # fmt: skip
+        "f1",
+        ["test"],
+        _dataset_fingerprint(dataset),
+    )
     return _task(LocalBitextMining, metadata, datasets.DatasetDict({"test": dataset.select_columns([x, y])}))
 
 
 def sts_task(
-    dataset: datasets.Dataset, language: str = "en", name: str = "HfXlsrSTS", min_score: float = 0.0,
+    dataset: datasets.Dataset,
+    language: str = "en",
+    name: str = "HfXlsrSTS",
+    min_score: float = 0.0,
     max_score: float = 5.0,
-) -> LocalSTS:  # fmt: skip
+) -> LocalSTS:
     """Semantic similarity on ``sentence1`` / ``sentence2`` / ``score`` (main score: cosine Spearman)."""
     metadata = _metadata(
-        name, "hf_xlsr local semantic textual similarity", "STS", [mteb_language(language)], "cosine_spearman",
-        ["test"], _dataset_fingerprint(dataset),
-    )  # fmt: skip
+        name,
+        "hf_xlsr local semantic textual similarity",
+        "STS",
+        [mteb_language(language)],
+        "cosine_spearman",
+        ["test"],
+        _dataset_fingerprint(dataset),
+    )
     data = datasets.DatasetDict({"test": dataset.select_columns(["sentence1", "sentence2", "score"])})
     return _task(LocalSTS, metadata, data, min_score=min_score, max_score=max_score)
 
 
 def classification_task(
-    train: datasets.Dataset, test: datasets.Dataset, train_language: str, test_language: str,
+    train: datasets.Dataset,
+    test: datasets.Dataset,
+    train_language: str,
+    test_language: str,
     name: str = "HfXlsrClassification",
-) -> LocalClassification:  # fmt: skip
+) -> LocalClassification:
     """A probe trained on ``train`` (``text``, ``label``, in ``train_language``) and tested on ``test``; with two
     languages it measures zero-shot cross-lingual transfer (main score: accuracy)."""
     metadata = _metadata(
-        name, f"hf_xlsr local classification, trained in {train_language}, tested in {test_language}",
-        "Classification", [mteb_language(test_language)], "accuracy", ["test"],
+        name,
+        f"hf_xlsr local classification, trained in {train_language}, tested in {test_language}",
+        "Classification",
+        [mteb_language(test_language)],
+        "accuracy",
+        ["test"],
         _fingerprint(_dataset_fingerprint(train), _dataset_fingerprint(test)),
-    )  # fmt: skip
+    )
     _SPLIT_LANGUAGES[name] = {"train": train_language, "test": test_language}
     data = datasets.DatasetDict(
         {"train": train.select_columns(["text", "label"]), "test": test.select_columns(["text", "label"])}
@@ -183,18 +202,29 @@ class XlsrMtebEncoder(AbsEncoder):
     cosine its meta names.
     """
 
-    def __init__(self, model: object, tokenizers=None, name: str | None = None, languages: Sequence[str] = (),
-                 default_language: str | None = None, batch_size: int = 32,
-                 model_meta: ModelMeta | None = None):  # fmt: skip
+    def __init__(
+        self,
+        model: object,
+        tokenizers=None,
+        name: str | None = None,
+        languages: Sequence[str] = (),
+        default_language: str | None = None,
+        batch_size: int = 32,
+        model_meta: ModelMeta | None = None,
+    ):
         self.model = model
         self.encoder = as_encoder(model, tokenizers, batch_size)
         routed = language_routes(model) if isinstance(model, SentenceTransformer) else []
         self.languages = list(languages) or routed or (list(model) if isinstance(model, Mapping) else [])
         self.default_language = default_language or (self.languages[0] if self.languages else None)
         self.mteb_model_meta = model_meta or ModelMeta.create_empty(
-            {"name": f"hf_xlsr/{name or type(model).__name__}", "revision": model_fingerprint(model),
-             "similarity_fn_name": ScoringFunction.COSINE, "framework": ["PyTorch"]}
-        )  # fmt: skip
+            {
+                "name": f"hf_xlsr/{name or type(model).__name__}",
+                "revision": model_fingerprint(model),
+                "similarity_fn_name": ScoringFunction.COSINE,
+                "framework": ["PyTorch"],
+            }
+        )
 
     def language_for(self, task_metadata: TaskMetadata, hf_split: str, hf_subset: str) -> str:
         if hf_subset in self.languages:

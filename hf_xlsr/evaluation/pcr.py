@@ -39,10 +39,12 @@ def fit_language_components(model, tokenizers, sentences: dict[str, Sequence[str
     n = model.config.pcr_components
     model.pcr.zero_()  # the raw vectors
     encoder = as_encoder(model, tokenizers)
-    components = {language: principal_components(encoder(list(texts), language), n)
-                  for language, texts in sentences.items()}  # fmt: skip
-    model.set_principal_components({language: torch.as_tensor(c, dtype=model.pcr.dtype) for language, c in
-                                    components.items()})  # fmt: skip
+    components = {
+        language: principal_components(encoder(list(texts), language), n) for language, texts in sentences.items()
+    }
+    model.set_principal_components(
+        {language: torch.as_tensor(c, dtype=model.pcr.dtype) for language, c in components.items()}
+    )
 
 
 def remove_components(embeddings: np.ndarray, components: np.ndarray) -> np.ndarray:

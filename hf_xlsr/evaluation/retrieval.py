@@ -41,8 +41,9 @@ def retrieval_accuracy(source_embeddings: np.ndarray, target_embeddings: np.ndar
     """Accuracy of source -> target and of target -> source retrieval; row i of ``source_embeddings`` translates
     row i of ``target_embeddings``."""
     if len(source_embeddings) != len(target_embeddings):
-        raise ValueError(f"need as many source as target vectors, got {len(source_embeddings)} and "
-                         f"{len(target_embeddings)}")  # fmt: skip
+        raise ValueError(
+            f"need as many source as target vectors, got {len(source_embeddings)} and {len(target_embeddings)}"
+        )
     gold = np.arange(len(source_embeddings))
     _, x_to_y = nearest_neighbours(source_embeddings, target_embeddings)
     _, y_to_x = nearest_neighbours(target_embeddings, source_embeddings)
@@ -116,8 +117,9 @@ class RetrievalEvaluator(Evaluator):
         for language in self.languages:
             vectors[language] = encoder(self.sentences[language], language)
             if self.pcr:
-                vectors[language] = remove_components(vectors[language],
-                                                      principal_components(vectors[language], self.pcr))  # fmt: skip
+                vectors[language] = remove_components(
+                    vectors[language], principal_components(vectors[language], self.pcr)
+                )
         metrics, trained, zero_shot = {}, [], []
         for i, a in enumerate(self.languages):
             for b in self.languages[i + 1 :]:

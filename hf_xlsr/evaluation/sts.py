@@ -40,8 +40,10 @@ class STSEvaluator(Evaluator):
         name: str = "sts",
     ):
         if not len(sentences1) == len(sentences2) == len(scores):
-            raise ValueError(f"sentences1, sentences2 and scores differ in length: "
-                             f"{len(sentences1)}, {len(sentences2)}, {len(scores)}")  # fmt: skip
+            raise ValueError(
+                f"sentences1, sentences2 and scores differ in length: "
+                f"{len(sentences1)}, {len(sentences2)}, {len(scores)}"
+            )
         self.sentences1, self.sentences2 = list(sentences1), list(sentences2)
         self.scores = np.asarray(scores, dtype=np.float64)
         self.subsets = list(subsets) if subsets is not None else ["all"] * len(self.scores)

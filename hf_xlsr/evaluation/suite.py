@@ -116,8 +116,15 @@ def _mteb(model, tokenizers, options: SuiteOptions, standard: Sequence[str]) -> 
         tasks.append(classification_task(train, test, pivot, y, name=f"HfXlsrBibleGenre_{pivot}_{y}"))
     if "en" in options.languages:
         tasks.append(sts_task(load_lee_similarity(), "en", name="HfXlsrLeeSTS", min_score=0.0, max_score=1.0))
-    scores = run_mteb(model, tasks, tokenizers, options.languages, options.mteb_cache, batch_size=options.batch_size,
-                      model_meta=options.model_meta)  # fmt: skip
+    scores = run_mteb(
+        model,
+        tasks,
+        tokenizers,
+        options.languages,
+        options.mteb_cache,
+        batch_size=options.batch_size,
+        model_meta=options.model_meta,
+    )
     return {f"mteb_{task}": score for task, score in scores.items()}
 
 
@@ -126,14 +133,21 @@ def build_task(name: str, options: SuiteOptions) -> Callable:
     evaluator = None
     if name in ("retrieval", "retrieval_pcr"):
         evaluator = RetrievalEvaluator.from_dataset(
-            _multiway(options), options.languages, max_pairs=options.max_pairs, seed=options.seed,
-            pcr=1 if name == "retrieval_pcr" else 0, name=name,
-        )  # fmt: skip
+            _multiway(options),
+            options.languages,
+            max_pairs=options.max_pairs,
+            seed=options.seed,
+            pcr=1 if name == "retrieval_pcr" else 0,
+            name=name,
+        )
     elif name == "mining":  # the pivot against each language
         pivot, *others = options.languages
-        evaluators = [MiningEvaluator.from_bible([pivot, y], seed=options.seed,
-                                                 name="mining" if len(others) == 1 else f"mining_{pivot}_{y}")
-                      for y in others]  # fmt: skip
+        evaluators = [
+            MiningEvaluator.from_bible(
+                [pivot, y], seed=options.seed, name="mining" if len(others) == 1 else f"mining_{pivot}_{y}"
+            )
+            for y in others
+        ]
         return lambda model, tokenizers: {
             key: value
             for e in evaluators
@@ -144,8 +158,9 @@ def build_task(name: str, options: SuiteOptions) -> Callable:
     elif name == "tatoeba":
         if options.tatoeba_dir is None:
             raise ValueError("the tatoeba task reads the test sets of a folder: give tatoeba_dir (--tatoeba-dir)")
-        evaluator = TatoebaEvaluator(options.tatoeba_dir, trained=options.languages,
-                                     languages=options.tatoeba_languages, routes=options.routes)  # fmt: skip
+        evaluator = TatoebaEvaluator(
+            options.tatoeba_dir, trained=options.languages, languages=options.tatoeba_languages, routes=options.routes
+        )
     elif name == "probe":
         evaluator = LinearProbeEvaluator.from_bible(options.languages[0], options.languages, seed=options.seed)
     if evaluator is not None:
@@ -173,8 +188,11 @@ def run_suite(
     time is logged as it ends and kept in ``options.seconds``."""
     callables = {name: build_task(name, options) for name in tasks}  # fail on a bad name before any work
     # one encoder for every task (each route of a backend exported once), each sentence encoded once, with progress
-    encoder = CachedEncoder(as_encoder(model, tokenizers, options.batch_size, options.max_length, show_progress=True,
-                                       backend=options.backend))  # fmt: skip
+    encoder = CachedEncoder(
+        as_encoder(
+            model, tokenizers, options.batch_size, options.max_length, show_progress=True, backend=options.backend
+        )
+    )
     results = {}
     for number, (name, task) in enumerate(callables.items(), start=1):
         logger.info("evaluating %s (%d of %d)", name, number, len(callables))
@@ -194,8 +212,12 @@ def run_suite(
 
 
 def format_table(results: dict[str, dict[str, float]]) -> str:
-    rows = [(task, metric, value) for task, metrics in results.items() for metric, value in metrics.items()
-            if isinstance(value, (int, float))]  # fmt: skip
+    rows = [
+        (task, metric, value)
+        for task, metrics in results.items()
+        for metric, value in metrics.items()
+        if isinstance(value, (int, float))
+    ]
     width = max([len(m) for _, m, _ in rows] + [6])
     lines = [f"{'task':<14}{'metric':<{width + 2}}value"]
     lines += [f"{task:<14}{metric:<{width + 2}}{value:.4f}" for task, metric, value in rows]
@@ -215,8 +237,11 @@ def format_language_table(
         backward = metrics[f"{name}_{language}2{pivot}_accuracy"]
         label = f"{language} (zero-shot)" if language in zero_shot else language
         lines.append(f"| {label} | {forward:.1%} | {backward:.1%} | {(forward + backward) / 2:.1%} |")
-    for label, key in (("trained pairs", "trained_accuracy"), ("pairs never trained", "zero_shot_accuracy"),
-                       ("every pair", "accuracy")):  # fmt: skip
+    for label, key in (
+        ("trained pairs", "trained_accuracy"),
+        ("pairs never trained", "zero_shot_accuracy"),
+        ("every pair", "accuracy"),
+    ):
         if f"{name}_{key}" in metrics:
             lines.append(f"| **{label}** | | | **{metrics[f'{name}_{key}']:.1%}** |")
     return "\n".join(lines)

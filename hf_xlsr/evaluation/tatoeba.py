@@ -64,8 +64,10 @@ def load_tatoeba(directory: str | os.PathLike) -> dict[str, tuple[list[str], lis
             raise FileNotFoundError(f"{english}: missing, the English side of {path.name}")
         sentences, translations = (p.read_text(encoding="utf-8").splitlines() for p in (path, english))
         if len(sentences) != len(translations) or not sentences:
-            raise ValueError(f"{path}: {len(sentences)} lines, {english.name}: {len(translations)}; "
-                             "a test set is line-aligned pairs")  # fmt: skip
+            raise ValueError(
+                f"{path}: {len(sentences)} lines, {english.name}: {len(translations)}; "
+                "a test set is line-aligned pairs"
+            )
         sets[match.group(1)] = (sentences, translations)
     if not sets:
         raise FileNotFoundError(f"{folder}: no tatoeba.XXX-eng.XXX files")

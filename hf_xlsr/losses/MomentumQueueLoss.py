@@ -155,8 +155,9 @@ class MomentumQueueLoss(MomentumMixin, nn.Module):
         dimension = model.get_embedding_dimension()
         sides = ("x", "y") if symmetric else ("y",)  # x: the anchors' keys, y: the positives'
         # "encoder", not "model": SentenceTransformerTrainer replaces every child named "model" by the live model.
-        self.momentum_contrast = MomentumContrast(self._key_modules(), queue_size, dimension, queue_dtype,
-                                                  strict=True, sides=sides)  # fmt: skip
+        self.momentum_contrast = MomentumContrast(
+            self._key_modules(), queue_size, dimension, queue_dtype, strict=True, sides=sides
+        )
         self.callback = MomentumQueueCallback(self)
 
     @property
@@ -211,18 +212,28 @@ class MomentumQueueLoss(MomentumMixin, nn.Module):
         rows, columns = len(queries[0]), len(candidates) // n
         exclude = None
         if not self.in_batch_negatives:  # a row's own keys only: its positive and its hard negatives
-            own = torch.arange(start, start + rows, device=candidates.device)[:, None] == torch.arange(
-                n, device=candidates.device)[None, :]  # fmt: skip
+            own = (
+                torch.arange(start, start + rows, device=candidates.device)[:, None]
+                == torch.arange(n, device=candidates.device)[None, :]
+            )
             exclude = ~own.repeat(1, columns)
         contrast = self.momentum_contrast
         row_ids = None if ids is None else ids[start : start + rows]
         options = {"query_ids": row_ids, "key_ids": None if ids is None else candidate_ids(ids, columns)}
-        loss = info_nce(queries[0], candidates, self.temperature, [contrast.queue_y.negatives()], exclude=exclude,
-                        offset=start, **options).loss  # fmt: skip
+        loss = info_nce(
+            queries[0],
+            candidates,
+            self.temperature,
+            [contrast.queue_y.negatives()],
+            exclude=exclude,
+            offset=start,
+            **options,
+        ).loss
         if self.symmetric:  # positives -> the anchors' keys and their queue; the mean of both directions, as MNRL's
             options = {"exclude": None if exclude is None else exclude[:, :n], "query_ids": row_ids, "key_ids": ids}
-            backward = info_nce(queries[1], anchor_keys, self.temperature, [contrast.queue_x.negatives()],
-                                offset=start, **options)  # fmt: skip
+            backward = info_nce(
+                queries[1], anchor_keys, self.temperature, [contrast.queue_x.negatives()], offset=start, **options
+            )
             loss = (loss + backward.loss) / 2
         return loss
 

@@ -161,8 +161,11 @@ class FrozenParametersMixin:
         for name, folder in self.adapter_folders(directory).items():
             legacy = Path(directory) / name
             if not (folder / "adapter_config.json").is_file() and (legacy / "adapter_config.json").is_file():
-                warnings.warn(f"{legacy}: hf_xlsr 0.2.0's adapter folder; save the adapters again to write {folder}",
-                              FutureWarning, stacklevel=2)  # fmt: skip
+                warnings.warn(
+                    f"{legacy}: hf_xlsr 0.2.0's adapter folder; save the adapters again to write {folder}",
+                    FutureWarning,
+                    stacklevel=2,
+                )
                 folder = legacy
             if not (folder / "adapter_config.json").is_file():
                 raise FileNotFoundError(f"no adapter for {folder.name!r}: {folder}/adapter_config.json does not exist")

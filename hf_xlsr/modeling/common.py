@@ -78,8 +78,9 @@ class SentenceEncoderMixin:
         if language is None:
             raise ValueError(f"the model has one encoder for each of {', '.join(languages)}: name the language")
         if language not in languages:
-            raise ValueError(f"unknown language {language!r}: the model has one encoder for each of "
-                             f"{', '.join(languages)}")  # fmt: skip
+            raise ValueError(
+                f"unknown language {language!r}: the model has one encoder for each of {', '.join(languages)}"
+            )
         return "xy"[languages.index(language)]
 
     def max_tokens(self, language: str | None = None) -> int | None:

@@ -30,9 +30,12 @@ def take_saved_fields(config: PreTrainedConfig, kwargs: dict) -> None:
     ``["x", "y"]``; and drop `FORMER_TRAINING_FIELDS` from ``kwargs``."""
     dropped = [name for name in FORMER_TRAINING_FIELDS if kwargs.pop(name, None) is not None]
     if dropped:
-        warnings.warn(f"{type(config).__name__}: {', '.join(dropped)} ignored: training settings belong to the "
-                      "training arguments (XlsrTrainingArguments.from_paper gives the paper's)", FutureWarning,
-                      stacklevel=3)  # fmt: skip
+        warnings.warn(
+            f"{type(config).__name__}: {', '.join(dropped)} ignored: training settings belong to the "
+            "training arguments (XlsrTrainingArguments.from_paper gives the paper's)",
+            FutureWarning,
+            stacklevel=3,
+        )
     legacy = [kwargs.pop("language_x", None), kwargs.pop("language_y", None)]
     if config.languages is None:
         config.languages = [legacy[0] or "x", legacy[1] or "y"]
@@ -154,8 +157,12 @@ class DualMomentumConfig(PreTrainedConfig):
         take_saved_fields(self, kwargs)
         if self.nli_language in ("x", "y") and self.nli_language not in self.languages:  # hf_xlsr 0.2.0's sides
             code = self.languages["xy".index(self.nli_language) % len(self.languages)]
-            warnings.warn(f"nli_language: {self.nli_language!r} names a side of hf_xlsr 0.2.0; it is the language "
-                          f"{code!r}: write nli_language: {code}", FutureWarning, stacklevel=2)  # fmt: skip
+            warnings.warn(
+                f"nli_language: {self.nli_language!r} names a side of hf_xlsr 0.2.0; it is the language "
+                f"{code!r}: write nli_language: {code}",
+                FutureWarning,
+                stacklevel=2,
+            )
             self.nli_language = code
         super().__post_init__(**kwargs)
         if self.shared_encoder:

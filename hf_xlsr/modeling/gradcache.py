@@ -80,8 +80,11 @@ def cache_gradients(
 
     def replay(grad_output: torch.Tensor) -> None:
         sums: list[torch.Tensor | None] = [None] * len(trainable)
-        steps = [(embed, grad, r, s) for (embed, _, ranges, states), grad in zip(columns, cached, strict=True)
-                 for r, s in zip(ranges, states, strict=True)]  # fmt: skip
+        steps = [
+            (embed, grad, r, s)
+            for (embed, _, ranges, states), grad in zip(columns, cached, strict=True)
+            for r, s in zip(ranges, states, strict=True)
+        ]
         with torch.enable_grad():
             for index, (embed, grad, (begin, end), state) in enumerate(steps):
                 with state, precision:

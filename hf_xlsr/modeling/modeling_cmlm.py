@@ -155,8 +155,10 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixi
             logger.warning(
                 "%s has no masked-LM head (%s, ... are new): the head trains alone for the first %d optimizer steps, "
                 "the encoder frozen, so that its random start does not wreck the sentence space (head_warmup_steps)",
-                name_or_path, new_head[0], NEW_HEAD_WARMUP_STEPS,
-            )  # fmt: skip
+                name_or_path,
+                new_head[0],
+                NEW_HEAD_WARMUP_STEPS,
+            )
         return cls(config, masked_lm=masked_lm)
 
     # ----------------------------------------------------------------------------------------------------------------
@@ -209,8 +211,9 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixi
 
     def _language_index(self, language: str) -> int:
         if language not in self.config.languages:
-            raise ValueError(f"no principal components for {language!r}: PCR was fitted for "
-                             f"{', '.join(self.config.languages)}")  # fmt: skip
+            raise ValueError(
+                f"no principal components for {language!r}: PCR was fitted for {', '.join(self.config.languages)}"
+            )
         return self.config.languages.index(language)
 
     def removal_matrix(self, language: str) -> torch.Tensor:
@@ -246,8 +249,10 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixi
         v = self.sentence_vector(input_ids, attention_mask, token_type_ids)
         if self.language_specific_heads:
             if language is None:
-                raise ValueError(f"principal components are removed per language ({', '.join(self.config.languages)})"
-                                 ": name the language")  # fmt: skip
+                raise ValueError(
+                    f"principal components are removed per language ({', '.join(self.config.languages)})"
+                    ": name the language"
+                )
             v = v.float() @ self.removal_matrix(language)
         return l2_normalize(v)
 
@@ -351,8 +356,9 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixi
                     loss_br, _ = self._queued_contrast(*queries, keys_x, keys_y, example_ids, self.config.br_margin)
                     parts.update(self.queue_statistics())
                 else:
-                    loss_br = additive_margin_retrieval_loss(u, v, self.config.br_margin, example_ids,
-                                                             self.config.br_temperature)  # fmt: skip
+                    loss_br = additive_margin_retrieval_loss(
+                        u, v, self.config.br_margin, example_ids, self.config.br_temperature
+                    )
                 parts["loss_br"] = loss_br.detach()
                 loss = self.config.br_weight * loss_br if use_cmlm else loss_br  # alpha only alongside CMLM
         if return_loss and use_cmlm and first_input_ids is not None:

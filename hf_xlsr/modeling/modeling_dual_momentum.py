@@ -171,8 +171,10 @@ class DualMomentumModel(SentenceEncoderMixin, MomentumMixin, FrozenParametersMix
                 raise ValueError("shared_encoder=True trains one encoder: pass one reference, not one per language")
             languages = list(config_kwargs.setdefault("languages", list(encoders)))
             if sorted(languages) != sorted(encoders):
-                raise ValueError(f"encoders names {', '.join(encoders)}, languages {', '.join(languages)}: "
-                                 "one encoder for each language")  # fmt: skip
+                raise ValueError(
+                    f"encoders names {', '.join(encoders)}, languages {', '.join(languages)}: "
+                    "one encoder for each language"
+                )
             references = [encoders[language] for language in languages]
         else:
             references = [encoders, encoders]
@@ -341,8 +343,14 @@ class DualMomentumModel(SentenceEncoderMixin, MomentumMixin, FrozenParametersMix
         """
         sides = {"x": (source_input_ids, source_attention_mask, source_token_type_ids),
                  "y": (target_input_ids, target_attention_mask, target_token_type_ids)}  # fmt: skip
-        cached = (return_loss and self.config.mini_batch_size and self.training and torch.is_grad_enabled()
-                  and source_input_ids is not None and target_input_ids is not None)  # fmt: skip
+        cached = (
+            return_loss
+            and self.config.mini_batch_size
+            and self.training
+            and torch.is_grad_enabled()
+            and source_input_ids is not None
+            and target_input_ids is not None
+        )
         if cached:
             return self._cached_forward(sides, example_ids)
         h_x = h_y = None
@@ -392,8 +400,9 @@ class DualMomentumModel(SentenceEncoderMixin, MomentumMixin, FrozenParametersMix
         def rows_of(side: str, begin: int, end: int) -> list:
             return [None if t is None else t[begin:end] for t in sides[side]]
 
-        keys = {side: torch.cat([self.momentum_keys(*rows_of(side, b, e), side=side) for b, e in ranges])
-                for side in sides}  # fmt: skip
+        keys = {
+            side: torch.cat([self.momentum_keys(*rows_of(side, b, e), side=side) for b, e in ranges]) for side in sides
+        }
         columns = []
         for side in sides:
 

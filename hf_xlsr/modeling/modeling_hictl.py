@@ -358,14 +358,25 @@ class HictlForTranslation(TrainingDeclarations, EncoderDecoderModel):
         missing, unexpected = encoder_model.load_state_dict(hictl.encoder.state_dict(), strict=False)
         if unexpected or any("pooler" not in name for name in missing):
             raise ValueError(f"the HICTL encoder does not fit {type(encoder_model).__name__}: {missing + unexpected}")
-        decoder = AutoConfig.for_model(**{**encoder.to_dict(), "num_hidden_layers": decoder_layers,
-                                          "is_decoder": True, "add_cross_attention": True})  # fmt: skip
+        decoder = AutoConfig.for_model(
+            **{
+                **encoder.to_dict(),
+                "num_hidden_layers": decoder_layers,
+                "is_decoder": True,
+                "add_cross_attention": True,
+            }
+        )
         start = tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.bos_token_id
         end = tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id
         config = HictlTranslationConfig(
-            encoder=encoder.to_dict(), decoder=decoder.to_dict(), decoder_layers=decoder_layers,
-            decoder_start_token_id=start, pad_token_id=tokenizer.pad_token_id, eos_token_id=end, **config_kwargs,
-        )  # fmt: skip
+            encoder=encoder.to_dict(),
+            decoder=decoder.to_dict(),
+            decoder_layers=decoder_layers,
+            decoder_start_token_id=start,
+            pad_token_id=tokenizer.pad_token_id,
+            eos_token_id=end,
+            **config_kwargs,
+        )
         return cls(config, encoder=encoder_model, decoder=AutoModelForCausalLM.from_config(config.decoder))
 
     @property
@@ -405,11 +416,15 @@ class HictlForTranslation(TrainingDeclarations, EncoderDecoderModel):
             decoder_input_ids = self.prepare_decoder_input_ids_from_labels(labels)
             decoder_attention_mask = (decoder_input_ids != self.config.pad_token_id).long()
         output = super().forward(
-            attention_mask=attention_mask, decoder_input_ids=decoder_input_ids,
-            decoder_attention_mask=decoder_attention_mask, encoder_outputs=encoder_outputs,
-            past_key_values=past_key_values, decoder_inputs_embeds=decoder_inputs_embeds, use_cache=use_cache,
+            attention_mask=attention_mask,
+            decoder_input_ids=decoder_input_ids,
+            decoder_attention_mask=decoder_attention_mask,
+            encoder_outputs=encoder_outputs,
+            past_key_values=past_key_values,
+            decoder_inputs_embeds=decoder_inputs_embeds,
+            use_cache=use_cache,
             **kwargs,
-        )  # fmt: skip
+        )
         logits = output.logits
         if self.config.fusion:
             fusion = self.target_word_similarity(encoder_outputs.last_hidden_state[:, 0])
@@ -418,10 +433,12 @@ class HictlForTranslation(TrainingDeclarations, EncoderDecoderModel):
         if labels is not None:
             loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100)
         return Seq2SeqLMOutput(
-            loss=loss, logits=logits, past_key_values=output.past_key_values,
+            loss=loss,
+            logits=logits,
+            past_key_values=output.past_key_values,
             decoder_hidden_states=output.decoder_hidden_states,
             encoder_last_hidden_state=output.encoder_last_hidden_state,
-        )  # fmt: skip
+        )
 
 
 __all__ = ["HictlForPreTraining", "HictlForTranslation", "HictlOutput"]

@@ -196,8 +196,16 @@ class LightweightDualTransformer(
         return F.linear(transformed, self.get_input_embeddings().weight, self.generative_bias)
 
     def _content(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        special = [i for i in (self.config.pad_token_id, self.config.bos_token_id, self.config.eos_token_id,
-                               self.config.mask_token_id) if i is not None]  # fmt: skip
+        special = [
+            i
+            for i in (
+                self.config.pad_token_id,
+                self.config.bos_token_id,
+                self.config.eos_token_id,
+                self.config.mask_token_id,
+            )
+            if i is not None
+        ]
         return attention_mask.bool() & ~torch.isin(input_ids, torch.tensor(special, device=input_ids.device))
 
     # ----------------------------------------------------------------------------------------------------------------

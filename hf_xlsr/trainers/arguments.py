@@ -24,19 +24,25 @@ class ModelArguments:
     )
     encoder: str | None = field(
         default=None,
-        metadata={"help": "pretrained encoder (path or Hub id) every language starts from: the one encoder of a "
-                          "shared model, or each language's copy in a model with one encoder per language"},
-    )  # fmt: skip
+        metadata={
+            "help": "pretrained encoder (path or Hub id) every language starts from: the one encoder of a "
+            "shared model, or each language's copy in a model with one encoder per language"
+        },
+    )
     encoders: dict | str | None = field(
         default=None,
-        metadata={"help": "one pretrained encoder per language, {en: ..., fr: ...} (a mapping in YAML, a JSON object "
-                          "on the command line), for a model with one encoder per language"},
-    )  # fmt: skip
+        metadata={
+            "help": "one pretrained encoder per language, {en: ..., fr: ...} (a mapping in YAML, a JSON object "
+            "on the command line), for a model with one encoder per language"
+        },
+    )
     tokenizer: str | None = field(
         default=None,
-        metadata={"help": "tokenizer of every language (default: the encoder's); lightweight also takes a "
-                          "SentencePiece .model file"},
-    )  # fmt: skip
+        metadata={
+            "help": "tokenizer of every language (default: the encoder's); lightweight also takes a "
+            "SentencePiece .model file"
+        },
+    )
     tokenizers: dict | str | None = field(
         default=None, metadata={"help": "one tokenizer per language, {en: ..., fr: ...} (default: each encoder's)"}
     )
@@ -66,10 +72,12 @@ class DataArguments:
     # a mapping in a YAML file, or a JSON object on the command line, names a source per language pair
     train_data: str = field(
         default="bible",
-        metadata={"help": "'bible', 'hsk', a multi-way .tsv/.jsonl file (a column per language), a folder of software "
-                          "catalogues, a Hub dataset id, a mapping from language pair ('en-fr') to its own source "
-                          "(JSON), or a list of sources joined pair by pair (JSON: [\"bible\", \"strings.jsonl\"])"},
-    )  # fmt: skip
+        metadata={
+            "help": "'bible', 'hsk', a multi-way .tsv/.jsonl file (a column per language), a folder of software "
+            "catalogues, a Hub dataset id, a mapping from language pair ('en-fr') to its own source "
+            '(JSON), or a list of sources joined pair by pair (JSON: ["bible", "strings.jsonl"])'
+        },
+    )
     languages: list[str] = field(
         default_factory=lambda: ["en", "fr"],
         metadata={"help": "language codes, two or more; the first is the pivot of English-centric pairs"},

@@ -64,8 +64,9 @@ def build_dual_momentum(model_args: ModelArguments, data_args: DataArguments, tr
 
 
 def bitext_collator(model: PreTrainedModel, tokenizers: dict, data_args: DataArguments) -> BitextCollator:
-    return BitextCollator(tokenizers, max_length=data_args.max_length,
-                          nli_language=getattr(model.config, "nli_language", None))  # fmt: skip
+    return BitextCollator(
+        tokenizers, max_length=data_args.max_length, nli_language=getattr(model.config, "nli_language", None)
+    )
 
 
 def build_lightweight(model_args: ModelArguments, data_args: DataArguments, training_args, train_dataset):
@@ -103,9 +104,11 @@ def shared_tokenizer_of(tokenizers: dict) -> PreTrainedTokenizerBase:
 def pair_masking_collator(model: PreTrainedModel, tokenizers: dict, data_args: DataArguments) -> PairMaskingCollator:
     config = model.config
     return PairMaskingCollator(
-        shared_tokenizer_of(tokenizers), max_length=data_args.max_length, task=config.generative_task,
+        shared_tokenizer_of(tokenizers),
+        max_length=data_args.max_length,
+        task=config.generative_task,
         mlm_probability=config.mlm_probability,
-    )  # fmt: skip
+    )
 
 
 def build_cmlm(model_args: ModelArguments, data_args: DataArguments, training_args, train_dataset):
@@ -116,18 +119,23 @@ def build_cmlm(model_args: ModelArguments, data_args: DataArguments, training_ar
     elif "encoder" in fields:
         model = CmlmModel(CmlmConfig(**fields))
     else:
-        raise ConfigFileError("xlsr_cmlm needs encoder (a pretrained encoder), model_name_or_path, or "
-                              "model_config.encoder (an encoder configuration)")  # fmt: skip
+        raise ConfigFileError(
+            "xlsr_cmlm needs encoder (a pretrained encoder), model_name_or_path, or "
+            "model_config.encoder (an encoder configuration)"
+        )
     return model, run_tokenizers(model_args, model.config.languages, shared=True)
 
 
 def cmlm_collator(model: PreTrainedModel, tokenizers: dict, data_args: DataArguments) -> CmlmCollator:
     config = model.config
     return CmlmCollator(
-        shared_tokenizer_of(tokenizers), max_length=data_args.max_length,
-        mlm_probability=config.mlm_probability, mask_replace_prob=config.mask_replace_prob,
-        random_replace_prob=config.random_replace_prob, swap_probability=config.swap_probability,
-    )  # fmt: skip
+        shared_tokenizer_of(tokenizers),
+        max_length=data_args.max_length,
+        mlm_probability=config.mlm_probability,
+        mask_replace_prob=config.mask_replace_prob,
+        random_replace_prob=config.random_replace_prob,
+        swap_probability=config.swap_probability,
+    )
 
 
 def build_hictl(model_args: ModelArguments, data_args: DataArguments, training_args, train_dataset):
@@ -145,18 +153,23 @@ def build_hictl(model_args: ModelArguments, data_args: DataArguments, training_a
         special = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id}
         model = HictlForPreTraining(HictlConfig(encoder={**encoder, **special}, **fields))
     else:
-        raise ConfigFileError("xlsr_hictl needs encoder (a pretrained masked LM), model_name_or_path, or "
-                              "model_config.encoder (an encoder configuration)")  # fmt: skip
+        raise ConfigFileError(
+            "xlsr_hictl needs encoder (a pretrained masked LM), model_name_or_path, or "
+            "model_config.encoder (an encoder configuration)"
+        )
     return model.use_tokenizer(tokenizer), dict.fromkeys(fields["languages"], tokenizer)
 
 
 def hictl_collator(model: PreTrainedModel, tokenizers: dict, data_args: DataArguments) -> HictlCollator:
     config = model.config
     return HictlCollator(
-        shared_tokenizer_of(tokenizers), max_length=data_args.max_length, mlm_probability=config.mlm_probability,
-        perturbation=config.perturbation, perturbation_window=config.perturbation_window,
+        shared_tokenizer_of(tokenizers),
+        max_length=data_args.max_length,
+        mlm_probability=config.mlm_probability,
+        perturbation=config.perturbation,
+        perturbation_window=config.perturbation_window,
         monolingual_probability=data_args.monolingual_probability,
-    )  # fmt: skip
+    )
 
 
 def load_cmlm_data(source, split: str, data_args: DataArguments) -> datasets.DatasetDict:
@@ -176,7 +189,10 @@ def load_cmlm_data(source, split: str, data_args: DataArguments) -> datasets.Dat
         raise ConfigFileError(
             "xlsr_cmlm trains on 'bible' or on one file of first / second / language columns per pair"
         )
-    parts = {name: load_bitext(path, ["first", "second", *pair_of(name, data_args.languages)], split=split)
-             for name, path in source.items()}  # fmt: skip
-    return shared_meanings(parts, {name: "user" if "example_id" in part.column_names else None
-                                   for name, part in parts.items()})  # fmt: skip
+    parts = {
+        name: load_bitext(path, ["first", "second", *pair_of(name, data_args.languages)], split=split)
+        for name, path in source.items()
+    }
+    return shared_meanings(
+        parts, {name: "user" if "example_id" in part.column_names else None for name, part in parts.items()}
+    )

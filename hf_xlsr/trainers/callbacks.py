@@ -61,17 +61,25 @@ class MomentumCallback(TrainerCallback):
         self._finite_gradients = True
 
     def on_train_begin(
-        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, model: nn.Module | None = None,
+        self,
+        args: TrainingArguments,
+        state: TrainerState,
+        control: TrainerControl,
+        model: nn.Module | None = None,
         **kwargs,
-    ) -> None:  # fmt: skip
+    ) -> None:
         contrast = getattr(self.target or model, "momentum_contrast", None)
         if contrast is not None:  # micro-batches per optimizer step: the model warns only beyond that
             contrast.enqueues_per_update = args.gradient_accumulation_steps
 
     def on_pre_optimizer_step(
-        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, model: nn.Module | None = None,
+        self,
+        args: TrainingArguments,
+        state: TrainerState,
+        control: TrainerControl,
+        model: nn.Module | None = None,
         **kwargs,
-    ) -> None:  # fmt: skip
+    ) -> None:
         norm, self.gradient_norm = self.gradient_norm, None
         if norm is None:  # a trainer that keeps its norm to itself: compute it
             gradients = [p.grad for p in model.parameters() if p.grad is not None]
@@ -79,14 +87,20 @@ class MomentumCallback(TrainerCallback):
         self._finite_gradients = math.isfinite(float(norm))
 
     def on_optimizer_step(
-        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, model: nn.Module | None = None,
-        optimizer: Optimizer | None = None, **kwargs,
-    ) -> None:  # fmt: skip
+        self,
+        args: TrainingArguments,
+        state: TrainerState,
+        control: TrainerControl,
+        model: nn.Module | None = None,
+        optimizer: Optimizer | None = None,
+        **kwargs,
+    ) -> None:
         skipped = bool(getattr(optimizer, "step_was_skipped", False))
         if skipped or not self._finite_gradients:
             reason = "was skipped (fp16 overflow)" if skipped else "had non-finite gradients"
-            logger.warning("optimizer step %d %s: no EMA update, its keys leave the queues", state.global_step + 1,
-                           reason)  # fmt: skip
+            logger.warning(
+                "optimizer step %d %s: no EMA update, its keys leave the queues", state.global_step + 1, reason
+            )
             (self.target or model).discard_momentum_step()
             return
         target = self.target or model
@@ -101,9 +115,13 @@ class StageCallback(TrainerCallback):
     """
 
     def on_step_begin(
-        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, model: nn.Module | None = None,
+        self,
+        args: TrainingArguments,
+        state: TrainerState,
+        control: TrainerControl,
+        model: nn.Module | None = None,
         **kwargs,
-    ) -> None:  # fmt: skip
+    ) -> None:
         model.stage.fill_(2 if state.global_step >= model.config.second_stage_step else 1)
 
 
@@ -117,16 +135,24 @@ class EncoderFreezeCallback(TrainerCallback):
     """
 
     def on_train_begin(
-        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, model: nn.Module | None = None,
+        self,
+        args: TrainingArguments,
+        state: TrainerState,
+        control: TrainerControl,
+        model: nn.Module | None = None,
         **kwargs,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self._frozen = None
         self._set(model, state.global_step)
 
     def on_step_begin(
-        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, model: nn.Module | None = None,
+        self,
+        args: TrainingArguments,
+        state: TrainerState,
+        control: TrainerControl,
+        model: nn.Module | None = None,
         **kwargs,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self._set(model, state.global_step)
 
     def _set(self, model: nn.Module, step: int) -> None:
@@ -186,8 +212,12 @@ class PreemptionCallback(TrainerCallback):
                 raise KeyboardInterrupt  # the second Ctrl-C: stop now, without a checkpoint
             if self.interrupted_at is None:
                 self.interrupted_at = now
-                print("Ctrl-C: finishing this step, then saving a checkpoint (Ctrl-C again stops at once, "
-                      "without saving)", file=sys.stderr, flush=True)  # fmt: skip
+                print(
+                    "Ctrl-C: finishing this step, then saving a checkpoint (Ctrl-C again stops at once, "
+                    "without saving)",
+                    file=sys.stderr,
+                    flush=True,
+                )
         self.received = max(self.received, number)
 
     def on_train_begin(self, args, state, control, **kwargs):

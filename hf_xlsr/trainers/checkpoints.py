@@ -45,10 +45,15 @@ def last_whole_checkpoint(output_dir: str | os.PathLike, with_optimizer: bool = 
         missing = missing_parts(folder, with_optimizer)
         if not missing:
             return str(folder)
-        logger.warning("skipping %s: not a whole checkpoint (no %s), left by a process stopped while saving or by "
-                       "hand", folder, ", ".join(missing))  # fmt: skip
-    raise CheckpointError(f"{output_dir}: no whole checkpoint to resume from"
-                          + (f" ({len(folders)} incomplete skipped)" if folders else ""))  # fmt: skip
+        logger.warning(
+            "skipping %s: not a whole checkpoint (no %s), left by a process stopped while saving or by hand",
+            folder,
+            ", ".join(missing),
+        )
+    raise CheckpointError(
+        f"{output_dir}: no whole checkpoint to resume from"
+        + (f" ({len(folders)} incomplete skipped)" if folders else "")
+    )
 
 
 def check_checkpoint(folder: str | os.PathLike, model, with_optimizer: bool = True, max_steps: int = -1) -> None:
@@ -62,13 +67,17 @@ def check_checkpoint(folder: str | os.PathLike, model, with_optimizer: bool = Tr
         raise CheckpointError(f"{folder}: not a whole checkpoint (no {', '.join(missing)})")
     step = json.loads((folder / "trainer_state.json").read_text()).get("global_step", 0)
     if max_steps > 0 and step >= max_steps:
-        raise CheckpointError(f"{folder}: a checkpoint at step {step}, at or past this run's max_steps {max_steps}: "
-                              "nothing would train (raise max_steps to go on)")  # fmt: skip
+        raise CheckpointError(
+            f"{folder}: a checkpoint at step {step}, at or past this run's max_steps {max_steps}: "
+            "nothing would train (raise max_steps to go on)"
+        )
     config = json.loads((folder / "config.json").read_text())
     ours = getattr(model.config, "model_type", None)
     if config.get("model_type") != ours:
-        raise CheckpointError(f"{folder / 'config.json'}: a checkpoint of a {config.get('model_type')!r} model, not "
-                              f"of this run's {ours!r}")  # fmt: skip
+        raise CheckpointError(
+            f"{folder / 'config.json'}: a checkpoint of a {config.get('model_type')!r} model, not "
+            f"of this run's {ours!r}"
+        )
     weights = folder / "model.safetensors"
     if not weights.is_file():
         return
@@ -81,5 +90,7 @@ def check_checkpoint(folder: str | os.PathLike, model, with_optimizer: bool = Tr
         raise CheckpointError(f"{weights}: cannot be read ({str(error).splitlines()[0]})") from None
     for name, tensor in model.state_dict().items():
         if name in shapes and shapes[name] != tuple(tensor.shape):
-            raise CheckpointError(f"{weights}: {name} has shape {list(shapes[name])}, the model's is "
-                                  f"{list(tensor.shape)} (a checkpoint of another configuration)")  # fmt: skip
+            raise CheckpointError(
+                f"{weights}: {name} has shape {list(shapes[name])}, the model's is "
+                f"{list(tensor.shape)} (a checkpoint of another configuration)"
+            )

@@ -35,8 +35,9 @@ def inputs_beside_the_file(values: dict, path: Path) -> dict:
         if beside.exists():
             return str(beside)
         if Path(value).suffix.lower() in DATA_SUFFIXES:
-            raise ConfigFileError(f"{path}: {name}: no such file {beside} (a relative path is read from the "
-                                  "configuration file's folder)")  # fmt: skip
+            raise ConfigFileError(
+                f"{path}: {name}: no such file {beside} (a relative path is read from the configuration file's folder)"
+            )
         return value
 
     return {name: resolved(name, value) if name in INPUT_FIELDS else value for name, value in values.items()}
@@ -91,8 +92,11 @@ def check_languages_have_data(data_args, where) -> None:
     named = data_args.bible_translations if isinstance(data_args.bible_translations, dict) else {}
     for source in sources:
         have = corpus_languages(source)
-        missing = [code for code in data_args.languages if have is not None and code not in have
-                   and not (source == "bible" and named.get(code))]  # fmt: skip
+        missing = [
+            code
+            for code in data_args.languages
+            if have is not None and code not in have and not (source == "bible" and named.get(code))
+        ]
         if missing and source == "bible":
             raise ConfigFileError(
                 f"{where}: languages: the Bible has no language {missing[0]!r}; it has "

@@ -127,8 +127,14 @@ class PairMaskingCollator:
     def __call__(self, features: Sequence[dict[str, Any]]) -> dict[str, torch.Tensor]:
         batch = {}
         for prefix, name in zip(("source", "target"), pair_columns(self.languages), strict=True):
-            encoded = self.tokenizer(column(features, name), padding=True, truncation=True, max_length=self.max_length,
-                                     return_tensors="pt", return_special_tokens_mask=True)  # fmt: skip
+            encoded = self.tokenizer(
+                column(features, name),
+                padding=True,
+                truncation=True,
+                max_length=self.max_length,
+                return_tensors="pt",
+                return_special_tokens_mask=True,
+            )
             special = encoded.pop("special_tokens_mask").bool() | ~encoded["attention_mask"].bool()
             if self.task in ("mlm", "mlm_xtr"):
                 ids, labels = self._bert_masking.torch_mask_tokens(encoded["input_ids"].clone(), special)
@@ -178,9 +184,11 @@ class CmlmCollator:
 
     def __post_init__(self):
         self._bert_masking = DataCollatorForLanguageModeling(
-            self.tokenizer, mlm_probability=self.mlm_probability, mask_replace_prob=self.mask_replace_prob,
+            self.tokenizer,
+            mlm_probability=self.mlm_probability,
+            mask_replace_prob=self.mask_replace_prob,
             random_replace_prob=self.random_replace_prob,
-        )  # fmt: skip
+        )
 
     def __call__(self, features: Sequence[dict[str, Any]]) -> dict[str, torch.Tensor]:
         batch = {}
@@ -192,8 +200,14 @@ class CmlmCollator:
                 [f if w else s for f, s, w in zip(first, second, swap, strict=True)],
             )
             batch.update(tokenize(self.tokenizer, first, "first", self.max_length))
-            encoded = self.tokenizer(second, padding=True, truncation=True, max_length=self.max_length,
-                                     return_tensors="pt", return_special_tokens_mask=True)  # fmt: skip
+            encoded = self.tokenizer(
+                second,
+                padding=True,
+                truncation=True,
+                max_length=self.max_length,
+                return_tensors="pt",
+                return_special_tokens_mask=True,
+            )
             special = encoded.pop("special_tokens_mask").bool() | ~encoded["attention_mask"].bool()
             encoded["input_ids"], batch["second_labels"] = self._bert_masking.torch_mask_tokens(
                 encoded["input_ids"].clone(), special
@@ -277,8 +291,10 @@ class HictlCollator:
         ys = [row.get(target) for row in features]
         monolingual = [y is None or rng.random() < self.monolingual_probability for y in ys]
         # A monolingual row reorders its source sentence, or half of the time its target when it has one.
-        firsts = [y if mono and y is not None and rng.random() < 0.5 else x for x, y, mono in zip(xs, ys, monolingual,
-                  strict=True)]  # fmt: skip
+        firsts = [
+            y if mono and y is not None and rng.random() < 0.5 else x
+            for x, y, mono in zip(xs, ys, monolingual, strict=True)
+        ]
         options = {"add_special_tokens": False, "truncation": True, "max_length": self.max_length - 2}
         pieces = self.tokenizer(firsts, **options)
         bilingual = [i for i, mono in enumerate(monolingual) if not mono]
@@ -338,5 +354,8 @@ class HictlCollator:
                 groups.append([position])
         if len(groups) < 2:
             groups = [[position] for position in range(n)]
-        return [position for group in reorder(groups, self.perturbation, self.perturbation_window, rng)
-                for position in group]  # fmt: skip
+        return [
+            position
+            for group in reorder(groups, self.perturbation, self.perturbation_window, rng)
+            for position in group
+        ]

@@ -97,12 +97,16 @@ def coerce_config_values(config_class: type[PreTrainedConfig], values: dict, whe
     coerced = {}
     for name, value in values.items():
         if name not in fields and name in training:
-            raise ConfigFileError(f"{where}: {name} is a training argument, not a field of {config_class.__name__}: "
-                                  "set it beside model_config")  # fmt: skip
+            raise ConfigFileError(
+                f"{where}: {name} is a training argument, not a field of {config_class.__name__}: "
+                "set it beside model_config"
+            )
         if name not in fields:
             match = difflib.get_close_matches(name, list(fields), n=1)
-            raise ConfigFileError(f"{where}: {config_class.__name__} has no field {name!r}"
-                                  + (f" (did you mean {match[0]}?)" if match else ""))  # fmt: skip
+            raise ConfigFileError(
+                f"{where}: {config_class.__name__} has no field {name!r}"
+                + (f" (did you mean {match[0]}?)" if match else "")
+            )
         allowed = _field_types(fields[name].type)
         if float in allowed and isinstance(value, (int, str)) and not isinstance(value, bool):
             try:
@@ -202,8 +206,10 @@ def parse_run_arguments(
             setattr(data_args, name, json.loads(value))
     where = config_path or "the command line"
     if isinstance(data_args.eval_data, list):  # held-out rows are one set of meanings, read from one source
-        raise ConfigFileError(f"{where}: eval_data: one source (bible, hsk, a multi-way file, a catalogue folder) or "
-                              "a mapping from language pair to source, not a list")  # fmt: skip
+        raise ConfigFileError(
+            f"{where}: eval_data: one source (bible, hsk, a multi-way file, a catalogue folder) or "
+            "a mapping from language pair to source, not a list"
+        )
     try:
         data_args.pairs  # noqa: B018 (checks languages and language_pairs)
     except ValueError as error:
@@ -225,13 +231,15 @@ def parse_run_arguments(
             except json.JSONDecodeError:
                 value = None
             if not isinstance(value, dict):
-                raise ConfigFileError(f"{where}: {name}: expected a mapping from language code to a model, "
-                                      "e.g. {\"en\": ..., \"fr\": ...}")  # fmt: skip
+                raise ConfigFileError(
+                    f'{where}: {name}: expected a mapping from language code to a model, e.g. {{"en": ..., "fr": ...}}'
+                )
             setattr(model_args, name, value)
         extra = sorted(set(value or {}) - set(data_args.languages))
         if extra:
-            raise ConfigFileError(f"{where}: {name}: {extra[0]!r} is not one of the run's languages "
-                                  f"({', '.join(data_args.languages)})")  # fmt: skip
+            raise ConfigFileError(
+                f"{where}: {name}: {extra[0]!r} is not one of the run's languages ({', '.join(data_args.languages)})"
+            )
     for name, reference in model_args.references().items():
         check_reference(reference, name, where)
     for name, value in (("output_dir", training_args.output_dir), ("export_dir", data_args.export_dir)):
@@ -245,8 +253,10 @@ def parse_run_arguments(
     check_outputs(model_args, data_args, training_args, where)
     listed = {name: value for name, value in paper.items() if name != "warmup_steps"}  # the trainer logs the warm-up
     if listed:  # once the run is known to be valid: an error is never preceded by it
-        logger.info("values the run does not set, from the paper's recipe: %s",
-                    ", ".join(f"{name}={value}" for name, value in sorted(listed.items())))  # fmt: skip
+        logger.info(
+            "values the run does not set, from the paper's recipe: %s",
+            ", ".join(f"{name}={value}" for name, value in sorted(listed.items())),
+        )
     return model_args, data_args, training_args
 
 
@@ -272,7 +282,12 @@ def check_outputs(model_args, data_args, training_args, where: str) -> None:
     try:
         check_new_run(training_args.output_dir, resume, overwrite)
         if data_args.export_dir:
-            check_export_target(data_args.export_dir, [training_args.output_dir, model_args.model_name_or_path],
-                                resume or overwrite, "export_dir", "--overwrite_output_dir true")  # fmt: skip
+            check_export_target(
+                data_args.export_dir,
+                [training_args.output_dir, model_args.model_name_or_path],
+                resume or overwrite,
+                "export_dir",
+                "--overwrite_output_dir true",
+            )
     except (ValueError, ExportTargetError) as error:
         raise ConfigFileError(f"{where}: {error}") from None

@@ -78,9 +78,11 @@ def cut_pairs(parts: datasets.DatasetDict, limit: int | None, seed: int) -> data
     if limit is None:
         return parts
     return datasets.DatasetDict(
-        {name: part.shuffle(seed=seed).select(range(limit)) if len(part) > limit else part
-         for name, part in parts.items()}
-    )  # fmt: skip
+        {
+            name: part.shuffle(seed=seed).select(range(limit)) if len(part) > limit else part
+            for name, part in parts.items()
+        }
+    )
 
 
 def heldout_evaluators(data_args: DataArguments) -> tuple[list, str | None]:
@@ -137,8 +139,12 @@ def run_training(
             f"{', '.join(pair_name(pair) for pair in data_args.pairs)}: set shared_encoder: true in model_config"
         )
     sizes = ", ".join(f"{name} {len(part)}" for name, part in parts.items())
-    logger.info("training on %d pairs (%s), %s", len(train_dataset), sizes,
-                f"evaluating on {eval_source}" if eval_source else "no held-out evaluation")  # fmt: skip
+    logger.info(
+        "training on %d pairs (%s), %s",
+        len(train_dataset),
+        sizes,
+        f"evaluating on {eval_source}" if eval_source else "no held-out evaluation",
+    )
 
     trainer = XlsrTrainer(
         model=model,
@@ -151,17 +157,25 @@ def run_training(
     trainer.train(resume_from_checkpoint=resume)
     if trainer.preemption.stopped_by:  # a checkpoint, not a finished model: nothing else is written
         if trainer.is_world_process_zero():
-            logger.warning("stopped by %s at step %d: saved %s; --resume_from_checkpoint true continues the run",
-                           trainer.preemption.stopped_by, trainer.state.global_step,
-                           Path(training_args.output_dir) / f"checkpoint-{trainer.state.global_step}")  # fmt: skip
+            logger.warning(
+                "stopped by %s at step %d: saved %s; --resume_from_checkpoint true continues the run",
+                trainer.preemption.stopped_by,
+                trainer.state.global_step,
+                Path(training_args.output_dir) / f"checkpoint-{trainer.state.global_step}",
+            )
         return trainer, {}
     if getattr(model.config, "pcr_components", 0):  # CMLM's PCR: fit each language's components after training
-        fit_language_components(trainer.accelerator.unwrap_model(trainer.model), tokenizers,
-                                sentences_by_language(train_dataset, training_args.seed))  # fmt: skip
+        fit_language_components(
+            trainer.accelerator.unwrap_model(trainer.model),
+            tokenizers,
+            sentences_by_language(train_dataset, training_args.seed),
+        )
     trainer.save_model()
     if evaluators:
-        logger.info("final evaluation: held-out retrieval on %s (max_eval_pairs: 0 skips it)",
-                    "; ".join(evaluator.sample for evaluator in evaluators))  # fmt: skip
+        logger.info(
+            "final evaluation: held-out retrieval on %s (max_eval_pairs: 0 skips it)",
+            "; ".join(evaluator.sample for evaluator in evaluators),
+        )
     metrics = trainer.evaluate() if evaluators else {}
     if trainer.is_world_process_zero():
         run_info = run_record(model_args, data_args, training_args, trainer, parts, eval_source, metrics)
@@ -188,8 +202,10 @@ def sentences_by_language(dataset: datasets.Dataset, seed: int, per_language: in
             if text:
                 sentences.setdefault(language, []).append(text)
     generator = torch.Generator().manual_seed(seed)
-    return {language: [texts[i] for i in torch.randperm(len(texts), generator=generator)[:per_language].tolist()]
-            for language, texts in sentences.items()}  # fmt: skip
+    return {
+        language: [texts[i] for i in torch.randperm(len(texts), generator=generator)[:per_language].tolist()]
+        for language, texts in sentences.items()
+    }
 
 
 def run_record(model_args, data_args, training_args, trainer, parts, eval_source, metrics) -> dict:
@@ -215,8 +231,11 @@ def run_record(model_args, data_args, training_args, trainer, parts, eval_source
     lora = getattr(trainer.accelerator.unwrap_model(trainer.model).config, "lora", None)
     if lora:
         training["lora"] = ", ".join(f"{k}={v}" for k, v in lora.items()) + " (merged into the exported weights)"
-    log = [{key: entry[key] for key in ("step", "loss", "learning_rate") if key in entry}
-           for entry in trainer.state.log_history if "loss" in entry]  # fmt: skip
+    log = [
+        {key: entry[key] for key in ("step", "loss", "learning_rate") if key in entry}
+        for entry in trainer.state.log_history
+        if "loss" in entry
+    ]
     return {
         "model_type": model_args.model_type,
         "train_data": data_args.train_data,
@@ -241,8 +260,9 @@ def run_record(model_args, data_args, training_args, trainer, parts, eval_source
 def training_files(source) -> dict[str, str]:
     """``{path: SHA-256}`` of each local file a run trains on (``train_data``, or each language pair's): what
     ``hf-xlsr evaluate`` reads to tell that it is asked to score the training data."""
-    return {str(path): file_digest(path) for path in source_list(source) if isinstance(path, str)
-            and Path(path).is_file()}  # fmt: skip
+    return {
+        str(path): file_digest(path) for path in source_list(source) if isinstance(path, str) and Path(path).is_file()
+    }
 
 
 def framework_versions() -> dict[str, str]:

@@ -77,9 +77,11 @@ class XlsrTrainingArguments(TrainingArguments):
     )
     language_sampling_alpha: float = field(
         default=LANGUAGE_SAMPLING_ALPHA,
-        metadata={"help": "language pairs are drawn with p proportional to size^alpha: 1 in proportion to their "
-                          "sizes, 0 uniformly"},
-    )  # fmt: skip
+        metadata={
+            "help": "language pairs are drawn with p proportional to size^alpha: 1 in proportion to their "
+            "sizes, 0 uniformly"
+        },
+    )
     language_batches: str = field(
         default=LANGUAGE_BATCHES[0],
         metadata={"help": f"one of {LANGUAGE_BATCHES}: batches that mix the language pairs, or of one pair each"},
@@ -96,9 +98,11 @@ class XlsrTrainingArguments(TrainingArguments):
     )
     overwrite_output_dir: bool = field(
         default=False,
-        metadata={"help": "start a new run in an output_dir that holds another run's model or checkpoints, "
-                          "replacing its checkpoints and export (without it such a run is refused before training)"},
-    )  # fmt: skip
+        metadata={
+            "help": "start a new run in an output_dir that holds another run's model or checkpoints, "
+            "replacing its checkpoints and export (without it such a run is refused before training)"
+        },
+    )
     push_export_to_hub: bool = field(
         default=False,
         metadata={"help": "after training, push the sentence-transformers export and its card to hub_model_id"},
@@ -110,17 +114,21 @@ class XlsrTrainingArguments(TrainingArguments):
     # a short run's loss only at its end)
     logging_steps: float | None = field(
         default=None,
-        metadata={"help": f"optimizer steps between two logs; default: a tenth of the run's steps, at most "
-                          f"{LOGGING_STEPS_CAP}"},
-    )  # fmt: skip
+        metadata={
+            "help": f"optimizer steps between two logs; default: a tenth of the run's steps, at most "
+            f"{LOGGING_STEPS_CAP}"
+        },
+    )
     save_total_limit: int | None = field(
         default=2, metadata={"help": "checkpoints kept in output_dir, the oldest deleted first (None: all)"}
     )
     save_final_checkpoint: bool = field(
         default=False,
-        metadata={"help": "also write a checkpoint at the last step, off a save_steps boundary (transformers 5 does; "
-                          "the trained model is what save_model writes to output_dir)"},
-    )  # fmt: skip
+        metadata={
+            "help": "also write a checkpoint at the last step, off a save_steps boundary (transformers 5 does; "
+            "the trained model is what save_model writes to output_dir)"
+        },
+    )
 
     def __post_init__(self):
         self.logging_sized = self.logging_steps is None
@@ -183,8 +191,10 @@ class XlsrTrainer(Trainer):
             # GradCache's loss reaches the weights only through its backward hook, which DDP's search for unused
             # parameters cannot see from the forward's output: every weight gets its gradient in that hook instead
             if args.ddp_find_unused_parameters:
-                raise ValueError("mini_batch_size trains under DDP with ddp_find_unused_parameters=False (every "
-                                 "weight gets its gradient in GradCache's backward hook)")  # fmt: skip
+                raise ValueError(
+                    "mini_batch_size trains under DDP with ddp_find_unused_parameters=False (every "
+                    "weight gets its gradient in GradCache's backward hook)"
+                )
             args.ddp_find_unused_parameters = False
         contrast = model.momentum_contrast if isinstance(model, MomentumMixin) else None
         if contrast is not None and isinstance(kwargs.get("train_dataset"), datasets.Dataset):
@@ -221,8 +231,9 @@ class XlsrTrainer(Trainer):
         if resume_from_checkpoint is True:
             resume_from_checkpoint = last_whole_checkpoint(self.args.output_dir, with_optimizer)
         if resume_from_checkpoint:
-            check_checkpoint(resume_from_checkpoint, self.accelerator.unwrap_model(self.model), with_optimizer,
-                             self.args.max_steps)  # fmt: skip
+            check_checkpoint(
+                resume_from_checkpoint, self.accelerator.unwrap_model(self.model), with_optimizer, self.args.max_steps
+            )
             logger.info("resuming from %s", resume_from_checkpoint)
         return super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
 
@@ -254,18 +265,27 @@ class XlsrTrainer(Trainer):
         warmup = self.args.warmup_steps
         if "warmup_steps" in paper and warmup >= 1 and warmup > WARMUP_SHARE * num_training_steps:
             fitted = max(1, round(WARMUP_SHARE * num_training_steps))
-            logger.info("warm-up: %d of this run's %d steps (%.0f%%), not the paper's %d, which are for a run of "
-                        "its own length; set warmup_steps to choose", fitted, num_training_steps,
-                        100 * WARMUP_SHARE, warmup)  # fmt: skip
+            logger.info(
+                "warm-up: %d of this run's %d steps (%.0f%%), not the paper's %d, which are for a run of "
+                "its own length; set warmup_steps to choose",
+                fitted,
+                num_training_steps,
+                100 * WARMUP_SHARE,
+                warmup,
+            )
             self.args.warmup_steps = fitted
         elif "warmup_steps" in paper:
             logger.info("warm-up: the paper's %s of this run's %d steps", warmup, num_training_steps)
         steps = self.args.get_warmup_steps(num_training_steps)
         if "warmup_steps" not in paper and steps >= num_training_steps / 2:  # the run's own setting
-            logger.warning("warmup_steps %d of this run's %d steps: %s; lower warmup_steps to train at the full "
-                           "rate", steps, num_training_steps,
-                           "the whole run is warm-up" if steps >= num_training_steps
-                           else "the learning rate peaks after half the run")  # fmt: skip
+            logger.warning(
+                "warmup_steps %d of this run's %d steps: %s; lower warmup_steps to train at the full rate",
+                steps,
+                num_training_steps,
+                "the whole run is warm-up"
+                if steps >= num_training_steps
+                else "the learning rate peaks after half the run",
+            )
         return super().create_scheduler(num_training_steps, optimizer)
 
     # ------------------------------------------------------------------------------------------------------------
@@ -285,8 +305,13 @@ class XlsrTrainer(Trainer):
             means = torch.stack([torch.stack(self._output_parts[name]).nanmean() for name in names])
             means = self.accelerator.reduce(means.to(self.args.device), reduction="mean")
             # a statistic with nothing to measure yet (the queue statistics before the queue holds a key) is absent
-            logs.update({name: round(value, 4) for name, value in zip(names, means.tolist(), strict=True)
-                         if not math.isnan(value)})  # fmt: skip
+            logs.update(
+                {
+                    name: round(value, 4)
+                    for name, value in zip(names, means.tolist(), strict=True)
+                    if not math.isnan(value)
+                }
+            )
             self._output_parts.clear()
         super().log(logs, start_time)
 
@@ -305,16 +330,26 @@ class XlsrTrainer(Trainer):
         args = self.args
         alpha = getattr(args, "language_sampling_alpha", LANGUAGE_SAMPLING_ALPHA)
         sampler = LanguagePairSampler(
-            pairs, args.per_device_train_batch_size, alpha,
-            getattr(args, "language_batches", LANGUAGE_BATCHES[0]), seed=args.seed,
-        )  # fmt: skip
+            pairs,
+            args.per_device_train_batch_size,
+            alpha,
+            getattr(args, "language_batches", LANGUAGE_BATCHES[0]),
+            seed=args.seed,
+        )
         if self.is_world_process_zero() and {"source_language", "target_language"} <= set(columns):
             first = {pair: row for row, pair in reversed(list(enumerate(pairs)))}  # each pair's first row
-            names = {pair: f"{dataset[row]['source_language']}-{dataset[row]['target_language']}"
-                     for pair, row in first.items()}  # fmt: skip
-            logger.info("language pairs drawn with p proportional to size^%g: %s", alpha, ", ".join(
-                f"{names[pair]} {100 * float(weight):.1f}% ({len(sampler.rows[pair])} pairs)"
-                for pair, weight in zip(sampler.order, sampler.weights, strict=True)))  # fmt: skip
+            names = {
+                pair: f"{dataset[row]['source_language']}-{dataset[row]['target_language']}"
+                for pair, row in first.items()
+            }
+            logger.info(
+                "language pairs drawn with p proportional to size^%g: %s",
+                alpha,
+                ", ".join(
+                    f"{names[pair]} {100 * float(weight):.1f}% ({len(sampler.rows[pair])} pairs)"
+                    for pair, weight in zip(sampler.order, sampler.weights, strict=True)
+                ),
+            )
         return sampler
 
     def get_eval_dataloader(self, eval_dataset=None) -> DataLoader:
@@ -368,10 +403,15 @@ class XlsrTrainer(Trainer):
         if include_checkpoint is None:
             include_checkpoint = getattr(self.args, "push_checkpoint_to_hub", False)
         return push_to_hub(
-            self.accelerator.unwrap_model(self.model), self.tokenizers, repo_id, results=results,
-            run_info=run_info, include_checkpoint=include_checkpoint, private=self.args.hub_private_repo,
+            self.accelerator.unwrap_model(self.model),
+            self.tokenizers,
+            repo_id,
+            results=results,
+            run_info=run_info,
+            include_checkpoint=include_checkpoint,
+            private=self.args.hub_private_repo,
             token=self.args.hub_token,
-        )  # fmt: skip
+        )
 
     def _save(self, output_dir: str | None = None, state_dict=None) -> None:
         output_dir = output_dir or self.args.output_dir
@@ -419,8 +459,9 @@ def number_examples(dataset: datasets.Dataset, queue_size: int) -> datasets.Data
             "the queue holds %d keys but an epoch has only %d training pairs: every query would meet its own "
             "translation among the queued negatives of the next epoch; keys of a query's own example are left out "
             "(by example_id), but a queue this large mostly repeats keys. Use a smaller queue_size or more data.",
-            queue_size, len(dataset),
-        )  # fmt: skip
+            queue_size,
+            len(dataset),
+        )
     if "example_id" in dataset.column_names:
         return dataset
     return dataset.add_column("example_id", list(range(len(dataset))))

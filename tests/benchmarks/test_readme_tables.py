@@ -43,8 +43,10 @@ def test_a_lead_is_read_against_the_fastest_peer_path_that_loses_no_more():
               "sentence-transformers openvino": (320, 0.90), "sentence-transformers openvino int8": (600, 0.88),
               "torch": (100, 0.90), "bf16": (310, 0.90), "onnx": (150, 0.90), "onnx-int8": (500, 0.885),
               "openvino": (430, 0.90), "openvino-int8": (590, 0.905)}  # fmt: skip
-    rows = {name: {"sentences_per_second": speed, "retrieval_accuracy": accuracy}
-            for name, (speed, accuracy) in speeds.items()}  # fmt: skip
+    rows = {
+        name: {"sentences_per_second": speed, "retrieval_accuracy": accuracy}
+        for name, (speed, accuracy) in speeds.items()
+    }
     table = encoding.encoding_table({"rows": rows, "arguments": {"model": "m"}, "sentences": 10, "machine": "x"})
     readings = {line.split(" | ")[0].strip("| `"): line.rsplit(" | ", 2)[1:] for line in table.splitlines()[2:8]}
     assert readings == {
@@ -251,8 +253,11 @@ def test_the_per_language_tatoeba_table_marks_what_each_model_trained_on_and_nam
     lines = tatoeba_report.tatoeba_languages().splitlines()
     theirs, ours = (tatoeba_report.TATOEBA_RUNS[stem] for stem in ("tatoeba_mnrl_22_grid", "tatoeba_hf_xlsr_22_grid"))
     assert lines[0] == f"| language | start | {theirs} (1 seed) | {ours} (2 seeds) |"
-    assert lines[2:5] == ["| eus | 60.0 | 50.0 | **72.0** |", "| fra | 90.0 | **91.0** | **89.3** |",
-                          "| kzj | 10.0 | 5.0 | 16.0 |"]  # fmt: skip
+    assert lines[2:5] == [
+        "| eus | 60.0 | 50.0 | **72.0** |",
+        "| fra | 90.0 | **91.0** | **89.3** |",
+        "| kzj | 10.0 | 5.0 | 16.0 |",
+    ]
     assert lines[-2] == f"- {theirs}: trained on 1 of the 3 sets; of those, below the start: none."
     assert lines[-1] == f"- {ours}: trained on 2 of the 3 sets; of those, below the start: fra (-0.7)."
 
@@ -282,12 +287,18 @@ def test_the_118_language_models_get_their_rows_their_trained_sets_marked_and_th
     monkeypatch.setattr(shared, "RESULTS", tmp_path)
     label = tatoeba_report.TATOEBA_RUNS
     rows = [row.split(" | ")[0][2:] for row in tatoeba_report.tatoeba_table().splitlines()[2:]]
-    assert rows == [label["tatoeba_e5_all"], f"{label['tatoeba_mnrl_22_grid']} (seed 0)",
-                    f"{label['tatoeba_hf_xlsr_22_grid']} (seed 0)", f"{label['tatoeba_mnrl_118']} (seed 0)",
-                    f"{label['tatoeba_hf_xlsr_118']} (2 seeds)"]  # fmt: skip
+    assert rows == [
+        label["tatoeba_e5_all"],
+        f"{label['tatoeba_mnrl_22_grid']} (seed 0)",
+        f"{label['tatoeba_hf_xlsr_22_grid']} (seed 0)",
+        f"{label['tatoeba_mnrl_118']} (seed 0)",
+        f"{label['tatoeba_hf_xlsr_118']} (2 seeds)",
+    ]
     lines = tatoeba_report.tatoeba_languages().splitlines()
-    assert lines[2:4] == ["| eus | 60.0 | 62.0 | 63.0 | **66.0** | **71.0** |",
-                          "| fra | 90.0 | **92.0** | **93.0** | **90.5** | **89.8** |"]  # fmt: skip
+    assert lines[2:4] == [
+        "| eus | 60.0 | 62.0 | 63.0 | **66.0** | **71.0** |",
+        "| fra | 90.0 | **92.0** | **93.0** | **90.5** | **89.8** |",
+    ]
     below = f"- {label['tatoeba_hf_xlsr_118']}: trained on 2 of the 2 sets; of those, below the start: fra (-0.2)."
     assert lines[-1] == below
     paired = tatoeba_report.tatoeba_paired().splitlines()

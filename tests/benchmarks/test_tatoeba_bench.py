@@ -40,8 +40,11 @@ def test_the_results_file_records_the_training_languages_and_the_sets_they_name(
     mean over those sets is ``tatoeba_trained_f1``, and the list and its sets are written beside the figures."""
     import json
 
-    for code, sentences in {"fra": ["Le chat dort.", "Il pleut."], "eus": ["Katua lo dago.", "Euria ari du."],
-                            "deu": ["Die Katze schläft.", "Es regnet."]}.items():  # fmt: skip
+    for code, sentences in {
+        "fra": ["Le chat dort.", "Il pleut."],
+        "eus": ["Katua lo dago.", "Euria ari du."],
+        "deu": ["Die Katze schläft.", "Es regnet."],
+    }.items():
         (tmp_path / f"tatoeba.{code}-eng.{code}").write_text("\n".join(sentences) + "\n")
         (tmp_path / f"tatoeba.{code}-eng.eng").write_text("The cat is sleeping.\nIt is raining.\n")
     out = tmp_path / "scores.json"

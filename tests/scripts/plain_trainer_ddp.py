@@ -31,17 +31,27 @@ model = DualMomentumModel(DualMomentumConfig(encoder_x=encoder, queue_size=64, l
 tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
 pairs = load_bible(["en", "fr"], split="train").select(range(64)).select_columns(["en", "fr"])
 args = TrainingArguments(
-    output_dir=f"{out}/run", per_device_train_batch_size=4, max_steps=3, gradient_accumulation_steps=2,
-    learning_rate=1e-3, save_strategy="no", report_to="none", disable_tqdm=True, use_cpu=True, seed=0,
+    output_dir=f"{out}/run",
+    per_device_train_batch_size=4,
+    max_steps=3,
+    gradient_accumulation_steps=2,
+    learning_rate=1e-3,
+    save_strategy="no",
+    report_to="none",
+    disable_tqdm=True,
+    use_cpu=True,
+    seed=0,
     remove_unused_columns=False,
-)  # fmt: skip
+)
 collator = BitextCollator(tokenizer, languages=["en", "fr"], max_length=32)
 trainer = Trainer(model=model, args=args, train_dataset=pairs, data_collator=collator, callbacks=[MomentumCallback()])
 trainer.train()
 state = {name: t for name, t in model.state_dict().items() if name.startswith("momentum_contrast.queue")}
 state["world_size"] = torch.tensor(trainer.accelerator.num_processes)
 state["gathers_from_the_queue"] = torch.tensor(gathers_from_the_queue)
-torch.save({"state": state, "synchronised_buffers": sorted(trainer.model_wrapped.named_module_buffers)},
-           f"{out}/rank{trainer.accelerator.process_index}.pt")  # fmt: skip
+torch.save(
+    {"state": state, "synchronised_buffers": sorted(trainer.model_wrapped.named_module_buffers)},
+    f"{out}/rank{trainer.accelerator.process_index}.pt",
+)
 trainer.accelerator.wait_for_everyone()  # every rank has written its file before any leaves the group
 trainer.accelerator.end_training()

@@ -23,9 +23,17 @@ if cached:
 else:
     loss = MomentumQueueLoss(model, queue_size=64, momentum=0.9)
 args = SentenceTransformerTrainingArguments(
-    output_dir=f"{out}/run", per_device_train_batch_size=4, max_steps=3, learning_rate=1e-3, save_strategy="no",
-    report_to="none", disable_tqdm=True, use_cpu=True, seed=0, gradient_accumulation_steps=2 if cached else 1,
-)  # fmt: skip
+    output_dir=f"{out}/run",
+    per_device_train_batch_size=4,
+    max_steps=3,
+    learning_rate=1e-3,
+    save_strategy="no",
+    report_to="none",
+    disable_tqdm=True,
+    use_cpu=True,
+    seed=0,
+    gradient_accumulation_steps=2 if cached else 1,
+)
 pairs = pairs.select_columns(["anchor", "positive"])
 trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=pairs, loss=loss, callbacks=[loss.callback])
 trainer.train()

@@ -89,18 +89,32 @@ def mine_files(
     check_index(index_spec(0, index), encoder(["a"], source_language).shape[1])  # before any work
     Path(work_dir).mkdir(parents=True, exist_ok=True)
     share = {"process_index": process_index, "num_processes": num_processes, "wait": wait, "shard_size": shard_size}
-    x = embed_file(encoder, source, source_language, Path(work_dir) / "source.npy", progress=progress, model=model,
-                   **share)  # fmt: skip
-    y = embed_file(encoder, target, target_language, Path(work_dir) / "target.npy", progress=progress, model=model,
-                   **share)  # fmt: skip
-    pairs = mine_in_shards(x, y, Path(work_dir) / "search", k=k, margin=margin, mode=mode, index=index,
-                           memory=memory, progress=progress, **share)  # fmt: skip
+    x = embed_file(
+        encoder, source, source_language, Path(work_dir) / "source.npy", progress=progress, model=model, **share
+    )
+    y = embed_file(
+        encoder, target, target_language, Path(work_dir) / "target.npy", progress=progress, model=model, **share
+    )
+    pairs = mine_in_shards(
+        x,
+        y,
+        Path(work_dir) / "search",
+        k=k,
+        margin=margin,
+        mode=mode,
+        index=index,
+        memory=memory,
+        progress=progress,
+        **share,
+    )
     if pairs is None:
         return None
     if threshold is not None:
         pairs = pairs.above(threshold)
     with atomic_file(output) as handle, source.reader() as source_text, target.reader() as target_text:
         for s, t, score in zip(pairs.source.tolist(), pairs.target.tolist(), pairs.scores.tolist(), strict=True):
-            handle.write(f"{score:.4f}\t{source.line_numbers[s]}\t{target.line_numbers[t]}\t{source_text(s)}\t"
-                         f"{target_text(t)}\n")  # fmt: skip
+            handle.write(
+                f"{score:.4f}\t{source.line_numbers[s]}\t{target.line_numbers[t]}\t{source_text(s)}\t"
+                f"{target_text(t)}\n"
+            )
     return len(pairs)

@@ -85,8 +85,11 @@ def mine_in_shards(
         DIRECTIONS, (sides, sides[::-1]), (centres, centres[::-1] if centres else None), strict=True
     ):
         count = -(-len(queries) // shard_size)
-        todo = [i for i in range(process_index, count, num_processes)
-                if not neighbours_path(folder, direction, i).is_file()]  # fmt: skip
+        todo = [
+            i
+            for i in range(process_index, count, num_processes)
+            if not neighbours_path(folder, direction, i).is_file()
+        ]
         rows = sum(min(len(queries), (i + 1) * shard_size) - i * shard_size for i in todo)
         described = f"searching {direction}: {len(todo)} of {count} shards"
         # the corpus made ready once for this process's shards (its inverted lists laid out, or an index built)
@@ -94,8 +97,9 @@ def mine_in_shards(
         with tqdm(total=rows, desc=described, unit="query", disable=not progress or not todo) as bar:
             for i in todo:
                 begin, end = i * shard_size, min(len(queries), (i + 1) * shard_size)
-                similarities, indices = knn(queries[begin:end], corpus, k, spec, block_size, trained, oriented,
-                                            prepared)  # fmt: skip
+                similarities, indices = knn(
+                    queries[begin:end], corpus, k, spec, block_size, trained, oriented, prepared
+                )
                 temporary = folder / f".neighbours-{direction}-{i:05d}.{os.getpid()}.partial.npz"
                 np.savez(temporary, similarities=similarities, indices=indices)
                 with_umask(temporary)

@@ -124,9 +124,13 @@ def mine(
     sides = (source_embeddings, target_embeddings)
     approximate = spec != "Flat"
     if approximate and n < IVF_THRESHOLD:
-        logger.warning("index %s on %d sentences per side: below %d, exact search (index 'flat', what 'auto' picks) "
-                       "is as quick and finds every true nearest neighbour, which the margins need", spec, n,
-                       IVF_THRESHOLD)  # fmt: skip
+        logger.warning(
+            "index %s on %d sentences per side: below %d, exact search (index 'flat', what 'auto' picks) "
+            "is as quick and finds every true nearest neighbour, which the margins need",
+            spec,
+            n,
+            IVF_THRESHOLD,
+        )
     centres = tuple(side_centre(side, block_size) for side in sides) if centre and approximate else None
     trained = train_index(spec, sides, source_embeddings.shape[1], centres=centres) if approximate else None
     x2y_sim, x2y_ind = knn(source_embeddings, target_embeddings, k, spec, block_size, trained, centres)

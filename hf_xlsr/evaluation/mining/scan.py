@@ -106,9 +106,16 @@ def _as_scanned(vectors: np.ndarray, centre, transform) -> np.ndarray:
 
 
 def _unit_matrix(
-    vectors: np.ndarray, centre, dtype: torch.dtype, centroids: torch.Tensor, lists: int, block_size: int,
-    transform=None, scale: np.ndarray | None = None, corpus: bool = True,
-):  # fmt: skip
+    vectors: np.ndarray,
+    centre,
+    dtype: torch.dtype,
+    centroids: torch.Tensor,
+    lists: int,
+    block_size: int,
+    transform=None,
+    scale: np.ndarray | None = None,
+    corpus: bool = True,
+):
     """``vectors`` L2-normalised and centred on ``centre`` (`centred`), mapped by ``transform`` when given, in
     ``dtype`` (int8: by `_int8_rows` with the corpus's ``scale``, as a corpus or a query side), and each one's
     ``lists`` nearest centroids (scored in the centroids' dtype), read in blocks."""
@@ -203,8 +210,9 @@ def scan_lists(
     dtype = stored.dtype
     # positive floats order as these integers do; int8 products are int32 already
     bits = torch.int16 if dtype == torch.bfloat16 else torch.int32
-    found, probed = _unit_matrix(queries, query_centre, dtype, centroids, probes, block_size, transform, scale,
-                                 corpus=False)  # fmt: skip
+    found, probed = _unit_matrix(
+        queries, query_centre, dtype, centroids, probes, block_size, transform, scale, corpus=False
+    )
     most = max(1, int(np.diff(bounds).max()))  # the longest list
 
     def products(list_id: int, rows: np.ndarray):  # the scores of ``rows`` against one list, a block at a time

@@ -147,16 +147,24 @@ def knn(
         block = unit_float32(queries[start : start + block_size])
         if scanned:
             if start % scan_size == 0:
-                candidates = scan_lists(queries[start : start + scan_size], corpus, trained, asked, centres,
-                                        block_size, prepared)  # fmt: skip
+                candidates = scan_lists(
+                    queries[start : start + scan_size], corpus, trained, asked, centres, block_size, prepared
+                )
             offset = start % scan_size
             where = np.ascontiguousarray(candidates[offset : offset + len(block)])
             found = np.empty(where.shape, dtype=np.float32)
         else:
             found, where = prepared.search(centred(block.copy(), query_centre) if centres else block, asked)
         if approximate:
-            faiss.fvec_inner_products_by_idx(faiss.swig_ptr(found), faiss.swig_ptr(block), faiss.swig_ptr(stored),
-                                             faiss.swig_ptr(where), block.shape[1], len(block), asked)  # fmt: skip
+            faiss.fvec_inner_products_by_idx(
+                faiss.swig_ptr(found),
+                faiss.swig_ptr(block),
+                faiss.swig_ptr(stored),
+                faiss.swig_ptr(where),
+                block.shape[1],
+                len(block),
+                asked,
+            )
             found *= inverse_norm[np.maximum(where, 0)]
             found[where < 0] = -np.inf
             best = np.argsort(-found, axis=1, kind="stable")[:, :k]
@@ -164,8 +172,12 @@ def knn(
         similarities[start : start + len(block)], indices[start : start + len(block)] = found, where
     short = np.flatnonzero((indices < 0).any(axis=1))
     if len(short):
-        logger.info("%d of %d queries found fewer than %d neighbours in the index: searched exactly", len(short),
-                    len(queries), k)  # fmt: skip
+        logger.info(
+            "%d of %d queries found fewer than %d neighbours in the index: searched exactly",
+            len(short),
+            len(queries),
+            k,
+        )
         similarities[short], indices[short] = exact_knn(queries[short], corpus, k, block_size)
     return similarities, indices
 

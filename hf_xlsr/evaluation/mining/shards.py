@@ -29,9 +29,16 @@ def corpus_manifest(sentences, language: str | None, model: str, shard_size: int
     """What a folder's shards are embeddings of: the file (path, size, modification time), its sentence count, the
     language and the model; a folder holding another corpus's or model's shards is refused, never mixed."""
     stat = sentences.path.stat()
-    return {"file": str(sentences.path.resolve()), "bytes": stat.st_size, "modified": stat.st_mtime_ns,
-            "sentences": len(sentences), "language": language, "model": model, "shard_size": shard_size,
-            "shards": -(-len(sentences) // shard_size)}  # fmt: skip
+    return {
+        "file": str(sentences.path.resolve()),
+        "bytes": stat.st_size,
+        "modified": stat.st_mtime_ns,
+        "sentences": len(sentences),
+        "language": language,
+        "model": model,
+        "shard_size": shard_size,
+        "shards": -(-len(sentences) // shard_size),
+    }
 
 
 def open_folder(folder: str | os.PathLike, manifest: dict) -> Path:
@@ -44,8 +51,10 @@ def open_folder(folder: str | os.PathLike, manifest: dict) -> Path:
         held = json.loads(written.read_text())
         differs = next((key for key in manifest if held.get(key) != manifest[key]), None)
         if differs is not None:
-            raise ValueError(f"{folder} holds the shards of another job ({differs}: {held.get(differs)!r}, not "
-                             f"{manifest[differs]!r}): give another folder, or remove it")  # fmt: skip
+            raise ValueError(
+                f"{folder} holds the shards of another job ({differs}: {held.get(differs)!r}, not "
+                f"{manifest[differs]!r}): give another folder, or remove it"
+            )
         return folder
     temporary = folder / f".{MANIFEST}.{os.getpid()}.partial"
     temporary.write_text(json.dumps(manifest, indent=2))
@@ -107,8 +116,9 @@ def join_shards(folder: str | os.PathLike) -> np.ndarray:
             raise FileNotFoundError(f"{folder}: {len(missing)} shards are not embedded yet, the first {missing[0]}")
         first = np.load(shards[0], mmap_mode="r")
         temporary = folder / f".{VECTORS}.{os.getpid()}.partial.npy"
-        joined = np.lib.format.open_memmap(temporary, mode="w+", dtype=np.float32,
-                                           shape=(manifest["sentences"], first.shape[1]))  # fmt: skip
+        joined = np.lib.format.open_memmap(
+            temporary, mode="w+", dtype=np.float32, shape=(manifest["sentences"], first.shape[1])
+        )
         start = 0
         for path in shards:
             part = np.load(path, mmap_mode="r")

@@ -39,5 +39,8 @@ class RetrievalAccuracy(evaluate.Metric):
 
     def _compute(self, predictions, references):
         forward, backward = retrieval_accuracy(np.asarray(predictions), np.asarray(references))
-        return {"source2target_accuracy": forward, "target2source_accuracy": backward,
-                "accuracy": (forward + backward) / 2}  # fmt: skip
+        return {
+            "source2target_accuracy": forward,
+            "target2source_accuracy": backward,
+            "accuracy": (forward + backward) / 2,
+        }
