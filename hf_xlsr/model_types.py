@@ -53,6 +53,7 @@ register_model_type(
         model_class=LightweightDualTransformer,
         build=f"{BUILDERS}:build_lightweight",
         collator=f"{BUILDERS}:pair_masking_collator",
+        collator_settings=("mlm_probability",),
         # The lightweight dual transformer (Mao et al., 2021), Section 4.1: Adam 1e-3, 12 epochs of which 3 warm up
         # (a warm-up below 1 is a share of training); the paper names no decay, inverse square root is assumed
         paper_recipe={
@@ -75,6 +76,7 @@ register_model_type(
         model_class=CmlmModel,
         build=f"{BUILDERS}:build_cmlm",
         collator=f"{BUILDERS}:cmlm_collator",
+        collator_settings=("mlm_probability", "mask_replace_prob", "random_replace_prob", "swap_probability"),
         train_data=f"{BUILDERS}:load_cmlm_data",
         # CMLM (Yang et al., 2021), Section 3: LAMB in the paper, AdamW here (transformers has no LAMB); its 2.5M
         # steps are not applied, as they would override a run's epochs
@@ -95,6 +97,7 @@ register_model_type(
         model_class=HictlForPreTraining,
         build=f"{BUILDERS}:build_hictl",
         collator=f"{BUILDERS}:hictl_collator",
+        collator_settings=("mlm_probability", "monolingual_probability", "perturbation", "perturbation_window"),
         # HICTL (Wei et al., 2021), Section 4.1: Adam, linear decay
         paper_recipe={"learning_rate": 2.5e-5, "lr_scheduler_type": "linear", "train_batch_size": 1024},
         card="hictl",

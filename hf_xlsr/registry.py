@@ -32,7 +32,9 @@ class ModelType:
     auto_class: type = AutoModel
     # a new model: (model arguments, data arguments, training arguments, training pairs) -> (model, tokenizers)
     build: Callable | str | None = None
-    collator: Callable | str | None = None  # (model, tokenizers, data arguments) -> the run's data collator
+    # (model, tokenizers, max_length, **the run's collator_settings) -> the run's data collator
+    collator: Callable | str | None = None
+    collator_settings: tuple[str, ...] = ()  # the run's fields (DataArguments) its collator takes
     train_data: Callable | str | None = None  # (source, split, data arguments) -> each pair's rows (load_pairs)
     paper_recipe: Mapping[str, float | int | str] = field(default_factory=dict)
     card: str | None = None

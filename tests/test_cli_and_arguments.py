@@ -136,14 +136,15 @@ def test_example_configs_parse(name, tmp_path):
 
 
 TINY_RECIPES = {
-    "dual_momentum": {"tokenizer": MINILM, "model_config": {"encoder_x": tiny_encoder_config(), "queue_size": 32,
-                                                               "shared_encoder": True}},
-    "lightweight": {"model_config": {"vocab_size": 600, "hidden_size": 32, "intermediate_size": 64,
-                                     "num_attention_heads": 2}},
-    "cmlm": {"tokenizer": MINILM, "model_config": {"encoder": tiny_encoder_config(), "num_projections": 3,
-                                                      "schedule": "s3", "second_stage_step": 1, "pcr_components": 1}},
-    "hictl": {"tokenizer": MINILM, "monolingual_probability": 0.5,
-              "model_config": {"encoder": tiny_encoder_config(), "num_negatives": 16}},
+    "xlsr_dual_momentum": {"tokenizer": MINILM, "model_config": {"encoder_x": tiny_encoder_config(),
+                                                                 "queue_size": 32, "shared_encoder": True}},
+    "xlsr_lightweight": {"model_config": {"vocab_size": 600, "hidden_size": 32, "intermediate_size": 64,
+                                          "num_attention_heads": 2}},
+    "xlsr_cmlm": {"tokenizer": MINILM, "model_config": {"encoder": tiny_encoder_config(), "num_projections": 3,
+                                                        "schedule": "s3", "second_stage_step": 1,
+                                                        "pcr_components": 1}},
+    "xlsr_hictl": {"tokenizer": MINILM, "monolingual_probability": 0.5,
+                   "model_config": {"encoder": tiny_encoder_config(), "num_negatives": 16}},
 }  # fmt: skip
 
 
@@ -181,7 +182,7 @@ def test_every_recipe_trains_three_languages_evaluates_and_exports(model_type, t
     assert record["language_pairs"] == ["en-fr", "en-de"] and record["training"]["optimizer_steps"] == 2
     exported = SentenceTransformer(str(tmp_path / "export"))
     routes = list(exported[0].sub_modules) if type(exported[0]).__name__ == "Router" else []
-    assert routes == (["en", "fr", "de"] if model_type == "cmlm" else [])
+    assert routes == (["en", "fr", "de"] if model_type == "xlsr_cmlm" else [])
     assert exported.encode(["Au commencement"], **({"task": "fr"} if routes else {})).shape[0] == 1
     meta = json.loads((tmp_path / "export" / "mteb_model_meta.json").read_text())
     assert meta["training_datasets"] == [] and meta["languages"] == ["eng-Latn", "fra-Latn", "deu-Latn"]
@@ -351,7 +352,7 @@ def test_a_run_on_per_pair_files_exports_with_its_training_datasets(tmp_path, ca
         report_to="none",
         disable_tqdm=True,
         export_dir=str(tmp_path / "export"),
-        **TINY_RECIPES["dual_momentum"],
+        **TINY_RECIPES["xlsr_dual_momentum"],
     )
     assert main(["train", str(config)]) == 0
     meta = json.loads((tmp_path / "export" / "mteb_model_meta.json").read_text())
@@ -396,7 +397,7 @@ def test_per_pair_files_of_hyphenated_codes_train_and_score_each_pair(tmp_path, 
         report_to="none",
         disable_tqdm=True,
         export_dir=str(tmp_path / "export"),
-        **TINY_RECIPES["dual_momentum"],
+        **TINY_RECIPES["xlsr_dual_momentum"],
     )
     assert main(["train", str(config)]) == 0
     printed = capsys.readouterr().out

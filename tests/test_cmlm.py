@@ -4,6 +4,7 @@ export."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -38,8 +39,11 @@ def test_config_defaults_are_the_papers():
     config = CmlmConfig()
     assert (config.num_projections, config.br_margin, config.br_weight) == (15, 0.3, 0.2)
     assert config.schedule == "cmlm->cmlm+br" and config.head_warmup_steps == 0
-    assert config.mlm_probability == pytest.approx(80 / 256) and config.swap_probability == 0.5
-    assert (config.mask_replace_prob, config.random_replace_prob, config.projection_multiplier) == (0.8, 0.1, 2)
+    assert config.projection_multiplier == 2
+    # the collator holds the masking: 80 of 256 tokens, 80/10/10, the adjacent sentences swapped half the time
+    collator = {field.name: field.default for field in dataclasses.fields(CmlmCollator)}
+    assert collator["mlm_probability"] == pytest.approx(80 / 256) and collator["swap_probability"] == 0.5
+    assert (collator["mask_replace_prob"], collator["random_replace_prob"]) == (0.8, 0.1)
     recipe = paper_recipe(config.model_type)  # Section 3: batch 2048, 1e-3, 10k warm-up steps, then linear decay
     assert (recipe["per_device_train_batch_size"], recipe["learning_rate"], recipe["warmup_steps"]) == (
         2048,

@@ -42,14 +42,6 @@ class CmlmConfig(PreTrainedConfig):
             "one of the projections being the identity mapping".
         projection_multiplier (`int`, *optional*, defaults to `2`):
             P: FC(h, 2h, ReLU), FC(2h, 2h, ReLU), FC(2h, h) per space (Appendix C).
-        mlm_probability (`float`, *optional*, defaults to `0.3125`):
-            80 masked tokens of 256 (31.3%).
-        mask_replace_prob (`float`, *optional*, defaults to `0.8`):
-            BERT's masking: 80% [MASK] ...
-        random_replace_prob (`float`, *optional*, defaults to `0.1`):
-            ... 10% a random token, 10% unchanged.
-        swap_probability (`float`, *optional*, defaults to `0.5`):
-            the order of s1 and s2 is swapped half of the time.
         br_margin (`float`, *optional*, defaults to `0.3`):
             additive margin m.
         br_weight (`float`, *optional*, defaults to `0.2`):
@@ -92,10 +84,6 @@ class CmlmConfig(PreTrainedConfig):
     num_projections: int = 15
     identity_projection: bool = True
     projection_multiplier: int = 2
-    mlm_probability: float = 0.3125
-    mask_replace_prob: float = 0.8
-    random_replace_prob: float = 0.1
-    swap_probability: float = 0.5
 
     # Bitext retrieval and schedules (Section 4.2)
     br_margin: float = 0.3
@@ -149,10 +137,6 @@ class CmlmConfig(PreTrainedConfig):
             lora_config(self.lora)
         if self.num_projections < 1:
             raise ValueError(f"num_projections must be at least 1, got {self.num_projections}")
-        if not 0.0 < self.mlm_probability < 1.0:
-            raise ValueError(f"mlm_probability must lie in (0, 1), got {self.mlm_probability}")
-        if self.mask_replace_prob + self.random_replace_prob > 1.0:
-            raise ValueError("mask_replace_prob + random_replace_prob must not exceed 1")
         if self.br_temperature < 0:
             raise ValueError(f"br_temperature must be 0 (inner products) or positive, got {self.br_temperature}")
         if self.head_warmup_steps < 0:

@@ -23,11 +23,18 @@ FORMER_TRAINING_FIELDS = ("learning_rate", "train_batch_size", "warmup_steps", "
                           "max_length")  # fmt: skip
 
 
+# Data collator settings a configuration saved by an earlier version holds: they belong to the collator now (the
+# collator's own default is its paper's value; ``hf-xlsr train --mlm_probability ...`` sets them for a run)
+FORMER_COLLATOR_FIELDS = ("mlm_probability", "mask_replace_prob", "random_replace_prob", "swap_probability",
+                          "perturbation", "perturbation_window")  # fmt: skip
+
+
 def take_saved_fields(config: PreTrainedConfig, kwargs: dict) -> None:
     """Read what older saved configurations name otherwise: set ``config.languages``, the language codes of a
     model (the first is the pivot of English-centric pairs), from the field, else from the ``language_x`` /
     ``language_y`` fields of configurations saved before it (popped from ``kwargs``), else the placeholders
-    ``["x", "y"]``; and drop `FORMER_TRAINING_FIELDS` from ``kwargs``."""
+    ``["x", "y"]``; and drop `FORMER_TRAINING_FIELDS` and `FORMER_COLLATOR_FIELDS` from ``kwargs``, with a
+    warning (one for the training settings, one per collator setting)."""
     dropped = [name for name in FORMER_TRAINING_FIELDS if kwargs.pop(name, None) is not None]
     if dropped:
         warnings.warn(
@@ -36,6 +43,14 @@ def take_saved_fields(config: PreTrainedConfig, kwargs: dict) -> None:
             FutureWarning,
             stacklevel=3,
         )
+    for name in FORMER_COLLATOR_FIELDS:
+        if name in kwargs:
+            warnings.warn(
+                f"{type(config).__name__}: {name} {kwargs.pop(name)!r} ignored: it is a setting of the data "
+                f"collator now (hf-xlsr train --{name})",
+                FutureWarning,
+                stacklevel=3,
+            )
     legacy = [kwargs.pop("language_x", None), kwargs.pop("language_y", None)]
     if config.languages is None:
         config.languages = [legacy[0] or "x", legacy[1] or "y"]

@@ -46,12 +46,6 @@ class HictlConfig(PreTrainedConfig):
             negatives are drawn with probability softmax(cos(q, e(w)) / this) over the words outside the pair: the
             paper samples "according to the normalized similarities" without a temperature; at 1.0 cosines in [-1, 1]
             give an almost uniform draw, so the default makes the negatives really hard (see sample_word_negatives).
-        mlm_probability (`float`, *optional*, defaults to `0.15`):
-            BERT/XLM masking of the LM task.
-        perturbation (`Literal["shuffle", "local_shuffle", "reverse"]`, *optional*, defaults to `"local_shuffle"`):
-            y for monolingual data.
-        perturbation_window (`int`, *optional*, defaults to `3`):
-            words are shuffled within windows of this size (local_shuffle).
         special_token_ids (`list[int]`, *optional*, defaults to `None`):
             the tokenizer's special ids: never words of a bag, never negatives.
         queue_size (`int`, *optional*, defaults to `0`):
@@ -78,9 +72,6 @@ class HictlConfig(PreTrainedConfig):
     temperature: float = 1.0
     num_negatives: int = 512
     negative_sampling_temperature: float = 0.05
-    mlm_probability: float = 0.15
-    perturbation: Literal["shuffle", "local_shuffle", "reverse"] = "local_shuffle"
-    perturbation_window: int = 3
     special_token_ids: list[int] | None = None
 
     # A queue of momentum keys (hf_xlsr's extension, not in the paper): L_S becomes MoCo-style InfoNCE against the

@@ -70,8 +70,6 @@ class LightweightDualTransformerConfig(PreTrainedConfig):
             weight of L_sim in Eq. 7.
         align_temperature (`float`, *optional*, defaults to `0.0`):
             scores of L_align: 0 the paper's raw inner products (Eq. 5), above 0 cosine / align_temperature.
-        mlm_probability (`float`, *optional*, defaults to `0.15`):
-            masking ratio of the MLM ablation (Table 6 rows MLM, MLM+XTR).
         queue_size (`int`, *optional*, defaults to `0`):
             0: the paper's in-batch L_align on raw inner products.
         queue_momentum (`float`, *optional*, defaults to `0.999`):
@@ -110,7 +108,6 @@ class LightweightDualTransformerConfig(PreTrainedConfig):
     align_weight: float = 2.0
     sim_weight: float = 2.0
     align_temperature: float = 0.0
-    mlm_probability: float = 0.15
 
     # A queue of momentum keys (hf_xlsr's extension, not in the paper): L_align becomes MoCo-style InfoNCE against
     # the momentum encoder's keys (positive, in-batch and queued), L2-normalised, at queue_temperature
@@ -155,8 +152,6 @@ class LightweightDualTransformerConfig(PreTrainedConfig):
             raise ValueError(f"hidden_size {self.hidden_size} is not a multiple of {self.num_attention_heads} heads")
         if self.align_temperature < 0:
             raise ValueError(f"align_temperature must be 0 (inner products) or positive, got {self.align_temperature}")
-        if not 0.0 < self.mlm_probability < 1.0:
-            raise ValueError(f"mlm_probability must lie in (0, 1), got {self.mlm_probability}")
 
 
 __all__ = ["GENERATIVE_TASKS", "LightweightDualTransformerConfig"]

@@ -10,6 +10,8 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from ..evaluation.retrieval import HELDOUT_SEED
+from .checks import ConfigFileError
+from .collators import CmlmCollator
 from .trainer import XlsrTrainingArguments
 
 
@@ -105,12 +107,48 @@ class DataArguments:
         metadata={"help": "seed that draws the held-out sample (the same sample whatever the training seed)"},
     )
     max_length: int = field(default=128, metadata={"help": "truncation length of each sentence, in tokens"})
-    monolingual_probability: float = field(
-        default=0.0, metadata={"help": "HICTL: share of pairs turned monolingual (a sentence and its reordering)"}
+    # the data collator's settings: None leaves the collator's default, its paper's value
+    mlm_probability: float | None = field(
+        default=None,
+        metadata={
+            "help": "share of the tokens masked for the LM task (default: the paper's: xlsr_lightweight 0.15, "
+            "xlsr_cmlm 0.3125, xlsr_hictl 0.15)"
+        },
+    )
+    mask_replace_prob: float | None = field(
+        default=None, metadata={"help": "xlsr_cmlm: share of the masked tokens that become [MASK] (default: 0.8)"}
+    )
+    random_replace_prob: float | None = field(
+        default=None,
+        metadata={"help": "xlsr_cmlm: share of the masked tokens replaced by a random token (default: 0.1)"},
+    )
+    swap_probability: float | None = field(
+        default=None, metadata={"help": "xlsr_cmlm: how often two adjacent sentences swap order (default: 0.5)"}
+    )
+    monolingual_probability: float | None = field(
+        default=None,
+        metadata={"help": "xlsr_hictl: share of pairs turned monolingual, a sentence and its reordering (default: 0)"},
+    )
+    perturbation: str | None = field(
+        default=None,
+        metadata={
+            "help": "xlsr_hictl: how a monolingual sentence is reordered: shuffle, local_shuffle (within windows) "
+            "or reverse (default: local_shuffle)"
+        },
+    )
+    perturbation_window: int | None = field(
+        default=None, metadata={"help": "xlsr_hictl: words per window of local_shuffle (default: 3)"}
     )
     export_dir: str | None = field(
         default=None, metadata={"help": "export the trained encoders to sentence-transformers folders here"}
     )
+
+    def __post_init__(self):
+        check_collator_settings(self)
+
+    def collator_settings(self, names) -> dict:
+        """The collator settings among ``names`` that the run sets (the others keep the collator's default)."""
+        return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
 
     @property
     def pairs(self) -> list[tuple[str, str]]:
@@ -118,6 +156,33 @@ class DataArguments:
         from ..data.multilingual import resolve_language_pairs
 
         return resolve_language_pairs(self.languages, self.language_pairs)
+
+
+PERTURBATIONS = ("shuffle", "local_shuffle", "reverse")
+
+
+def check_collator_settings(data_args: DataArguments) -> None:
+    """One `ConfigFileError` line for a collator setting out of its range, before anything loads."""
+    shares = {"mlm_probability": (0.0, 1.0, False), "mask_replace_prob": (0.0, 1.0, True),
+              "random_replace_prob": (0.0, 1.0, True), "swap_probability": (0.0, 1.0, True),
+              "monolingual_probability": (0.0, 1.0, True)}  # fmt: skip
+    for name, (low, high, closed) in shares.items():
+        value = getattr(data_args, name)
+        if value is not None and not (low <= value <= high if closed else low < value < high):
+            span = f"[{low:g}, {high:g}]" if closed else f"({low:g}, {high:g})"
+            raise ConfigFileError(f"{name} must lie in {span}, got {value}")
+    replaced = {
+        name: CmlmCollator.__dataclass_fields__[name].default for name in ("mask_replace_prob", "random_replace_prob")
+    }
+    replaced.update(data_args.collator_settings(replaced))
+    if sum(replaced.values()) > 1.0:
+        raise ConfigFileError(f"mask_replace_prob + random_replace_prob must not exceed 1, got {replaced}")
+    if data_args.perturbation is not None and data_args.perturbation not in PERTURBATIONS:
+        raise ConfigFileError(
+            f"perturbation must be one of {', '.join(PERTURBATIONS)}, got {data_args.perturbation!r}"
+        )
+    if data_args.perturbation_window is not None and data_args.perturbation_window < 1:
+        raise ConfigFileError(f"perturbation_window must be at least 1, got {data_args.perturbation_window}")
 
 
 ARGUMENT_CLASSES = (ModelArguments, DataArguments, XlsrTrainingArguments)

@@ -63,10 +63,9 @@ def build_dual_momentum(model_args: ModelArguments, data_args: DataArguments, tr
     return model, run_tokenizers(model_args, model.config.languages, model.config.shared_encoder)
 
 
-def bitext_collator(model: PreTrainedModel, tokenizers: dict, data_args: DataArguments) -> BitextCollator:
-    return BitextCollator(
-        tokenizers, max_length=data_args.max_length, nli_language=getattr(model.config, "nli_language", None)
-    )
+def bitext_collator(model: PreTrainedModel, tokenizers: dict, max_length: int, **settings) -> BitextCollator:
+    nli_language = getattr(model.config, "nli_language", None)
+    return BitextCollator(tokenizers, max_length=max_length, nli_language=nli_language, **settings)
 
 
 def build_lightweight(model_args: ModelArguments, data_args: DataArguments, training_args, train_dataset):
@@ -101,13 +100,11 @@ def shared_tokenizer_of(tokenizers: dict) -> PreTrainedTokenizerBase:
     return next(iter(tokenizers.values()))
 
 
-def pair_masking_collator(model: PreTrainedModel, tokenizers: dict, data_args: DataArguments) -> PairMaskingCollator:
-    config = model.config
+def pair_masking_collator(
+    model: PreTrainedModel, tokenizers: dict, max_length: int, **settings
+) -> PairMaskingCollator:
     return PairMaskingCollator(
-        shared_tokenizer_of(tokenizers),
-        max_length=data_args.max_length,
-        task=config.generative_task,
-        mlm_probability=config.mlm_probability,
+        shared_tokenizer_of(tokenizers), max_length=max_length, task=model.config.generative_task, **settings
     )
 
 
@@ -126,16 +123,8 @@ def build_cmlm(model_args: ModelArguments, data_args: DataArguments, training_ar
     return model, run_tokenizers(model_args, model.config.languages, shared=True)
 
 
-def cmlm_collator(model: PreTrainedModel, tokenizers: dict, data_args: DataArguments) -> CmlmCollator:
-    config = model.config
-    return CmlmCollator(
-        shared_tokenizer_of(tokenizers),
-        max_length=data_args.max_length,
-        mlm_probability=config.mlm_probability,
-        mask_replace_prob=config.mask_replace_prob,
-        random_replace_prob=config.random_replace_prob,
-        swap_probability=config.swap_probability,
-    )
+def cmlm_collator(model: PreTrainedModel, tokenizers: dict, max_length: int, **settings) -> CmlmCollator:
+    return CmlmCollator(shared_tokenizer_of(tokenizers), max_length=max_length, **settings)
 
 
 def build_hictl(model_args: ModelArguments, data_args: DataArguments, training_args, train_dataset):
@@ -160,16 +149,8 @@ def build_hictl(model_args: ModelArguments, data_args: DataArguments, training_a
     return model.use_tokenizer(tokenizer), dict.fromkeys(fields["languages"], tokenizer)
 
 
-def hictl_collator(model: PreTrainedModel, tokenizers: dict, data_args: DataArguments) -> HictlCollator:
-    config = model.config
-    return HictlCollator(
-        shared_tokenizer_of(tokenizers),
-        max_length=data_args.max_length,
-        mlm_probability=config.mlm_probability,
-        perturbation=config.perturbation,
-        perturbation_window=config.perturbation_window,
-        monolingual_probability=data_args.monolingual_probability,
-    )
+def hictl_collator(model: PreTrainedModel, tokenizers: dict, max_length: int, **settings) -> HictlCollator:
+    return HictlCollator(shared_tokenizer_of(tokenizers), max_length=max_length, **settings)
 
 
 def load_cmlm_data(source, split: str, data_args: DataArguments) -> datasets.DatasetDict:

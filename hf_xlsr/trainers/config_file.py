@@ -25,7 +25,7 @@ import yaml
 from huggingface_hub.errors import StrictDataclassError
 from transformers import HfArgumentParser, PreTrainedConfig
 
-from ..registry import get_model_type, paper_recipe
+from ..registry import MODEL_TYPES, get_model_type, paper_recipe
 from ..utils import UnwritableError, check_writable
 from .arguments import ARGUMENT_CLASSES, DataArguments, ModelArguments, run_fields
 from .checks import (
@@ -96,10 +96,10 @@ def coerce_config_values(config_class: type[PreTrainedConfig], values: dict, whe
     training = {f.name for f in dataclasses.fields(XlsrTrainingArguments)}
     coerced = {}
     for name, value in values.items():
-        if name not in fields and name in training:
+        if name not in fields and name in run_fields():
+            kind = "a training argument" if name in training else "a run field"
             raise ConfigFileError(
-                f"{where}: {name} is a training argument, not a field of {config_class.__name__}: "
-                "set it beside model_config"
+                f"{where}: {name} is {kind}, not a field of {config_class.__name__}: set it beside model_config"
             )
         if name not in fields:
             match = difflib.get_close_matches(name, list(fields), n=1)
@@ -157,6 +157,17 @@ def _model_config(config_class, values: dict, overrides: list[str], where) -> di
     return coerce_config_values(config_class, raw or {}, f"{where}: model_config")
 
 
+def check_collator_fields(entry, data_args: DataArguments, on_command_line: set, config_path) -> None:
+    """A collator setting the run's model type does not take is one `ConfigFileError` line naming it and where it
+    was given, before anything loads."""
+    settings = {name for other in MODEL_TYPES.values() for name in other.collator_settings}
+    for name in sorted(settings - set(entry.collator_settings)):
+        if getattr(data_args, name) is not None:
+            source = "the command line" if name in on_command_line or not config_path else config_path
+            takes = ", ".join(entry.collator_settings) or "none of them"
+            raise ConfigFileError(f"{source}: {name} is no setting of {entry.name}'s data collator (it takes {takes})")
+
+
 def parse_run_arguments(
     config_path: str | os.PathLike | None, overrides: list[str] | None = None
 ) -> tuple[ModelArguments, DataArguments, XlsrTrainingArguments]:
@@ -193,11 +204,13 @@ def parse_run_arguments(
         model_args, data_args, training_args = parser.parse_args_into_dataclasses(args=command_line)
     except ConfigFileError as error:  # argparse's message names a flag: say where its value came from
         flag = re.search(r"argument --([A-Za-z0-9_]+)", str(error))
-        name = flag.group(1) if flag else None
-        source = "the command line" if name is None or name in _given_on_command_line(command_line) else config_path
+        name = flag.group(1) if flag else str(error).split(" ", 1)[0]  # a range check's message opens with its field
+        from_file = name in known and name not in _given_on_command_line(command_line)
+        source = config_path if from_file and config_path else "the command line"
         reason = str(error).split(": ", 1)[-1] if flag else str(error)
-        raise ConfigFileError(f"{source}: {name}: {reason}" if name else f"{source}: {reason}") from None
+        raise ConfigFileError(f"{source}: {name}: {reason}" if flag else f"{source}: {reason}") from None
     model_args.model_type, model_args.model_config = entry.name, model_config
+    check_collator_fields(entry, data_args, _given_on_command_line(command_line), config_path)
     if isinstance(data_args.bible_translations, str):
         data_args.bible_translations = json.loads(data_args.bible_translations)
     for name in ("train_data", "eval_data"):

@@ -150,7 +150,9 @@ def run_training(
         model=model,
         args=training_args,
         train_dataset=train_dataset,
-        data_collator=entry.part("collator")(model, tokenizers, data_args),
+        data_collator=entry.part("collator")(
+            model, tokenizers, data_args.max_length, **data_args.collator_settings(entry.collator_settings)
+        ),
         tokenizers=tokenizers,
         evaluators=evaluators,
     )
