@@ -42,8 +42,9 @@ def test_a_runs_collator_settings_reach_its_collator_and_stay_out_of_its_config(
     assert saved["model_type"] == model_type and not set(saved) & set(FORMER_COLLATOR_FIELDS)
 
 
-@pytest.mark.parametrize("config_class", [DualMomentumConfig, LightweightDualTransformerConfig, CmlmConfig,
-                                          HictlConfig])  # fmt: skip
+@pytest.mark.parametrize(
+    "config_class", [DualMomentumConfig, LightweightDualTransformerConfig, CmlmConfig, HictlConfig]
+)
 def test_a_configuration_an_earlier_version_saved_loads_with_one_warning_per_collator_field(config_class, tmp_path):
     encoder = {"encoder_x": tiny_encoder_config()} if config_class is DualMomentumConfig else {}
     encoder |= {"encoder": tiny_encoder_config()} if config_class in (CmlmConfig, HictlConfig) else {}
@@ -60,8 +61,13 @@ def test_a_configuration_an_earlier_version_saved_loads_with_one_warning_per_col
 
 
 def test_a_collator_setting_is_checked_where_it_was_given_before_anything_loads(tmp_path):
-    config = run_config(tmp_path / "run.yaml", model_type="xlsr_cmlm", tokenizer=MINILM, swap_probability=1.5,
-                        model_config={"encoder": tiny_encoder_config()})  # fmt: skip
+    config = run_config(
+        tmp_path / "run.yaml",
+        model_type="xlsr_cmlm",
+        tokenizer=MINILM,
+        swap_probability=1.5,
+        model_config={"encoder": tiny_encoder_config()},
+    )
     with pytest.raises(ConfigFileError, match=rf"^{config}: swap_probability must lie in \[0, 1\], got 1.5$"):
         parse_run_arguments(config)
     with pytest.raises(ConfigFileError, match=r"^the command line: mlm_probability must lie in \(0, 1\), got 1.0$"):
