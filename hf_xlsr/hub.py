@@ -164,6 +164,7 @@ def render_model_card(
         base_note=OFFLINE_NOTES.get(package, "") if package else "",
         hf_xlsr_version=__version__,
         config=config,
+        collator=(run_info.get("training") or {}).get("collator"),
     )
     return ModelCard(content)
 

@@ -40,6 +40,8 @@ def test_a_runs_collator_settings_reach_its_collator_and_stay_out_of_its_config(
     assert {name: getattr(trainer.data_collator, name) for name in settings} == settings
     saved = json.loads((tmp_path / "run" / "config.json").read_text())
     assert saved["model_type"] == model_type and not set(saved) & set(FORMER_COLLATOR_FIELDS)
+    record = json.loads((tmp_path / "run" / "hf_xlsr_run.json").read_text())  # what the model card shows
+    assert "mlm_probability=0.25" in record["training"]["collator"]
 
 
 @pytest.mark.parametrize(

@@ -230,6 +230,10 @@ def run_record(model_args, data_args, training_args, trainer, parts, eval_source
     )
     training["optimizer_steps"] = trainer.state.global_step
     training["max_length"] = data_args.max_length
+    collator = trainer.data_collator  # what it masked and swapped with, the run's settings or its defaults
+    used = {name: getattr(collator, name) for name in get_model_type(model_args.model_type).collator_settings}
+    if used:
+        training["collator"] = ", ".join(f"{name}={value}" for name, value in used.items())
     lora = getattr(trainer.accelerator.unwrap_model(trainer.model).config, "lora", None)
     if lora:
         training["lora"] = ", ".join(f"{k}={v}" for k, v in lora.items()) + " (merged into the exported weights)"
