@@ -174,8 +174,9 @@ def dual_momentum_step(
     from hf_xlsr.trainers import BitextCollator
 
     model = DualMomentumModel.from_encoders(
-        folder, shared_encoder=shared, queue_size=queue_size, languages=["en", "fr"], mini_batch_size=mini_batch_size
+        folder, shared_encoder=shared, queue_size=queue_size, languages=["en", "fr"]
     )
+    model.mini_batch_size = mini_batch_size  # what XlsrTrainer sets from XlsrTrainingArguments.mini_batch_size
     model.to(device)
     bf16_forward(model)
     tokenizers = AutoTokenizer.from_pretrained(folder)

@@ -198,19 +198,14 @@ def train_sentence_transformers(arm: str, args, seed: int, output_dir: str, pair
 def model_config(arm: str, args) -> dict:
     """The ``model_config`` of an arm trained by hf_xlsr: DualMomentumModel with one encoder and a queue; HICTL
     with its three losses, its paper's pooling (the first token) and a fresh LM head on the start (e5 has none); CMLM
-    as its paper trains many languages (Section 4.2's S3: CMLM, then CMLM with bitext retrieval from half the run), a
-    fresh MLM head trained alone for the first tenth of the steps, the temperature that of bitext retrieval (0: the
-    paper's raw inner product); the lightweight dual transformer at its paper's size, L_align at the temperature (0:
+    as its paper trains many languages (Section 4.2's S3: CMLM, then CMLM with bitext retrieval from half the run,
+    `schedule_arguments`), the temperature that of bitext retrieval (0: the paper's raw inner product); the
+    lightweight dual transformer at its paper's size, L_align at the temperature (0:
     its Eq. 5's raw inner products)."""
     if arm == "hictl":
         return {"temperature": args.temperature}
     if arm == "cmlm":
-        return {
-            "schedule": "cmlm->cmlm+br",
-            "second_stage_step": args.steps // 2,
-            "head_warmup_steps": args.steps // 10,
-            "br_temperature": args.temperature,
-        }
+        return {"schedule": "cmlm->cmlm+br", "br_temperature": args.temperature}
     if arm == "lightweight":
         return {"align_temperature": args.temperature}
     return {
@@ -219,6 +214,14 @@ def model_config(arm: str, args) -> dict:
         "momentum": args.momentum,
         "temperature": args.temperature,
     }
+
+
+def schedule_arguments(arm: str, args) -> dict:
+    """CMLM's schedule, scaled to the run: the second stage from half the run, and the fresh MLM head trained alone,
+    the encoder frozen, for its first tenth."""
+    if arm == "cmlm":
+        return {"second_stage_step": args.steps // 2, "encoder_frozen_steps": args.steps // 10}
+    return {}
 
 
 def train_hf_xlsr(args, seed: int, output_dir: str, checkpoint_steps: int = 0, arm: str = "hf_xlsr"):
@@ -234,7 +237,7 @@ def train_hf_xlsr(args, seed: int, output_dir: str, checkpoint_steps: int = 0, a
         "train_data": args.train_data, "model_config": model_config(arm, args),
         "max_eval_pairs": 0, "max_length": args.max_length, "export_dir": f"{output_dir}/export",
         "language_batches": args.language_batches,
-        **training_arguments(args, output_dir, seed, checkpoint_steps),
+        **training_arguments(args, output_dir, seed, checkpoint_steps), **schedule_arguments(arm, args),
     }  # fmt: skip
     if last_checkpoint(output_dir):
         config["resume_from_checkpoint"] = "latest"

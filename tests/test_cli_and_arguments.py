@@ -140,9 +140,9 @@ TINY_RECIPES = {
                                                                  "queue_size": 32, "shared_encoder": True}},
     "xlsr_lightweight": {"model_config": {"vocab_size": 600, "hidden_size": 32, "intermediate_size": 64,
                                           "num_attention_heads": 2}},
-    "xlsr_cmlm": {"tokenizer": MINILM, "model_config": {"encoder": tiny_encoder_config(), "num_projections": 3,
-                                                        "schedule": "s3", "second_stage_step": 1,
-                                                        "pcr_components": 1}},
+    "xlsr_cmlm": {"tokenizer": MINILM, "second_stage_step": 1,
+                  "model_config": {"encoder": tiny_encoder_config(), "num_projections": 3, "schedule": "s3",
+                                   "pcr_components": 1}},
     "xlsr_hictl": {"tokenizer": MINILM, "monolingual_probability": 0.5,
                    "model_config": {"encoder": tiny_encoder_config(), "num_negatives": 16}},
 }  # fmt: skip
@@ -180,6 +180,7 @@ def test_every_recipe_trains_three_languages_evaluates_and_exports(model_type, t
     assert 0 <= metrics["eval_retrieval_zero_shot_accuracy"] <= 1
     record = json.loads((tmp_path / "run" / "hf_xlsr_run.json").read_text())
     assert record["language_pairs"] == ["en-fr", "en-de"] and record["training"]["optimizer_steps"] == 2
+    assert record["training"].get("second_stage_step") == (1 if model_type == "xlsr_cmlm" else None)
     exported = SentenceTransformer(str(tmp_path / "export"))
     routes = list(exported[0].sub_modules) if type(exported[0]).__name__ == "Router" else []
     assert routes == (["en", "fr", "de"] if model_type == "xlsr_cmlm" else [])

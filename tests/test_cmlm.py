@@ -5,6 +5,7 @@ export."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 
 import numpy as np
@@ -38,7 +39,7 @@ def adjacent():
 def test_config_defaults_are_the_papers():
     config = CmlmConfig()
     assert (config.num_projections, config.br_margin, config.br_weight) == (15, 0.3, 0.2)
-    assert config.schedule == "cmlm->cmlm+br" and config.head_warmup_steps == 0
+    assert config.schedule == "cmlm->cmlm+br" and CmlmModel.second_stage_step == 1_500_000  # Section 4.4
     assert config.projection_multiplier == 2
     # the collator holds the masking: 80 of 256 tokens, 80/10/10, the adjacent sentences swapped half the time
     collator = {field.name: field.default for field in dataclasses.fields(CmlmCollator)}
@@ -196,10 +197,10 @@ def test_schedules_switch_losses_at_the_second_stage(schedule, alias, first, sec
     """Each schedule by its descriptive name, and Section 4.2's S1 / S2 / S3 as aliases of the same thing."""
     if alias is not None:
         assert CmlmConfig(schedule=alias).schedule == schedule
-    model = tiny_cmlm(schedule=schedule, second_stage_step=10)
+    model = tiny_cmlm(schedule=schedule)
     assert model.config.stage_losses(1) == first and model.config.stage_losses(2) == second
     batch = CmlmCollator(tokenizer, ["en", "fr"], max_length=32)([adjacent[i] for i in range(4)])
-    callback, state = StageCallback(), TrainerState()
+    callback, state = StageCallback(10), TrainerState()
     for step, expected in ((9, first), (10, second)):
         state.global_step = step
         callback.on_step_begin(None, state, TrainerControl(), model=model)
@@ -213,17 +214,43 @@ def test_schedules_switch_losses_at_the_second_stage(schedule, alias, first, sec
 
 def test_the_trainer_switches_stages_of_the_models_that_declare_them(tmp_path, tokenizer):
     """``XlsrTrainer`` reads what a model declares (`TrainingDeclarations`): CMLM's schedule gets the StageCallback,
-    a model without stages (any ``transformers`` model) none."""
+    at the training arguments' ``second_stage_step``, else at the paper's step; a model without stages (any
+    ``transformers`` model) gets none, and refuses a second stage."""
     from transformers import BertConfig, BertForMaskedLM
 
-    args = XlsrTrainingArguments(output_dir=str(tmp_path), report_to="none")
-    staged = XlsrTrainer(model=tiny_cmlm(schedule="cmlm->br", second_stage_step=10), args=args, tokenizers=tokenizer)
-    assert any(isinstance(callback, StageCallback) for callback in staged.callback_handler.callbacks)
+    def stage_steps(trainer):
+        callbacks = trainer.callback_handler.callbacks
+        return [callback.second_stage_step for callback in callbacks if isinstance(callback, StageCallback)]
+
+    args = XlsrTrainingArguments(output_dir=str(tmp_path), report_to="none", second_stage_step=10)
+    default = XlsrTrainingArguments(output_dir=str(tmp_path), report_to="none")
+    assert stage_steps(XlsrTrainer(model=tiny_cmlm(schedule="cmlm->br"), args=args, tokenizers=tokenizer)) == [10]
+    assert stage_steps(XlsrTrainer(model=tiny_cmlm(), args=default, tokenizers=tokenizer)) == [1_500_000]
     plain = BertForMaskedLM(
         BertConfig(vocab_size=99, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16)
     )
-    trainer = XlsrTrainer(model=plain, args=args, tokenizers=tokenizer)
-    assert not any(isinstance(callback, StageCallback) for callback in trainer.callback_handler.callbacks)
+    assert stage_steps(XlsrTrainer(model=plain, args=default, tokenizers=tokenizer)) == []
+    with pytest.raises(ValueError, match="second_stage_step: BertForMaskedLM does not take it"):
+        XlsrTrainer(model=plain, args=args, tokenizers=tokenizer)
+    with pytest.raises(ValueError, match="second_stage_step must be at least 0, got -1"):
+        XlsrTrainingArguments(output_dir=str(tmp_path), second_stage_step=-1)
+
+
+def test_schedule_settings_are_training_arguments_and_old_configs_load_with_a_warning(tmp_path):
+    """A saved CMLM configuration holds neither step; one an earlier version saved loads with one warning per
+    field, naming the training argument that holds it now."""
+    model = tiny_cmlm()
+    model.save_pretrained(tmp_path)
+    saved = json.loads((tmp_path / "config.json").read_text())
+    assert not {"second_stage_step", "head_warmup_steps", "encoder_frozen_steps"} & set(saved)
+    (tmp_path / "config.json").write_text(json.dumps({**saved, "second_stage_step": 7, "head_warmup_steps": 3}))
+    with pytest.warns(FutureWarning) as caught:
+        config = CmlmConfig.from_pretrained(tmp_path)
+    messages = [str(warning.message) for warning in caught if "ignored" in str(warning.message)]
+    assert len(messages) == 2
+    assert "second_stage_step 7 ignored: it is a training argument now" in messages[0]
+    assert "head_warmup_steps 3 ignored" in messages[1] and "--encoder_frozen_steps" in messages[1]
+    assert not {"second_stage_step", "head_warmup_steps"} & set(config.to_dict())
 
 
 def test_masked_token_loss_scores_only_masked_positions_as_full_scoring_would():
@@ -296,13 +323,19 @@ def test_cmlm_uses_the_first_sentence(small_tokenizer, adjacent):
 
 
 def test_a_new_masked_lm_head_trains_alone_first(tmp_path, tokenizer, adjacent, minilm_path, caplog):
-    """MiniLM ships no masked-LM head: from_encoder sets a warm-up in which the encoder is frozen, and XlsrTrainer
-    freezes it for exactly those optimizer steps."""
+    """MiniLM ships no masked-LM head: from_encoder asks for a warm-up in which the encoder is frozen (the training
+    argument ``encoder_frozen_steps`` overrides it), and XlsrTrainer freezes it for exactly those optimizer
+    steps."""
+    from hf_xlsr.trainers.trainer import schedule_steps
+
     with caplog.at_level("WARNING"):
         model = CmlmModel.from_encoder(minilm_path, languages=["en", "fr"])
-    assert model.config.head_warmup_steps == NEW_HEAD_WARMUP_STEPS
-    assert "has no masked-LM head" in caplog.text and "head_warmup_steps" in caplog.text
-    model = tiny_cmlm(schedule="cmlm+br", head_warmup_steps=2)
+    assert model.encoder_frozen_steps == NEW_HEAD_WARMUP_STEPS and tiny_cmlm().encoder_frozen_steps == 0
+    assert "has no masked-LM head" in caplog.text and "encoder_frozen_steps" in caplog.text
+    unset, set_to_5 = (XlsrTrainingArguments(output_dir=str(tmp_path), encoder_frozen_steps=n) for n in (None, 5))
+    assert schedule_steps(model, unset)["encoder_frozen_steps"] == NEW_HEAD_WARMUP_STEPS
+    assert schedule_steps(model, set_to_5)["encoder_frozen_steps"] == 5
+    model = tiny_cmlm(schedule="cmlm+br")
     start = {k: v.clone() for k, v in model.state_dict().items()}
     after_warmup = {}
 
@@ -313,6 +346,7 @@ def test_a_new_masked_lm_head_trains_alone_first(tmp_path, tokenizer, adjacent, 
 
     args = XlsrTrainingArguments(
         output_dir=str(tmp_path),
+        encoder_frozen_steps=2,
         per_device_train_batch_size=4,
         learning_rate=1e-3,
         max_steps=4,

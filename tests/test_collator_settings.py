@@ -88,3 +88,31 @@ def test_a_collator_setting_is_checked_where_it_was_given_before_anything_loads(
         warnings.simplefilter("error")
         _, data_args, _ = parse_run_arguments(config, ["--swap_probability", "0"])
     assert data_args.swap_probability == 0.0 and data_args.mlm_probability is None  # unset: the collator's default
+
+
+def test_a_schedule_setting_is_checked_where_it_was_given_before_anything_loads(tmp_path):
+    """``second_stage_step``, ``encoder_frozen_steps`` and ``mini_batch_size`` are training arguments: a run of a
+    type that cannot follow one, a value out of range, or one written into ``model_config`` is one line naming
+    where it was given."""
+    cmlm = {"model_type": "xlsr_cmlm", "tokenizer": MINILM, "model_config": {"encoder": tiny_encoder_config()}}
+    config = run_config(tmp_path / "run.yaml", **cmlm, second_stage_step=5, encoder_frozen_steps=2)
+    _, _, training_args = parse_run_arguments(config)
+    assert (training_args.second_stage_step, training_args.encoder_frozen_steps) == (5, 2)
+    with pytest.raises(
+        ConfigFileError,
+        match=r"^the command line: mini_batch_size: xlsr_cmlm does not take it \(it takes second_stage_step, "
+        r"encoder_frozen_steps\)$",
+    ):
+        parse_run_arguments(config, ["--mini_batch_size", "4"])
+    with pytest.raises(ConfigFileError, match=r"^the command line: encoder_frozen_steps must be at least 0, got -1$"):
+        parse_run_arguments(config, ["--encoder_frozen_steps", "-1"])
+    other = run_config(tmp_path / "other.yaml", second_stage_step=5)  # xlsr_dual_momentum trains in one stage
+    with pytest.raises(
+        ConfigFileError,
+        match=rf"^{other}: second_stage_step: xlsr_dual_momentum does not take it \(it takes mini_batch_size\)$",
+    ):
+        parse_run_arguments(other)
+    moved = run_config(tmp_path / "moved.yaml", **{**cmlm, "model_config": {"second_stage_step": 5}})
+    with pytest.raises(ConfigFileError, match="second_stage_step is a training argument, not a field of CmlmConfig"):
+        parse_run_arguments(moved)
+    assert parse_run_arguments(run_config(tmp_path / "dm.yaml", mini_batch_size=4))[2].mini_batch_size == 4

@@ -6,10 +6,11 @@ under two DDP processes as the uncached model does."""
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 import torch
-from conftest import batch_of, tiny_dual_momentum
+from conftest import batch_of, tiny_dual_momentum, tiny_encoder_config
 from test_multiprocess import ROOT, launch_two_processes, run_config
 
 N, MINI_BATCH, TAU = 13, 5, 0.1  # 13 rows in mini-batches of 5, 5 and 3
@@ -75,7 +76,7 @@ def test_the_cached_forward_gives_the_loss_gradients_and_queues_of_eq_3(tokenize
     plain = tiny_dual_momentum(shared_encoder=shared, queue_size=32, temperature=TAU, dropout=0.0)
     fill_queues(plain)
     cached = copy.deepcopy(plain)
-    cached.config.mini_batch_size = MINI_BATCH
+    cached.mini_batch_size = MINI_BATCH
     batch = batch_of(tokenizer, bible_pairs, n=N)
     ids = torch.arange(N)
     expected_loss, expected_grads = reference_loss(plain, batch, ids)
@@ -98,9 +99,8 @@ def test_the_cached_forward_gives_the_loss_gradients_and_queues_of_eq_3(tokenize
 def test_dropout_of_each_mini_batch_is_replayed_in_the_backward_pass(tokenizer, bible_pairs):
     """With dropout, the backward pass must see the masks the loss saw: the gradient equals that of the same
     mini-batch forwards, in the same order from the same random state, kept in one graph."""
-    model = tiny_dual_momentum(
-        shared_encoder=True, queue_size=32, temperature=TAU, dropout=0.3, mini_batch_size=MINI_BATCH
-    )
+    model = tiny_dual_momentum(shared_encoder=True, queue_size=32, temperature=TAU, dropout=0.3)
+    model.mini_batch_size = MINI_BATCH
     fill_queues(model)
     reference = copy.deepcopy(model)
     batch = batch_of(tokenizer, bible_pairs, n=N)
@@ -135,7 +135,8 @@ def test_dropout_of_each_mini_batch_is_replayed_in_the_backward_pass(tokenizer, 
 
 
 def test_the_replay_runs_in_the_forwards_bf16_autocast(tokenizer, bible_pairs):
-    model = tiny_dual_momentum(shared_encoder=True, queue_size=32, dropout=0.0, mini_batch_size=MINI_BATCH)
+    model = tiny_dual_momentum(shared_encoder=True, queue_size=32, dropout=0.0)
+    model.mini_batch_size = MINI_BATCH
     fill_queues(model)
     dtypes = []
     hook = model.encoder_x.encoder.layer[0].attention.self.query.register_forward_hook(
@@ -151,11 +152,32 @@ def test_the_replay_runs_in_the_forwards_bf16_autocast(tokenizer, bible_pairs):
     assert {dtype for with_grad, dtype in dtypes if not with_grad} == {torch.bfloat16}
 
 
-def test_the_cached_model_refuses_the_nli_head_and_a_mini_batch_below_one():
-    with pytest.raises(Exception, match="mini_batch_size does not combine with nli_head"):
-        tiny_dual_momentum(mini_batch_size=4, nli_head=True)
-    with pytest.raises(Exception, match="mini_batch_size must be at least 1"):
-        tiny_dual_momentum(mini_batch_size=0)
+def test_the_cached_model_refuses_the_nli_head_and_a_mini_batch_below_one(tmp_path):
+    from hf_xlsr.trainers import XlsrTrainingArguments
+
+    with pytest.raises(ValueError, match="mini_batch_size does not combine with nli_head"):
+        tiny_dual_momentum(nli_head=True).mini_batch_size = 4
+    with pytest.raises(ValueError, match="mini_batch_size must be at least 1"):
+        tiny_dual_momentum().mini_batch_size = 0
+    with pytest.raises(ValueError, match="mini_batch_size must be at least 1, got 0"):
+        XlsrTrainingArguments(output_dir=str(tmp_path), mini_batch_size=0)
+
+
+def test_mini_batches_are_a_training_argument_not_a_configuration_field(tmp_path):
+    """GradCache is how a run trains, not what the model is: the trainer hands the argument to the model, a saved
+    configuration holds no ``mini_batch_size``, and one an earlier version saved loads with a warning."""
+    from hf_xlsr import DualMomentumConfig
+    from hf_xlsr.trainers import XlsrTrainer, XlsrTrainingArguments
+
+    model = tiny_dual_momentum(shared_encoder=True, queue_size=24)
+    args = XlsrTrainingArguments(output_dir=str(tmp_path), report_to="none", use_cpu=True, mini_batch_size=4)
+    XlsrTrainer(model=model, args=args)
+    assert model.mini_batch_size == 4 and model.uses_gradcache
+    model.save_pretrained(tmp_path / "saved")
+    assert "mini_batch_size" not in json.loads((tmp_path / "saved" / "config.json").read_text())
+    with pytest.warns(FutureWarning, match="mini_batch_size 64 ignored: it is a training argument now"):
+        old = DualMomentumConfig(encoder_x=tiny_encoder_config(), mini_batch_size=64)
+    assert "mini_batch_size" not in old.to_dict()
 
 
 def test_the_trainer_runs_a_cached_model_under_ddp_without_the_search_for_unused_parameters(tmp_path, tokenizer):
@@ -166,19 +188,23 @@ def test_the_trainer_runs_a_cached_model_under_ddp_without_the_search_for_unused
     def arguments(**options):
         return XlsrTrainingArguments(output_dir=str(tmp_path), report_to="none", use_cpu=True, **options)
 
-    cached = tiny_dual_momentum(shared_encoder=True, queue_size=24, mini_batch_size=4)
-    assert cached.uses_gradcache and not tiny_dual_momentum(shared_encoder=True, queue_size=24).uses_gradcache
-    assert XlsrTrainer(model=cached, args=arguments(), tokenizers=tokenizer).args.ddp_find_unused_parameters is False
+    cached = tiny_dual_momentum(shared_encoder=True, queue_size=24)
+    trainer = XlsrTrainer(model=cached, args=arguments(mini_batch_size=4), tokenizers=tokenizer)
+    assert cached.uses_gradcache and trainer.args.ddp_find_unused_parameters is False
+    plain = tiny_dual_momentum(shared_encoder=True, queue_size=24)
+    assert XlsrTrainer(model=plain, args=arguments(), tokenizers=tokenizer).args.ddp_find_unused_parameters is None
+    assert not plain.uses_gradcache
     with pytest.raises(ValueError, match="mini_batch_size trains under DDP with ddp_find_unused_parameters=False"):
-        XlsrTrainer(model=cached, args=arguments(ddp_find_unused_parameters=True), tokenizers=tokenizer)
+        XlsrTrainer(model=cached, args=arguments(ddp_find_unused_parameters=True, mini_batch_size=4))
 
 
 def test_xlsr_trainer_with_accumulation_trains_the_cached_model_as_the_uncached_one(tmp_path, tokenizer, bible_pairs):
     from hf_xlsr.trainers import BitextCollator, XlsrTrainer, XlsrTrainingArguments
 
     def train(mini_batch_size):
-        model = tiny_dual_momentum(shared_encoder=True, queue_size=24, dropout=0.0, mini_batch_size=mini_batch_size)
+        model = tiny_dual_momentum(shared_encoder=True, queue_size=24, dropout=0.0)
         args = XlsrTrainingArguments(
+            mini_batch_size=mini_batch_size,
             output_dir=str(tmp_path / str(mini_batch_size)),
             per_device_train_batch_size=6,
             gradient_accumulation_steps=2,
@@ -224,7 +250,8 @@ def test_two_ddp_processes_train_the_cached_model_as_the_uncached_one(tmp_path):
         (tmp_path / name).mkdir()
         config_path = run_config(tmp_path / name)
         config = yaml.safe_load(config_path.read_text())
-        config["model_config"] |= {"dropout": 0.0, "momentum": 0.0, "mini_batch_size": mini}
+        config["model_config"] |= {"dropout": 0.0, "momentum": 0.0}
+        config["mini_batch_size"] = mini
         config_path.write_text(yaml.safe_dump(config))
         result = launch_two_processes(script, str(config_path), str(tmp_path / name))
         assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]

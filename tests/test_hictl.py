@@ -274,7 +274,7 @@ def test_logit_fusion_adds_exactly_the_similarity_term(tokenizer, pairs):
 def test_two_stage_fine_tuning_and_generate(tmp_path, tokenizer, pairs):
     from transformers import TrainerCallback
 
-    model = HictlForTranslation.from_hictl(tiny_hictl(tokenizer), tokenizer, decoder_layers=1, encoder_frozen_steps=2)
+    model = HictlForTranslation.from_hictl(tiny_hictl(tokenizer), tokenizer, decoder_layers=1)
     start = {k: v.clone() for k, v in model.state_dict().items()}
     after_stage_one = {}
 
@@ -290,6 +290,7 @@ def test_two_stage_fine_tuning_and_generate(tmp_path, tokenizer, pairs):
 
     args = XlsrTrainingArguments(
         output_dir=str(tmp_path),
+        encoder_frozen_steps=2,  # Section 3.2's first stage: the decoder alone
         per_device_train_batch_size=8,
         learning_rate=1e-3,
         max_steps=4,

@@ -16,11 +16,22 @@ from .momentum import init_momentum_state
 
 class TrainingDeclarations:
     """What `XlsrTrainer` needs to know of a model beyond its momentum encoder (`MomentumMixin`), declared by the
-    model, never probed: a model that declares nothing (any ``transformers`` model) trains as declared here."""
+    model, never probed: a model that declares nothing (any ``transformers`` model) trains as declared here.
 
-    has_stages = False  # a schedule switched at an optimizer step: StageCallback sets the model's ``stage``
-    uses_gradcache = False  # GradCache's backward hook gives the gradients: DDP without its search for unused ones
+    The step counts are what the model asks for where the training arguments set none (`XlsrTrainingArguments`'
+    ``second_stage_step``, ``encoder_frozen_steps``); ``mini_batch_size`` is what the trainer sets from its arguments.
+    """
+
+    # a schedule switched at an optimizer step (StageCallback sets the model's ``stage``): the step, else None
+    second_stage_step: int | None = None
     encoder_frozen_steps = 0  # optimizer steps trained with the encoder frozen (EncoderFreezeCallback)
+    supports_gradcache = False  # the forward embeds a batch in passes of ``mini_batch_size`` rows (GradCache)
+    mini_batch_size: int | None = None  # set by the trainer from its arguments; None: the batch in one pass
+
+    @property
+    def uses_gradcache(self) -> bool:
+        """GradCache's backward hook gives the gradients: DDP runs without its search for unused parameters."""
+        return self.mini_batch_size is not None
 
 
 class XlsrPreTrainedModel(TrainingDeclarations, PreTrainedModel):

@@ -26,8 +26,8 @@ class CmlmConfig(PreTrainedConfig):
     from the start (Section 4.2's S1), ``cmlm->br`` CMLM then BR alone (S2), ``cmlm->cmlm+br`` CMLM then CMLM + BR
     (S3, the paper's choice); ``cmlm`` / ``br`` train one loss. ``s1`` / ``s2`` / ``s3`` are accepted as aliases with
     Section 4.2's meaning (Table 4's caption swaps S1 and S2) and stored under the descriptive name. The second
-    stage starts at optimizer step ``second_stage_step``. Defaults are the paper's (Sections 3, 4.2, 4.4 and
-    Appendix C).
+    stage starts at the training arguments' ``second_stage_step`` (the paper's 1.5M steps, Section 4.4, where they
+    set none). Defaults are the paper's (Sections 3, 4.2 and Appendix C).
 
     Attributes:
         encoder (`PreTrainedConfig` or `dict`, *optional*, defaults to `None`):
@@ -52,16 +52,12 @@ class CmlmConfig(PreTrainedConfig):
         schedule (`str`, *optional*, defaults to `"cmlm->cmlm+br"`):
             How CMLM and bitext retrieval combine over training (Section 4.2), as described above: `"cmlm"`, `"br"`,
             `"cmlm+br"`, `"cmlm->br"`, `"cmlm->cmlm+br"`, or the aliases `"s1"`, `"s2"`, `"s3"`.
-        second_stage_step (`int`, *optional*, defaults to `1_500_000`):
-            first stage of S2 / S3: 1.5M steps (Section 4.4).
         queue_size (`int`, *optional*, defaults to `0`):
             0: the paper's in-batch L_br on raw inner products.
         queue_momentum (`float`, *optional*, defaults to `0.999`):
             EMA coefficient of the key encoder.
         queue_temperature (`float`, *optional*, defaults to `0.04`):
             tau of the queued loss (MoCo-BERT's best, its Table 4); br_margin is on cosines.
-        head_warmup_steps (`int`, *optional*, defaults to `0`):
-            optimizer steps with the encoder frozen; from_encoder sets it for a new head.
         lora (`dict`, *optional*, defaults to `None`):
             peft.LoraConfig fields (r, lora_alpha, target_modules, ...); None: full fine-tuning.
         nli_head (`bool`, *optional*, defaults to `False`):
@@ -90,17 +86,12 @@ class CmlmConfig(PreTrainedConfig):
     br_weight: float = 0.2
     br_temperature: float = 0.0
     schedule: Literal["cmlm", "br", "cmlm+br", "cmlm->br", "cmlm->cmlm+br", "s1", "s2", "s3"] = "cmlm->cmlm+br"
-    second_stage_step: int = 1_500_000
 
     # A queue of momentum keys (hf_xlsr's extension, not in the paper): L_br becomes an additive-margin InfoNCE
     # against the momentum encoder's keys (positive, in-batch and queued), L2-normalised, at queue_temperature
     queue_size: int = 0
     queue_momentum: float = 0.999
     queue_temperature: float = 0.04
-
-    # A masked-LM head that the checkpoint does not have (sentence encoders such as MiniLM) starts random; trained
-    # together with the encoder it wrecks the sentence space in a few dozen steps, so it learns alone first
-    head_warmup_steps: int = 0
 
     # LoRA (hf_xlsr's extension): adapters on the encoder, the only encoder weights that train
     lora: dict | None = None
@@ -139,8 +130,6 @@ class CmlmConfig(PreTrainedConfig):
             raise ValueError(f"num_projections must be at least 1, got {self.num_projections}")
         if self.br_temperature < 0:
             raise ValueError(f"br_temperature must be 0 (inner products) or positive, got {self.br_temperature}")
-        if self.head_warmup_steps < 0:
-            raise ValueError(f"head_warmup_steps must not be negative, got {self.head_warmup_steps}")
         validate_queue(self)
 
 

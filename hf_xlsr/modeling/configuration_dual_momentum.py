@@ -23,25 +23,39 @@ FORMER_TRAINING_FIELDS = ("learning_rate", "train_batch_size", "warmup_steps", "
                           "max_length")  # fmt: skip
 
 
-# Data collator settings a configuration saved by an earlier version holds: they belong to the collator now (the
-# collator's own default is its paper's value; ``hf-xlsr train --mlm_probability ...`` sets them for a run)
+# Settings a configuration saved by an earlier version holds, by where each lives now: the data collator's (its own
+# default is its paper's value; ``hf-xlsr train --mlm_probability ...`` sets them for a run) and the training
+# arguments' (`XlsrTrainingArguments`; the name each has there)
 FORMER_COLLATOR_FIELDS = ("mlm_probability", "mask_replace_prob", "random_replace_prob", "swap_probability",
                           "perturbation", "perturbation_window")  # fmt: skip
+FORMER_SCHEDULE_FIELDS = {"second_stage_step": "second_stage_step", "head_warmup_steps": "encoder_frozen_steps",
+                          "encoder_frozen_steps": "encoder_frozen_steps",
+                          "mini_batch_size": "mini_batch_size"}  # fmt: skip
 
 
 def take_saved_fields(config: PreTrainedConfig, kwargs: dict) -> None:
     """Read what older saved configurations name otherwise: set ``config.languages``, the language codes of a
     model (the first is the pivot of English-centric pairs), from the field, else from the ``language_x`` /
     ``language_y`` fields of configurations saved before it (popped from ``kwargs``), else the placeholders
-    ``["x", "y"]``; and drop `FORMER_TRAINING_FIELDS` and `FORMER_COLLATOR_FIELDS` from ``kwargs``, with a
-    warning (one for the training settings, one per collator setting)."""
+    ``["x", "y"]``; and drop the fields that moved out of the configuration (`drop_moved_fields`)."""
+    drop_moved_fields(config, kwargs, stacklevel=4)
+    legacy = [kwargs.pop("language_x", None), kwargs.pop("language_y", None)]
+    if config.languages is None:
+        config.languages = [legacy[0] or "x", legacy[1] or "y"]
+    config.languages = [str(code) for code in config.languages]
+
+
+def drop_moved_fields(config: PreTrainedConfig, kwargs: dict, stacklevel: int = 3) -> None:
+    """Drop `FORMER_TRAINING_FIELDS`, `FORMER_COLLATOR_FIELDS` and `FORMER_SCHEDULE_FIELDS` from ``kwargs`` (what
+    ``__post_init__`` got beyond the configuration's fields), with a warning: one for the training settings, one per
+    collator or schedule setting."""
     dropped = [name for name in FORMER_TRAINING_FIELDS if kwargs.pop(name, None) is not None]
     if dropped:
         warnings.warn(
             f"{type(config).__name__}: {', '.join(dropped)} ignored: training settings belong to the "
             "training arguments (XlsrTrainingArguments.from_paper gives the paper's)",
             FutureWarning,
-            stacklevel=3,
+            stacklevel=stacklevel,
         )
     for name in FORMER_COLLATOR_FIELDS:
         if name in kwargs:
@@ -49,12 +63,16 @@ def take_saved_fields(config: PreTrainedConfig, kwargs: dict) -> None:
                 f"{type(config).__name__}: {name} {kwargs.pop(name)!r} ignored: it is a setting of the data "
                 f"collator now (hf-xlsr train --{name})",
                 FutureWarning,
-                stacklevel=3,
+                stacklevel=stacklevel,
             )
-    legacy = [kwargs.pop("language_x", None), kwargs.pop("language_y", None)]
-    if config.languages is None:
-        config.languages = [legacy[0] or "x", legacy[1] or "y"]
-    config.languages = [str(code) for code in config.languages]
+    for name, argument in FORMER_SCHEDULE_FIELDS.items():
+        if name in kwargs:
+            warnings.warn(
+                f"{type(config).__name__}: {name} {kwargs.pop(name)!r} ignored: it is a training argument now "
+                f"(XlsrTrainingArguments.{argument}, hf-xlsr train --{argument})",
+                FutureWarning,
+                stacklevel=stacklevel,
+            )
 
 
 def validate_languages(config: PreTrainedConfig) -> None:
@@ -113,9 +131,6 @@ class DualMomentumConfig(PreTrainedConfig):
         queue_dtype (`Literal["auto", "float32", "float16", "bfloat16"]`, *optional*, defaults to `"auto"`):
             storage of queued keys; "auto": bfloat16 on a GPU (half the memory, tensor-core scoring), float32 on the
             CPU.
-        mini_batch_size (`int`, *optional*, defaults to `None`):
-            GradCache: embed the batch in mini-batches of this many rows in training, at one mini-batch's activation
-            memory with the whole batch's loss and gradients (hf_xlsr's extension); None embeds the batch at once.
         lora (`dict`, *optional*, defaults to `None`):
             peft.LoraConfig fields (r, lora_alpha, target_modules, ...); None: full fine-tuning.
         nli_head (`bool`, *optional*, defaults to `False`):
@@ -152,7 +167,6 @@ class DualMomentumConfig(PreTrainedConfig):
     temperature: float = 0.04
     momentum: float = 0.999
     queue_dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
-    mini_batch_size: int | None = None
 
     # LoRA (hf_xlsr's extension): adapters on the encoders, the only encoder weights that train
     lora: dict | None = None
@@ -209,10 +223,6 @@ class DualMomentumConfig(PreTrainedConfig):
             raise ValueError(f"queue_size must be at least 1, got {self.queue_size}")
         if not self.temperature > 0:
             raise ValueError(f"temperature must be positive, got {self.temperature}")
-        if self.mini_batch_size is not None and self.mini_batch_size < 1:
-            raise ValueError(f"mini_batch_size must be at least 1 (or None), got {self.mini_batch_size}")
-        if self.mini_batch_size is not None and self.nli_head:
-            raise ValueError("mini_batch_size does not combine with nli_head: the NLI loss is not cached")
         if not 0.0 <= self.momentum <= 1.0:
             raise ValueError(f"momentum must lie in [0, 1], got {self.momentum}")
         if self.dropout is not None and not 0.0 <= self.dropout < 1.0:
@@ -222,4 +232,4 @@ class DualMomentumConfig(PreTrainedConfig):
             raise ValueError(f"encoder_x and encoder_y must have the same hidden_size to share queues, got {hidden}")
 
 
-__all__ = ["DualMomentumConfig", "take_saved_fields", "validate_languages", "validate_queue"]
+__all__ = ["DualMomentumConfig", "drop_moved_fields", "take_saved_fields", "validate_languages", "validate_queue"]

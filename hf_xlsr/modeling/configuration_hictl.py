@@ -10,7 +10,7 @@ from transformers import AutoConfig, EncoderDecoderConfig, PreTrainedConfig
 from transformers.configuration_utils import SubConfigSpec
 
 from .adapters import lora_config
-from .configuration_dual_momentum import take_saved_fields, validate_languages, validate_queue
+from .configuration_dual_momentum import drop_moved_fields, take_saved_fields, validate_languages, validate_queue
 
 
 @strict
@@ -128,8 +128,6 @@ class HictlTranslationConfig(EncoderDecoderConfig):
             scale of the added similarity: cos(h_cls, e(w)) / fusion_temperature.
         decoder_layers (`int`, *optional*, defaults to `4`):
             "a shallower decoder with 4 identical layers" (Section 4.2).
-        encoder_frozen_steps (`int`, *optional*, defaults to `0`):
-            two-stage fine-tuning: decoder only for these optimizer steps, then all.
     """
 
     model_type = "xlsr_hictl_translation"
@@ -137,7 +135,10 @@ class HictlTranslationConfig(EncoderDecoderConfig):
     fusion: bool = True
     fusion_temperature: float = 1.0
     decoder_layers: int = 4
-    encoder_frozen_steps: int = 0
+
+    def __post_init__(self, **kwargs):
+        drop_moved_fields(self, kwargs)  # encoder_frozen_steps is a training argument now
+        super().__post_init__(**kwargs)
 
 
 __all__ = ["HictlConfig", "HictlTranslationConfig"]

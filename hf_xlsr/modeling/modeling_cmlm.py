@@ -49,7 +49,10 @@ from .pooling import l2_normalize, pool
 
 logger = logging.getLogger(__name__)
 
-NEW_HEAD_WARMUP_STEPS = 300  # head_warmup_steps that from_encoder sets when the checkpoint has no masked-LM head
+NEW_HEAD_WARMUP_STEPS = (
+    300  # encoder_frozen_steps that from_encoder asks for when the checkpoint has no masked-LM head
+)
+SECOND_STAGE_STEP = 1_500_000  # S2 / S3: the first stage's 1.5M optimizer steps (Section 4.4)
 
 
 @dataclass
@@ -106,7 +109,7 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixi
     """CMLM. Build it from a configuration, or from a pretrained masked LM with `from_encoder`."""
 
     _lora_modules = ("masked_lm",)
-    has_stages = True  # the schedule's second stage starts at config.second_stage_step
+    second_stage_step = SECOND_STAGE_STEP  # where the training arguments set none (TrainingDeclarations)
 
     def __init__(self, config: CmlmConfig, masked_lm: PreTrainedModel | None = None):
         super().__init__(config)
@@ -139,9 +142,9 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixi
     def from_encoder(cls, name_or_path: str, **config_kwargs) -> CmlmModel:
         """CMLM around a pretrained masked LM (a Hub id or a local path).
 
-        A checkpoint without a masked-LM head gets a new one, and unless ``head_warmup_steps`` is given (or the
-        schedule never trains CMLM), the encoder stays frozen for the first ``NEW_HEAD_WARMUP_STEPS`` optimizer
-        steps while the head learns.
+        A checkpoint without a masked-LM head gets a new one, and unless the schedule never trains CMLM, the model
+        asks for its encoder to stay frozen for the first ``NEW_HEAD_WARMUP_STEPS`` optimizer steps while the head
+        learns (``encoder_frozen_steps``, which the training arguments' own value overrides).
         """
         masked_lm, info = AutoModelForMaskedLM.from_pretrained(
             name_or_path, config=AutoConfig.from_pretrained(name_or_path), output_loading_info=True
@@ -150,16 +153,18 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixi
         new_head = [key for key in info["missing_keys"] if not key.startswith(f"{prefix}.")]
         config = CmlmConfig(encoder=masked_lm.config.to_dict(), **config_kwargs)
         trains_cmlm = config.stage_losses(1)[0] or config.stage_losses(2)[0]
-        if new_head and trains_cmlm and "head_warmup_steps" not in config_kwargs:
-            config.head_warmup_steps = NEW_HEAD_WARMUP_STEPS
+        model = cls(config, masked_lm=masked_lm)
+        if new_head and trains_cmlm:
+            model.encoder_frozen_steps = NEW_HEAD_WARMUP_STEPS
             logger.warning(
                 "%s has no masked-LM head (%s, ... are new): the head trains alone for the first %d optimizer steps, "
-                "the encoder frozen, so that its random start does not wreck the sentence space (head_warmup_steps)",
+                "the encoder frozen, so that its random start does not wreck the sentence space (the training "
+                "argument encoder_frozen_steps sets another count)",
                 name_or_path,
                 new_head[0],
                 NEW_HEAD_WARMUP_STEPS,
             )
-        return cls(config, masked_lm=masked_lm)
+        return model
 
     # ----------------------------------------------------------------------------------------------------------------
     # Encoder and projections
@@ -375,11 +380,6 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixi
             parts["loss_nli"] = loss_nli.detach()
             loss = loss_nli if loss is None else loss + loss_nli
         return CmlmOutput(loss=loss, **parts)
-
-    @property
-    def encoder_frozen_steps(self) -> int:
-        """Optimizer steps at the start of training with the encoder frozen (``head_warmup_steps``)."""
-        return self.config.head_warmup_steps
 
     def set_encoder_frozen(self, frozen: bool) -> None:
         """Freeze the encoder (the head, projections and NLI classifier keep training), or thaw it, leaving

@@ -104,9 +104,22 @@ class DualMomentumModel(SentenceEncoderMixin, MomentumMixin, FrozenParametersMix
 
     _lora_modules = ("encoder_x", "encoder_y")
 
+    supports_gradcache = True
+
     @property
-    def uses_gradcache(self) -> bool:
-        return self.config.mini_batch_size is not None
+    def mini_batch_size(self) -> int | None:
+        """Rows embedded at once by a training forward (GradCache, ``gradcache.py``): a large batch in the activation
+        memory of a small one, with the whole batch's loss and gradients; None embeds the batch at once. `XlsrTrainer`
+        sets it from ``XlsrTrainingArguments.mini_batch_size``."""
+        return self._mini_batch_size
+
+    @mini_batch_size.setter
+    def mini_batch_size(self, rows: int | None) -> None:
+        if rows is not None and rows < 1:
+            raise ValueError(f"mini_batch_size must be at least 1 (or None), got {rows}")
+        if rows is not None and self.config.nli_head:
+            raise ValueError("mini_batch_size does not combine with nli_head: the NLI loss is not cached")
+        self._mini_batch_size = rows
 
     def __init__(
         self,
@@ -115,6 +128,7 @@ class DualMomentumModel(SentenceEncoderMixin, MomentumMixin, FrozenParametersMix
         encoder_y: PreTrainedModel | None = None,
     ):
         super().__init__(config)
+        self._mini_batch_size = None
         # Query encoders: any AutoModel, one per language unless shared. Each keeps the attention implementation
         # it was built with (sdpa, flash, eager) when its configuration becomes a part of this model's.
         self.encoder_x = encoder_x if encoder_x is not None else AutoModel.from_config(config.encoder_x)
@@ -345,7 +359,7 @@ class DualMomentumModel(SentenceEncoderMixin, MomentumMixin, FrozenParametersMix
                  "y": (target_input_ids, target_attention_mask, target_token_type_ids)}  # fmt: skip
         cached = (
             return_loss
-            and self.config.mini_batch_size
+            and self.mini_batch_size
             and self.training
             and torch.is_grad_enabled()
             and source_input_ids is not None
@@ -390,12 +404,12 @@ class DualMomentumModel(SentenceEncoderMixin, MomentumMixin, FrozenParametersMix
         return xy, yx
 
     def _cached_forward(self, sides: dict, example_ids: torch.Tensor | None) -> DualMomentumOutput:
-        """The training forward with ``config.mini_batch_size`` (GradCache, ``gradcache.py``): keys and query
+        """The training forward with `mini_batch_size` (GradCache, ``gradcache.py``): keys and query
         embeddings in mini-batches without gradient, the loss of Eq. 3 on them, one enqueue; the backward pass
         embeds each mini-batch again with gradient. The loss, the gradients and the queues are those of the
         uncached forward."""
         rows = sides["x"][0].shape[0]
-        ranges = row_ranges(rows, self.config.mini_batch_size)
+        ranges = row_ranges(rows, self.mini_batch_size)
 
         def rows_of(side: str, begin: int, end: int) -> list:
             return [None if t is None else t[begin:end] for t in sides[side]]

@@ -343,8 +343,9 @@ class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, FrozenPara
 class HictlForTranslation(TrainingDeclarations, EncoderDecoderModel):
     """The HICTL encoder, a new shallow decoder, and the encoder's first-token state fused into every step's logits.
 
-    Build it with `from_hictl`; ``generate()`` works as for any ``EncoderDecoderModel``. With
-    ``config.encoder_frozen_steps``, ``XlsrTrainer`` trains the decoder alone for that many steps, then everything.
+    Build it with `from_hictl`; ``generate()`` works as for any ``EncoderDecoderModel``. With the training argument
+    ``encoder_frozen_steps``, ``XlsrTrainer`` trains the decoder alone for that many steps (Section 3.2's first
+    stage), then everything.
     """
 
     config_class = HictlTranslationConfig
@@ -378,11 +379,6 @@ class HictlForTranslation(TrainingDeclarations, EncoderDecoderModel):
             **config_kwargs,
         )
         return cls(config, encoder=encoder_model, decoder=AutoModelForCausalLM.from_config(config.decoder))
-
-    @property
-    def encoder_frozen_steps(self) -> int:
-        """Optimizer steps of the first fine-tuning stage, in which only the decoder learns (Section 3.2)."""
-        return self.config.encoder_frozen_steps
 
     def set_encoder_frozen(self, frozen: bool) -> None:
         self.encoder.requires_grad_(not frozen)

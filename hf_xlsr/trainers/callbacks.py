@@ -109,10 +109,13 @@ class MomentumCallback(TrainerCallback):
 
 
 class StageCallback(TrainerCallback):
-    """Switch a multi-stage schedule (CMLM's S2 / S3) to its second stage at ``config.second_stage_step``.
+    """Switch a multi-stage schedule (CMLM's S2 / S3) to its second stage at optimizer step ``second_stage_step``.
 
     The model keeps its stage in a buffer, so a checkpoint resumes in the stage it stopped in.
     """
+
+    def __init__(self, second_stage_step: int):
+        self.second_stage_step = second_stage_step
 
     def on_step_begin(
         self,
@@ -122,17 +125,20 @@ class StageCallback(TrainerCallback):
         model: nn.Module | None = None,
         **kwargs,
     ) -> None:
-        model.stage.fill_(2 if state.global_step >= model.config.second_stage_step else 1)
+        model.stage.fill_(2 if state.global_step >= self.second_stage_step else 1)
 
 
 class EncoderFreezeCallback(TrainerCallback):
-    """The encoder frozen for the first ``model.encoder_frozen_steps`` optimizer steps, then thawed
+    """The encoder frozen for the first ``steps`` optimizer steps, then thawed
     (``model.set_encoder_frozen(bool)``): CMLM's warm-up of a new masked-LM head, and HICTL's two-stage translation
     fine-tuning (Section 3.2), in which only the decoder learns at first.
 
     The optimizer is built before training starts, with every parameter, so the encoder's parameters are in it and
     resume updating when they thaw; while frozen they have no gradient and the optimizer skips them.
     """
+
+    def __init__(self, steps: int):
+        self.steps = steps
 
     def on_train_begin(
         self,
@@ -156,7 +162,7 @@ class EncoderFreezeCallback(TrainerCallback):
         self._set(model, state.global_step)
 
     def _set(self, model: nn.Module, step: int) -> None:
-        frozen = step < model.encoder_frozen_steps
+        frozen = step < self.steps
         if frozen != self._frozen:
             model.set_encoder_frozen(frozen)
             logger.info("step %d: encoder %s", step, "frozen" if frozen else "trains")

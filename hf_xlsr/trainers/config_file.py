@@ -36,7 +36,7 @@ from .checks import (
     inputs_beside_the_file,
 )
 from .legacy import legacy_command_line, translate_legacy_references
-from .trainer import XlsrTrainingArguments
+from .trainer import XlsrTrainingArguments, settings_not_taken
 
 logger = logging.getLogger(__name__)
 
@@ -157,15 +157,23 @@ def _model_config(config_class, values: dict, overrides: list[str], where) -> di
     return coerce_config_values(config_class, raw or {}, f"{where}: model_config")
 
 
-def check_collator_fields(entry, data_args: DataArguments, on_command_line: set, config_path) -> None:
-    """A collator setting the run's model type does not take is one `ConfigFileError` line naming it and where it
-    was given, before anything loads."""
+def check_settings_taken(entry, data_args: DataArguments, training_args, on_command_line: set, config_path) -> None:
+    """A collator, schedule or GradCache setting the run's model type does not take is one `ConfigFileError` line
+    naming it and where it was given, before anything loads."""
+
+    def source(name: str) -> str:
+        return "the command line" if name in on_command_line or not config_path else config_path
+
     settings = {name for other in MODEL_TYPES.values() for name in other.collator_settings}
     for name in sorted(settings - set(entry.collator_settings)):
         if getattr(data_args, name) is not None:
-            source = "the command line" if name in on_command_line or not config_path else config_path
             takes = ", ".join(entry.collator_settings) or "none of them"
-            raise ConfigFileError(f"{source}: {name} is no setting of {entry.name}'s data collator (it takes {takes})")
+            raise ConfigFileError(
+                f"{source(name)}: {name} is no setting of {entry.name}'s data collator (it takes {takes})"
+            )
+    refused = settings_not_taken(entry.model_class, training_args, entry.name)
+    if refused:
+        raise ConfigFileError(f"{source(refused[0].split(':')[0])}: {refused[0]}")
 
 
 def parse_run_arguments(
@@ -210,7 +218,7 @@ def parse_run_arguments(
         reason = str(error).split(": ", 1)[-1] if flag else str(error)
         raise ConfigFileError(f"{source}: {name}: {reason}" if flag else f"{source}: {reason}") from None
     model_args.model_type, model_args.model_config = entry.name, model_config
-    check_collator_fields(entry, data_args, _given_on_command_line(command_line), config_path)
+    check_settings_taken(entry, data_args, training_args, _given_on_command_line(command_line), config_path)
     if isinstance(data_args.bible_translations, str):
         data_args.bible_translations = json.loads(data_args.bible_translations)
     for name in ("train_data", "eval_data"):

@@ -33,6 +33,7 @@ from ..evaluation.pcr import fit_language_components
 from ..evaluation.retrieval import RetrievalEvaluator
 from ..export import export_sentence_transformers
 from ..hub import RUN_INFO
+from ..modeling.common import TrainingDeclarations
 from ..references import resolve_reference
 from ..registry import get_model_type
 from ..tokenization import load_tokenizers
@@ -41,7 +42,7 @@ from .arguments import DataArguments, ModelArguments
 from .checks import ConfigFileError
 from .config_file import checkpoint_to_resume
 from .run_folder import check_same_run, rows_digest, run_settings, start_run
-from .trainer import XlsrTrainer, XlsrTrainingArguments
+from .trainer import XlsrTrainer, XlsrTrainingArguments, schedule_steps
 
 logger = logging.getLogger(__name__)
 
@@ -234,7 +235,12 @@ def run_record(model_args, data_args, training_args, trainer, parts, eval_source
     used = {name: getattr(collator, name) for name in get_model_type(model_args.model_type).collator_settings}
     if used:
         training["collator"] = ", ".join(f"{name}={value}" for name, value in used.items())
-    lora = getattr(trainer.accelerator.unwrap_model(trainer.model).config, "lora", None)
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    if isinstance(model, TrainingDeclarations):  # the schedule it trained by, and GradCache's passes
+        training.update({name: steps for name, steps in schedule_steps(model, training_args).items() if steps})
+        if model.mini_batch_size is not None:
+            training["mini_batch_size"] = model.mini_batch_size
+    lora = getattr(model.config, "lora", None)
     if lora:
         training["lora"] = ", ".join(f"{k}={v}" for k, v in lora.items()) + " (merged into the exported weights)"
     log = [

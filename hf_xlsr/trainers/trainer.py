@@ -58,6 +58,7 @@ from .callbacks import (
     StageCallback,
 )
 from .checkpoints import check_checkpoint, last_whole_checkpoint
+from .checks import ConfigFileError
 
 logger = logging.getLogger(__name__)
 
@@ -130,7 +131,34 @@ class XlsrTrainingArguments(TrainingArguments):
         },
     )
 
+    # the schedule of models that train in stages, and GradCache: None leaves what the model asks for
+    second_stage_step: int | None = field(
+        default=None,
+        metadata={
+            "help": "xlsr_cmlm's two-stage schedules (cmlm->br, cmlm->cmlm+br): the optimizer step the second stage "
+            "starts at (default: the paper's 1,500,000)"
+        },
+    )
+    encoder_frozen_steps: int | None = field(
+        default=None,
+        metadata={
+            "help": "optimizer steps at the start that train with the encoder frozen: xlsr_cmlm's warm-up of a new "
+            "masked-LM head (default: 300 where the encoder has no masked-LM head, else 0), the first stage of "
+            "xlsr_hictl_translation's fine-tuning (default: 0)"
+        },
+    )
+    mini_batch_size: int | None = field(
+        default=None,
+        metadata={
+            "help": "xlsr_dual_momentum: embed each batch in passes of this many rows (GradCache), at one pass's "
+            "activation memory with the whole batch's loss and gradients (default: the batch in one pass)"
+        },
+    )
+
     def __post_init__(self):
+        for name, least in (("second_stage_step", 0), ("encoder_frozen_steps", 0), ("mini_batch_size", 1)):
+            if getattr(self, name) is not None and getattr(self, name) < least:
+                raise ConfigFileError(f"{name} must be at least {least}, got {getattr(self, name)}")
         self.logging_sized = self.logging_steps is None
         if self.logging_sized:
             self.logging_steps = LOGGING_STEPS_CAP  # until the run's length is known (RunLengthCallback)
@@ -185,7 +213,13 @@ class XlsrTrainer(Trainer):
             # Collators tokenise raw text columns, which Trainer would otherwise drop.
             args.remove_unused_columns = False
         declared = model if isinstance(model, TrainingDeclarations) else TrainingDeclarations()
-        if args is not None and args.ddp_find_unused_parameters is None and declared.encoder_frozen_steps:
+        refused = settings_not_taken(declared, args, type(model).__name__)
+        if refused:
+            raise ValueError(refused[0])
+        if getattr(args, "mini_batch_size", None) is not None:
+            model.mini_batch_size = args.mini_batch_size
+        schedule = schedule_steps(declared, args)
+        if args is not None and args.ddp_find_unused_parameters is None and schedule["encoder_frozen_steps"]:
             args.ddp_find_unused_parameters = True  # a frozen encoder has no gradients for DDP to reduce
         if args is not None and declared.uses_gradcache:
             # GradCache's loss reaches the weights only through its backward hook, which DDP's search for unused
@@ -216,10 +250,10 @@ class XlsrTrainer(Trainer):
         self.add_callback(RunLengthCallback(LOGGING_STEPS_CAP))
         self.preemption = PreemptionCallback()  # after RunLengthCallback: a signal's checkpoint is always saved
         self.add_callback(self.preemption)
-        if declared.has_stages:
-            self.add_callback(StageCallback())
-        if declared.encoder_frozen_steps:
-            self.add_callback(EncoderFreezeCallback())
+        if schedule["second_stage_step"] is not None:
+            self.add_callback(StageCallback(schedule["second_stage_step"]))
+        if schedule["encoder_frozen_steps"]:
+            self.add_callback(EncoderFreezeCallback(schedule["encoder_frozen_steps"]))
         self._output_parts: dict[str, list[torch.Tensor]] = defaultdict(list)
         self._staging_dir: str | None = None
 
@@ -449,6 +483,31 @@ class XlsrTrainer(Trainer):
                     use_mtime=False,
                 )
         self.accelerator.wait_for_everyone()
+
+
+def schedule_steps(model: TrainingDeclarations, args) -> dict[str, int | None]:
+    """``second_stage_step`` and ``encoder_frozen_steps`` of a run: each as the training arguments set it, else as
+    ``model`` asks for (`TrainingDeclarations`)."""
+    steps = {}
+    for name in ("second_stage_step", "encoder_frozen_steps"):
+        given = getattr(args, name, None)
+        steps[name] = getattr(model, name) if given is None else given
+    return steps
+
+
+def settings_not_taken(declared: TrainingDeclarations | type, args, name: str) -> list[str]:
+    """One line for each schedule or GradCache setting of ``args`` that the model ``name`` (what ``declared``, the
+    model or its class, declares) cannot follow: a second stage for a model that trains in one, a frozen encoder for
+    one that cannot freeze it alone, mini-batches for one without a GradCache forward."""
+    takes = {"second_stage_step": declared.second_stage_step is not None,
+             "encoder_frozen_steps": hasattr(declared, "set_encoder_frozen"),
+             "mini_batch_size": declared.supports_gradcache}  # fmt: skip
+    taken = ", ".join(setting for setting, ok in takes.items() if ok) or f"none of {', '.join(takes)}"
+    return [
+        f"{setting}: {name} does not take it (it takes {taken})"
+        for setting, ok in takes.items()
+        if not ok and getattr(args, setting, None) not in (None, 0)
+    ]
 
 
 def number_examples(dataset: datasets.Dataset, queue_size: int) -> datasets.Dataset:
