@@ -143,7 +143,7 @@ def export_sentence_transformers(
             encoder = model.query_encoder(language)
             if id(encoder) not in shared:
                 folder = os.path.join(encoders, language)
-                saved = merged_copy(encoder) if getattr(model.config, "lora", None) else encoder  # no peft needed
+                saved = merged_copy(encoder) if getattr(model, "lora", None) else encoder  # no peft needed
                 saved.save_pretrained(folder)
                 tokenizer_for(tokenizers, language).save_pretrained(folder)
                 length = max_seq_length  # never past what the position table takes (None: sentence-transformers')

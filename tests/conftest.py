@@ -34,12 +34,12 @@ def tiny_encoder_config(vocab_size: int = 30522, hidden_size: int = 32) -> dict:
     }
 
 
-def tiny_dual_momentum(**config) -> DualMomentumModel:
+def tiny_dual_momentum(lora: dict | None = None, **config) -> DualMomentumModel:
     config.setdefault("encoder_x", tiny_encoder_config())
     config.setdefault("queue_size", 16)
     config.setdefault("languages", ["en", "fr"])
     torch.manual_seed(0)
-    return DualMomentumModel(DualMomentumConfig(**config))
+    return DualMomentumModel(DualMomentumConfig(**config), lora=lora)
 
 
 def pytest_addoption(parser):

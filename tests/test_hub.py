@@ -242,6 +242,10 @@ def test_cards_of_every_model_family_render(tmp_path, tokenizer, heldout_pairs):
     assert "Router(en | fr: Transformer → Pooling → Dense) → Normalize" in card.text
     assert "Conditional Masked Language Model" in card.text
     assert (folder / "fr_2_Dense" / "config.json").is_file()
+    assert "| schedule | cmlm->cmlm+br |" in card.text  # a run record without the step: none printed
+    staged = {**RUN, "training": {**RUN["training"], "second_stage_step": 60}}
+    folder = prepare_upload(cmlm, tokenizers, "me/cmlm", tmp_path / "cmlm_staged", RESULTS, staged)
+    assert "| schedule | cmlm->cmlm+br (second stage from step 60) |" in ModelCard.load(folder / "README.md").text
 
     from hf_xlsr import HictlConfig, HictlForPreTraining
 

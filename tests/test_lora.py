@@ -199,13 +199,13 @@ def test_adapters_on_the_other_models(kind, tokenizer, tmp_path):
 @pytest.mark.parametrize(
     ("lora", "message"),
     [
-        ({"rank": 8}, "config.lora is not a valid peft.LoraConfig"),
+        ({"rank": 8}, "lora is not a valid peft.LoraConfig"),
         ([8], "lora"),
         ({"r": 4, "modules_to_save": ["pooler"]}, "modules_to_save"),
     ],
 )
 def test_bad_lora_settings_are_refused(lora, message):
-    with pytest.raises(Exception, match=message):  # a ValueError inside the strict dataclass's validation error
+    with pytest.raises(ValueError, match=message):
         tiny_dual_momentum(lora=lora)
 
 
@@ -215,7 +215,7 @@ def test_missing_target_module_names_it():
 
 
 def test_adapters_need_lora(tmp_path):
-    with pytest.raises(ValueError, match="config.lora is not set"):
+    with pytest.raises(ValueError, match="built without lora"):
         tiny_dual_momentum().save_adapters(tmp_path)
     model = tiny_dual_momentum(lora=LORA)
     with pytest.raises(FileNotFoundError, match="nowhere/en/adapter_config.json"):
@@ -231,3 +231,61 @@ def test_a_checkpoint_and_a_different_lora_setting_are_refused(tmp_path):
         DualMomentumModel.from_pretrained(tmp_path / "lora", lora=None)
     model, info = DualMomentumModel.from_pretrained(tmp_path / "lora", output_loading_info=True)
     assert not info["missing_keys"] and not info["unexpected_keys"]
+
+
+def test_adapter_settings_live_in_peft_files_not_in_the_config(tmp_path):
+    """``save_pretrained`` writes the adapters, with their settings, in peft's format under ``adapters/``; the
+    configuration holds no ``lora``; ``from_pretrained`` rebuilds the adapters from those files, and a checkpoint of
+    an earlier version (``lora`` in ``config.json``, no ``adapters/``) still loads, with one warning."""
+    import json
+    import shutil
+    import warnings
+
+    model = tiny_dual_momentum(lora={**LORA, "target_modules": ["query", "value"]})
+    with torch.no_grad():  # adapters that differ from their start, so that a load that drops them shows
+        for name, parameter in model.named_parameters():
+            if "lora_B" in name:
+                parameter.normal_()
+    model.save_pretrained(tmp_path / "saved")
+    saved = json.loads((tmp_path / "saved" / "config.json").read_text())
+    assert "lora" not in saved
+    settings = json.loads((tmp_path / "saved" / "adapters" / "fr" / "adapter_config.json").read_text())
+    assert (settings["r"], settings["lora_alpha"], sorted(settings["target_modules"])) == (4, 8, ["query", "value"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        loaded = DualMomentumModel.from_pretrained(tmp_path / "saved")
+    assert loaded.lora["r"] == 4 and sorted(loaded.lora["target_modules"]) == ["query", "value"]
+    expected = model.state_dict()
+    assert all(torch.equal(tensor, expected[name]) for name, tensor in loaded.state_dict().items())
+
+    shutil.rmtree(tmp_path / "saved" / "adapters")  # as an earlier version saved it
+    (tmp_path / "saved" / "config.json").write_text(
+        json.dumps({**saved, "lora": {**LORA, "target_modules": ["query", "value"]}})
+    )
+    with pytest.warns(FutureWarning, match="lora is no configuration field now: adapter settings live in"):
+        old = DualMomentumModel.from_pretrained(tmp_path / "saved")
+    assert "lora" not in old.config.to_dict()
+    assert all(torch.equal(tensor, expected[name]) for name, tensor in old.state_dict().items())
+
+
+def test_a_runs_lora_is_a_run_field_checked_before_anything_loads(tmp_path):
+    """``lora`` sits beside ``model_config`` (a mapping in YAML, JSON on the command line); bad settings, or lora
+    written into ``model_config``, are one line naming where, before any model loads."""
+    from conftest import run_config
+
+    from hf_xlsr.trainers import ConfigFileError, parse_run_arguments
+
+    config = run_config(tmp_path / "run.yaml", lora={"r": 4, "lora_alpha": 8})
+    assert parse_run_arguments(config)[0].lora == {"r": 4, "lora_alpha": 8}
+    model_args = parse_run_arguments(config, ["--lora", '{"r": 2}'])[0]
+    assert model_args.lora == {"r": 2}
+    bad = run_config(tmp_path / "bad.yaml", lora={"rank": 8})
+    with pytest.raises(ConfigFileError, match=rf"^{bad}: lora is not a valid peft.LoraConfig: "):
+        parse_run_arguments(bad)
+    with pytest.raises(
+        ConfigFileError, match=r"^the command line: lora: expected a mapping of peft.LoraConfig fields"
+    ):
+        parse_run_arguments(config, ["--lora", "r=8"])
+    moved = run_config(tmp_path / "moved.yaml", model_config={"lora": {"r": 4}})
+    with pytest.raises(ConfigFileError, match="lora is a run field, not a field of DualMomentumConfig: set it beside"):
+        parse_run_arguments(moved)

@@ -49,7 +49,8 @@ def run_config(tmp_path, lora=None) -> Path:
     config = {
         "model_type": "xlsr_dual_momentum",
         "tokenizer": MINILM,
-        "model_config": {"encoder_x": tiny_encoder_config(), "queue_size": 64, "lora": lora},
+        "model_config": {"encoder_x": tiny_encoder_config(), "queue_size": 64},
+        "lora": lora,
         "train_data": "bible",
         "languages": ["en", "fr"],
         "max_train_pairs": 200,

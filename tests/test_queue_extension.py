@@ -19,22 +19,26 @@ from hf_xlsr.trainers import CmlmCollator, HictlCollator, PairMaskingCollator, X
 from hf_xlsr.trainers.callbacks import MomentumCallback
 
 
-def build(kind, tokenizer, **config):
-    """A tiny model of ``kind`` with a queue of 16, its collator, 64 training rows and the name of its key module."""
+def build(kind, tokenizer, lora=None, **config):
+    """A tiny model of ``kind`` with a queue of 16 (and LoRA adapters with ``lora``), its collator, 64 training rows
+    and the name of its key module."""
     torch.manual_seed(0)
     if kind == "lightweight":
         model = LightweightDualTransformer.from_tokenizer(
-            tokenizer, hidden_size=32, intermediate_size=64, num_attention_heads=2, queue_size=16, **config
+            tokenizer, hidden_size=32, intermediate_size=64, num_attention_heads=2, queue_size=16, lora=lora, **config
         )
         rows = load_bible(["en", "fr"], split="train").select(range(64))
         return model, PairMaskingCollator(tokenizer, ["en", "fr"], 32), rows, "encoder"
     if kind == "cmlm":
         model = CmlmModel(
-            CmlmConfig(encoder=tiny_encoder_config(), num_projections=2, schedule="s1", queue_size=16, **config)
+            CmlmConfig(encoder=tiny_encoder_config(), num_projections=2, schedule="s1", queue_size=16, **config),
+            lora=lora,
         )
         rows = load_bible_adjacent(["en", "fr"], split="train").select(range(64))
         return model, CmlmCollator(tokenizer, ["en", "fr"], max_length=32), rows, "encoder"
-    model = HictlForPreTraining(HictlConfig(encoder=tiny_encoder_config(), num_negatives=16, queue_size=16, **config))
+    model = HictlForPreTraining(
+        HictlConfig(encoder=tiny_encoder_config(), num_negatives=16, queue_size=16, **config), lora=lora
+    )
     model.use_tokenizer(tokenizer)
     rows = load_bible(["en", "fr"], split="train").select(range(64))
     return model, HictlCollator(tokenizer, ["en", "fr"], 32), rows, "encoder"

@@ -2,11 +2,14 @@
 # SPDX-License-Identifier: Apache-2.0
 """LoRA (Hu et al., 2022) on the encoders of every hf_xlsr model, and the frozen parameters that go with it.
 
-``config.lora`` holds the fields of a ``peft.LoraConfig`` (``r``, ``lora_alpha``, ``target_modules``, ...). The
-model then adds one adapter, ``"default"``, to each module named in its ``_lora_modules`` with transformers' PEFT
-integration (``PreTrainedModel.add_adapter``): only the adapters train. A momentum copy of an adapted encoder
-(`hf_xlsr.modeling.ema.momentum_copy`) shares the frozen base weights with it and owns a copy of the adapter
-weights only, so the EMA updates, and the memory of the momentum encoder holds, just the adapters.
+A model built with ``lora`` (the fields of a ``peft.LoraConfig``: ``r``, ``lora_alpha``, ``target_modules``, ...)
+adds one adapter, ``"default"``, to each module named in its ``_lora_modules`` with transformers' PEFT integration
+(``PreTrainedModel.add_adapter``): only the adapters train. The adapter settings live where peft keeps them, in each
+adapter's ``adapter_config.json``: ``save_pretrained`` writes the adapters under ``adapters/`` beside the model
+(`save_adapters`), and ``from_pretrained`` rebuilds them from there. The model's own configuration holds none.
+A momentum copy of an adapted encoder (`hf_xlsr.modeling.ema.momentum_copy`) shares the frozen base weights with it
+and owns a copy of the adapter weights only, so the EMA updates, and the memory of the momentum encoder holds, just
+the adapters.
 
 Loading a checkpoint makes every tensor a fresh trainable parameter; `FrozenParametersMixin` puts back what
 was frozen and what was shared, and keeps shared weights out of the saved file.
@@ -15,6 +18,7 @@ was frozen and what was shared, and keeps shared weights out of the saved file.
 from __future__ import annotations
 
 import copy
+import json
 import os
 import re
 import warnings
@@ -24,19 +28,47 @@ from pathlib import Path
 import torch
 from torch import nn
 
+ADAPTER_FOLDER = "adapters"  # where save_pretrained puts the adapters, in PEFT's format, beside the model
+
 
 def lora_config(fields: dict):
-    """``peft.LoraConfig(**fields)``, with an error that names ``config.lora`` when a field is wrong."""
+    """``peft.LoraConfig(**fields)``, with an error that names ``lora`` when a field is wrong."""
     try:
         from peft import LoraConfig
     except ImportError as error:
-        raise ImportError("config.lora needs peft: pip install 'hf_xlsr[peft]'") from error
+        raise ImportError("lora needs peft: pip install 'hf_xlsr[peft]'") from error
+    if not isinstance(fields, dict):
+        raise ValueError(f"lora is not a valid peft.LoraConfig: a mapping of its fields was expected, got {fields!r}")
     if fields.get("modules_to_save"):
-        raise ValueError("config.lora: modules_to_save is not supported; heads outside the encoder train anyway")
+        raise ValueError("lora: modules_to_save is not supported; heads outside the encoder train anyway")
     try:
         return LoraConfig(**fields)
     except (TypeError, ValueError) as error:
-        raise ValueError(f"config.lora is not a valid peft.LoraConfig: {error}") from error
+        raise ValueError(f"lora is not a valid peft.LoraConfig: {error}") from error
+
+
+def saved_lora(pretrained_model_name_or_path, **hub_kwargs) -> dict | None:
+    """The LoRA settings of a saved model: its first adapter's ``adapter_config.json`` (`ADAPTER_FOLDER`, or
+    ``adapters/<language>`` for a model with one encoder per language), else the ``lora`` field that configurations
+    of earlier versions held, else None."""
+    from peft import LoraConfig
+    from transformers.utils import cached_file
+
+    def read(name: str) -> dict | None:
+        path = cached_file(
+            pretrained_model_name_or_path, name, _raise_exceptions_for_missing_entries=False, **hub_kwargs
+        )
+        return json.loads(Path(path).read_text(encoding="utf-8")) if path else None
+
+    config = read("config.json") or {}
+    for folder in [ADAPTER_FOLDER] + [f"{ADAPTER_FOLDER}/{code}" for code in config.get("languages") or []][:1]:
+        saved = read(f"{folder}/adapter_config.json")
+        if saved is not None:
+            fields = {field: value for field, value in saved.items() if field in LoraConfig.__dataclass_fields__}
+            defaults = LoraConfig().to_dict()
+            ignored = {"base_model_name_or_path", "revision", "peft_type", "task_type", "inference_mode"}
+            return {k: v for k, v in fields.items() if k not in ignored and v != defaults.get(k)}
+    return config.get("lora")
 
 
 def add_lora(module: nn.Module, fields: dict) -> None:
@@ -71,15 +103,21 @@ class FrozenParametersMixin:
 
     A model calls `_record_parameter_state` at the end of ``__init__``. Parameters of modules whose name starts
     with ``momentum`` that share a tensor with another module are left out of saved files and tied again on load.
-    With ``config.lora``, `save_adapters` / `load_adapters` move the adapters alone.
+    A model built with ``lora`` keeps those settings in ``lora`` (None: no adapters); ``save_pretrained`` writes the
+    adapters beside the model and ``from_pretrained`` adds them again; `save_adapters` / `load_adapters` move the
+    adapters alone.
     """
 
-    _lora_modules: tuple[str, ...] = ()  # attribute names of the modules that get an adapter under config.lora
+    _lora_modules: tuple[str, ...] = ()  # attribute names of the modules that get an adapter under lora
 
-    def _add_lora(self) -> None:
-        if getattr(self.config, "lora", None):
+    def _add_lora(self, lora: dict | None) -> None:
+        """Adapters with the ``peft.LoraConfig`` fields ``lora`` on each module of ``_lora_modules`` (None: none)."""
+        if lora is not None:
+            lora_config(lora)  # a one-line error before any module changes
+        self.lora = dict(lora) if lora is not None else None
+        if lora is not None:
             for name in self._adapted_module_names():
-                add_lora(getattr(self, name), self.config.lora)
+                add_lora(getattr(self, name), lora)
 
     def _adapted_module_names(self) -> list[str]:
         return [name for name in self._lora_modules if getattr(self, name, None) is not None]
@@ -110,20 +148,34 @@ class FrozenParametersMixin:
         for name, parameter in self.named_parameters(remove_duplicate=False):
             parameter.requires_grad_(name not in self._frozen_parameters)
 
+    def save_pretrained(self, save_directory, *args, **kwargs):
+        """``PreTrainedModel.save_pretrained``, and the adapters, with their settings, in PEFT's format under
+        ``adapters/`` (`save_adapters`)."""
+        super().save_pretrained(save_directory, *args, **kwargs)
+        if self.lora is not None and kwargs.get("is_main_process", True):
+            self.save_adapters(Path(save_directory) / ADAPTER_FOLDER)
+
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, *args, output_loading_info: bool = False, **kwargs):
+        """``PreTrainedModel.from_pretrained``; a model saved with adapters gets them again, with the settings in
+        their ``adapter_config.json`` (``lora=`` overrides them)."""
+        if "lora" not in kwargs:
+            hub = {
+                name: kwargs[name] for name in ("revision", "cache_dir", "token", "local_files_only") if name in kwargs
+            }
+            kwargs["lora"] = saved_lora(pretrained_model_name_or_path, **hub)
         model, info = super().from_pretrained(pretrained_model_name_or_path, *args, output_loading_info=True, **kwargs)
         # LoRA layers rename the weights they wrap (query.weight -> query.base_layer.weight): a checkpoint saved with
         # adapters and a model built without them (or the reverse) would leave those weights at random values.
         if any("lora_" in key or ".base_layer." in key for key in info["missing_keys"]):
             raise ValueError(
-                f"{pretrained_model_name_or_path} was saved without LoRA adapters, but config.lora is set: add "
+                f"{pretrained_model_name_or_path} was saved without LoRA adapters, but lora is set: add "
                 "adapters to pretrained encoders instead (from_encoders / from_encoder / from_tokenizer with lora=...)"
             )
         if any("lora_" in key for key in info["unexpected_keys"]):
             raise ValueError(
-                f"{pretrained_model_name_or_path} holds LoRA adapters; load it with its own config.lora "
-                f"({model.config.lora!r} was asked for), or merge them by exporting it"
+                f"{pretrained_model_name_or_path} holds LoRA adapters; load it with its own settings "
+                f"({model.lora!r} was asked for), or merge them by exporting it"
             )
         model._restore_parameter_state()
         return (model, info) if output_loading_info else model
@@ -143,8 +195,8 @@ class FrozenParametersMixin:
         Each folder loads with ``AutoModel.from_pretrained(folder)`` (base weights from the adapter's
         ``base_model_name_or_path``), ``PeftModel.from_pretrained(base, folder)`` or `load_adapters`.
         """
-        if not getattr(self.config, "lora", None):
-            raise ValueError("this model has no adapters to save: its config.lora is not set")
+        if self.lora is None:
+            raise ValueError("this model has no adapters to save: it was built without lora")
         folders = self.adapter_folders(directory)
         for name, folder in folders.items():
             getattr(self, name).save_pretrained(folder)
@@ -156,8 +208,8 @@ class FrozenParametersMixin:
         warning); the momentum copies restart as copies of them."""
         from peft.utils import load_peft_weights, set_peft_model_state_dict
 
-        if not getattr(self.config, "lora", None):
-            raise ValueError("this model has no adapters to load into: its config.lora is not set")
+        if self.lora is None:
+            raise ValueError("this model has no adapters to load into: it was built without lora")
         for name, folder in self.adapter_folders(directory).items():
             legacy = Path(directory) / name
             if not (folder / "adapter_config.json").is_file() and (legacy / "adapter_config.json").is_file():
@@ -176,4 +228,4 @@ class FrozenParametersMixin:
             self.synchronize_momentum_encoder()
 
 
-__all__ = ["FrozenParametersMixin", "add_lora", "lora_config", "merged_copy"]
+__all__ = ["ADAPTER_FOLDER", "FrozenParametersMixin", "add_lora", "lora_config", "merged_copy", "saved_lora"]

@@ -9,7 +9,6 @@ from huggingface_hub.dataclasses import strict
 from transformers import AutoConfig, PreTrainedConfig
 from transformers.configuration_utils import SubConfigSpec
 
-from .adapters import lora_config
 from .configuration_dual_momentum import take_saved_fields, validate_languages, validate_queue
 
 # Schedules by what they do: "a->b" trains a for second_stage_step optimizer steps, then b; "+" trains both.
@@ -58,8 +57,6 @@ class CmlmConfig(PreTrainedConfig):
             EMA coefficient of the key encoder.
         queue_temperature (`float`, *optional*, defaults to `0.04`):
             tau of the queued loss (MoCo-BERT's best, its Table 4); br_margin is on cosines.
-        lora (`dict`, *optional*, defaults to `None`):
-            peft.LoraConfig fields (r, lora_alpha, target_modules, ...); None: full fine-tuning.
         nli_head (`bool`, *optional*, defaults to `False`):
             3-way classifier on [u, v, |u - v|, u * v].
         nli_num_labels (`int`, *optional*, defaults to `3`):
@@ -93,9 +90,6 @@ class CmlmConfig(PreTrainedConfig):
     queue_momentum: float = 0.999
     queue_temperature: float = 0.04
 
-    # LoRA (hf_xlsr's extension): adapters on the encoder, the only encoder weights that train
-    lora: dict | None = None
-
     # Cross-lingual NLI fine-tuning (Section 4.3)
     nli_head: bool = False
     nli_num_labels: int = 3
@@ -124,8 +118,6 @@ class CmlmConfig(PreTrainedConfig):
 
     def validate_cmlm(self):
         validate_languages(self)
-        if self.lora is not None:
-            lora_config(self.lora)
         if self.num_projections < 1:
             raise ValueError(f"num_projections must be at least 1, got {self.num_projections}")
         if self.br_temperature < 0:

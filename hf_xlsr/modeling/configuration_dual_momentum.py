@@ -10,8 +10,6 @@ from huggingface_hub.dataclasses import strict
 from transformers import AutoConfig, PreTrainedConfig
 from transformers.configuration_utils import SubConfigSpec
 
-from .adapters import lora_config
-
 # Encoder-config attribute names that hold dropout probabilities, across BERT, RoBERTa/XLM-R, DistilBERT, ...
 DROPOUT_FIELDS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "dropout", "attention_dropout")
 
@@ -46,9 +44,9 @@ def take_saved_fields(config: PreTrainedConfig, kwargs: dict) -> None:
 
 
 def drop_moved_fields(config: PreTrainedConfig, kwargs: dict, stacklevel: int = 3) -> None:
-    """Drop `FORMER_TRAINING_FIELDS`, `FORMER_COLLATOR_FIELDS` and `FORMER_SCHEDULE_FIELDS` from ``kwargs`` (what
-    ``__post_init__`` got beyond the configuration's fields), with a warning: one for the training settings, one per
-    collator or schedule setting."""
+    """Drop `FORMER_TRAINING_FIELDS`, `FORMER_COLLATOR_FIELDS`, `FORMER_SCHEDULE_FIELDS` and ``lora`` (adapter
+    settings, in peft's files now) from ``kwargs`` (what ``__post_init__`` got beyond the configuration's fields),
+    with a warning: one for the training settings, one per collator or schedule setting, one for ``lora``."""
     dropped = [name for name in FORMER_TRAINING_FIELDS if kwargs.pop(name, None) is not None]
     if dropped:
         warnings.warn(
@@ -73,6 +71,14 @@ def drop_moved_fields(config: PreTrainedConfig, kwargs: dict, stacklevel: int = 
                 FutureWarning,
                 stacklevel=stacklevel,
             )
+    if kwargs.pop("lora", None) is not None:  # saved as null by every model of earlier versions without adapters
+        warnings.warn(
+            f"{type(config).__name__}: lora is no configuration field now: adapter settings live in each adapter's "
+            "adapter_config.json (adapters/ beside the model, where save_pretrained writes them); from_pretrained "
+            "still builds this model's adapters from the field",
+            FutureWarning,
+            stacklevel=stacklevel,
+        )
 
 
 def validate_languages(config: PreTrainedConfig) -> None:
@@ -131,8 +137,6 @@ class DualMomentumConfig(PreTrainedConfig):
         queue_dtype (`Literal["auto", "float32", "float16", "bfloat16"]`, *optional*, defaults to `"auto"`):
             storage of queued keys; "auto": bfloat16 on a GPU (half the memory, tensor-core scoring), float32 on the
             CPU.
-        lora (`dict`, *optional*, defaults to `None`):
-            peft.LoraConfig fields (r, lora_alpha, target_modules, ...); None: full fine-tuning.
         nli_head (`bool`, *optional*, defaults to `False`):
             add the NLI classifier and train it from premise/hypothesis/label columns.
         nli_hidden_size (`int`, *optional*, defaults to `256`):
@@ -167,9 +171,6 @@ class DualMomentumConfig(PreTrainedConfig):
     temperature: float = 0.04
     momentum: float = 0.999
     queue_dtype: Literal["auto", "float32", "float16", "bfloat16"] = "auto"
-
-    # LoRA (hf_xlsr's extension): adapters on the encoders, the only encoder weights that train
-    lora: dict | None = None
 
     # Multi-task NLI head (Appendix B)
     nli_head: bool = False
@@ -217,8 +218,6 @@ class DualMomentumConfig(PreTrainedConfig):
             )
         if self.nli_language is not None and self.nli_language not in self.languages:
             raise ValueError(f"nli_language {self.nli_language!r} is not one of the languages {self.languages}")
-        if self.lora is not None:
-            lora_config(self.lora)
         if self.queue_size < 1:
             raise ValueError(f"queue_size must be at least 1, got {self.queue_size}")
         if not self.temperature > 0:

@@ -9,7 +9,6 @@ from huggingface_hub.dataclasses import strict
 from transformers import AutoConfig, EncoderDecoderConfig, PreTrainedConfig
 from transformers.configuration_utils import SubConfigSpec
 
-from .adapters import lora_config
 from .configuration_dual_momentum import drop_moved_fields, take_saved_fields, validate_languages, validate_queue
 
 
@@ -54,8 +53,6 @@ class HictlConfig(PreTrainedConfig):
             EMA coefficient of the key encoder.
         queue_temperature (`float`, *optional*, defaults to `0.04`):
             tau of the queued loss (MoCo-BERT's best, its Table 4).
-        lora (`dict`, *optional*, defaults to `None`):
-            peft.LoraConfig fields (r, lora_alpha, target_modules, ...); None: full fine-tuning.
     """
 
     model_type = "xlsr_hictl"
@@ -80,9 +77,6 @@ class HictlConfig(PreTrainedConfig):
     queue_momentum: float = 0.999
     queue_temperature: float = 0.04
 
-    # LoRA (hf_xlsr's extension): adapters on the encoder, the only encoder weights that train
-    lora: dict | None = None
-
     @property
     def shared_encoder(self) -> bool:
         return True
@@ -101,8 +95,6 @@ class HictlConfig(PreTrainedConfig):
 
     def validate_hictl(self):
         validate_languages(self)
-        if self.lora is not None:
-            lora_config(self.lora)
         validate_queue(self)
         if not self.temperature > 0:
             raise ValueError(f"temperature must be positive, got {self.temperature}")

@@ -8,7 +8,6 @@ from typing import Literal
 from huggingface_hub.dataclasses import strict
 from transformers import BertConfig, PreTrainedConfig
 
-from .adapters import lora_config
 from .configuration_dual_momentum import take_saved_fields, validate_languages, validate_queue
 
 GENERATIVE_TASKS = ("ugt", "smlm", "xtr", "mlm", "mlm_xtr", "none")
@@ -76,8 +75,6 @@ class LightweightDualTransformerConfig(PreTrainedConfig):
             EMA coefficient of the key encoder.
         queue_temperature (`float`, *optional*, defaults to `0.04`):
             tau of the queued loss (MoCo-BERT's best, its Table 4).
-        lora (`dict`, *optional*, defaults to `None`):
-            peft.LoraConfig fields (r, lora_alpha, target_modules, ...); None: full fine-tuning.
     """
 
     model_type = "xlsr_lightweight"
@@ -115,9 +112,6 @@ class LightweightDualTransformerConfig(PreTrainedConfig):
     queue_momentum: float = 0.999
     queue_temperature: float = 0.04
 
-    # LoRA (hf_xlsr's extension): adapters on the encoder, the only encoder weights that train
-    lora: dict | None = None
-
     @property
     def shared_encoder(self) -> bool:
         return True  # Section 3.1: the two encoders share every parameter
@@ -145,8 +139,6 @@ class LightweightDualTransformerConfig(PreTrainedConfig):
 
     def validate_lightweight(self):
         validate_languages(self)
-        if self.lora is not None:
-            lora_config(self.lora)
         validate_queue(self)
         if self.hidden_size % self.num_attention_heads:
             raise ValueError(f"hidden_size {self.hidden_size} is not a multiple of {self.num_attention_heads} heads")

@@ -111,7 +111,7 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixi
     _lora_modules = ("masked_lm",)
     second_stage_step = SECOND_STAGE_STEP  # where the training arguments set none (TrainingDeclarations)
 
-    def __init__(self, config: CmlmConfig, masked_lm: PreTrainedModel | None = None):
+    def __init__(self, config: CmlmConfig, masked_lm: PreTrainedModel | None = None, lora: dict | None = None):
         super().__init__(config)
         # The shared encoder with its masked-LM head (output matrix tied to the input embeddings).
         self.masked_lm = masked_lm if masked_lm is not None else AutoModelForMaskedLM.from_config(config.encoder)
@@ -129,7 +129,7 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixi
         # Training state: the schedule's stage; each language's principal components for PCR (zero rows: unset).
         self.register_buffer("stage", torch.ones((), dtype=torch.long))
         self.register_buffer("pcr", torch.zeros(len(config.languages), max(config.pcr_components, 1), h))
-        self._add_lora()  # config.lora: adapters on the encoder, the rest of it frozen
+        self._add_lora(lora)  # adapters on the encoder, the rest of it frozen
         self.momentum_contrast = None
         if config.queue_size:  # hf_xlsr's extension: queued momentum keys as more negatives of L_br
             self.momentum_contrast = MomentumContrast(self._key_modules(), config.queue_size, h)
@@ -139,7 +139,7 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixi
         self._record_parameter_state()
 
     @classmethod
-    def from_encoder(cls, name_or_path: str, **config_kwargs) -> CmlmModel:
+    def from_encoder(cls, name_or_path: str, lora: dict | None = None, **config_kwargs) -> CmlmModel:
         """CMLM around a pretrained masked LM (a Hub id or a local path).
 
         A checkpoint without a masked-LM head gets a new one, and unless the schedule never trains CMLM, the model
@@ -153,7 +153,7 @@ class CmlmModel(SentenceEncoderMixin, QueuedNegativesMixin, FrozenParametersMixi
         new_head = [key for key in info["missing_keys"] if not key.startswith(f"{prefix}.")]
         config = CmlmConfig(encoder=masked_lm.config.to_dict(), **config_kwargs)
         trains_cmlm = config.stage_losses(1)[0] or config.stage_losses(2)[0]
-        model = cls(config, masked_lm=masked_lm)
+        model = cls(config, masked_lm=masked_lm, lora=lora)
         if new_head and trains_cmlm:
             model.encoder_frozen_steps = NEW_HEAD_WARMUP_STEPS
             logger.warning(

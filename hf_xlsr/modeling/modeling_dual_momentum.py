@@ -22,8 +22,8 @@ State changes and when they happen (``momentum.py`` has the rules every hf_xlsr 
 Momentum encoders always run in eval mode (no dropout): keys are deterministic functions of the EMA weights. Before
 any EMA update the momentum encoders are exact copies of the query encoders; they are frozen parameters and are
 saved with checkpoints, as are the queues, so a resumed run continues exactly. ``hf_xlsr.export`` leaves them out.
-With ``config.lora`` only LoRA adapters train; the momentum encoders then share the frozen base weights and EMA
-their own copies of the adapters (``adapters.py``).
+Built with ``lora``, only LoRA adapters train; the momentum encoders then share the frozen base weights and EMA their
+own copies of the adapters (``adapters.py``).
 """
 
 from __future__ import annotations
@@ -126,6 +126,7 @@ class DualMomentumModel(SentenceEncoderMixin, MomentumMixin, FrozenParametersMix
         config: DualMomentumConfig,
         encoder_x: PreTrainedModel | None = None,
         encoder_y: PreTrainedModel | None = None,
+        lora: dict | None = None,
     ):
         super().__init__(config)
         self._mini_batch_size = None
@@ -139,9 +140,9 @@ class DualMomentumModel(SentenceEncoderMixin, MomentumMixin, FrozenParametersMix
             config.encoder_y._attn_implementation = self.encoder_y.config._attn_implementation
             self.encoder_y.config = config.encoder_y
         # Momentum encoders: frozen copies, updated only by EMA (Eq. 1); never aliases of the query encoders.
-        # Memory queues of the momentum keys, one per language (Section 2). Under config.lora only the adapters are
+        # Memory queues of the momentum keys, one per language (Section 2). Under lora only the adapters are
         # trainable: the momentum encoders share the frozen base weights.
-        self._add_lora()
+        self._add_lora(lora)
         hidden_size = config.encoder_x.hidden_size
         self.momentum_contrast = MomentumContrast(
             self._key_modules(), config.queue_size, hidden_size, config.queue_dtype
@@ -165,6 +166,7 @@ class DualMomentumModel(SentenceEncoderMixin, MomentumMixin, FrozenParametersMix
         encoders: str | os.PathLike | Mapping[str, str | os.PathLike],
         *,
         encoder_kwargs: dict | None = None,
+        lora: dict | None = None,
         **config_kwargs,
     ) -> DualMomentumModel:
         """Build the model from pretrained encoders: Hub ids or local paths of any ``AutoModel``.
@@ -172,7 +174,8 @@ class DualMomentumModel(SentenceEncoderMixin, MomentumMixin, FrozenParametersMix
         ``encoders`` is one reference, from which every language's encoder starts (the one encoder, with
         ``shared_encoder=True``), or ``{language: reference}``, one encoder per language (its keys are the
         ``languages`` unless ``config_kwargs`` names them). ``config_kwargs`` set `DualMomentumConfig`
-        fields; ``encoder_kwargs`` go to ``AutoModel.from_pretrained``.
+        fields; ``encoder_kwargs`` go to ``AutoModel.from_pretrained``; ``lora`` (``peft.LoraConfig`` fields) puts
+        adapters on the encoders.
 
         ```python
         >>> model = DualMomentumModel.from_encoders("sentence-transformers/all-MiniLM-L6-v2", languages=["en", "fr"])
@@ -207,7 +210,7 @@ class DualMomentumModel(SentenceEncoderMixin, MomentumMixin, FrozenParametersMix
             encoder_y=model_y.config.to_dict() if model_y is not None else None,
             **config_kwargs,
         )
-        return cls(config, encoder_x=model_x, encoder_y=model_y)
+        return cls(config, encoder_x=model_x, encoder_y=model_y, lora=lora)
 
     # ----------------------------------------------------------------------------------------------------------------
     # Encoders

@@ -112,13 +112,13 @@ class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, FrozenPara
 
     _lora_modules = ("masked_lm",)
 
-    def __init__(self, config: HictlConfig, masked_lm: PreTrainedModel | None = None):
+    def __init__(self, config: HictlConfig, masked_lm: PreTrainedModel | None = None, lora: dict | None = None):
         super().__init__(config)
         self.masked_lm = masked_lm if masked_lm is not None else AutoModelForMaskedLM.from_config(config.encoder)
         config.encoder._attn_implementation = self.masked_lm.config._attn_implementation
         self.masked_lm.config = config.encoder
         self.projection = nn.Linear(config.hidden_size, config.embedding_size)  # f in r = f(g(M(x)))
-        self._add_lora()  # config.lora: adapters on the encoder, the rest of it frozen
+        self._add_lora(lora)  # adapters on the encoder, the rest of it frozen
         self.momentum_contrast = None
         if config.queue_size:  # hf_xlsr's extension: queued momentum keys as more negatives of L_S
             self.momentum_contrast = MomentumContrast(self._key_modules(), config.queue_size, config.embedding_size)
@@ -128,10 +128,11 @@ class HictlForPreTraining(SentenceEncoderMixin, QueuedNegativesMixin, FrozenPara
         self._record_parameter_state()
 
     @classmethod
-    def from_encoder(cls, name_or_path: str, **config_kwargs) -> HictlForPreTraining:
-        """HICTL around a pretrained masked LM (a Hub id such as ``FacebookAI/xlm-roberta-base``, or a path)."""
+    def from_encoder(cls, name_or_path: str, lora: dict | None = None, **config_kwargs) -> HictlForPreTraining:
+        """HICTL around a pretrained masked LM (a Hub id such as ``FacebookAI/xlm-roberta-base``, or a path); with
+        ``lora`` (``peft.LoraConfig`` fields), adapters on its encoder."""
         masked_lm = AutoModelForMaskedLM.from_pretrained(name_or_path, config=AutoConfig.from_pretrained(name_or_path))
-        return cls(HictlConfig(encoder=masked_lm.config.to_dict(), **config_kwargs), masked_lm=masked_lm)
+        return cls(HictlConfig(encoder=masked_lm.config.to_dict(), **config_kwargs), masked_lm=masked_lm, lora=lora)
 
     # ----------------------------------------------------------------------------------------------------------------
     # Representations

@@ -120,7 +120,7 @@ class LightweightDualTransformer(
 
     _lora_modules = ("encoder",)
 
-    def __init__(self, config: LightweightDualTransformerConfig):
+    def __init__(self, config: LightweightDualTransformerConfig, lora: dict | None = None):
         super().__init__(config)
         # One encoder for both languages (Section 3.1: the dual encoders share every parameter).
         self.encoder = BertModel(config.encoder_config(), add_pooling_layer=False)
@@ -129,7 +129,7 @@ class LightweightDualTransformer(
         self.generative_dense = nn.Linear(config.hidden_size, config.hidden_size)
         self.generative_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.generative_bias = nn.Parameter(torch.zeros(config.vocab_size))
-        self._add_lora()  # config.lora: adapters on the encoder, the rest of it frozen
+        self._add_lora(lora)  # adapters on the encoder, the rest of it frozen
         self.momentum_contrast = None
         if config.queue_size:  # hf_xlsr's extension: queued momentum keys as more negatives of L_align
             self.momentum_contrast = MomentumContrast(self._key_modules(), config.queue_size, config.hidden_size)
@@ -139,8 +139,9 @@ class LightweightDualTransformer(
         self._record_parameter_state()
 
     @classmethod
-    def from_tokenizer(cls, tokenizer, **config_kwargs) -> LightweightDualTransformer:
-        """A new model whose vocabulary and special token ids are the tokenizer's."""
+    def from_tokenizer(cls, tokenizer, lora: dict | None = None, **config_kwargs) -> LightweightDualTransformer:
+        """A new model whose vocabulary and special token ids are the tokenizer's; with ``lora``
+        (``peft.LoraConfig`` fields), adapters on its encoder."""
         config = LightweightDualTransformerConfig(
             vocab_size=len(tokenizer),
             pad_token_id=tokenizer.pad_token_id,
@@ -149,7 +150,7 @@ class LightweightDualTransformer(
             mask_token_id=tokenizer.mask_token_id,
             **config_kwargs,
         )
-        return cls(config)
+        return cls(config, lora=lora)
 
     # ----------------------------------------------------------------------------------------------------------------
     # Encoder

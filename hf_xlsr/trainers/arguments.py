@@ -52,6 +52,13 @@ class ModelArguments:
         default=None,
         metadata={"help": "fields of the model configuration, as a mapping (YAML) or a JSON string"},
     )
+    lora: dict | str | None = field(
+        default=None,
+        metadata={
+            "help": "LoRA adapters on the encoders, only they train: peft.LoraConfig fields, {r: 8, lora_alpha: 16} "
+            "(a mapping in YAML, a JSON object on the command line); saved in peft's format under adapters/"
+        },
+    )
 
     def references(self) -> dict[str, str]:
         """Every model and tokenizer the run names, by field (``encoders.fr`` for a language's)."""

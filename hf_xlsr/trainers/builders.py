@@ -49,12 +49,14 @@ def build_dual_momentum(model_args: ModelArguments, data_args: DataArguments, tr
     fields = model_fields(model_args, data_args)
     if model_args.encoders:
         model = DualMomentumModel.from_encoders(
-            {language: model_args.encoder_of(language) for language in fields["languages"]}, **fields
+            {language: model_args.encoder_of(language) for language in fields["languages"]},
+            lora=model_args.lora,
+            **fields,
         )
     elif model_args.encoder:
-        model = DualMomentumModel.from_encoders(model_args.encoder, **fields)
+        model = DualMomentumModel.from_encoders(model_args.encoder, lora=model_args.lora, **fields)
     elif "encoder_x" in fields:
-        model = DualMomentumModel(DualMomentumConfig(**fields))
+        model = DualMomentumModel(DualMomentumConfig(**fields), lora=model_args.lora)
     else:
         raise ConfigFileError(
             "xlsr_dual_momentum needs encoder (a pretrained encoder), encoders (one per language), "
@@ -74,7 +76,7 @@ def build_lightweight(model_args: ModelArguments, data_args: DataArguments, trai
     fields = model_fields(model_args, data_args)
     vocab_size = fields.pop("vocab_size", LightweightDualTransformerConfig.vocab_size)
     tokenizer = shared_tokenizer(model_args, data_args, training_args, train_dataset, vocab_size)
-    return LightweightDualTransformer.from_tokenizer(tokenizer, **fields), dict.fromkeys(
+    return LightweightDualTransformer.from_tokenizer(tokenizer, lora=model_args.lora, **fields), dict.fromkeys(
         fields["languages"], tokenizer
     )
 
@@ -112,9 +114,9 @@ def build_cmlm(model_args: ModelArguments, data_args: DataArguments, training_ar
     """From a pretrained masked LM (``encoder``) or ``model_config.encoder`` (a configuration)."""
     fields = model_fields(model_args, data_args)
     if model_args.encoder:
-        model = CmlmModel.from_encoder(model_args.encoder, **fields)
+        model = CmlmModel.from_encoder(model_args.encoder, lora=model_args.lora, **fields)
     elif "encoder" in fields:
-        model = CmlmModel(CmlmConfig(**fields))
+        model = CmlmModel(CmlmConfig(**fields), lora=model_args.lora)
     else:
         raise ConfigFileError(
             "xlsr_cmlm needs encoder (a pretrained encoder), model_name_or_path, or "
@@ -133,14 +135,14 @@ def build_hictl(model_args: ModelArguments, data_args: DataArguments, training_a
     fields = model_fields(model_args, data_args)
     if model_args.encoder:
         tokenizer = shared_tokenizer_of(run_tokenizers(model_args, fields["languages"], shared=True))
-        model = HictlForPreTraining.from_encoder(model_args.encoder, **fields)
+        model = HictlForPreTraining.from_encoder(model_args.encoder, lora=model_args.lora, **fields)
     elif "encoder" in fields:
         encoder = dict(fields.pop("encoder"))
         tokenizer = shared_tokenizer(
             model_args, data_args, training_args, train_dataset, encoder.pop("vocab_size", 50000)
         )
         special = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id}
-        model = HictlForPreTraining(HictlConfig(encoder={**encoder, **special}, **fields))
+        model = HictlForPreTraining(HictlConfig(encoder={**encoder, **special}, **fields), lora=model_args.lora)
     else:
         raise ConfigFileError(
             "xlsr_hictl needs encoder (a pretrained masked LM), model_name_or_path, or "

@@ -25,6 +25,7 @@ import yaml
 from huggingface_hub.errors import StrictDataclassError
 from transformers import HfArgumentParser, PreTrainedConfig
 
+from ..modeling.adapters import lora_config
 from ..registry import MODEL_TYPES, get_model_type, paper_recipe
 from ..utils import UnwritableError, check_writable
 from .arguments import ARGUMENT_CLASSES, DataArguments, ModelArguments, run_fields
@@ -261,6 +262,21 @@ def parse_run_arguments(
             raise ConfigFileError(
                 f"{where}: {name}: {extra[0]!r} is not one of the run's languages ({', '.join(data_args.languages)})"
             )
+    lora_from = (
+        "the command line" if "lora" in _given_on_command_line(command_line) or not config_path else config_path
+    )
+    if isinstance(model_args.lora, str):
+        try:
+            model_args.lora = json.loads(model_args.lora)
+        except json.JSONDecodeError:
+            raise ConfigFileError(
+                f'{lora_from}: lora: expected a mapping of peft.LoraConfig fields, e.g. {{"r": 8, "lora_alpha": 16}}'
+            ) from None
+    if model_args.lora is not None:
+        try:
+            lora_config(model_args.lora)
+        except (ImportError, ValueError) as error:
+            raise ConfigFileError(f"{lora_from}: {error}") from None
     for name, reference in model_args.references().items():
         check_reference(reference, name, where)
     for name, value in (("output_dir", training_args.output_dir), ("export_dir", data_args.export_dir)):

@@ -37,7 +37,7 @@ from ..modeling.common import TrainingDeclarations
 from ..references import resolve_reference
 from ..registry import get_model_type
 from ..tokenization import load_tokenizers
-from ..utils import atomic_directory, file_digest
+from ..utils import file_digest
 from .arguments import DataArguments, ModelArguments
 from .checks import ConfigFileError
 from .config_file import checkpoint_to_resume
@@ -130,7 +130,10 @@ def run_training(
     if not evaluators and training_args.eval_strategy != "no":
         raise ConfigFileError("eval_strategy is set but there is no eval_data to evaluate on")
     if model_args.model_name_or_path:  # a checkpoint continued: its configuration, the run's model_config on top
-        model = entry.model_class.from_pretrained(model_args.model_name_or_path, **model_args.model_config)
+        given = (
+            {"lora": model_args.lora} if model_args.lora is not None else {}
+        )  # else: the adapters it was saved with
+        model = entry.model_class.from_pretrained(model_args.model_name_or_path, **model_args.model_config, **given)
         tokenizers = load_tokenizers(model_args.model_name_or_path)
     else:
         model, tokenizers = entry.part("build")(model_args, data_args, training_args, train_dataset)
@@ -185,10 +188,7 @@ def run_training(
         run_info.update(references)
         path = Path(training_args.output_dir) / RUN_INFO
         path.write_text(json.dumps(run_info, indent=2))
-        model = trainer.accelerator.unwrap_model(trainer.model)
-        if getattr(model.config, "lora", None):  # the adapters alone, in PEFT's format, next to the checkpoint
-            with atomic_directory(Path(training_args.output_dir) / "adapters") as staging:
-                model.save_adapters(staging)
+        model = trainer.accelerator.unwrap_model(trainer.model)  # save_model wrote its adapters under adapters/
         if data_args.export_dir:
             export_sentence_transformers(model, tokenizers, data_args.export_dir, data_args.max_length, run_info)
         if training_args.push_export_to_hub:
@@ -240,7 +240,7 @@ def run_record(model_args, data_args, training_args, trainer, parts, eval_source
         training.update({name: steps for name, steps in schedule_steps(model, training_args).items() if steps})
         if model.mini_batch_size is not None:
             training["mini_batch_size"] = model.mini_batch_size
-    lora = getattr(model.config, "lora", None)
+    lora = getattr(model, "lora", None)
     if lora:
         training["lora"] = ", ".join(f"{k}={v}" for k, v in lora.items()) + " (merged into the exported weights)"
     log = [
