@@ -126,3 +126,24 @@ def test_a_run_an_earlier_version_started_resumes_under_todays_name(tmp_path):
     saved("hictl")
     with pytest.raises(CheckpointError, match="model_type 'xlsr_hictl', not 'xlsr_dual_momentum'"):
         check_same_run(tmp_path, {"model_type": "xlsr_dual_momentum", "seed": 1})
+
+
+MOVED_OUT = {"mlm_probability", "mask_replace_prob", "random_replace_prob", "swap_probability", "perturbation",
+             "perturbation_window", "second_stage_step", "head_warmup_steps", "encoder_frozen_steps",
+             "mini_batch_size", "lora"}  # fmt: skip
+
+
+def test_a_saved_configuration_of_every_model_type_holds_no_collator_schedule_or_adapter_setting(tmp_path):
+    """What ``from_pretrained`` needs to rebuild and run a model stays in its ``config.json``; the settings of a run
+    (its collator, its schedule, GradCache, LoRA) are not there, for every registered type."""
+    from hf_xlsr.registry import MODEL_TYPES
+
+    encoder = tiny_encoder_config()
+    fields = {"xlsr_dual_momentum": {"encoder_x": encoder}, "xlsr_cmlm": {"encoder": encoder},
+              "xlsr_hictl": {"encoder": encoder}, "xlsr_lightweight": {},
+              "xlsr_hictl_translation": {"encoder": encoder, "decoder": {**encoder, "is_decoder": True}}}  # fmt: skip
+    assert set(fields) == set(MODEL_TYPES)
+    for name, entry in MODEL_TYPES.items():
+        entry.config_class(**fields[name]).save_pretrained(tmp_path / name)
+        saved = json.loads((tmp_path / name / "config.json").read_text())
+        assert not MOVED_OUT & set(saved), (name, MOVED_OUT & set(saved))
