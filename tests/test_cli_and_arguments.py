@@ -264,11 +264,13 @@ def test_the_command_line_answers_help_and_version_without_importing_the_library
 
 def test_the_shipped_train_help_is_what_the_run_fields_give():
     """``hf-xlsr train --help`` prints the package's ``train_help.txt`` at once; it must be what `train_help` builds
-    from the run's dataclasses and the papers' recipes (after a change: ``python -c "import hf_xlsr_cli;
-    hf_xlsr_cli.write_train_help()"``)."""
+    from the run's dataclasses and the papers' recipes (after a change: ``python -c "from hf_xlsr.commands.train
+    import write_train_help; write_train_help()"``); the command line reads the same file."""
     import hf_xlsr_cli
+    from hf_xlsr.commands.train import TRAIN_HELP_FILE, train_help
 
-    assert hf_xlsr_cli.TRAIN_HELP_FILE.read_text(encoding="utf-8") == hf_xlsr_cli.train_help()
+    assert hf_xlsr_cli.TRAIN_HELP_FILE == TRAIN_HELP_FILE
+    assert TRAIN_HELP_FILE.read_text(encoding="utf-8") == train_help()
 
 
 def test_train_help_lists_the_run_fields(capsys):
@@ -417,7 +419,8 @@ def test_per_pair_files_of_hyphenated_codes_train_and_score_each_pair(tmp_path, 
 def test_every_command_spells_its_output_and_length_alike(command):
     """One name per idea: each command that writes takes --output, each that tokenises --max-length (train: as run
     fields, output_dir and max_length)."""
-    from hf_xlsr_cli import build_parser, train_help
+    from hf_xlsr.commands.train import train_help
+    from hf_xlsr_cli import build_parser
 
     if command == "train":
         text = train_help()
@@ -489,3 +492,16 @@ def test_a_short_train_and_encode_print_within_their_line_budget(tmp_path, sente
     )
     assert len(lines) <= LINE_BUDGET["encode"], "\n".join(lines)
     assert lines[0].startswith(f"8 lines of {sentences} -> ")
+
+
+def test_every_command_runs_from_its_own_module_of_the_package():
+    """``hf_xlsr_cli`` holds the options and the dispatch; each command's work is ``hf_xlsr.commands.<name>.run``."""
+    import importlib
+
+    from hf_xlsr_cli import build_parser
+
+    (commands,) = [action for action in build_parser()._actions if action.dest == "command"]
+    assert sorted(commands.choices) == ["embed", "encode", "evaluate", "export", "mine", "push", "train"]
+    for name, parser in commands.choices.items():
+        assert parser.get_default("handler") == name
+        assert callable(importlib.import_module(f"hf_xlsr.commands.{name}").run)

@@ -125,6 +125,8 @@ def test_the_wheel_installs_into_a_clean_venv_with_its_package_data(tmp_path):
         "hf_xlsr/py.typed",
         "hf_xlsr/metrics/retrieval_accuracy/retrieval_accuracy.py",
         "hf_xlsr_cli.py",
+        "hf_xlsr/commands/train.py",
+        "hf_xlsr/train_help.txt",
     ):
         assert (site / name).is_file(), name
     assert not (site / "tests").exists() and not (site / "benchmarks").exists()

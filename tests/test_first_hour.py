@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from conftest import MINILM, run_config, tiny_dual_momentum, write_config
 
+from hf_xlsr.commands.train import train_help
 from hf_xlsr.data import load_bible
 from hf_xlsr.trainers import ConfigFileError, parse_run_arguments
-from hf_xlsr_cli import build_parser, main, train_help
+from hf_xlsr_cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -143,7 +144,7 @@ def test_evaluating_on_the_training_file_warns_wherever_the_file_lies(trained, e
 
 
 def test_the_bible_training_split_warns_and_its_held_out_split_does_not(tmp_path, caplog):
-    from hf_xlsr_cli import warn_training_data
+    from hf_xlsr.commands.evaluate import warn_training_data
 
     (tmp_path / "hf_xlsr_run.json").write_text(json.dumps({"train_data": "bible", "train_split": "train"}))
     with caplog.at_level(logging.WARNING, logger="hf_xlsr"):
