@@ -105,29 +105,6 @@ def child(name: str, threads: int) -> dict:
     return measurement(name, before_model, after_model, queue_bytes, (time.perf_counter() - start) / len(batches))
 
 
-LABELS = {
-    "peer: sentence-transformers MNRL": "peer: sentence-transformers MNRL",
-    "float32, K=4096": "float32, K = 4,096",
-    "bf16 autocast, K=4096": "bf16 autocast, K = 4,096",
-    "gradient checkpointing, K=4096": "gradient checkpointing, K = 4,096",
-    "float32 queue, K=409600": "float32 queues, the paper's K = 409,600",
-    "float16 queue, K=409600": "float16 queues, K = 409,600",
-}
-
-
-def report(results: dict) -> str:
-    """The Markdown table of a results file: each variant's peak memory against the peer's, and its parts."""
-    lines = ["| variant | peak RSS MB | × peer | model + queues MB | training MB | queues MB |",
-             "| --- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
-    for row in results["rows"]:
-        lines.append(
-            f"| {LABELS[row['variant']]} | {row['peak_rss_mb']:,.0f} | {row['peak_rss_vs_peer']:.2f} | "
-            f"{row['model_and_queue_mb']:,.0f} | {row['training_mb']:,.0f} | "
-            f"{row['queue_mb']:,.0f} |"
-        )
-    return "\n".join(lines)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=2)

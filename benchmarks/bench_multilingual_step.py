@@ -40,17 +40,6 @@ def stream(languages, tokenizer, args):
         yield from loader
 
 
-def report(results: dict) -> str:
-    """The Markdown table of a results file: each stream's seconds per step against the bilingual one's."""
-    lines = [f"| stream | s / step (median of {results['steps']}) | × bilingual |", "| --- | ---: | ---: |"]
-    for name, row in results["rows"].items():
-        lines.append(
-            f"| {name.replace('bilingual (en-fr)', 'en-fr')} | {row['seconds_per_step']:.3f} | "
-            f"{row['ratio_to_bilingual']:.2f} |"
-        )
-    return "\n".join(lines)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=40, help="timed steps per stream")

@@ -136,23 +136,6 @@ def one_configuration(implementation: str, size: int, batch: int, dtype: str, re
     }
 
 
-def report(results: dict) -> str:
-    """The Markdown table of a results file: each configuration's added seconds against the two floors and against
-    its own products over the stored queue, and its added memory."""
-    lines = ["| K | queue dtype | implementation | block | added s | × 2BKd floor | × 4BKd floor | × its products "
-             "| added RSS (MB) | queue (MB) |", "| ---: | --- | --- | ---: " + "| ---: " * 6 + "|"]  # fmt: skip
-    for row in results["rows"]:
-        block = f"{row['block_size']:,}" if row.get("block_size") else ""
-        stored = f"{row['ratio_to_stored']:.2f}" if "ratio_to_stored" in row else ""
-        lines.append(
-            f"| {row['K']:,} | {row['queue_dtype']} | {row['implementation']} | {block} | "
-            f"{row['added_seconds']:.4f} | "
-            f"{row['ratio_to_floor']:.2f} | {row['ratio_to_issue_floor']:.2f} | {stored} | "
-            f"{row['added_rss_mb']:.0f} | {row['queue_mb']:,.0f} |"
-        )
-    return "\n".join(lines)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[4096, 65536, 409600])

@@ -23,7 +23,6 @@ from collections import Counter
 from pathlib import Path
 
 from hf_xlsr.data.catalogues import PIVOT, catalogue_files, read_catalogues
-from hf_xlsr.evaluation.tatoeba import ALL_TATOEBA_CODES as TATOEBA
 from hf_xlsr.utils import atomic_file
 
 
@@ -67,23 +66,6 @@ def build(sources: dict[str, list[Path]], out: Path, exclude: Path | None) -> di
                         counts.setdefault(code, Counter())[source] += 1
                     handle.write(json.dumps({**kept, "source": source}, ensure_ascii=False) + "\n")
     return counts
-
-
-def summary(record: dict) -> str:
-    """The report's table: each source's languages and pairs, and Tatoeba's languages they reach."""
-    counts = record["pairs"]
-    reached = {TATOEBA[code] for code in counts if code in TATOEBA}
-    lines = ["| source | languages | of Tatoeba's 112 | pairs with English | languages with at least 1,000 pairs |",
-             "| --- | ---: | ---: | ---: | ---: |"]  # fmt: skip
-    for source in [*record["sources"], "all"]:
-        per = {code: sum(n for s, n in by.items() if source in ("all", s)) for code, by in counts.items()}
-        per = {code: n for code, n in per.items() if n}
-        tatoeba = {TATOEBA[code] for code in per if code in TATOEBA}
-        lines.append(
-            f"| {source} | {len(per)} | {len(tatoeba)} | {sum(per.values()):,} | "
-            f"{sum(n >= 1000 for n in per.values())} |"
-        )
-    return "\n".join(lines) + f"\n\nTatoeba's languages with no catalogue here: {112 - len(reached)}.\n"
 
 
 def training_languages(record: dict, min_pairs: int) -> list[str]:
@@ -131,7 +113,9 @@ def main() -> None:
                         "exclude": str(args.exclude) if args.exclude else None},
               "sources": list(sources), "pairs": {code: dict(by) for code, by in sorted(counts.items())}}  # fmt: skip
     args.counts.write_text(json.dumps(record, indent=2) + "\n")
-    print(summary(record), end="")
+    from report.languages import catalogue_rows
+
+    print(catalogue_rows(record), end="")
 
 
 if __name__ == "__main__":

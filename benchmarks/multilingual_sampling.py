@@ -71,37 +71,6 @@ def run(arm: str, seed: int, files: dict[str, str], args, folder: Path) -> dict:
     }
 
 
-ORDER = ("alpha1", "alpha0.5", "alpha0", "alpha0.5_one_pair")  # the report's rows
-DEFAULT = "alpha0.5"
-
-
-def report(results: dict) -> str:
-    """The Markdown table of a results file: each arm's mean ± spread over its seeds, the best of each column bold."""
-    from common import mean_and_spread
-
-    sizes, arms = results["setup"]["sizes"], results["setup"]["arms"]
-    columns = ["trained", "zero_shot", *sizes]
-    stats = {
-        arm: {c: mean_and_spread([r[c] for r in results["runs"] if r["arm"] == arm]) for c in columns}
-        for arm in ORDER
-        if any(r["arm"] == arm for r in results["runs"])
-    }
-    best = {c: max(stats, key=lambda arm: stats[arm][c][0]) for c in columns}
-    lines = ["| arm | α | batches | mean of the 4 | zero-shot | "
-             + " | ".join(f"{language} ({size:,})" for language, size in sizes.items()) + " |",
-             "| --- | ---: | --- |" + " ---: |" * len(columns)]  # fmt: skip
-    for arm, row in stats.items():
-        cells = []
-        for c in columns:
-            mean, spread, _ = row[c]
-            cell = f"{100 * mean:.1f} ± {100 * spread:.1f}"
-            cells.append(f"**{cell}**" if best[c] == arm else cell)
-        name = f"`{arm}`" + (" (the default)" if arm == DEFAULT else "")
-        batches = arms[arm]["language_batches"].replace("_", " ")
-        lines.append(f"| {name} | {arms[arm]['language_sampling_alpha']:g} | {batches} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=300)

@@ -118,19 +118,6 @@ def kill_and_resume(folder: Path, kills: int = 10, steps: int = 16, seed: int = 
     }
 
 
-def summary(record: dict) -> str:
-    """The report's sentence of a results file."""
-    same = not record["differing_tensors"]
-    return (
-        f"Killed {record['kills']} times with SIGKILL ({record['kills_while_saving']} of them while a checkpoint "
-        f"was being written) and resumed each time, a {record['steps']}-step run ended with "
-        + ("the same" if same else "NOT the same")
-        + f" {record['tensors']} tensors as the run never killed "
-        f"({record['bytes_compared']:,} bytes compared, {record['queue_and_momentum_tensors']} of them queues and "
-        f"the momentum encoder's): " + ("holds." if same else "does not hold.") + "\n"
-    )
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kills", type=int, default=10)
@@ -144,7 +131,9 @@ def main() -> None:
     setup = {"script": "benchmarks/reliability.py", "machine": machine(), "date": time.strftime("%Y-%m-%d"),
              "command": "python benchmarks/" + " ".join([Path(sys.argv[0]).name, *sys.argv[1:]])}  # fmt: skip
     Path(args.out).write_text(json.dumps({"setup": setup, **record}, indent=2) + "\n")
-    print(summary(record), end="")
+    from report.index import reliability_sentence
+
+    print(reliability_sentence(record), end="")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import torch
+from report.tatoeba import USE_TATOEBA
 
 from hf_xlsr.data import resolve_reference
 from hf_xlsr.evaluation import as_encoder
@@ -23,7 +24,6 @@ from hf_xlsr.evaluation.loading import load_for_evaluation
 from hf_xlsr.evaluation.tatoeba import TATOEBA_CODES, TatoebaEvaluator
 
 USE_M3 = "use-m3"
-USE_TATOEBA = ["ara", "cmn", "deu", "fra", "ita", "jpn", "kor", "nld", "pol", "por", "rus", "spa", "tha", "tur"]
 
 
 def encoder_of(args: argparse.Namespace):

@@ -371,6 +371,11 @@ MUTATIONS = [
     Mutation("bad_lora_run_field_accepted", "hf_xlsr/trainers/config_file.py::parse_run_arguments",
              "lora_config(model_args.lora)", "pass",
              "tests/test_lora.py::test_a_runs_lora_is_a_run_field_checked_before_anything_loads"),
+    Mutation("report_imports_a_measuring_script", "benchmarks/report/cost.py::memory_table",
+             'return memory_rows(shared.load("memory.json")) + "\\n"',
+             'from bench_memory import VARIANTS  # noqa: F401\n'
+             '    return memory_rows(shared.load("memory.json")) + "\\n"',
+             "tests/test_layout.py::test_the_report_reads_results_files_and_imports_no_measuring_script"),
     Mutation("range_error_blames_the_command_line", "hf_xlsr/trainers/config_file.py::parse_run_arguments",
              "from_file = name in known and name not in _given_on_command_line(command_line)", "from_file = False",
              "tests/test_collator_settings.py::test_a_collator_setting_is_checked_where_it_was_given_before_anything_loads"),

@@ -82,6 +82,30 @@ def test_no_import_circle_between_the_benchmarks_scripts_and_their_report():
     assert cycles(graph) == []
 
 
+READERS = {"compare", "readme_tables"}  # scripts with an entry point that read results files, measuring nothing
+
+
+def test_the_report_reads_results_files_and_imports_no_measuring_script():
+    """A report module reaches, through every import, only the arms' definitions, the protocol and the shared
+    helpers: no script that measures (one with an entry point that runs arms, a fault test or a corpus build)."""
+    graph = import_graph(BENCHMARKS, BENCHMARKS)
+    measuring = {
+        name
+        for name in graph
+        if (BENCHMARKS / f"{name}.py").is_file()
+        and name not in READERS
+        and "__main__" in (BENCHMARKS / f"{name}.py").read_text()
+    }
+    assert {"multilingual_grid", "reliability", "catalogue_corpus", "tatoeba", "bench_memory"} <= measuring
+    for name in (module for module in graph if module.startswith("report")):
+        reached, frontier = set(), set(graph[name])
+        while frontier:
+            module = frontier.pop()
+            reached.add(module)
+            frontier |= graph[module] - reached
+        assert not reached & measuring, (name, sorted(reached & measuring))
+
+
 def test_the_cycle_finder_finds_a_cycle_through_a_function_level_import():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 

@@ -41,20 +41,54 @@ def lora_table() -> str:
     return "\n".join(lines) + "\n" + shared.caption("lora.json", data["setup"], data["runs"])
 
 
+MEMORY_LABELS = {  # bench_memory.py's variants, as the table names them
+    "peer: sentence-transformers MNRL": "peer: sentence-transformers MNRL",
+    "float32, K=4096": "float32, K = 4,096",
+    "bf16 autocast, K=4096": "bf16 autocast, K = 4,096",
+    "gradient checkpointing, K=4096": "gradient checkpointing, K = 4,096",
+    "float32 queue, K=409600": "float32 queues, the paper's K = 409,600",
+    "float16 queue, K=409600": "float16 queues, K = 409,600",
+}
+
+
+def memory_rows(results: dict) -> str:
+    """The Markdown table of a results file: each variant's peak memory against the peer's, and its parts."""
+    lines = ["| variant | peak RSS MB | × peer | model + queues MB | training MB | queues MB |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    for row in results["rows"]:
+        lines.append(
+            f"| {MEMORY_LABELS[row['variant']]} | {row['peak_rss_mb']:,.0f} | {row['peak_rss_vs_peer']:.2f} | "
+            f"{row['model_and_queue_mb']:,.0f} | {row['training_mb']:,.0f} | "
+            f"{row['queue_mb']:,.0f} |"
+        )
+    return "\n".join(lines)
+
+
 def memory_table() -> str:
     """Peak memory per training step of DualMomentumModel's variants against MNRL's (``bench_memory.py``)."""
-    sys.path.insert(0, str(shared.HERE))
-    from bench_memory import report
+    return memory_rows(shared.load("memory.json")) + "\n"
 
-    return report(shared.load("memory.json")) + "\n"
+
+def queue_cost_rows(results: dict) -> str:
+    """The Markdown table of a results file: each configuration's added seconds against the two floors and against
+    its own products over the stored queue, and its added memory."""
+    lines = ["| K | queue dtype | implementation | block | added s | × 2BKd floor | × 4BKd floor | × its products "
+             "| added RSS (MB) | queue (MB) |", "| ---: | --- | --- | ---: " + "| ---: " * 6 + "|"]  # fmt: skip
+    for row in results["rows"]:
+        block = f"{row['block_size']:,}" if row.get("block_size") else ""
+        stored = f"{row['ratio_to_stored']:.2f}" if "ratio_to_stored" in row else ""
+        lines.append(
+            f"| {row['K']:,} | {row['queue_dtype']} | {row['implementation']} | {block} | "
+            f"{row['added_seconds']:.4f} | "
+            f"{row['ratio_to_floor']:.2f} | {row['ratio_to_issue_floor']:.2f} | {stored} | "
+            f"{row['added_rss_mb']:.0f} | {row['queue_mb']:,.0f} |"
+        )
+    return "\n".join(lines)
 
 
 def queue_cost_table(name: str) -> str:
     """The queue's added time against its arithmetic floors (``bench_queue.py``)."""
-    sys.path.insert(0, str(shared.HERE))
-    from bench_queue import report
-
-    return report(shared.load(name)) + "\n"
+    return queue_cost_rows(shared.load(name)) + "\n"
 
 
 def step_cost_table(name: str = "queue_vs_batch_grid_timing.json") -> str:

@@ -55,7 +55,7 @@ def questions_summary() -> str:
     section."""
     sys.path.insert(0, str(shared.HERE))
     from common import mean_and_spread, mean_text
-    from multilingual_grid import ARMS, GRIDS, HF_XLSR
+    from multilingual_arms import ARMS, GRIDS, HF_XLSR
     from protocol import grid_rows, grid_verdict
 
     from .languages import grid_figures
@@ -105,13 +105,23 @@ def questions_summary() -> str:
     return "\n".join(lines + [f"| {' | '.join(row)} |" for row in rows]) + "\n"
 
 
-def reliability(name: str = "reliability.json") -> str:
-    sys.path.insert(0, str(shared.HERE))
-    from reliability import summary
+def reliability_sentence(record: dict) -> str:
+    """The report's sentence of a ``reliability.py`` results file."""
+    same = not record["differing_tensors"]
+    return (
+        f"Killed {record['kills']} times with SIGKILL ({record['kills_while_saving']} of them while a checkpoint "
+        f"was being written) and resumed each time, a {record['steps']}-step run ended with "
+        + ("the same" if same else "NOT the same")
+        + f" {record['tensors']} tensors as the run never killed "
+        f"({record['bytes_compared']:,} bytes compared, {record['queue_and_momentum_tensors']} of them queues and "
+        f"the momentum encoder's): " + ("holds." if same else "does not hold.") + "\n"
+    )
 
+
+def reliability(name: str = "reliability.json") -> str:
     record = shared.load(name)
     return (
-        summary(record)
+        reliability_sentence(record)
         + f"\n({record['setup']['machine']}, {record['setup']['date']}, `{record['setup']['command']}`)\n"
     )
 
@@ -133,7 +143,7 @@ def peers_of(arm: str, rows: dict) -> list[dict]:
     """The rows a method of hf_xlsr faces: the same model trained from scratch by MNRL for the lightweight dual
     transformer (its paper's claim), else sentence-transformers' peers from the same start."""
     import scratch_arms
-    from multilingual_grid import ARMS, HF_XLSR
+    from multilingual_arms import ARMS, HF_XLSR
 
     if arm in scratch_arms.ARMS:
         return [rows[peer] for peer in scratch_arms.ARMS if peer not in HF_XLSR and peer in rows]
@@ -151,7 +161,7 @@ def method_cells() -> dict[str, list[str]]:
     sys.path.insert(0, str(shared.HERE))
     import scratch_arms
     from common import mean_text
-    from multilingual_grid import ARMS, GRIDS, HF_XLSR
+    from multilingual_arms import ARMS, GRIDS, HF_XLSR
     from protocol import grid_rows, grid_verdict
 
     rows = {row["arm"]: row for row in grid_rows(shared.load("multilingual_grid.json")["runs"], ARMS, GRIDS)}

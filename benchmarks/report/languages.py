@@ -16,7 +16,7 @@ def grid_figures(name: str = "multilingual_grid.json") -> tuple[list[str], dict 
     scored). The languages are the run's Bible
     languages, the ones its test rows hold."""
     sys.path.insert(0, str(shared.HERE))
-    from multilingual_grid import ARMS, LANGUAGES, START
+    from multilingual_arms import ARMS, LANGUAGES, START
     from protocol import at_pick
 
     record = shared.load(name)
@@ -40,7 +40,7 @@ def multilingual_grid_languages(name: str = "multilingual_grid.json") -> str:
     """Each language against English on the test rows (the mean of both directions, %): the start and each arm's
     mean over its seeds at its pick; then the pairs of two other languages (zero-shot)."""
     sys.path.insert(0, str(shared.HERE))
-    from multilingual_grid import LABELS
+    from multilingual_arms import LABELS
 
     languages, start, arms = grid_figures(name)
 
@@ -128,21 +128,63 @@ def sampling_paired(name: str = "multilingual_sampling.json") -> str:
     return "\n".join(lines) + "\n"
 
 
+SAMPLING_ORDER = (
+    "alpha1",
+    "alpha0.5",
+    "alpha0",
+    "alpha0.5_one_pair",
+)  # multilingual_sampling.py's arms, in the table's order
+SAMPLING_DEFAULT = "alpha0.5"
+
+
+def sampling_rows(results: dict) -> str:
+    """The Markdown table of a results file: each arm's mean ± spread over its seeds, the best of each column bold."""
+    sys.path.insert(0, str(shared.HERE))
+    from common import mean_and_spread
+
+    sizes, arms = results["setup"]["sizes"], results["setup"]["arms"]
+    columns = ["trained", "zero_shot", *sizes]
+    stats = {
+        arm: {c: mean_and_spread([r[c] for r in results["runs"] if r["arm"] == arm]) for c in columns}
+        for arm in SAMPLING_ORDER
+        if any(r["arm"] == arm for r in results["runs"])
+    }
+    best = {c: max(stats, key=lambda arm: stats[arm][c][0]) for c in columns}
+    lines = ["| arm | α | batches | mean of the 4 | zero-shot | "
+             + " | ".join(f"{language} ({size:,})" for language, size in sizes.items()) + " |",
+             "| --- | ---: | --- |" + " ---: |" * len(columns)]  # fmt: skip
+    for arm, row in stats.items():
+        cells = []
+        for c in columns:
+            mean, spread, _ = row[c]
+            cell = f"{100 * mean:.1f} ± {100 * spread:.1f}"
+            cells.append(f"**{cell}**" if best[c] == arm else cell)
+        name = f"`{arm}`" + (" (the default)" if arm == SAMPLING_DEFAULT else "")
+        batches = arms[arm]["language_batches"].replace("_", " ")
+        lines.append(f"| {name} | {arms[arm]['language_sampling_alpha']:g} | {batches} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def sampling_table() -> str:
     """The language-sampling arms (``multilingual_sampling.py``)."""
-    sys.path.insert(0, str(shared.HERE))
-    from multilingual_sampling import report
-
     record = shared.load("multilingual_sampling.json")
-    return report(record) + "\n" + shared.caption("multilingual_sampling.json", record["setup"], record["runs"])
+    return sampling_rows(record) + "\n" + shared.caption("multilingual_sampling.json", record["setup"], record["runs"])
+
+
+def multilingual_step_rows(results: dict) -> str:
+    """The Markdown table of a results file: each stream's seconds per step against the bilingual one's."""
+    lines = [f"| stream | s / step (median of {results['steps']}) | × bilingual |", "| --- | ---: | ---: |"]
+    for name, row in results["rows"].items():
+        lines.append(
+            f"| {name.replace('bilingual (en-fr)', 'en-fr')} | {row['seconds_per_step']:.3f} | "
+            f"{row['ratio_to_bilingual']:.2f} |"
+        )
+    return "\n".join(lines)
 
 
 def multilingual_step_table() -> str:
     """A step on 22 languages against a bilingual one (``bench_multilingual_step.py``)."""
-    sys.path.insert(0, str(shared.HERE))
-    from bench_multilingual_step import report
-
-    return report(shared.load("multilingual_step.json")) + "\n"
+    return multilingual_step_rows(shared.load("multilingual_step.json")) + "\n"
 
 
 SCRATCH = "multilingual_scratch.json"  # the arms trained from scratch, at their own budget
@@ -155,7 +197,7 @@ def multilingual_grid(name: str = "multilingual_grid.json") -> str:
     exists."""
     sys.path.insert(0, str(shared.HERE))
     import scratch_arms
-    from multilingual_grid import ARMS, GRIDS, HF_XLSR, LABELS
+    from multilingual_arms import ARMS, GRIDS, HF_XLSR, LABELS
     from protocol import grid_table
 
     arms = scratch_arms.ARMS if name == SCRATCH else ARMS
@@ -183,7 +225,7 @@ def multilingual_118(name: str = "multilingual_118.json") -> str:
     verses, beside the start on the same rows; the caption from the results file."""
     sys.path.insert(0, str(shared.HERE))
     from common import mean_text
-    from multilingual_grid import LABELS
+    from multilingual_arms import LABELS
     from protocol import SEEDS, grid_verdict, pick
 
     record = shared.load(name)
@@ -234,13 +276,29 @@ def multilingual_118(name: str = "multilingual_118.json") -> str:
     return "\n".join(lines) + "\n" + said + shared.caption(name, setup, runs)
 
 
+def catalogue_rows(record: dict) -> str:
+    """The report's table: each source's languages and pairs, and Tatoeba's languages they reach."""
+    from hf_xlsr.evaluation.tatoeba import ALL_TATOEBA_CODES as TATOEBA
+
+    counts = record["pairs"]
+    reached = {TATOEBA[code] for code in counts if code in TATOEBA}
+    lines = ["| source | languages | of Tatoeba's 112 | pairs with English | languages with at least 1,000 pairs |",
+             "| --- | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    for source in [*record["sources"], "all"]:
+        per = {code: sum(n for s, n in by.items() if source in ("all", s)) for code, by in counts.items()}
+        per = {code: n for code, n in per.items() if n}
+        tatoeba = {TATOEBA[code] for code in per if code in TATOEBA}
+        lines.append(
+            f"| {source} | {len(per)} | {len(tatoeba)} | {sum(per.values()):,} | "
+            f"{sum(n >= 1000 for n in per.values())} |"
+        )
+    return "\n".join(lines) + f"\n\nTatoeba's languages with no catalogue here: {112 - len(reached)}.\n"
+
+
 def catalogue_corpus(name: str = "catalogue_corpus.json") -> str:
     """The software-catalogue corpus per source: languages, Tatoeba's among them, pairs."""
-    sys.path.insert(0, str(shared.HERE))
-    from catalogue_corpus import summary
-
     record = shared.load(name)
-    return summary(record) + f"\n({record['setup']['date']}, `{record['setup']['command']}`)\n"
+    return catalogue_rows(record) + f"\n({record['setup']['date']}, `{record['setup']['command']}`)\n"
 
 
 TABLES: dict[str, Callable[[], str]] = {

@@ -49,11 +49,13 @@ def test_the_floor_counts_both_products_of_both_directions(bench):
 
 
 def test_the_table_names_the_block_of_each_blocked_row(bench):
+    from report.cost import queue_cost_rows
+
     row = {"K": 409_600, "queue_dtype": "float32", "added_seconds": 0.5, "ratio_to_floor": 1.6,
            "ratio_to_issue_floor": 0.8, "added_rss_mb": 1.0, "queue_mb": 600.0}  # fmt: skip
     rows = [{**row, "implementation": "blocked", "block_size": 8192},
             {**row, "implementation": "materialised", "block_size": 0}]  # fmt: skip
-    lines = bench.report({"rows": rows}).splitlines()
+    lines = queue_cost_rows({"rows": rows}).splitlines()
     assert lines[2].startswith("| 409,600 | float32 | blocked | 8,192 | 0.5000 | 1.60 | 0.80 |")
     assert lines[3].startswith("| 409,600 | float32 | materialised |  | 0.5000 |")
 

@@ -14,6 +14,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 import catalogue_corpus  # noqa: E402
+from report.languages import catalogue_rows  # noqa: E402
 from test_catalogues import write_json_folder, write_mo  # noqa: E402
 
 from hf_xlsr.data.multilingual import load_pair_datasets  # noqa: E402
@@ -40,7 +41,7 @@ def test_sources_become_one_jsonl_that_training_reads_and_counts_per_language_an
     parts = load_pair_datasets(out, [("en", "fr"), ("en", "de")])
     assert len(parts["en-fr"]) == 4 and len(parts["en-de"]) == 2
     record = {"sources": ["wiki", "app"], "pairs": {code: dict(by) for code, by in counts.items()}}
-    table = catalogue_corpus.summary(record).splitlines()
+    table = catalogue_rows(record).splitlines()
     assert table[2] == "| wiki | 2 | 2 | 5 | 0 |" and table[3] == "| app | 2 | 2 | 2 | 0 |"
     assert table[4] == "| all | 3 | 3 | 7 | 0 |" and table[-1] == "Tatoeba's languages with no catalogue here: 109."
     # the languages of a run for Tatoeba: the Bible's 22 (English first; fr and de among them), then each other

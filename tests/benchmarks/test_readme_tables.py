@@ -96,7 +96,7 @@ def test_the_tatoeba_table_averages_each_model_over_the_languages_it_shares_with
     sys.path.insert(0, str(BENCHMARKS))
     from report import shared
     from report import tatoeba as tatoeba_report
-    from tatoeba import USE_TATOEBA
+    from report.tatoeba import USE_TATOEBA
 
     from hf_xlsr.evaluation.tatoeba import TATOEBA_CODES
 
@@ -130,8 +130,8 @@ def test_a_trained_model_s_tatoeba_row_is_over_its_seeds_and_hf_xlsr_meets_mnrl_
     sys.path.insert(0, str(BENCHMARKS))
     from report import shared
     from report import tatoeba as tatoeba_report
+    from report.tatoeba import USE_TATOEBA
     from scipy.stats import ttest_1samp
-    from tatoeba import USE_TATOEBA
 
     from hf_xlsr.evaluation.tatoeba import TATOEBA_CODES
 
