@@ -10,15 +10,13 @@ are on the report's cost page (docs/benchmarks/cost.md), with every command behi
 from __future__ import annotations
 
 import argparse
-import json
 import resource
-import subprocess
 import sys
 import tempfile
 import time
 
 import torch
-from common import ENCODERS, Results, heldout_evaluators, machine, score
+from common import ENCODERS, Results, heldout_evaluators, machine, print_result, run_child, score
 
 ADAPTER = {"r": 16, "lora_alpha": 32, "target_modules": ["query", "key", "value", "dense"]}
 ARMS = {
@@ -117,7 +115,7 @@ def main() -> None:
     args = parser.parse_args()
     args.languages = ["en", "fr"]
     if args.child:
-        print(json.dumps(child(args.child[0], int(args.child[1]), args)))
+        print_result(child(args.child[0], int(args.child[1]), args))
         return
     results = Results(
         args.out,
@@ -136,9 +134,7 @@ def main() -> None:
         for arm in args.arms:
             if results.done(arm, seed):
                 continue
-            command = [sys.executable, __file__, *sys.argv[1:], "--child", arm, str(seed)]
-            output = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=True).stdout
-            run = json.loads(output.strip().splitlines()[-1])
+            run = run_child(__file__, [*sys.argv[1:], "--child", arm, str(seed)], f"{arm}, seed {seed}")
             results.add(run)
             print({k: (float(f"{v:.4g}") if isinstance(v, float) else v) for k, v in run.items()}, flush=True)
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import argparse
 import json
 import resource
-import subprocess
-import sys
 import time
+
+from common import print_result, run_child
 
 VARIANTS = {
     "peer: sentence-transformers MNRL": {"peer": True},
@@ -112,19 +112,13 @@ def main() -> None:
     parser.add_argument("--out")
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.threads)))
+        print_result(child(args.child, args.threads))
         return
     rows = []
     header = ["peak RSS MB", "x peer", "model+queue MB", "training MB", "queues MB", "s/step", "x peer"]
     print(f"{'variant':<34}" + "".join(f"{h:>15}" for h in header))
     for name in VARIANTS:
-        output = subprocess.run(
-            [sys.executable, __file__, "--child", name, "--threads", str(args.threads)],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        row = json.loads(output.strip().splitlines()[-1])
+        row = run_child(__file__, ["--child", name, "--threads", str(args.threads)], name)
         rows.append(row)
         peer = rows[0]
         row["peak_rss_vs_peer"] = row["peak_rss_mb"] / peer["peak_rss_mb"]

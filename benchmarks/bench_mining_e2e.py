@@ -15,14 +15,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
-from common import memory_mb, reset_peak
+from common import child_result, memory_mb, print_result, reset_peak, start_child
 from mining_corpus import CACHE, build_sides, peer_mine, scored, subsample
 
 
@@ -179,27 +176,33 @@ def read_pairs(path: Path) -> list[tuple[int, int, float]]:
     return [(int(s) - 1, int(t) - 1, float(score)) for score, s, t, _ in rows]
 
 
-def finished(arm: str, process: subprocess.Popen) -> dict:
-    out, err = process.communicate()
-    if process.returncode:
-        raise SystemExit(f"{arm} failed:\n{err[-3000:]}")
-    return json.loads(out.strip().splitlines()[-1])
-
-
-def start_child(arm: str, args, work: Path, *extra: str) -> subprocess.Popen:
-    command = [sys.executable, __file__, "--child", arm, "--work", str(work), "--model", args.model, "--backend",
-               args.backend, "--threads", str(args.threads), "--max-length", str(args.max_length), "--out", "-",
-               *extra]  # fmt: skip
-    return subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}
-    )
+def start_arm(arm: str, args, work: Path, *extra: str):
+    """The arm in a process of its own (`common.start_child`), on this run's model, backend, threads and length."""
+    arguments = [
+        "--child",
+        arm,
+        "--work",
+        str(work),
+        "--model",
+        args.model,
+        "--backend",
+        args.backend,
+        "--threads",
+        str(args.threads),
+        "--max-length",
+        str(args.max_length),
+        "--out",
+        "-",
+        *extra,
+    ]
+    return start_child(__file__, arguments)
 
 
 def encode_once(args, work: Path) -> float:
     """Both sides through hf_xlsr's encoder, each in a process of its own with ``--threads`` threads, the two at
     once; the seconds one such process would take for both sides: the sum of the two."""
-    sides = {side: start_child("encode", args, work, "--side", side) for side in ("source", "target")}
-    return sum(finished(f"encoding {side}", process)["encode_seconds"] for side, process in sides.items())
+    sides = {side: start_arm("encode", args, work, "--side", side) for side in ("source", "target")}
+    return sum(child_result(process, f"encoding {side}")["encode_seconds"] for side, process in sides.items())
 
 
 def exact_reference(work: Path, gold, arm: str = "peer") -> dict:
@@ -236,10 +239,10 @@ def mine_size(args, results, work: Path, size: int, gold, arms: tuple[str, str])
         if results.done(f"{arm} {size}", 0):
             continue
         if shared:
-            run = finished(arm, start_child(arm, args, work, "--shared"))
+            run = child_result(start_arm(arm, args, work, "--shared"), arm)
             run.update(seconds=encoded + run["search_seconds"], encode_seconds=encoded, shared_encoding=True)
         else:
-            run = finished(arm, start_child(arm, args, work))
+            run = child_result(start_arm(arm, args, work), arm)
         run.update(scored(read_pairs(work / f"{arm}.tsv"), gold), size=size, gold_pairs=len(gold))
         results.add({**run, "arm": f"{arm} {size}", "seed": 0})
         print(json.dumps(run), flush=True)
@@ -286,7 +289,7 @@ def main() -> None:
 
     reference, args.model = args.model, resolve_reference(args.model)
     if args.child:
-        print(json.dumps(child(args)))
+        print_result(child(args))
         return
     import torch
     from common import Results, machine

@@ -15,15 +15,13 @@ import argparse
 import json
 import os
 import re
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from unittest import mock
 
 import numpy as np
-from common import AnonymousPeak, Results, machine
+from common import AnonymousPeak, Results, machine, print_result, run_child
 from mining_arms import ARMS, REAL
 from mining_corpus import CACHE, USE_M3, peer_mine, scored, subsample, use_m3_embeddings
 
@@ -206,13 +204,22 @@ def recall_against_exact(found: tuple, exact: tuple, translations: tuple, n_gold
     }
 
 
-def run_child(args, arm: str, size: int) -> dict:
-    command = [sys.executable, __file__, "--child", "--arm", arm, "--size", str(size), "--threads", str(args.threads),
-               "--neighbours", str(SCALE / f"exact_{size}.npz"), "--out", "-"]  # fmt: skip
-    result = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    if result.returncode:
-        raise SystemExit(f"{arm} at {size} failed:\n{result.stderr[-3000:]}")
-    return json.loads(result.stdout.strip().splitlines()[-1])
+def run_arm(args, arm: str, size: int) -> dict:
+    """The arm at ``size`` in a process of its own (`common.run_child`)."""
+    arguments = [
+        "--child",
+        "--arm",
+        arm,
+        "--size",
+        str(size),
+        "--threads",
+        str(args.threads),
+        "--neighbours",
+        str(SCALE / f"exact_{size}.npz"),
+        "--out",
+        "-",
+    ]
+    return run_child(__file__, arguments, f"{arm} at {size:,}")
 
 
 def main() -> None:
@@ -249,7 +256,7 @@ def main() -> None:
             figure(data, Path(args.figure))
         return
     if args.child:
-        print(json.dumps(child(args)))
+        print_result(child(args))
         return
     import torch
 
@@ -269,12 +276,12 @@ def main() -> None:
     for position, size in enumerate(args.sizes):
         sides(size)  # written before anything is timed
         if not (SCALE / f"exact_{size}.npz").is_file() and not (SCALE / f"exact_{size}.npz.partial").is_file():
-            run_child(args, "exact", size)
+            run_arm(args, "exact", size)
         while not (SCALE / f"exact_{size}.npz").is_file():  # another process is computing it
             time.sleep(10)
         for arm in list(ARMS)[:: 1 if position % 2 == 0 else -1]:
             if arm in args.arms and not results.done(f"{arm} {size}", args.repeat):
-                run = run_child(args, arm, size)
+                run = run_arm(args, arm, size)
                 results.add({"arm": f"{arm} {size}", "seed": args.repeat, "size": size, **run})
                 print(json.dumps({"arm": arm, "size": size, **run}), flush=True)
 

@@ -15,14 +15,13 @@ import argparse
 import json
 import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import torch
-from common import ENCODERS, Results, machine, memory_mb, reset_peak
+from common import ENCODERS, Results, machine, memory_mb, print_result, reset_peak, run_child
 from protocol import run_grid
 from queue_arms import (
     ARMS,
@@ -125,7 +124,7 @@ def run_one(arm: str, seed: int, args) -> dict:
 def child(args) -> None:
     """One (arm, seed) in this process; the result as JSON on the last line of stdout."""
     arm, seed = args.child.split(":")
-    print("RESULT " + json.dumps(run_one(arm, int(seed), args)), flush=True)
+    print_result(run_one(arm, int(seed), args))
 
 
 def weight_state_mb(trainer) -> float:
@@ -183,13 +182,13 @@ def timing_child(args) -> None:
     top = memory_mb("VmHWM")  # the peak since before the build
     row = {"arm": arm, "seconds_per_pair": sum(times[1:]) / (len(times[1:]) * batch), "peak_rss_mb": peak,
            "training_mb": top - before, "held_mb": top - unbuilt, "state_mb": state}  # fmt: skip
-    print("RESULT " + json.dumps(row), flush=True)
+    print_result(row)
 
 
 def spawn(args, flag: str, value: str) -> dict:
-    command = [
-        sys.executable,
-        __file__,
+    """The arm ``value`` (``--child`` or ``--timing-child``) in a process of its own (`common.run_child`), with this
+    run's settings."""
+    arguments = [
         flag,
         value,
         "--threads",
@@ -217,13 +216,9 @@ def spawn(args, flag: str, value: str) -> dict:
         *map(str, args.eval_points),
         "--out",
         args.out,
-    ] + (["--whole-test"] if args.whole_test else [])
-    completed = subprocess.run(command, capture_output=True, text=True)
-    lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT ")]
-    if completed.returncode != 0 or not lines:
-        sys.stderr.write(completed.stdout[-3000:] + completed.stderr[-6000:])
-        raise SystemExit(f"{flag} {value} failed (exit {completed.returncode})")
-    return json.loads(lines[-1][len("RESULT ") :])
+        *(["--whole-test"] if args.whole_test else []),
+    ]
+    return run_child(__file__, arguments, f"{flag} {value}")
 
 
 def setup(args) -> dict:

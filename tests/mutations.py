@@ -376,6 +376,12 @@ MUTATIONS = [
              'from bench_memory import VARIANTS  # noqa: F401\n'
              '    return memory_rows(shared.load("memory.json")) + "\\n"',
              "tests/test_layout.py::test_the_report_reads_results_files_and_imports_no_measuring_script"),
+    Mutation("child_answer_first_not_last", "benchmarks/common.py::child_result",
+             "return json.loads(rows[-1][len(RESULT) :])", "return json.loads(rows[0][len(RESULT) :])",
+             "tests/benchmarks/test_child_runner.py::test_the_last_row_a_child_answers_comes_back"),
+    Mutation("failed_child_read_as_answered", "benchmarks/common.py::child_result",
+             "if process.returncode or not rows:", "if not rows:",
+             "tests/benchmarks/test_child_runner.py::test_a_child_that_fails_or_answers_nothing_stops_the_run_naming_it"),
     Mutation("range_error_blames_the_command_line", "hf_xlsr/trainers/config_file.py::parse_run_arguments",
              "from_file = name in known and name not in _given_on_command_line(command_line)", "from_file = False",
              "tests/test_collator_settings.py::test_a_collator_setting_is_checked_where_it_was_given_before_anything_loads"),
@@ -994,9 +1000,9 @@ MUTATIONS = [
              "                    except ZeroDivisionError as error:\n                        row[\"error\"]",
              GPU_OOM),
     Mutation("training_step_arms_timed_one_after_the_other", "benchmarks/gpu_steps.py::training_step",
-             "                for _ in range(rounds):  # interleaved: the machine's drift hits every arm alike\n"
-             "                    for name, (_, step, _) in group.items():",
-             "                for name, (_, step, _) in group.items():\n                    for _ in range(rounds):",
+             "times, _ = interleaved(steps_of, rounds * steps, sync=lambda: synchronize(device))",
+             "times = {name: interleaved({name: step}, rounds * steps, sync=lambda: synchronize(device))[0][name] "
+             "for name, step in steps_of.items()}",
              GPU_OOM),
     # encoding backends
     Mutation("int8_backend_not_quantised", "hf_xlsr/evaluation/backends.py::compile_graph",

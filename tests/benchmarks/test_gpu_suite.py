@@ -101,8 +101,8 @@ def test_an_arm_out_of_memory_is_a_row_and_the_others_are_timed_interleaved(monk
         if row["arm"] in ("dual_momentum_shared", "dual_momentum_cached")
     )
     assert all("seconds_per_step" in row and row["ratio_to_mnrl"] > 0 for row in rows if row["arm"] in timed)
-    assert calls[:10] == timed + timed  # warm-up steps, then rounds: interleaved
-    assert calls[10:20] == timed + timed
+    assert calls[:15] == timed + timed + timed[::-1]  # warm-up steps, then rounds interleaved, every other reversed
+    assert calls[15:30] == calls[:15]  # the second batch size
     assert result["skipped"] == []
 
 
@@ -209,7 +209,7 @@ def test_the_grid_part_runs_the_protocol_scores_tune_and_test_and_goes_on_where_
     beyond = next(i for i, run in enumerate(runs) if run["temperature"] != 0.04)  # rates beyond an end that won
     assert all(run["base_learning_rate"] not in (5e-5, 1e-4, 2e-4, 4e-4) for run in runs[4:beyond])
     best_rate = max(runs[:beyond], key=lambda run: run["tune"])["base_learning_rate"]
-    assert point(runs[beyond]) == (best_rate, 0.05) and runs[beyond]["seed"] == 0
+    assert point(runs[beyond]) == (best_rate, 0.05, None, None) and runs[beyond]["seed"] == 0  # no queue
     assert [(run["seed"], point(run)) for run in runs[beyond + 1 :]] == [
         (1, point(pick(runs, "mnrl_B"))),
         (2, point(pick(runs, "mnrl_B"))),
