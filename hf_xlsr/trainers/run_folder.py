@@ -14,6 +14,7 @@ import shutil
 from pathlib import Path
 
 from ..hub import RUN_INFO
+from ..modeling.configuration_dual_momentum import FORMER_COLLATOR_FIELDS, FORMER_SCHEDULE_FIELDS
 from ..registry import current_name
 from .checkpoints import CHECKPOINT, CheckpointError
 
@@ -25,8 +26,11 @@ MODEL_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_mod
 RUN_DEFINING_ARGUMENTS = (
     "per_device_train_batch_size", "gradient_accumulation_steps", "learning_rate", "lr_scheduler_type",
     "warmup_steps", "weight_decay", "max_grad_norm", "seed", "language_sampling_alpha", "language_batches",
-    "momentum_schedule",
+    "momentum_schedule", "second_stage_step", "encoder_frozen_steps", "mini_batch_size",
 )  # fmt: skip
+# the data collator's settings (None: the collator's default)
+COLLATOR_SETTINGS = ("mlm_probability", "mask_replace_prob", "random_replace_prob", "swap_probability",
+                     "monolingual_probability", "perturbation", "perturbation_window")  # fmt: skip
 
 
 def run_contents(output_dir: str | os.PathLike) -> list[str]:
@@ -77,6 +81,8 @@ def run_settings(model_args, data_args, training_args, fingerprint: str) -> dict
         "language_pairs": [list(pair) for pair in data_args.pairs],
         "max_length": data_args.max_length,
         "training": {name: getattr(training_args, name, None) for name in RUN_DEFINING_ARGUMENTS},
+        "collator": {name: getattr(data_args, name, None) for name in COLLATOR_SETTINGS},
+        "lora": model_args.lora,
         "data_fingerprint": fingerprint,
     }
 
@@ -91,6 +97,20 @@ def _flat(settings: dict, prefix: str = "") -> dict:
     return flat
 
 
+def moved_setting(key: str) -> str:
+    """Where a setting that a run started by an earlier version wrote into ``model_config`` is now: the collator's
+    settings under ``collator``, the schedule's under ``training`` (``head_warmup_steps`` as
+    ``encoder_frozen_steps``), LoRA's under ``lora``."""
+    prefix, _, name = key.partition(".")
+    if prefix != "model_config":
+        return key
+    if name in FORMER_COLLATOR_FIELDS:
+        return f"collator.{name}"
+    if name in FORMER_SCHEDULE_FIELDS:
+        return f"training.{FORMER_SCHEDULE_FIELDS[name]}"
+    return name if name == "lora" or name.startswith("lora.") else key
+
+
 def check_same_run(output_dir: str | os.PathLike, settings: dict) -> None:
     """Resuming in ``output_dir``: its checkpoints must be this run's, the settings it started with
     (`RUN_SETTINGS`) equal to ``settings``; else one `CheckpointError` line naming the first that differs."""
@@ -100,6 +120,7 @@ def check_same_run(output_dir: str | os.PathLike, settings: dict) -> None:
     saved, ours = _flat(json.loads(path.read_text())), _flat(json.loads(json.dumps(settings)))
     if "model_type" in saved:  # a run started by an earlier version names its type as that version did
         saved["model_type"] = current_name(saved["model_type"])
+    saved = {moved_setting(key): value for key, value in saved.items()}
     differing = [key for key in dict.fromkeys([*saved, *ours]) if saved.get(key) != ours.get(key)]
     if differing:
         key = differing[0]
