@@ -14,8 +14,8 @@ from pathlib import Path
 
 import torch
 
+from ..evaluation import loading
 from ..evaluation.encoders import as_encoder, model_languages, truncated_count
-from ..evaluation.loading import load_for_evaluation
 from ..references import resolve_reference
 from ..utils import UnwritableError, check_writable, free_cpu_threads
 
@@ -64,7 +64,7 @@ def sentence_encoder(args: argparse.Namespace):
     """``--model`` as an encoder of ``--language``'s sentences; a one-line error when the model encodes each of its
     languages its own way and ``--language`` names none of them."""
 
-    model, tokenizers = load_for_evaluation(args.model, args.backend)
+    model, tokenizers = loading.load_for_evaluation(args.model, args.backend)
     languages = model_languages(model)
     if languages and args.language not in languages:
         given = "no --language" if args.language is None else f"--language {args.language}"

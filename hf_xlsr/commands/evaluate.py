@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..data.corpora import corpus_languages
+from ..evaluation import loading
 from ..evaluation.encoders import model_languages
-from ..evaluation.loading import ModelLoadError, load_for_evaluation
 from ..evaluation.suite import TASKS, SuiteOptions, format_language_table, format_table, run_suite
 from ..export import MTEB_META
 from ..hub import RUN_INFO, read_json
@@ -36,9 +36,7 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
     if args.output is None:  # beside the model, as transformers' eval_results.json, where the model is the user's
         installed = args.model_reference.startswith("package:") or "site-packages" in Path(args.model).parts
         if not installed and not Path(args.model).is_dir():
-            from ..evaluation.loading import check_model_path
-
-            check_model_path(args.model)  # a path that is no model says so first
+            loading.check_model_path(args.model)  # a path that is no model says so first
         if installed or not Path(args.model).is_dir():
             raise UsageError(
                 f"--model {args.model_reference} is not a folder of yours to write results into: give "
@@ -80,12 +78,12 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
 
     if any(task != "tatoeba" and not task.startswith("mteb") for task in tasks):
         warn_training_data(args.model, args.data, args.split)
-    model, tokenizers = load_for_evaluation(args.model, args.backend)
+    model, tokenizers = loading.load_for_evaluation(args.model, args.backend)
     encoded = model_languages(model)
     options.routes = encoded
     unknown = [language for language in args.languages if encoded and language not in encoded]
     if unknown:
-        raise ModelLoadError(f"{args.model}: encodes {', '.join(encoded)} each its own way, not {unknown[0]}")
+        raise loading.ModelLoadError(f"{args.model}: encodes {', '.join(encoded)} each its own way, not {unknown[0]}")
     if any(task.startswith("mteb") for task in tasks) and (Path(args.model) / MTEB_META).is_file():
         from ..evaluation.mteb import export_model_meta
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..evaluation.loading import load_trained_model
+from ..evaluation import loading
 from ..export import ExportTargetError, check_export_target, export_sentence_transformers, routes
 from ..hub import RUN_INFO, read_json
 from .common import UsageError, writable
@@ -20,7 +20,7 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
         check_export_target(args.output, [args.model], args.overwrite, "--output", "--overwrite")
     except ExportTargetError as error:
         raise UsageError(str(error)) from None
-    model, tokenizers = load_trained_model(args.model)
+    model, tokenizers = loading.load_trained_model(args.model)
     run_info = read_json(Path(args.model) / RUN_INFO)
     folder = export_sentence_transformers(
         model, tokenizers, args.output, args.max_length, run_info, overwrite=args.overwrite, protect=[args.model]

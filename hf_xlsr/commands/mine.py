@@ -14,8 +14,8 @@ import torch
 from accelerate import PartialState
 
 from ..data.bitext import SentenceFile
+from ..evaluation import loading
 from ..evaluation.encoders import as_encoder, model_languages
-from ..evaluation.loading import load_for_evaluation
 from ..evaluation.mining import RATIO_THRESHOLD, check_index, index_spec, mine_files
 from .common import UsageError, warn_untrained, writable
 
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace, rest: list[str]) -> int:
     if state.num_processes > 1 and not args.embeddings:
         raise UsageError(f"{state.num_processes} processes share their shards in one folder: give --embeddings DIR")
     source, target = SentenceFile(args.source), SentenceFile(args.target)
-    model, tokenizers = load_for_evaluation(args.model, args.backend)
+    model, tokenizers = loading.load_for_evaluation(args.model, args.backend)
     source_language, target_language = mining_languages(model, args.source_language, args.target_language)
     warn_untrained(model, args.model, [source_language, target_language])
     encode = as_encoder(
