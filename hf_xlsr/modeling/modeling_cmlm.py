@@ -17,10 +17,10 @@ principal component at inference; it is exported as a stock ``Dense`` module.
 
 Choices where the paper is silent: ``phi`` of the retrieval loss is the raw inner product of the mean-pooled
 vectors, as written, with no scale; the optimizer is AdamW (transformers has no LAMB). A pretrained encoder
-without a masked-LM head (most sentence encoders) gets a new, random head; ``from_encoder`` then sets
-``head_warmup_steps`` so that the head learns alone, the encoder frozen, before CMLM may change the encoder
-(``XlsrTrainer`` runs the freeze): trained together from the start, a random head wrecks the sentence space in a
-few dozen steps.
+without a masked-LM head (most sentence encoders) gets a new, random head; the model ``from_encoder`` builds then
+asks for ``encoder_frozen_steps`` so that the head learns alone, the encoder frozen, before CMLM may change the
+encoder (``XlsrTrainer`` runs the freeze; the training argument of that name overrides the count): trained together
+from the start, a random head wrecks the sentence space in a few dozen steps.
 
 With ``config.queue_size`` > 0 (hf_xlsr's extension), L_br becomes its MoCo-consistent form: live queries against
 the momentum encoder's keys (positive, in-batch negatives and queue), L2-normalised, the margin subtracted from the
